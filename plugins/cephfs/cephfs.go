@@ -1,0 +1,432 @@
+// Package cephfs translates the removed in-tree CephFS plugin
+// (kubernetes.io/cephfs) to Ceph CSI CephFS static volumes
+// (cephfs.csi.ceph.com) and back. Kubernetes never shipped such a translator
+// and Ceph CSI has no CephFS migration: the handle format and the rules here
+// are this project's, and documented.
+//
+//	in-tree (spec.cephfs)    CSI (spec.csi)
+//	monitors                 attribute clusterID (MD5 of the joined list, as for RBD);
+//	                         annotation cephfs.csimigrate.io/monitors
+//	path                     attribute rootPath ("/" when empty, a leading "/" added);
+//	                         the original in cephfs.csimigrate.io/path when different
+//	mountOptions             fsName attribute from mds_namespace=<fs> or fs=<fs>; those
+//	                         options are removed (Ceph CSI adds its own) and the original
+//	                         list kept in cephfs.csimigrate.io/mount-options
+//	user                     annotation cephfs.csimigrate.io/user (Ceph CSI reads the
+//	                         user from the secret's userID)
+//	secretFile               annotation cephfs.csimigrate.io/secret-file (when set)
+//	secretRef                nodeStageSecretRef to the derived CSI secret (see below);
+//	                         the original in cephfs.csimigrate.io/secret-ref
+//	readOnly                 readOnly (access modes are left as they are)
+//
+// plus staticVolume=true. The handle is volumeid.CephFSHandle: 108 bytes,
+// unique per (monitors, file system, path).
+//
+// Secrets: Ceph CSI stages static CephFS volumes with "userID" and "userKey"
+// and has no remap of in-tree "key" secrets; changing the in-tree secret would
+// break in-tree mounts still running. The node-stage reference therefore
+// names a derived secret, secrets.CephFSCSISecretName(in-tree name, user), in
+// the same namespace; secrets.CephFSCSISecret builds it. An empty secret
+// namespace (in-tree: the pod's) becomes the claim's namespace. A volume with
+// only a secretFile on the node cannot be translated until an administrator
+// creates a CSI secret and names it in annotation AnnNodeStageSecret
+// ("namespace/name"); until then translation fails with ErrSecretFileOnly and
+// CheckPV reports it.
+package cephfs
+
+import (
+	"errors"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	storage "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+
+	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/secrets"
+	"github.com/csimigrate/csimigrate/volumeid"
+)
+
+// Names of the in-tree plugin and the CSI driver.
+const (
+	PluginName = "kubernetes.io/cephfs"
+	DriverName = "cephfs.csi.ceph.com"
+)
+
+// Annotations carried on translated PVs.
+const (
+	AnnMonitors     = "cephfs.csimigrate.io/monitors"
+	AnnPath         = "cephfs.csimigrate.io/path"
+	AnnUser         = "cephfs.csimigrate.io/user"
+	AnnSecretFile   = "cephfs.csimigrate.io/secret-file"
+	AnnSecretRef    = "cephfs.csimigrate.io/secret-ref"
+	AnnMountOptions = "cephfs.csimigrate.io/mount-options"
+	// AnnNodeStageSecret, set by an administrator on an in-tree PV as
+	// "namespace/name", names a CSI secret (userID, userKey) to use instead
+	// of the derived one; it is the remedy for secretFile-only volumes.
+	AnnNodeStageSecret = "cephfs.csimigrate.io/node-stage-secret"
+)
+
+const (
+	attrStaticVolume = "staticVolume"
+	attrClusterID    = "clusterID"
+	attrRootPath     = "rootPath"
+	attrFSName       = "fsName"
+)
+
+// ErrSecretFileOnly: the volume authenticates with a key file on the node
+// and has no Secret; see the package documentation for the remedy. Errors
+// matching it also match plugins.ErrMissingInformation.
+var ErrSecretFileOnly = errors.New("CephFS volume uses only a secretFile")
+
+type secretFileOnlyError struct{ object string }
+
+func (e *secretFileOnlyError) Error() string {
+	return e.object + ": " + ErrSecretFileOnly.Error() + " (a key file on the node, no Secret); create a Secret with userID and userKey and name it in annotation " +
+		AnnNodeStageSecret + ` ("namespace/name") to migrate it`
+}
+
+func (e *secretFileOnlyError) Is(target error) bool {
+	return target == ErrSecretFileOnly || target == plugins.ErrMissingInformation
+}
+
+// Options configure the plugin.
+type Options struct {
+	// ClusterConfig maps clusterIDs to monitors for reverse translation.
+	ClusterConfig ceph.ClusterConfig
+	// DisableNodeExpandSecret is accepted for symmetry with the other
+	// plugins; CephFS static volumes are never expanded, so no node-expand
+	// reference is set either way.
+	DisableNodeExpandSecret bool
+}
+
+// Plugin is the CephFS translator; safe for concurrent use.
+type Plugin struct{ opts Options }
+
+var (
+	_ plugins.InTreePlugin = (*Plugin)(nil)
+	_ plugins.Checker      = (*Plugin)(nil)
+)
+
+// New returns a CephFS translator.
+func New(opts Options) *Plugin { return &Plugin{opts: opts} }
+
+// GetInTreePluginName returns "kubernetes.io/cephfs".
+func (p *Plugin) GetInTreePluginName() string { return PluginName }
+
+// GetCSIPluginName returns "cephfs.csi.ceph.com".
+func (p *Plugin) GetCSIPluginName() string { return DriverName }
+
+// CanSupport reports whether pv has a cephfs source.
+func (p *Plugin) CanSupport(pv *v1.PersistentVolume) bool { return pv != nil && pv.Spec.CephFS != nil }
+
+// CanSupportInline reports whether vol has a cephfs source.
+func (p *Plugin) CanSupportInline(vol *v1.Volume) bool { return vol != nil && vol.CephFS != nil }
+
+// RepairVolumeHandle returns the handle unchanged.
+func (p *Plugin) RepairVolumeHandle(volumeHandle, _ string) (string, error) { return volumeHandle, nil }
+
+// DoesNotModifyInputs marks the plugin as plugins.NonMutating.
+func (p *Plugin) DoesNotModifyInputs() {}
+
+// TranslateInTreeStorageClassToCSI always fails with plugins.ErrUnsupported:
+// in-tree CephFS had no provisioner and no StorageClass parameters.
+func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, _ *storage.StorageClass) (*storage.StorageClass, error) {
+	return nil, &plugins.UnsupportedError{Plugin: PluginName, What: "StorageClass translation",
+		Reason: "in-tree CephFS had no dynamic provisioner; write a cephfs.csi.ceph.com StorageClass (clusterID, fsName, secrets) instead"}
+}
+
+// RootPath applies the in-tree plugin's defaulting to a CephFS path: "/" when
+// empty, a leading "/" added when missing.
+func RootPath(path string) string {
+	if path == "" {
+		return "/"
+	}
+	if !strings.HasPrefix(path, "/") {
+		return "/" + path
+	}
+	return path
+}
+
+// FSNameFromMountOptions returns the file-system name given by mds_namespace=
+// or fs= in mount options (entries may hold comma-separated options; the last
+// one wins, as for mount(8)), and the options without them.
+func FSNameFromMountOptions(opts []string) (fsName string, rest []string, found bool) {
+	for _, entry := range opts {
+		parts := strings.Split(entry, ",")
+		kept := parts[:0]
+		for _, o := range parts {
+			if v, ok := strings.CutPrefix(o, "mds_namespace="); ok {
+				fsName, found = v, true
+				continue
+			}
+			if v, ok := strings.CutPrefix(o, "fs="); ok {
+				fsName, found = v, true
+				continue
+			}
+			kept = append(kept, o)
+		}
+		if len(kept) > 0 {
+			rest = append(rest, strings.Join(kept, ","))
+		}
+	}
+	return fsName, rest, found
+}
+
+func parseRef(s string) (*v1.SecretReference, bool) {
+	if s == "" {
+		return nil, true
+	}
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || name == "" {
+		return nil, false
+	}
+	return &v1.SecretReference{Namespace: ns, Name: name}, true
+}
+
+func formatRef(r *v1.SecretReference) string {
+	if r == nil {
+		return ""
+	}
+	return r.Namespace + "/" + r.Name
+}
+
+type source struct {
+	mons       []string
+	path       string
+	user       string
+	secretFile string
+	secretRef  *v1.SecretReference
+	readOnly   bool
+}
+
+// translate builds the CSI source; object names the object for errors.
+func (p *Plugin) translate(object string, fp *field.Path, s source, mountOptions []string, stageOverride string, claimNS string) (*v1.CSIPersistentVolumeSource, []string, bool, error) {
+	var errs field.ErrorList
+	if len(s.mons) == 0 {
+		errs = append(errs, field.Required(fp.Child("monitors"), "at least one Ceph monitor (host:port) is required"))
+	}
+	var stage *v1.SecretReference
+	switch {
+	case stageOverride != "":
+		r, ok := parseRef(stageOverride)
+		if !ok || r == nil || r.Namespace == "" {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnNodeStageSecret), stageOverride, `want "namespace/name"`))
+		}
+		stage = r
+	case s.secretRef != nil:
+		ns := s.secretRef.Namespace
+		if ns == "" {
+			ns = claimNS
+		}
+		if ns == "" {
+			errs = append(errs, field.Required(fp.Child("secretRef", "namespace"),
+				"the secret's namespace is empty (in-tree: the pod's) and the PV has no claimRef to take it from"))
+		}
+		stage = &v1.SecretReference{Namespace: ns, Name: secrets.CephFSCSISecretName(s.secretRef.Name, s.user)}
+	default:
+		if len(errs) > 0 {
+			break
+		}
+		return nil, nil, false, &secretFileOnlyError{object: object}
+	}
+	if len(errs) > 0 {
+		return nil, nil, false, &plugins.InvalidError{Kind: strings.SplitN(object, " ", 2)[0], Name: nameOf(object), Errs: errs}
+	}
+	root := RootPath(s.path)
+	fsName, rest, found := FSNameFromMountOptions(mountOptions)
+	attrs := make(map[string]string, 4)
+	attrs[attrStaticVolume] = "true"
+	attrs[attrClusterID] = volumeid.ClusterIDFromList(s.mons)
+	attrs[attrRootPath] = root
+	if fsName != "" {
+		attrs[attrFSName] = fsName
+	}
+	return &v1.CSIPersistentVolumeSource{
+		Driver:             DriverName,
+		VolumeHandle:       volumeid.NewCephFSHandle(s.mons, fsName, root).String(),
+		ReadOnly:           s.readOnly,
+		VolumeAttributes:   attrs,
+		NodeStageSecretRef: stage,
+	}, rest, found, nil
+}
+
+func nameOf(object string) string {
+	_, n, _ := strings.Cut(object, " ")
+	return strings.Trim(n, `"`)
+}
+
+// TranslateInTreePVToCSI translates a PV with spec.cephfs to a Ceph CSI
+// static volume. pv is not modified.
+func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+	if pv == nil || pv.Spec.CephFS == nil {
+		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv),
+			field.Required(field.NewPath("spec", "cephfs"), "a CephFS volume source is required"))
+	}
+	src := pv.Spec.CephFS
+	claimNS := ""
+	if pv.Spec.ClaimRef != nil {
+		claimNS = pv.Spec.ClaimRef.Namespace
+	}
+	csi, rest, found, err := p.translate(`PersistentVolume "`+pv.Name+`"`, field.NewPath("spec", "cephfs"),
+		source{mons: src.Monitors, path: src.Path, user: src.User, secretFile: src.SecretFile, secretRef: src.SecretRef, readOnly: src.ReadOnly},
+		pv.Spec.MountOptions, pv.Annotations[AnnNodeStageSecret], claimNS)
+	if err != nil {
+		return nil, err
+	}
+	out := plugins.CopyPV(pv, 6)
+	out.Spec.CSI = csi
+	if found {
+		plugins.SetAnnotation(out, AnnMountOptions, plugins.EncodeList(pv.Spec.MountOptions))
+		out.Spec.MountOptions = rest
+	}
+	plugins.SetAnnotation(out, AnnMonitors, plugins.EncodeList(src.Monitors))
+	plugins.SetAnnotation(out, AnnUser, src.User)
+	if src.Path != csi.VolumeAttributes[attrRootPath] {
+		plugins.SetAnnotation(out, AnnPath, src.Path)
+	}
+	if src.SecretFile != "" {
+		plugins.SetAnnotation(out, AnnSecretFile, src.SecretFile)
+	}
+	if src.SecretRef != nil {
+		plugins.SetAnnotation(out, AnnSecretRef, formatRef(src.SecretRef))
+	}
+	if err := plugins.ApplyOverrides(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TranslateCSIPVToInTree translates a PV of cephfs.csi.ceph.com back to
+// spec.cephfs. Monitors come from the carried annotation, the "monitors"
+// attribute or the cluster config, else the error matches
+// plugins.ErrMissingInformation. pv is not modified.
+func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+	fp := field.NewPath("spec", "csi")
+	if pv == nil || pv.Spec.CSI == nil {
+		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv), field.Required(fp, "a CSI volume source is required"))
+	}
+	c := pv.Spec.CSI
+	if c.Driver != DriverName {
+		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.NotSupported(fp.Child("driver"), c.Driver, []string{DriverName}))
+	}
+	attrs := c.VolumeAttributes
+	clusterID := attrs[attrClusterID]
+	if clusterID == "" {
+		if h, err := volumeid.ParseCephFSHandle(c.VolumeHandle); err == nil {
+			clusterID = h.ClusterID
+		}
+	}
+	out := plugins.CopyPV(pv, 2)
+	carried, carriedOK := plugins.TakeAnnotation(out, AnnMonitors)
+	mons, _, err := ceph.ResolveMonitors(`PersistentVolume "`+pv.Name+`"`, carried, carriedOK, attrs, clusterID, p.opts.ClusterConfig, "spec.cephfs.monitors")
+	if err != nil {
+		return nil, err
+	}
+	path, ok := plugins.TakeAnnotation(out, AnnPath)
+	if !ok {
+		path = attrs[attrRootPath]
+	}
+	user, _ := plugins.TakeAnnotation(out, AnnUser)
+	secretFile, _ := plugins.TakeAnnotation(out, AnnSecretFile)
+	ref := plugins.CopySecretRef(c.NodeStageSecretRef)
+	if raw, ok := plugins.TakeAnnotation(out, AnnSecretRef); ok {
+		r, valid := parseRef(raw)
+		if !valid {
+			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnSecretRef), raw, `want "namespace/name"`))
+		}
+		ref = r
+	}
+	if raw, ok := plugins.TakeAnnotation(out, AnnMountOptions); ok {
+		list, err := plugins.DecodeList(raw)
+		if err != nil {
+			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnMountOptions), raw, err.Error()))
+		}
+		out.Spec.MountOptions = list
+	} else if fs := attrs[attrFSName]; fs != "" {
+		if _, _, found := FSNameFromMountOptions(out.Spec.MountOptions); !found {
+			out.Spec.MountOptions = append(out.Spec.MountOptions, "mds_namespace="+fs)
+		}
+	}
+	out.Spec.CephFS = &v1.CephFSPersistentVolumeSource{
+		Monitors:   mons,
+		Path:       path,
+		User:       user,
+		SecretFile: secretFile,
+		SecretRef:  ref,
+		ReadOnly:   c.ReadOnly,
+	}
+	if err := plugins.FinishReverse(out, pv, p.TranslateInTreePVToCSI); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TranslateInTreeInlineVolumeToCSI translates a pod's inline cephfs volume.
+// The secret's namespace is the pod's.
+func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume, podNamespace string) (*v1.PersistentVolume, error) {
+	if vol == nil || vol.CephFS == nil {
+		return nil, plugins.Invalid("Volume", "", field.Required(field.NewPath("cephfs"), "an inline CephFS volume source is required"))
+	}
+	src := vol.CephFS
+	var ref *v1.SecretReference
+	if src.SecretRef != nil {
+		ref = &v1.SecretReference{Name: src.SecretRef.Name, Namespace: podNamespace}
+	}
+	csi, _, _, err := p.translate(`Volume "`+vol.Name+`"`, field.NewPath("volumes").Key(vol.Name).Child("cephfs"),
+		source{mons: src.Monitors, path: src.Path, user: src.User, secretFile: src.SecretFile, secretRef: ref, readOnly: src.ReadOnly},
+		nil, "", podNamespace)
+	if err != nil {
+		return nil, err
+	}
+	fs := v1.PersistentVolumeFilesystem
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: DriverName + "-" + csi.VolumeHandle},
+		Spec: v1.PersistentVolumeSpec{
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: csi},
+			AccessModes:            []v1.PersistentVolumeAccessMode{v1.ReadWriteMany},
+			VolumeMode:             &fs,
+		},
+	}, nil
+}
+
+// Finding codes reported by CheckPV.
+const (
+	FindingSecretFileOnly = "CephFSSecretFileOnly"
+	FindingCSISecret      = "CephFSNeedsCSISecret"
+	FindingInvalid        = "CephFSInvalidSource"
+)
+
+// CheckPV reports what a CephFS PV needs before migration: a CSI secret to
+// derive (always, unless one is named in AnnNodeStageSecret), a secretFile-only
+// volume (blocker), or fields that prevent translation.
+func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
+	if !p.CanSupport(pv) {
+		return nil
+	}
+	_, err := p.TranslateInTreePVToCSI(klog.Background().V(100), pv)
+	switch {
+	case errors.Is(err, ErrSecretFileOnly):
+		return []plugins.Finding{{Code: FindingSecretFileOnly, Severity: plugins.SeverityBlocker, Field: "spec.cephfs.secretFile",
+			Message: "the volume authenticates with a key file on the node (" + pv.Spec.CephFS.SecretFile + "), not a Secret; Ceph CSI needs a Secret",
+			Remedy:  "create a Secret with userID and userKey from that key file and set annotation " + AnnNodeStageSecret + "=<namespace>/<name> on the PV"}}
+	case err != nil:
+		return []plugins.Finding{{Code: FindingInvalid, Severity: plugins.SeverityBlocker, Field: "spec.cephfs", Message: err.Error(),
+			Remedy: "fix the PV"}}
+	}
+	if pv.Annotations[AnnNodeStageSecret] != "" {
+		return nil
+	}
+	ref := pv.Spec.CephFS.SecretRef
+	ns := ref.Namespace
+	if ns == "" {
+		ns = pv.Spec.ClaimRef.Namespace
+	}
+	name := secrets.CephFSCSISecretName(ref.Name, pv.Spec.CephFS.User)
+	return []plugins.Finding{{Code: FindingCSISecret, Severity: plugins.SeverityWarning, Field: "spec.cephfs.secretRef",
+		Message: "Ceph CSI stages static CephFS volumes with userID/userKey; the migrated PV references the derived secret " + ns + "/" + name,
+		Remedy:  "create it from " + ns + "/" + ref.Name + " with secrets.CephFSCSISecret (csimigrate plan lists it) before migrating"}}
+}

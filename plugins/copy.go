@@ -1,0 +1,150 @@
+package plugins
+
+import (
+	"encoding/json"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// AnnAccessModes is set by a forward translation that had to change a PV's
+// access modes (for example RBD, where Ceph CSI accepts only ReadWriteOnce or
+// ReadOnlyMany for a migrated file-system volume). Its value is the original
+// list in the encoding of [EncodeList]; the reverse translation restores it.
+const AnnAccessModes = "csimigrate.io/access-modes"
+
+// CopyPV returns a deep copy of pv without its volume source (the caller sets
+// the translated one) and with room for extraAnnotations more annotations.
+// The copy shares no memory with pv. pv must not be nil.
+func CopyPV(pv *v1.PersistentVolume, extraAnnotations int) *v1.PersistentVolume {
+	shallow := *pv
+	shallow.Annotations = nil
+	shallow.Spec.PersistentVolumeSource = v1.PersistentVolumeSource{}
+	out := shallow.DeepCopy()
+	out.Annotations = CopyStringMap(pv.Annotations, extraAnnotations)
+	return out
+}
+
+// CopyStringMap copies m into a new map with room for extra more entries. It
+// returns nil when m is empty and extra is 0.
+func CopyStringMap(m map[string]string, extra int) map[string]string {
+	if len(m) == 0 && extra == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m)+extra)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// SetAnnotation sets an annotation on pv, creating the map when needed.
+func SetAnnotation(pv *v1.PersistentVolume, key, value string) {
+	if pv.Annotations == nil {
+		pv.Annotations = make(map[string]string, 4)
+	}
+	pv.Annotations[key] = value
+}
+
+// TakeAnnotation returns and removes an annotation; an annotation map left
+// empty becomes nil.
+func TakeAnnotation(pv *v1.PersistentVolume, key string) (string, bool) {
+	v, ok := pv.Annotations[key]
+	if ok {
+		delete(pv.Annotations, key)
+		if len(pv.Annotations) == 0 {
+			pv.Annotations = nil
+		}
+	}
+	return v, ok
+}
+
+// CopySecretRef returns a copy of ref, or nil.
+func CopySecretRef(ref *v1.SecretReference) *v1.SecretReference {
+	if ref == nil {
+		return nil
+	}
+	c := *ref
+	return &c
+}
+
+// SetAccessModes replaces out's access modes by want and, when they differ
+// from original, records original in [AnnAccessModes].
+func SetAccessModes(out *v1.PersistentVolume, original, want []v1.PersistentVolumeAccessMode) {
+	out.Spec.AccessModes = want
+	if !equalModes(original, want) {
+		modes := make([]string, len(original))
+		for i, m := range original {
+			modes[i] = string(m)
+		}
+		SetAnnotation(out, AnnAccessModes, EncodeList(modes))
+	}
+}
+
+// RestoreAccessModes undoes SetAccessModes on a PV being translated back.
+func RestoreAccessModes(pv *v1.PersistentVolume) error {
+	v, ok := TakeAnnotation(pv, AnnAccessModes)
+	if !ok {
+		return nil
+	}
+	list, err := DecodeList(v)
+	if err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		pv.Spec.AccessModes = nil
+		return nil
+	}
+	modes := make([]v1.PersistentVolumeAccessMode, len(list))
+	for i, m := range list {
+		modes[i] = v1.PersistentVolumeAccessMode(m)
+	}
+	pv.Spec.AccessModes = modes
+	return nil
+}
+
+func equalModes(a, b []v1.PersistentVolumeAccessMode) bool {
+	if len(a) != len(b) || (a == nil) != (b == nil) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// EncodeList encodes a list of strings for an annotation value: joined with
+// "," when that is unambiguous (no element is empty or contains ",", and the
+// first does not start with "["), otherwise as a JSON array. The empty list is
+// "". [DecodeList] reverses it exactly.
+func EncodeList(list []string) string {
+	plain := true
+	for _, s := range list {
+		if s == "" || strings.IndexByte(s, ',') >= 0 {
+			plain = false
+			break
+		}
+	}
+	if plain && (len(list) == 0 || !strings.HasPrefix(list[0], "[")) {
+		return strings.Join(list, ",")
+	}
+	b, _ := json.Marshal(list) // cannot fail for []string
+	return string(b)
+}
+
+// DecodeList reverses [EncodeList]. It returns nil for "".
+func DecodeList(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if strings.HasPrefix(s, "[") {
+		var list []string
+		if err := json.Unmarshal([]byte(s), &list); err != nil {
+			return nil, err
+		}
+		return list, nil
+	}
+	return strings.Split(s, ","), nil
+}

@@ -1,0 +1,92 @@
+package plugins
+
+import v1 "k8s.io/api/core/v1"
+
+// NonMutating is implemented by plugins that promise never to modify their
+// arguments and never to return objects sharing memory with them. The
+// translator skips its defensive copy for them. Every plugin in this module
+// implements it; csi-translation-lib's plugins do not (they modify the PV
+// they are given), so the translator copies before calling them.
+type NonMutating interface {
+	// DoesNotModifyInputs is a marker; it does nothing.
+	DoesNotModifyInputs()
+}
+
+// In-tree plugin names of every in-tree source that ever had a CSI
+// migration translator, including those this module does not ship.
+const (
+	AWSEBSInTreePluginName    = "kubernetes.io/aws-ebs"
+	GCEPDInTreePluginName     = "kubernetes.io/gce-pd"
+	AzureDiskInTreePluginName = "kubernetes.io/azure-disk"
+	AzureFileInTreePluginName = "kubernetes.io/azure-file"
+	CinderInTreePluginName    = "kubernetes.io/cinder"
+	PortworxInTreePluginName  = "kubernetes.io/portworx-volume"
+	VSphereInTreePluginName   = "kubernetes.io/vsphere-volume"
+	RBDInTreePluginName       = "kubernetes.io/rbd"
+	CephFSInTreePluginName    = "kubernetes.io/cephfs"
+)
+
+// KnownInTreeNames lists the in-tree plugin names that [InTreeNameOfPV]
+// and [InTreeNameOfVolume] can return.
+var KnownInTreeNames = []string{AWSEBSInTreePluginName, GCEPDInTreePluginName, AzureDiskInTreePluginName,
+	AzureFileInTreePluginName, CinderInTreePluginName, PortworxInTreePluginName, VSphereInTreePluginName,
+	RBDInTreePluginName, CephFSInTreePluginName}
+
+// InTreeNameOfPV returns the in-tree plugin name of the source set in pv, or
+// "" when none of the known ones is set.
+func InTreeNameOfPV(pv *v1.PersistentVolume) string {
+	if pv == nil {
+		return ""
+	}
+	s := &pv.Spec.PersistentVolumeSource
+	switch {
+	case s.RBD != nil:
+		return RBDInTreePluginName
+	case s.CephFS != nil:
+		return CephFSInTreePluginName
+	case s.VsphereVolume != nil:
+		return VSphereInTreePluginName
+	case s.AWSElasticBlockStore != nil:
+		return AWSEBSInTreePluginName
+	case s.GCEPersistentDisk != nil:
+		return GCEPDInTreePluginName
+	case s.AzureDisk != nil:
+		return AzureDiskInTreePluginName
+	case s.AzureFile != nil:
+		return AzureFileInTreePluginName
+	case s.Cinder != nil:
+		return CinderInTreePluginName
+	case s.PortworxVolume != nil:
+		return PortworxInTreePluginName
+	}
+	return ""
+}
+
+// InTreeNameOfVolume is InTreeNameOfPV for a pod's inline volume.
+func InTreeNameOfVolume(vol *v1.Volume) string {
+	if vol == nil {
+		return ""
+	}
+	s := &vol.VolumeSource
+	switch {
+	case s.RBD != nil:
+		return RBDInTreePluginName
+	case s.CephFS != nil:
+		return CephFSInTreePluginName
+	case s.VsphereVolume != nil:
+		return VSphereInTreePluginName
+	case s.AWSElasticBlockStore != nil:
+		return AWSEBSInTreePluginName
+	case s.GCEPersistentDisk != nil:
+		return GCEPDInTreePluginName
+	case s.AzureDisk != nil:
+		return AzureDiskInTreePluginName
+	case s.AzureFile != nil:
+		return AzureFileInTreePluginName
+	case s.Cinder != nil:
+		return CinderInTreePluginName
+	case s.PortworxVolume != nil:
+		return PortworxInTreePluginName
+	}
+	return ""
+}

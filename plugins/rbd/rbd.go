@@ -1,0 +1,533 @@
+// Package rbd translates the removed in-tree RBD plugin (kubernetes.io/rbd)
+// to the Ceph CSI RBD driver (rbd.csi.ceph.com) and back.
+//
+// Forward translation of a PV is byte-compatible with k8s.io/csi-translation-lib
+// v0.30.14, the last release with an RBD translator: the same volume handle
+// and the same values for every volume attribute it sets, so components on
+// either library agree on VolumeAttachment names and on what Ceph CSI deletes
+// and expands. Unlike that library, translation here is lossless both ways:
+//
+//	in-tree (spec.rbd)        CSI (spec.csi)
+//	monitors                  handle and attribute clusterID (MD5 of the joined list);
+//	                          annotation rbd.csimigrate.io/monitors
+//	image                     attribute imageName; handle
+//	pool                      attribute pool (as given); handle (hex)
+//	user                      annotation rbd.csimigrate.io/user
+//	keyring                   annotation rbd.csimigrate.io/keyring (when set)
+//	secretRef                 nodeStageSecretRef, controllerExpandSecretRef,
+//	                          nodeExpandSecretRef (unless disabled)
+//	fsType                    fsType
+//	readOnly                  readOnly; access modes [ReadOnlyMany]
+//	accessModes               [ReadWriteOnce] or [ReadOnlyMany]; the originals in
+//	                          annotation csimigrate.io/access-modes when different
+//	annotations imageFeatures,  attributes imageFeatures (default layering),
+//	  imageFormat, journalPool  imageFormat, journalPool
+//
+// plus the attributes staticVolume=true, migration=true and
+// tryOtherMounters=true. A PV annotated rbd.csi.ceph.com/volume-handle uses that
+// handle and the clusterID of annotation clusterID, as upstream.
+//
+// The reverse translation never writes monitors [""]: it takes them from the
+// carried annotation, from the "monitors" attribute of a Ceph CSI volume
+// context, or from the Ceph CSI cluster config given in [Options], and fails
+// with an error matching plugins.ErrMissingInformation otherwise. For CSI PVs
+// that did not come from a forward translation it writes upstream's
+// annotations (rbd.csi.ceph.com/volume-handle, clusterID, journalPool,
+// imageFeatures, imageFormat) and plugins.AnnCSIOverrides, so that forward
+// translation gives the CSI source back.
+//
+// Hazard: the handle format cannot represent an image without the
+// "kubernetes-dynamic-pvc-" prefix or with "_" in its name; Ceph CSI then
+// deletes or expands a different image (see volumeid.UnrepresentableError).
+// The handle stays upstream's (mounts work); [Plugin.CheckPV] reports it, and
+// the forward translation logs it.
+package rbd
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	storage "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+
+	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/volumeid"
+)
+
+// Names of the in-tree plugin and the CSI driver.
+const (
+	PluginName = "kubernetes.io/rbd"
+	DriverName = "rbd.csi.ceph.com"
+)
+
+// Annotations read and written on PVs.
+const (
+	// AnnVolumeHandle: a PV with this annotation is translated to this handle
+	// (upstream's key).
+	AnnVolumeHandle = "rbd.csi.ceph.com/volume-handle"
+	// AnnClusterID is the clusterID used with AnnVolumeHandle (upstream's key).
+	AnnClusterID = "clusterID"
+	// AnnImageFeatures, AnnImageFormat and AnnJournalPool become volume
+	// attributes of the same names (upstream's keys).
+	AnnImageFeatures = "imageFeatures"
+	AnnImageFormat   = "imageFormat"
+	AnnJournalPool   = "journalPool"
+
+	// AnnMonitors carries the in-tree monitor list on a translated PV, in
+	// the encoding of plugins.EncodeList (usually comma-joined).
+	AnnMonitors = "rbd.csimigrate.io/monitors"
+	// AnnUser carries the in-tree RADOS user (possibly empty).
+	AnnUser = "rbd.csimigrate.io/user"
+	// AnnKeyring carries the in-tree keyring path when it is set.
+	AnnKeyring = "rbd.csimigrate.io/keyring"
+	// AnnDroppedParameters is set on a translated StorageClass to the
+	// in-tree parameters that Ceph CSI has no counterpart for, as a JSON
+	// object of key to value (userId, userSecretName, userSecretNamespace,
+	// keyring).
+	AnnDroppedParameters = "rbd.csimigrate.io/dropped-parameters"
+)
+
+// Volume attribute and StorageClass parameter keys.
+const (
+	attrClusterID        = "clusterID"
+	attrStaticVolume     = "staticVolume"
+	attrImageName        = "imageName"
+	attrPool             = "pool"
+	attrImageFeatures    = "imageFeatures"
+	attrImageFormat      = "imageFormat"
+	attrJournalPool      = "journalPool"
+	attrMigration        = "migration"
+	attrTryOtherMounters = "tryOtherMounters"
+	attrMonitors         = "monitors"
+	attrAdminID          = "adminId"
+
+	defaultImageFeatures = "layering"
+	defaultPool          = "rbd"
+	defaultUser          = "admin"
+	defaultSecretNS      = "default"
+
+	csiPrefix = "csi.storage.k8s.io/"
+)
+
+// Options configure the plugin. The zero value is upstream-compatible with
+// the node-expand secret on.
+type Options struct {
+	// ClusterConfig maps clusterIDs to monitors (Ceph CSI's config.json), for
+	// reverse translation of CSI volumes that carry no monitors.
+	ClusterConfig ceph.ClusterConfig
+	// DisableNodeExpandSecret leaves nodeExpandSecretRef unset, for clusters
+	// where the CSINodeExpandSecret feature gate is off.
+	DisableNodeExpandSecret bool
+}
+
+// Plugin is the RBD translator. Create it with New; it is safe for concurrent
+// use.
+type Plugin struct {
+	opts Options
+}
+
+var (
+	_ plugins.InTreePlugin = (*Plugin)(nil)
+	_ plugins.Checker      = (*Plugin)(nil)
+)
+
+// New returns an RBD translator.
+func New(opts Options) *Plugin {
+	return &Plugin{opts: opts}
+}
+
+// GetInTreePluginName returns "kubernetes.io/rbd".
+func (p *Plugin) GetInTreePluginName() string { return PluginName }
+
+// GetCSIPluginName returns "rbd.csi.ceph.com".
+func (p *Plugin) GetCSIPluginName() string { return DriverName }
+
+// CanSupport reports whether pv has an RBD source.
+func (p *Plugin) CanSupport(pv *v1.PersistentVolume) bool {
+	return pv != nil && pv.Spec.RBD != nil
+}
+
+// CanSupportInline reports whether vol has an RBD source.
+func (p *Plugin) CanSupportInline(vol *v1.Volume) bool {
+	return vol != nil && vol.RBD != nil
+}
+
+// RepairVolumeHandle returns the handle unchanged: RBD handles do not depend
+// on the node.
+func (p *Plugin) RepairVolumeHandle(volumeHandle, _ string) (string, error) {
+	return volumeHandle, nil
+}
+
+func validateSource(fp *field.Path, mons []string, image string) field.ErrorList {
+	var errs field.ErrorList
+	if len(mons) == 0 {
+		errs = append(errs, field.Required(fp.Child("monitors"), "at least one Ceph monitor (host:port) is required"))
+	}
+	if image == "" {
+		errs = append(errs, field.Required(fp.Child("image"), "the RBD image name is required"))
+	}
+	return errs
+}
+
+func accessModeFor(readOnly bool) []v1.PersistentVolumeAccessMode {
+	if readOnly {
+		return []v1.PersistentVolumeAccessMode{v1.ReadOnlyMany}
+	}
+	return []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}
+}
+
+// handleOK reports, without allocating, whether Ceph CSI reads the handle
+// composed for (pool, image) back as the same image and pool; it agrees with
+// volumeid.CephCSIReadRBDHandle for handles with an MD5 clusterID.
+func handleOK(pool, image string) bool {
+	rest, ok := strings.CutPrefix(image, volumeid.RBDImagePrefix)
+	return ok && rest != "" && pool != "" &&
+		strings.IndexByte(rest, '_') < 0 && !strings.Contains(rest, "image-")
+}
+
+// TranslateInTreePVToCSI translates a PV with spec.rbd to one with spec.csi
+// for rbd.csi.ceph.com. pv is not modified.
+func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+	if pv == nil || pv.Spec.RBD == nil {
+		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv),
+			field.Required(field.NewPath("spec", "rbd"), "an RBD volume source is required"))
+	}
+	src := pv.Spec.RBD
+	if errs := validateSource(field.NewPath("spec", "rbd"), src.CephMonitors, src.RBDImage); len(errs) > 0 {
+		return nil, plugins.Invalid("PersistentVolume", pv.Name, errs...)
+	}
+	out := plugins.CopyPV(pv, 4)
+	attrs := make(map[string]string, 10)
+	csi := &v1.CSIPersistentVolumeSource{
+		Driver:           DriverName,
+		FSType:           src.FSType,
+		ReadOnly:         src.ReadOnly,
+		VolumeAttributes: attrs,
+	}
+	if h := pv.Annotations[AnnVolumeHandle]; h != "" {
+		csi.VolumeHandle = h
+		attrs[attrClusterID] = pv.Annotations[AnnClusterID]
+	} else {
+		h := volumeid.RBDHandle{ClusterID: volumeid.ClusterIDFromList(src.CephMonitors), Pool: src.RBDPool, Image: src.RBDImage}
+		csi.VolumeHandle = h.String()
+		attrs[attrStaticVolume] = "true"
+		attrs[attrClusterID] = h.ClusterID
+		if !handleOK(src.RBDPool, src.RBDImage) {
+			logger.Info("Migrated RBD volume has a handle that Ceph CSI resolves to another image; keep its reclaim policy Retain",
+				"pv", pv.Name, "image", src.RBDImage, "pool", src.RBDPool, "handle", csi.VolumeHandle)
+		}
+	}
+	attrs[attrImageName] = src.RBDImage
+	attrs[attrPool] = src.RBDPool
+	attrs[attrImageFeatures] = pv.Annotations[AnnImageFeatures]
+	if attrs[attrImageFeatures] == "" {
+		attrs[attrImageFeatures] = defaultImageFeatures
+	}
+	attrs[attrImageFormat] = pv.Annotations[AnnImageFormat]
+	attrs[attrJournalPool] = pv.Annotations[AnnJournalPool]
+	attrs[attrMigration] = "true"
+	attrs[attrTryOtherMounters] = "true"
+	if src.SecretRef != nil {
+		csi.NodeStageSecretRef = plugins.CopySecretRef(src.SecretRef)
+		csi.ControllerExpandSecretRef = plugins.CopySecretRef(src.SecretRef)
+		if !p.opts.DisableNodeExpandSecret {
+			csi.NodeExpandSecretRef = plugins.CopySecretRef(src.SecretRef)
+		}
+	}
+	out.Spec.CSI = csi
+	plugins.SetAccessModes(out, pv.Spec.AccessModes, accessModeFor(src.ReadOnly))
+	plugins.SetAnnotation(out, AnnMonitors, plugins.EncodeList(src.CephMonitors))
+	plugins.SetAnnotation(out, AnnUser, src.RadosUser)
+	if src.Keyring != "" {
+		plugins.SetAnnotation(out, AnnKeyring, src.Keyring)
+	}
+	if err := plugins.ApplyOverrides(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TranslateCSIPVToInTree translates a PV of rbd.csi.ceph.com back to
+// spec.rbd. pv is not modified.
+func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+	fp := field.NewPath("spec", "csi")
+	if pv == nil || pv.Spec.CSI == nil {
+		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv), field.Required(fp, "a CSI volume source is required"))
+	}
+	c := pv.Spec.CSI
+	if c.Driver != DriverName {
+		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.NotSupported(fp.Child("driver"), c.Driver, []string{DriverName}))
+	}
+	attrs := c.VolumeAttributes
+	parsed, perr := volumeid.ParseRBDHandle(c.VolumeHandle)
+	image := attrs[attrImageName]
+	if image == "" && perr == nil {
+		image = parsed.Image
+	}
+	if image == "" {
+		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Required(fp.Child("volumeAttributes").Key(attrImageName),
+			"the RBD image name is needed: set the imageName attribute, or use a migration handle"))
+	}
+	pool, ok := attrs[attrPool]
+	if !ok && perr == nil {
+		pool = parsed.Pool
+	}
+	clusterID := attrs[attrClusterID]
+	if clusterID == "" && perr == nil {
+		clusterID = parsed.ClusterID
+	}
+	out := plugins.CopyPV(pv, 6)
+	carried, carriedOK := plugins.TakeAnnotation(out, AnnMonitors)
+	mons, _, err := ceph.ResolveMonitors(`PersistentVolume "`+pv.Name+`"`, carried, carriedOK, attrs, clusterID, p.opts.ClusterConfig, "spec.rbd.monitors")
+	if err != nil {
+		return nil, err
+	}
+	user, ok := plugins.TakeAnnotation(out, AnnUser)
+	if !ok {
+		user = attrs[attrAdminID]
+		if user == "" {
+			user = defaultUser
+		}
+	}
+	keyring, _ := plugins.TakeAnnotation(out, AnnKeyring)
+	out.Spec.RBD = &v1.RBDPersistentVolumeSource{
+		CephMonitors: mons,
+		RBDImage:     image,
+		FSType:       c.FSType,
+		RBDPool:      pool,
+		RadosUser:    user,
+		Keyring:      keyring,
+		SecretRef:    plugins.CopySecretRef(c.NodeStageSecretRef),
+		ReadOnly:     c.ReadOnly,
+	}
+	if err := plugins.RestoreAccessModes(out); err != nil {
+		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(
+			field.NewPath("metadata", "annotations").Key(plugins.AnnAccessModes), out.Annotations[plugins.AnnAccessModes], err.Error()))
+	}
+	// A handle a forward translation would not compose (a volume Ceph CSI
+	// provisioned, or a handle annotated before) is recorded as upstream
+	// records it, so that components on csi-translation-lib agree.
+	derived := out.Annotations[AnnVolumeHandle]
+	if derived == "" {
+		derived = volumeid.RBDHandle{ClusterID: volumeid.ClusterIDFromList(mons), Pool: pool, Image: image}.String()
+	}
+	if derived != c.VolumeHandle {
+		plugins.SetAnnotation(out, AnnVolumeHandle, c.VolumeHandle)
+		plugins.SetAnnotation(out, AnnClusterID, attrs[attrClusterID])
+		plugins.SetAnnotation(out, AnnJournalPool, attrs[attrJournalPool])
+		plugins.SetAnnotation(out, AnnImageFeatures, attrs[attrImageFeatures])
+		plugins.SetAnnotation(out, AnnImageFormat, attrs[attrImageFormat])
+	}
+	if err := plugins.FinishReverse(out, pv, p.TranslateInTreePVToCSI); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TranslateInTreeInlineVolumeToCSI translates a pod's inline rbd volume to a
+// PV for rbd.csi.ceph.com that Ceph CSI stages as a static volume: the handle
+// is the image name, as upstream. A nil secret reference stays nil; a set one
+// gets the pod's namespace.
+func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume, podNamespace string) (*v1.PersistentVolume, error) {
+	if vol == nil || vol.RBD == nil {
+		return nil, plugins.Invalid("Volume", "", field.Required(field.NewPath("rbd"), "an inline RBD volume source is required"))
+	}
+	src := vol.RBD
+	fp := field.NewPath("volumes").Key(vol.Name).Child("rbd")
+	errs := validateSource(fp, src.CephMonitors, src.RBDImage)
+	if src.SecretRef != nil && podNamespace == "" {
+		errs = append(errs, field.Required(field.NewPath("podNamespace"), "the pod's namespace is needed for the secret reference of an inline volume"))
+	}
+	if len(errs) > 0 {
+		return nil, plugins.Invalid("Volume", vol.Name, errs...)
+	}
+	pool := src.RBDPool
+	if pool == "" {
+		pool = defaultPool
+	}
+	csi := &v1.CSIPersistentVolumeSource{
+		Driver:       DriverName,
+		VolumeHandle: src.RBDImage,
+		FSType:       src.FSType,
+		ReadOnly:     src.ReadOnly,
+		VolumeAttributes: map[string]string{
+			attrClusterID:     volumeid.ClusterIDFromList(src.CephMonitors),
+			attrPool:          pool,
+			attrStaticVolume:  "true",
+			attrImageFeatures: defaultImageFeatures,
+			attrImageName:     src.RBDImage,
+		},
+	}
+	if src.SecretRef != nil {
+		csi.NodeStageSecretRef = &v1.SecretReference{Name: src.SecretRef.Name, Namespace: podNamespace}
+		csi.ControllerExpandSecretRef = &v1.SecretReference{Name: src.SecretRef.Name, Namespace: podNamespace}
+	}
+	fs := v1.PersistentVolumeFilesystem
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: DriverName + "-" + src.RBDImage},
+		Spec: v1.PersistentVolumeSpec{
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: csi},
+			AccessModes:            accessModeFor(src.ReadOnly),
+			VolumeMode:             &fs,
+		},
+	}, nil
+}
+
+// In-tree StorageClass parameters, lower-cased.
+var scKeys = []string{"adminid", "adminsecretname", "adminsecretnamespace", "fstype", "imageformat", "imagefeatures",
+	"keyring", "monitors", "pool", "userid", "usersecretname", "usersecretnamespace"}
+
+// TranslateInTreeStorageClassToCSI translates a StorageClass of the in-tree
+// RBD provisioner. Keys are matched case-insensitively; the ones upstream
+// translates are translated as upstream does (with the admin secret also as
+// the node-expand secret unless disabled); userId, userSecretName,
+// userSecretNamespace and keyring, which Ceph CSI has no parameter for, are
+// logged and recorded in annotation AnnDroppedParameters; unknown keys are an
+// error, as they were for the in-tree provisioner. The clusterID is the MD5 of
+// the exact monitors string: "a,b" and "a, b" are different clusters.
+func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storage.StorageClass) (*storage.StorageClass, error) {
+	if sc == nil {
+		return nil, plugins.Invalid("StorageClass", "", field.Required(field.NewPath("storageClass"), "a StorageClass is required"))
+	}
+	fp := field.NewPath("parameters")
+	params := map[string]string{
+		attrMigration: "true",
+		attrPool:      defaultPool,
+		csiPrefix + "provisioner-secret-namespace":       defaultSecretNS,
+		csiPrefix + "node-stage-secret-namespace":        defaultSecretNS,
+		csiPrefix + "controller-expand-secret-namespace": defaultSecretNS,
+	}
+	secretKinds := []string{"provisioner", "node-stage", "controller-expand"}
+	if !p.opts.DisableNodeExpandSecret {
+		secretKinds = append(secretKinds, "node-expand")
+		params[csiPrefix+"node-expand-secret-namespace"] = defaultSecretNS
+	}
+	var errs field.ErrorList
+	dropped := map[string]string{}
+	seen := map[string]string{}
+	for _, k := range slices.Sorted(maps.Keys(sc.Parameters)) {
+		v := sc.Parameters[k]
+		lk := strings.ToLower(k)
+		if prev, dup := seen[lk]; dup {
+			errs = append(errs, field.Duplicate(fp.Key(k), "same key as "+prev+" (keys are case-insensitive)"))
+			continue
+		}
+		seen[lk] = k
+		switch lk {
+		case "fstype":
+			params[csiPrefix+"fstype"] = v
+		case "imagefeatures":
+			params[attrImageFeatures] = v
+		case "pool":
+			params[attrPool] = v
+		case "imageformat":
+			if v != "1" && v != "2" {
+				errs = append(errs, field.NotSupported(fp.Key(k), v, []string{"1", "2"}))
+			}
+			params[attrImageFormat] = v
+		case "adminid":
+			params[attrAdminID] = v
+		case "adminsecretname":
+			for _, kind := range secretKinds {
+				params[csiPrefix+kind+"-secret-name"] = v
+			}
+		case "adminsecretnamespace":
+			for _, kind := range secretKinds {
+				params[csiPrefix+kind+"-secret-namespace"] = v
+			}
+		case "monitors":
+			params[attrMonitors] = v
+			params[attrClusterID] = volumeid.ClusterID(v)
+		case "userid", "usersecretname", "usersecretnamespace", "keyring":
+			dropped[k] = v
+		default:
+			errs = append(errs, field.NotSupported(fp.Key(k), k, scKeys))
+		}
+	}
+	if params[attrMonitors] == "" {
+		errs = append(errs, field.Required(fp.Key("monitors"), "comma-separated Ceph monitors are required"))
+	}
+	if params[csiPrefix+"provisioner-secret-name"] == "" {
+		errs = append(errs, field.Required(fp.Key("adminSecretName"), "the name of the Ceph admin secret is required"))
+	}
+	if len(errs) > 0 {
+		return nil, plugins.Invalid("StorageClass", sc.Name, errs...)
+	}
+	out := sc.DeepCopy()
+	out.Provisioner = DriverName
+	out.Parameters = params
+	if len(dropped) > 0 {
+		logger.Info("In-tree RBD StorageClass parameters have no Ceph CSI counterpart and are not translated; the node-stage secret is the admin secret",
+			"storageClass", sc.Name, "parameters", slices.Sorted(maps.Keys(dropped)))
+		b, _ := json.Marshal(dropped)
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[AnnDroppedParameters] = string(b)
+	}
+	return out, nil
+}
+
+// Finding codes reported by CheckPV.
+const (
+	FindingHandleResolvesElsewhere = "RBDHandleResolvesElsewhere"
+	FindingNonAdminUser            = "RBDSecretNeedsAdminId"
+	FindingNoSecret                = "RBDNoSecretRef"
+	FindingInvalid                 = "RBDInvalidSource"
+)
+
+// CheckPV reports the migration hazards of an RBD PV: a handle Ceph CSI
+// resolves to another image, a non-admin RADOS user (the migration secret
+// must then carry adminId), no secret reference (in-tree used a keyring file
+// on the node, Ceph CSI needs a Secret), missing monitors or image.
+func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
+	if !p.CanSupport(pv) {
+		return nil
+	}
+	src := pv.Spec.RBD
+	var out []plugins.Finding
+	for _, e := range validateSource(field.NewPath("spec", "rbd"), src.CephMonitors, src.RBDImage) {
+		out = append(out, plugins.Finding{Code: FindingInvalid, Severity: plugins.SeverityBlocker, Field: e.Field, Message: e.Detail,
+			Remedy: "fix the PV; it cannot be translated"})
+	}
+	if len(out) > 0 {
+		return out
+	}
+	if pv.Annotations[AnnVolumeHandle] == "" && !handleOK(src.RBDPool, src.RBDImage) {
+		_, err := volumeid.NewRBDHandle(src.CephMonitors, src.RBDPool, src.RBDImage)
+		msg := "the migration handle cannot name this image"
+		if err != nil {
+			msg = err.Error()
+		}
+		out = append(out, plugins.Finding{Code: FindingHandleResolvesElsewhere, Severity: plugins.SeverityWarning, Field: "spec.rbd.image",
+			Message: msg,
+			Remedy:  "set persistentVolumeReclaimPolicy: Retain before migrating, and delete the image by hand when the volume is released; or set annotation " + AnnVolumeHandle + " to a handle Ceph CSI resolves to this image"})
+	}
+	if src.SecretRef == nil {
+		out = append(out, plugins.Finding{Code: FindingNoSecret, Severity: plugins.SeverityBlocker, Field: "spec.rbd.secretRef",
+			Message: "the volume has no secret reference (in-tree read the keyring file " + keyringOrDefault(src.Keyring) + " on the node); Ceph CSI needs a Secret",
+			Remedy:  "create a Secret with the user's key under \"key\" (and \"adminId\" for a non-admin user) and set spec.rbd.secretRef before migrating"})
+	}
+	if u := src.RadosUser; u != "" && u != defaultUser {
+		out = append(out, plugins.Finding{Code: FindingNonAdminUser, Severity: plugins.SeverityWarning, Field: "spec.rbd.user",
+			Message: "RADOS user \"" + u + "\" is not carried into the CSI request: Ceph CSI takes the user from the secret's adminId field and defaults to admin",
+			Remedy:  "add adminId: " + u + " to the secret the PV references (see secrets.CephMigrationSecretFixes)"})
+	}
+	return out
+}
+
+func keyringOrDefault(k string) string {
+	if k == "" {
+		return "/etc/ceph/keyring"
+	}
+	return k
+}
+
+// DoesNotModifyInputs marks the plugin as plugins.NonMutating.
+func (p *Plugin) DoesNotModifyInputs() {}

@@ -1,0 +1,175 @@
+package plugins
+
+import (
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// TopologyLabels returns the zone and region keys an in-tree PV uses, in the
+// order csi-translation-lib checks them: the GA zone key in node affinity, the
+// beta zone key in node affinity, the GA zone label, the beta zone label,
+// else the GA keys.
+func TopologyLabels(pv *v1.PersistentVolume) (zone, region string) {
+	switch {
+	case HasTopologyKey(pv.Spec.NodeAffinity, v1.LabelTopologyZone):
+		return v1.LabelTopologyZone, v1.LabelTopologyRegion
+	case HasTopologyKey(pv.Spec.NodeAffinity, v1.LabelFailureDomainBetaZone):
+		return v1.LabelFailureDomainBetaZone, v1.LabelFailureDomainBetaRegion
+	}
+	if _, ok := pv.Labels[v1.LabelTopologyZone]; ok {
+		return v1.LabelTopologyZone, v1.LabelTopologyRegion
+	}
+	if _, ok := pv.Labels[v1.LabelFailureDomainBetaZone]; ok {
+		return v1.LabelFailureDomainBetaZone, v1.LabelFailureDomainBetaRegion
+	}
+	return v1.LabelTopologyZone, v1.LabelTopologyRegion
+}
+
+func requiredTerms(na *v1.VolumeNodeAffinity) []v1.NodeSelectorTerm {
+	if na == nil || na.Required == nil {
+		return nil
+	}
+	return na.Required.NodeSelectorTerms
+}
+
+// HasTopologyKey reports whether a match expression of any required term uses
+// key.
+func HasTopologyKey(na *v1.VolumeNodeAffinity, key string) bool {
+	for _, t := range requiredTerms(na) {
+		for _, r := range t.MatchExpressions {
+			if r.Key == key {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TopologyValues returns the sorted distinct values of key's match
+// expressions over all required terms.
+func TopologyValues(na *v1.VolumeNodeAffinity, key string) []string {
+	var out []string
+	for _, t := range requiredTerms(na) {
+		for _, r := range t.MatchExpressions {
+			if r.Key == key {
+				out = append(out, r.Values...)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// ReplaceTopologyKey renames key from to key to in every match expression of
+// pv's required terms. pv must be a copy owned by the caller.
+func ReplaceTopologyKey(pv *v1.PersistentVolume, from, to string) {
+	for _, t := range requiredTerms(pv.Spec.NodeAffinity) {
+		for j := range t.MatchExpressions {
+			if t.MatchExpressions[j].Key == from {
+				t.MatchExpressions[j].Key = to
+			}
+		}
+	}
+}
+
+// What AddTopology had to create, so that RemoveTopology can undo it.
+const (
+	CreatedNone         = ""
+	CreatedNodeAffinity = "nodeAffinity"
+	CreatedRequired     = "required"
+	CreatedTerms        = "terms"
+)
+
+// AddTopology appends "key In values" (trimmed, deduplicated, sorted, empty
+// ones dropped) to every required term of pv, creating the node affinity,
+// its required selector or one term when missing, and reports what it
+// created. Nothing is added when no value remains.
+func AddTopology(pv *v1.PersistentVolume, key string, values []string) (created string, added bool) {
+	vals := make([]string, 0, len(values))
+	for _, v := range values {
+		if v = strings.TrimSpace(v); v != "" {
+			vals = append(vals, v)
+		}
+	}
+	slices.Sort(vals)
+	vals = slices.Compact(vals)
+	if len(vals) == 0 {
+		return CreatedNone, false
+	}
+	switch {
+	case pv.Spec.NodeAffinity == nil:
+		pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{}
+		created = CreatedNodeAffinity
+		fallthrough
+	case pv.Spec.NodeAffinity.Required == nil:
+		pv.Spec.NodeAffinity.Required = &v1.NodeSelector{}
+		if created == CreatedNone {
+			created = CreatedRequired
+		}
+		fallthrough
+	case len(pv.Spec.NodeAffinity.Required.NodeSelectorTerms) == 0:
+		pv.Spec.NodeAffinity.Required.NodeSelectorTerms = make([]v1.NodeSelectorTerm, 1)
+		if created == CreatedNone {
+			created = CreatedTerms
+		}
+	}
+	terms := pv.Spec.NodeAffinity.Required.NodeSelectorTerms
+	for i := range terms {
+		terms[i].MatchExpressions = append(terms[i].MatchExpressions, v1.NodeSelectorRequirement{
+			Key: key, Operator: v1.NodeSelectorOpIn, Values: slices.Clone(vals),
+		})
+	}
+	return created, true
+}
+
+// RemoveTopology removes every match expression with key from pv's required
+// terms and then undoes what AddTopology reported it created.
+func RemoveTopology(pv *v1.PersistentVolume, key, created string) {
+	terms := requiredTerms(pv.Spec.NodeAffinity)
+	for i := range terms {
+		exprs := slices.DeleteFunc(terms[i].MatchExpressions, func(r v1.NodeSelectorRequirement) bool { return r.Key == key })
+		if len(exprs) == 0 {
+			exprs = nil
+		}
+		terms[i].MatchExpressions = exprs
+	}
+	switch created {
+	case CreatedNodeAffinity:
+		pv.Spec.NodeAffinity = nil
+	case CreatedRequired:
+		if pv.Spec.NodeAffinity != nil {
+			pv.Spec.NodeAffinity.Required = nil
+		}
+	case CreatedTerms:
+		if pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil {
+			pv.Spec.NodeAffinity.Required.NodeSelectorTerms = nil
+		}
+	}
+}
+
+// TranslateAllowedTopologies returns a copy of terms with every match label
+// expression whose key is in keys renamed to keys[key]; other expressions
+// pass through unchanged.
+func TranslateAllowedTopologies(terms []v1.TopologySelectorTerm, keys map[string]string) []v1.TopologySelectorTerm {
+	if terms == nil {
+		return nil
+	}
+	out := make([]v1.TopologySelectorTerm, len(terms))
+	for i, t := range terms {
+		if t.MatchLabelExpressions == nil {
+			continue
+		}
+		exprs := make([]v1.TopologySelectorLabelRequirement, len(t.MatchLabelExpressions))
+		for j, e := range t.MatchLabelExpressions {
+			k := e.Key
+			if nk, ok := keys[k]; ok {
+				k = nk
+			}
+			exprs[j] = v1.TopologySelectorLabelRequirement{Key: k, Values: slices.Clone(e.Values)}
+		}
+		out[i].MatchLabelExpressions = exprs
+	}
+	return out
+}

@@ -1,0 +1,564 @@
+// Package vsphere translates the removed in-tree vSphere plugin
+// (kubernetes.io/vsphere-volume) to the vSphere CSI driver
+// (csi.vsphere.vmware.com) and back.
+//
+// Forward translation of a PV matches k8s.io/csi-translation-lib (v0.30.14 and
+// v0.37.2 share the logic): the handle is the volume path as is (the driver
+// maps ".vmdk" handles to its FCD IDs), the storage policy name becomes the
+// attribute storagepolicyname, and zone and region topology move to the CSI
+// keys, found in upstream's order (GA key in node affinity, beta key in node
+// affinity, GA label, beta label). The CSI keys are configurable (see
+// [Topology]) for drivers that run with other topology categories.
+//
+// Unlike upstream, translation is lossless and never panics:
+//
+//	in-tree (spec.vsphereVolume)   CSI (spec.csi)
+//	volumePath                     volumeHandle; back from initialvolumefilepath,
+//	                               else from a handle that is a volume path
+//	fsType                         fsType
+//	storagePolicyName              attribute storagepolicyname
+//	storagePolicyID                annotation vsphere.csimigrate.io/storage-policy-id
+//	node affinity / labels         CSI topology keys; how they were derived in
+//	                               annotation vsphere.csimigrate.io/topology
+//
+// Inline volumes keep their storage policy (upstream dereferences a nil PV).
+// StorageClasses: upstream's mapping, plus region keys in allowedTopologies,
+// errors for unknown keys, and errors for what the driver rejects in
+// migration mode (non-thin disk formats, vSAN capabilities) unless
+// Options.AllowUnsupportedParameters is set.
+package vsphere
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	storage "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+
+	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/volumeid"
+)
+
+// Names of the in-tree plugin and the CSI driver.
+const (
+	PluginName = "kubernetes.io/vsphere-volume"
+	DriverName = "csi.vsphere.vmware.com"
+)
+
+// Keys read and written.
+const (
+	// AttrStoragePolicyName is the volume attribute of the storage policy.
+	AttrStoragePolicyName = "storagepolicyname"
+	// AttrInitialVolumeFilePath is the attribute in which the driver returns
+	// the volume path of a volume it created in migration mode.
+	AttrInitialVolumeFilePath = "initialvolumefilepath"
+	// AnnStoragePolicyID carries the in-tree storagePolicyID.
+	AnnStoragePolicyID = "vsphere.csimigrate.io/storage-policy-id"
+	// AnnTopology records how forward translation derived the CSI topology,
+	// as "zone=<how>,region=<how>[,created=<what>]" where <how> is
+	// affinity-ga, affinity-beta, label-ga or label-beta and <what> what had to
+	// be created to hold label-derived topology (nodeAffinity, required or
+	// terms). Reverse translation undoes exactly that and adds no labels.
+	AnnTopology = "vsphere.csimigrate.io/topology"
+
+	// Default CSI topology keys.
+	DefaultZoneKey   = "topology.csi.vmware.com/zone"
+	DefaultRegionKey = "topology.csi.vmware.com/region"
+	// CategoryKeyPrefix is the prefix of the driver's topology keys for
+	// topology-categories.
+	CategoryKeyPrefix = "topology.csi.vmware.com/"
+	// MaxTopologyCategories is the driver's limit on topology-categories.
+	MaxTopologyCategories = 5
+)
+
+// Topology holds the CSI topology keys the driver reports. The zero value
+// means the defaults.
+type Topology struct {
+	// ZoneKey replaces the zone keys (default DefaultZoneKey).
+	ZoneKey string
+	// RegionKey replaces the region keys (default DefaultRegionKey).
+	RegionKey string
+}
+
+// TopologyForCategories returns the keys of a driver configured with
+// topology-categories = "zone,region".
+func TopologyForCategories(zoneCategory, regionCategory string) Topology {
+	return Topology{ZoneKey: CategoryKeyPrefix + zoneCategory, RegionKey: CategoryKeyPrefix + regionCategory}
+}
+
+// LegacyTopology returns the keys of a driver configured with the legacy
+// [Labels] zone/region settings: the beta failure-domain labels.
+func LegacyTopology() Topology {
+	return Topology{ZoneKey: v1.LabelFailureDomainBetaZone, RegionKey: v1.LabelFailureDomainBetaRegion}
+}
+
+func (t Topology) zone() string {
+	if t.ZoneKey == "" {
+		return DefaultZoneKey
+	}
+	return t.ZoneKey
+}
+
+func (t Topology) region() string {
+	if t.RegionKey == "" {
+		return DefaultRegionKey
+	}
+	return t.RegionKey
+}
+
+// LabelsConfig renders the driver's configuration section that makes it
+// report these keys, with additional categories appended:
+//
+//	[Labels]
+//	topology-categories = "zone,region"
+//
+// Keys outside topology.csi.vmware.com/ cannot be expressed as categories
+// (the legacy beta labels use the driver's [Labels] zone/region settings),
+// and the driver accepts at most MaxTopologyCategories categories.
+func (t Topology) LabelsConfig(additional ...string) (string, error) {
+	cats := make([]string, 0, 2+len(additional))
+	for _, k := range []string{t.zone(), t.region()} {
+		c, ok := strings.CutPrefix(k, CategoryKeyPrefix)
+		if !ok || c == "" {
+			return "", fmt.Errorf("topology key %q is not %s<category>; a driver reporting it is configured with [Labels] zone/region, not topology-categories", k, CategoryKeyPrefix)
+		}
+		cats = append(cats, c)
+	}
+	cats = append(cats, additional...)
+	for _, c := range cats {
+		if c == "" || strings.ContainsAny(c, ",\"\n") {
+			return "", fmt.Errorf("topology category %q must be non-empty and contain no comma, quote or newline", c)
+		}
+	}
+	if len(cats) > MaxTopologyCategories {
+		return "", fmt.Errorf("%d topology categories %q: the vSphere CSI driver accepts at most %d", len(cats), cats, MaxTopologyCategories)
+	}
+	if d := duplicates(cats); d != "" {
+		return "", fmt.Errorf("topology category %q is listed twice", d)
+	}
+	return "[Labels]\ntopology-categories = \"" + strings.Join(cats, ",") + "\"\n", nil
+}
+
+func duplicates(s []string) string {
+	seen := map[string]bool{}
+	for _, v := range s {
+		if seen[v] {
+			return v
+		}
+		seen[v] = true
+	}
+	return ""
+}
+
+// Options configure the plugin. The zero value matches upstream.
+type Options struct {
+	// Topology sets the CSI topology keys.
+	Topology Topology
+	// AllowUnsupportedParameters passes StorageClass parameters the vSphere
+	// CSI driver rejects in migration mode (non-thin diskformat, vSAN
+	// capabilities) through as "-migrationparam" keys, for a driver that
+	// accepts them, instead of failing.
+	AllowUnsupportedParameters bool
+}
+
+// Plugin is the vSphere translator; safe for concurrent use.
+type Plugin struct {
+	opts Options
+}
+
+var (
+	_ plugins.InTreePlugin = (*Plugin)(nil)
+	_ plugins.Checker      = (*Plugin)(nil)
+)
+
+// New returns a vSphere translator.
+func New(opts Options) *Plugin { return &Plugin{opts: opts} }
+
+// GetInTreePluginName returns "kubernetes.io/vsphere-volume".
+func (p *Plugin) GetInTreePluginName() string { return PluginName }
+
+// GetCSIPluginName returns "csi.vsphere.vmware.com".
+func (p *Plugin) GetCSIPluginName() string { return DriverName }
+
+// CanSupport reports whether pv has a vsphereVolume source.
+func (p *Plugin) CanSupport(pv *v1.PersistentVolume) bool { return pv != nil && pv.Spec.VsphereVolume != nil }
+
+// CanSupportInline reports whether vol has a vsphereVolume source.
+func (p *Plugin) CanSupportInline(vol *v1.Volume) bool { return vol != nil && vol.VsphereVolume != nil }
+
+// RepairVolumeHandle returns the handle unchanged.
+func (p *Plugin) RepairVolumeHandle(volumeHandle, _ string) (string, error) { return volumeHandle, nil }
+
+// DoesNotModifyInputs marks the plugin as plugins.NonMutating.
+func (p *Plugin) DoesNotModifyInputs() {}
+
+func gaOrBeta(key string) string {
+	switch key {
+	case v1.LabelTopologyZone, v1.LabelTopologyRegion:
+		return "ga"
+	}
+	return "beta"
+}
+
+func keyFor(kind, level string) string {
+	switch kind + "-" + level {
+	case "zone-ga":
+		return v1.LabelTopologyZone
+	case "zone-beta":
+		return v1.LabelFailureDomainBetaZone
+	case "region-ga":
+		return v1.LabelTopologyRegion
+	case "region-beta":
+		return v1.LabelFailureDomainBetaRegion
+	}
+	return ""
+}
+
+// moveTopology moves one of zone/region to the CSI key and returns how, for
+// AnnTopology ("" when nothing was moved).
+func moveTopology(out *v1.PersistentVolume, labels map[string]string, inTreeKey, csiKey string, created *string) string {
+	if len(plugins.TopologyValues(out.Spec.NodeAffinity, inTreeKey)) > 0 {
+		plugins.ReplaceTopologyKey(out, inTreeKey, csiKey)
+		return "affinity-" + gaOrBeta(inTreeKey)
+	}
+	if label, ok := labels[inTreeKey]; ok && label != "" {
+		c, added := plugins.AddTopology(out, csiKey, []string{label})
+		if added {
+			if c != plugins.CreatedNone {
+				*created = c
+			}
+			return "label-" + gaOrBeta(inTreeKey)
+		}
+	}
+	return ""
+}
+
+// TranslateInTreePVToCSI translates a PV with spec.vsphereVolume to one for
+// csi.vsphere.vmware.com. pv is not modified.
+func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+	if pv == nil || pv.Spec.VsphereVolume == nil {
+		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv),
+			field.Required(field.NewPath("spec", "vsphereVolume"), "a vSphere volume source is required"))
+	}
+	src := pv.Spec.VsphereVolume
+	if src.VolumePath == "" {
+		return nil, plugins.Invalid("PersistentVolume", pv.Name,
+			field.Required(field.NewPath("spec", "vsphereVolume", "volumePath"), `a volume path such as "[datastore] kubevols/disk.vmdk" is required`))
+	}
+	out := plugins.CopyPV(pv, 2)
+	csi := &v1.CSIPersistentVolumeSource{
+		Driver:           DriverName,
+		VolumeHandle:     src.VolumePath,
+		FSType:           src.FSType,
+		VolumeAttributes: map[string]string{},
+	}
+	if src.StoragePolicyName != "" {
+		csi.VolumeAttributes[AttrStoragePolicyName] = src.StoragePolicyName
+	}
+	out.Spec.CSI = csi
+	if src.StoragePolicyID != "" {
+		plugins.SetAnnotation(out, AnnStoragePolicyID, src.StoragePolicyID)
+	}
+	zoneKey, regionKey := plugins.TopologyLabels(pv)
+	var created string
+	zoneHow := moveTopology(out, pv.Labels, zoneKey, p.opts.Topology.zone(), &created)
+	regionHow := moveTopology(out, pv.Labels, regionKey, p.opts.Topology.region(), &created)
+	if zoneHow != "" || regionHow != "" {
+		v := "zone=" + zoneHow + ",region=" + regionHow
+		if created != "" {
+			v += ",created=" + created
+		}
+		plugins.SetAnnotation(out, AnnTopology, v)
+	}
+	if err := plugins.ApplyOverrides(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func parseTopologyAnn(s string) (zone, region, created string, ok bool) {
+	for _, part := range strings.Split(s, ",") {
+		k, v, found := strings.Cut(part, "=")
+		if !found {
+			return "", "", "", false
+		}
+		switch k {
+		case "zone":
+			zone = v
+		case "region":
+			region = v
+		case "created":
+			created = v
+		default:
+			return "", "", "", false
+		}
+	}
+	for _, how := range []string{zone, region} {
+		switch how {
+		case "", "affinity-ga", "affinity-beta", "label-ga", "label-beta":
+		default:
+			return "", "", "", false
+		}
+	}
+	switch created {
+	case plugins.CreatedNone, plugins.CreatedNodeAffinity, plugins.CreatedRequired, plugins.CreatedTerms:
+	default:
+		return "", "", "", false
+	}
+	return zone, region, created, true
+}
+
+// undoTopology reverses moveTopology for one of zone/region.
+func undoTopology(out *v1.PersistentVolume, kind, how, csiKey, created string) {
+	src, level, _ := strings.Cut(how, "-")
+	switch src {
+	case "affinity":
+		plugins.ReplaceTopologyKey(out, csiKey, keyFor(kind, level))
+	case "label":
+		plugins.RemoveTopology(out, csiKey, created)
+	}
+}
+
+// TranslateCSIPVToInTree translates a PV of csi.vsphere.vmware.com back to
+// spec.vsphereVolume. The volume path comes from attribute
+// initialvolumefilepath, else from a handle that is a volume path; otherwise
+// the error matches plugins.ErrMissingInformation (an empty volumePath would
+// be rejected by the API server). pv is not modified.
+func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+	fp := field.NewPath("spec", "csi")
+	if pv == nil || pv.Spec.CSI == nil {
+		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv), field.Required(fp, "a CSI volume source is required"))
+	}
+	c := pv.Spec.CSI
+	if c.Driver != DriverName {
+		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.NotSupported(fp.Child("driver"), c.Driver, []string{DriverName}))
+	}
+	path := c.VolumeAttributes[AttrInitialVolumeFilePath]
+	if path == "" && volumeid.LooksLikeVSpherePath(c.VolumeHandle) {
+		path = c.VolumeHandle
+	}
+	if path == "" {
+		return nil, &plugins.MissingInformationError{
+			Field:  "spec.vsphereVolume.volumePath",
+			Object: `PersistentVolume "` + pv.Name + `"`,
+			Detail: fmt.Sprintf("the volume has no %s attribute and its handle %q is not a volume path ([datastore] path.vmdk); volumes the driver created outside migration mode have no in-tree equivalent", AttrInitialVolumeFilePath, c.VolumeHandle),
+		}
+	}
+	out := plugins.CopyPV(pv, 2)
+	policyID, _ := plugins.TakeAnnotation(out, AnnStoragePolicyID)
+	out.Spec.VsphereVolume = &v1.VsphereVirtualDiskVolumeSource{
+		VolumePath:        path,
+		FSType:            c.FSType,
+		StoragePolicyName: c.VolumeAttributes[AttrStoragePolicyName],
+		StoragePolicyID:   policyID,
+	}
+	zoneCSI, regionCSI := p.opts.Topology.zone(), p.opts.Topology.region()
+	if raw, ok := plugins.TakeAnnotation(out, AnnTopology); ok {
+		zone, region, created, valid := parseTopologyAnn(raw)
+		if !valid {
+			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnTopology), raw,
+				`want "zone=<how>,region=<how>[,created=<what>]" with <how> one of affinity-ga, affinity-beta, label-ga, label-beta or empty`))
+		}
+		// Undo in reverse order of the forward translation.
+		undoTopology(out, "region", region, regionCSI, created)
+		undoTopology(out, "zone", zone, zoneCSI, created)
+	} else {
+		// A CSI PV that was not translated here (for example one the driver
+		// created): as upstream, use the keys the PV's labels suggest and
+		// label the PV with its zone and region for in-tree scheduling.
+		zoneKey, regionKey := plugins.TopologyLabels(out)
+		plugins.ReplaceTopologyKey(out, zoneCSI, zoneKey)
+		plugins.ReplaceTopologyKey(out, regionCSI, regionKey)
+		for _, k := range []string{zoneKey, regionKey} {
+			if vals := plugins.TopologyValues(out.Spec.NodeAffinity, k); len(vals) > 0 {
+				if _, ok := out.Labels[k]; !ok {
+					if out.Labels == nil {
+						out.Labels = map[string]string{}
+					}
+					out.Labels[k] = vals[0]
+				}
+			}
+		}
+	}
+	if err := plugins.FinishReverse(out, pv, p.TranslateInTreePVToCSI); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TranslateInTreeInlineVolumeToCSI translates a pod's inline vsphereVolume to
+// a PV for the driver, keeping the storage policy name. (The vSphere CSI
+// driver does not support inline migrated volumes; Kubernetes still asks.)
+func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume, _ string) (*v1.PersistentVolume, error) {
+	if vol == nil || vol.VsphereVolume == nil {
+		return nil, plugins.Invalid("Volume", "", field.Required(field.NewPath("vsphereVolume"), "an inline vSphere volume source is required"))
+	}
+	src := vol.VsphereVolume
+	if src.VolumePath == "" {
+		return nil, plugins.Invalid("Volume", vol.Name, field.Required(field.NewPath("volumes").Key(vol.Name).Child("vsphereVolume", "volumePath"), "a volume path is required"))
+	}
+	attrs := map[string]string{}
+	if src.StoragePolicyName != "" {
+		attrs[AttrStoragePolicyName] = src.StoragePolicyName
+	}
+	fs := v1.PersistentVolumeFilesystem
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: DriverName + "-" + src.VolumePath},
+		Spec: v1.PersistentVolumeSpec{
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{
+				Driver: DriverName, VolumeHandle: src.VolumePath, FSType: src.FSType, VolumeAttributes: attrs,
+			}},
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			VolumeMode:  &fs,
+		},
+	}, nil
+}
+
+// vSAN capabilities with their inclusive ranges (-1: no upper bound).
+var vsanRanges = map[string][2]int{
+	"hostfailurestotolerate": {0, 3},
+	"forceprovisioning":      {0, 1},
+	"cachereservation":       {0, 100},
+	"diskstripes":            {1, 12},
+	"objectspacereservation": {0, 100},
+	"iopslimit":              {0, -1},
+}
+
+var scKeys = []string{"cachereservation", "datastore", "diskformat", "diskstripes", "forceprovisioning", "fstype",
+	"hostfailurestotolerate", "iopslimit", "objectspacereservation", "storagepolicyname"}
+
+// Finding codes and StorageClass error reasons.
+const (
+	// ReasonRejectedByDriver marks StorageClass parameters the vSphere CSI
+	// driver rejects in migration mode.
+	ReasonRejectedByDriver = "rejected by the vSphere CSI driver in migration mode"
+)
+
+// TranslateInTreeStorageClassToCSI translates a StorageClass of the in-tree
+// vSphere provisioner: keys are lower-cased, fstype becomes
+// csi.storage.k8s.io/fstype, storagepolicyname is kept, datastore, diskformat
+// and the vSAN capabilities get the suffix "-migrationparam", and
+// csimigration=true is added. Zone and region keys of allowedTopologies move
+// to the CSI keys. Unknown keys, invalid values, a non-thin disk format and
+// vSAN capabilities (the driver rejects the last two in migration mode; use a
+// storage policy with those capabilities instead) are errors naming the key.
+func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, sc *storage.StorageClass) (*storage.StorageClass, error) {
+	if sc == nil {
+		return nil, plugins.Invalid("StorageClass", "", field.Required(field.NewPath("storageClass"), "a StorageClass is required"))
+	}
+	fp := field.NewPath("parameters")
+	params := map[string]string{}
+	var errs field.ErrorList
+	seen := map[string]string{}
+	var vsan []string
+	policy := false
+	for _, k := range slices.Sorted(maps.Keys(sc.Parameters)) {
+		v := sc.Parameters[k]
+		lk := strings.ToLower(k)
+		if prev, dup := seen[lk]; dup {
+			errs = append(errs, field.Duplicate(fp.Key(k), "same key as "+prev+" (keys are case-insensitive)"))
+			continue
+		}
+		seen[lk] = k
+		switch lk {
+		case "fstype":
+			params["csi.storage.k8s.io/fstype"] = v
+		case "storagepolicyname":
+			params[AttrStoragePolicyName] = v
+			policy = true
+		case "datastore":
+			params["datastore-migrationparam"] = v
+		case "diskformat":
+			switch v {
+			case "thin":
+			case "zeroedthick", "eagerzeroedthick":
+				if !p.opts.AllowUnsupportedParameters {
+					errs = append(errs, field.Invalid(fp.Key(k), v, ReasonRejectedByDriver+": only \"thin\" is accepted; "+
+						"use a storage policy with thick provisioning (storagepolicyname) instead"))
+				}
+			default:
+				errs = append(errs, field.NotSupported(fp.Key(k), v, []string{"thin", "zeroedthick", "eagerzeroedthick"}))
+			}
+			params["diskformat-migrationparam"] = v
+		default:
+			r, ok := vsanRanges[lk]
+			if !ok {
+				errs = append(errs, field.NotSupported(fp.Key(k), k, scKeys))
+				continue
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < r[0] || (r[1] >= 0 && n > r[1]) {
+				want := fmt.Sprintf("an integer from %d to %d", r[0], r[1])
+				if r[1] < 0 {
+					want = fmt.Sprintf("an integer of at least %d", r[0])
+				}
+				errs = append(errs, field.Invalid(fp.Key(k), v, "must be "+want))
+			}
+			vsan = append(vsan, k)
+			if !p.opts.AllowUnsupportedParameters {
+				errs = append(errs, field.Invalid(fp.Key(k), v, ReasonRejectedByDriver+": vSAN capabilities are not accepted; "+
+					"create a vSAN storage policy with this capability and set storagepolicyname instead"))
+			}
+			params[lk+"-migrationparam"] = v
+		}
+	}
+	if policy && len(vsan) > 0 {
+		errs = append(errs, field.Forbidden(fp.Key(vsan[0]), "vSAN capabilities cannot be combined with storagepolicyname"))
+	}
+	if len(errs) > 0 {
+		return nil, plugins.Invalid("StorageClass", sc.Name, errs...)
+	}
+	params["csimigration"] = "true"
+	out := sc.DeepCopy()
+	out.Provisioner = DriverName
+	out.Parameters = params
+	zone, region := p.opts.Topology.zone(), p.opts.Topology.region()
+	out.AllowedTopologies = plugins.TranslateAllowedTopologies(sc.AllowedTopologies, map[string]string{
+		v1.LabelTopologyZone: zone, v1.LabelFailureDomainBetaZone: zone,
+		v1.LabelTopologyRegion: region, v1.LabelFailureDomainBetaRegion: region,
+	})
+	return out, nil
+}
+
+// Finding codes reported by CheckPV.
+const (
+	FindingNoVolumePath      = "VSphereNoVolumePath"
+	FindingNotVMDK           = "VSphereNotVMDK"
+	FindingTopologyKeyUnused = "VSphereTopologyKeyMismatch"
+)
+
+// CheckPV reports hazards of a vSphere PV: no volume path, a path the driver
+// will not recognise as a migrated volume (no ".vmdk"), and topology keys
+// that the configured driver keys do not cover.
+func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
+	if !p.CanSupport(pv) {
+		return nil
+	}
+	src := pv.Spec.VsphereVolume
+	if src.VolumePath == "" {
+		return []plugins.Finding{{Code: FindingNoVolumePath, Severity: plugins.SeverityBlocker, Field: "spec.vsphereVolume.volumePath",
+			Message: "the volume path is empty", Remedy: "fix the PV; it cannot be translated"}}
+	}
+	var out []plugins.Finding
+	if !strings.HasSuffix(src.VolumePath, ".vmdk") {
+		out = append(out, plugins.Finding{Code: FindingNotVMDK, Severity: plugins.SeverityBlocker, Field: "spec.vsphereVolume.volumePath",
+			Message: fmt.Sprintf("volume path %q does not name a .vmdk file; the vSphere CSI driver recognises migrated volumes by .vmdk in the handle", src.VolumePath),
+			Remedy:  "correct the volume path to the disk's .vmdk file"})
+	}
+	if na := pv.Spec.NodeAffinity; na != nil {
+		for _, k := range []string{DefaultZoneKey, DefaultRegionKey} {
+			if plugins.HasTopologyKey(na, k) && k != p.opts.Topology.zone() && k != p.opts.Topology.region() {
+				out = append(out, plugins.Finding{Code: FindingTopologyKeyUnused, Severity: plugins.SeverityWarning, Field: "spec.nodeAffinity",
+					Message: fmt.Sprintf("node affinity uses %q, which the configured driver topology keys (%s, %s) do not report; pods may not schedule", k, p.opts.Topology.zone(), p.opts.Topology.region()),
+					Remedy:  "configure the translator with the driver's topology categories"})
+			}
+		}
+	}
+	return out
+}

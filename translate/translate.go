@@ -1,0 +1,390 @@
+// Package translate is the entry point of csimigrate: a registry of
+// [plugins.InTreePlugin] translators and a [Translator] with every method of
+// k8s.io/csi-translation-lib's CSITranslator, with the same signatures, so it
+// can replace that type in external-provisioner, external-attacher,
+// external-resizer and kube-controller-manager forks.
+//
+// New registers the built-in RBD, CephFS and vSphere plugins; WithPlugins adds
+// or replaces plugins (from this module or written for csi-translation-lib).
+// Dispatch is a map lookup by in-tree plugin name, CSI driver name, or the
+// volume source set in a spec. Inputs are never modified; plugins that do not
+// promise that (plugins.NonMutating) are given a copy.
+package translate
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	storage "k8s.io/api/storage/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/plugins/cephfs"
+	"github.com/csimigrate/csimigrate/plugins/rbd"
+	"github.com/csimigrate/csimigrate/plugins/vsphere"
+)
+
+// Error kinds, for errors.Is. Plugin errors wrap the plugins package's kinds,
+// re-exported here.
+var (
+	// ErrNoPlugin: no registered plugin handles the given name, driver or
+	// volume source.
+	ErrNoPlugin = errors.New("no migration plugin")
+	// ErrInvalid: the object cannot be translated; the error is a
+	// *plugins.InvalidError naming the fields.
+	ErrInvalid = plugins.ErrInvalid
+	// ErrUnsupported: the plugin does not offer this translation.
+	ErrUnsupported = plugins.ErrUnsupported
+	// ErrMissingInformation: information the translation needs is neither in
+	// the object nor in the options.
+	ErrMissingInformation = plugins.ErrMissingInformation
+	// ErrConflict: two plugins claim the same CSI driver (from New).
+	ErrConflict = errors.New("conflicting migration plugins")
+)
+
+// NoPluginError reports that no plugin handles what was asked for.
+type NoPluginError struct {
+	// What describes the lookup, e.g. `in-tree plugin "kubernetes.io/nfs"`.
+	What string
+}
+
+// Error implements error.
+func (e *NoPluginError) Error() string {
+	return "no migration plugin for " + e.What
+}
+
+// Unwrap returns ErrNoPlugin.
+func (e *NoPluginError) Unwrap() error { return ErrNoPlugin }
+
+type config struct {
+	extra          []plugins.InTreePlugin
+	clusters       ceph.ClusterConfig
+	noNodeExpand   bool
+	vsphereOpts    vsphere.Options
+	cephfsOpts     cephfs.Options
+	disabledPlugin map[string]bool
+}
+
+// Option configures New.
+type Option func(*config)
+
+// WithPlugins registers plugins in addition to the built-in ones. A plugin
+// replaces a registered one with the same in-tree plugin name; later options
+// win over earlier ones.
+func WithPlugins(p ...plugins.InTreePlugin) Option {
+	return func(c *config) { c.extra = append(c.extra, p...) }
+}
+
+// WithCephClusterConfig gives the RBD and CephFS plugins Ceph CSI's cluster
+// config (config.json), used to find the monitors of CSI volumes translated
+// back to in-tree.
+func WithCephClusterConfig(cfg ceph.ClusterConfig) Option {
+	return func(c *config) { c.clusters = cfg }
+}
+
+// WithNodeExpandSecret sets whether translated PVs get a nodeExpandSecretRef
+// (the CSINodeExpandSecret feature; on by default).
+func WithNodeExpandSecret(enabled bool) Option {
+	return func(c *config) { c.noNodeExpand = !enabled }
+}
+
+// WithVSphereOptions configures the built-in vSphere plugin.
+func WithVSphereOptions(o vsphere.Options) Option {
+	return func(c *config) { c.vsphereOpts = o }
+}
+
+// WithCephFSOptions configures the built-in CephFS plugin; its ClusterConfig
+// and DisableNodeExpandSecret are taken from WithCephClusterConfig and
+// WithNodeExpandSecret.
+func WithCephFSOptions(o cephfs.Options) Option {
+	return func(c *config) { c.cephfsOpts = o }
+}
+
+// withoutPlugins unregisters in-tree plugin names (used by feature gates).
+func withoutPlugins(names ...string) Option {
+	return func(c *config) {
+		if c.disabledPlugin == nil {
+			c.disabledPlugin = map[string]bool{}
+		}
+		for _, n := range names {
+			c.disabledPlugin[n] = true
+		}
+	}
+}
+
+// Translator translates in-tree volume objects to CSI and back by dispatching
+// to the registered plugins. It is safe for concurrent use.
+type Translator struct {
+	byInTree map[string]plugins.InTreePlugin
+	byDriver map[string]plugins.InTreePlugin
+	// unknown holds plugins whose in-tree name is not one of
+	// plugins.KnownInTreeNames: they are found by CanSupport.
+	unknown []plugins.InTreePlugin
+	safe    map[plugins.InTreePlugin]bool
+}
+
+// New returns a Translator with the built-in plugins and those given with
+// WithPlugins. Two plugins claiming the same CSI driver name under different
+// in-tree names is an error matching ErrConflict.
+func New(opts ...Option) (*Translator, error) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	builtin := []plugins.InTreePlugin{
+		rbd.New(rbd.Options{ClusterConfig: c.clusters, DisableNodeExpandSecret: c.noNodeExpand}),
+		cephfs.New(withCephFSDefaults(c)),
+		vsphere.New(withVSphereDefaults(c)),
+	}
+	t := &Translator{
+		byInTree: map[string]plugins.InTreePlugin{},
+		byDriver: map[string]plugins.InTreePlugin{},
+		safe:     map[plugins.InTreePlugin]bool{},
+	}
+	for _, p := range append(builtin, c.extra...) {
+		if p == nil {
+			return nil, fmt.Errorf("%w: a nil plugin was given", ErrConflict)
+		}
+		t.byInTree[p.GetInTreePluginName()] = p
+	}
+	for name := range c.disabledPlugin {
+		delete(t.byInTree, name)
+	}
+	for _, name := range slices.Sorted(mapsKeys(t.byInTree)) {
+		p := t.byInTree[name]
+		d := p.GetCSIPluginName()
+		if other, ok := t.byDriver[d]; ok {
+			return nil, fmt.Errorf("%w: in-tree plugins %q and %q both claim CSI driver %q", ErrConflict,
+				other.GetInTreePluginName(), name, d)
+		}
+		t.byDriver[d] = p
+		if !slices.Contains(plugins.KnownInTreeNames, name) {
+			t.unknown = append(t.unknown, p)
+		}
+		if _, ok := p.(plugins.NonMutating); ok {
+			t.safe[p] = true
+		}
+	}
+	return t, nil
+}
+
+func withCephFSDefaults(c config) cephfs.Options {
+	o := c.cephfsOpts
+	o.ClusterConfig = c.clusters
+	o.DisableNodeExpandSecret = c.noNodeExpand
+	return o
+}
+
+func withVSphereDefaults(c config) vsphere.Options {
+	return c.vsphereOpts
+}
+
+func mapsKeys(m map[string]plugins.InTreePlugin) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// Default returns a Translator with the built-in plugins and default options.
+func Default() *Translator {
+	t, err := New()
+	if err != nil {
+		// The built-in plugins have distinct drivers; New cannot fail here.
+		return &Translator{byInTree: map[string]plugins.InTreePlugin{}, byDriver: map[string]plugins.InTreePlugin{}}
+	}
+	return t
+}
+
+// Plugins returns the registered plugins sorted by in-tree name.
+func (t *Translator) Plugins() []plugins.InTreePlugin {
+	out := make([]plugins.InTreePlugin, 0, len(t.byInTree))
+	for _, n := range slices.Sorted(mapsKeys(t.byInTree)) {
+		out = append(out, t.byInTree[n])
+	}
+	return out
+}
+
+func (t *Translator) pluginForPV(pv *v1.PersistentVolume) plugins.InTreePlugin {
+	if name := plugins.InTreeNameOfPV(pv); name != "" {
+		if p, ok := t.byInTree[name]; ok && p.CanSupport(pv) {
+			return p
+		}
+		return nil
+	}
+	for _, p := range t.unknown {
+		if p.CanSupport(pv) {
+			return p
+		}
+	}
+	return nil
+}
+
+func (t *Translator) pluginForVolume(vol *v1.Volume) plugins.InTreePlugin {
+	if name := plugins.InTreeNameOfVolume(vol); name != "" {
+		if p, ok := t.byInTree[name]; ok && p.CanSupportInline(vol) {
+			return p
+		}
+		return nil
+	}
+	for _, p := range t.unknown {
+		if p.CanSupportInline(vol) {
+			return p
+		}
+	}
+	return nil
+}
+
+// TranslateInTreeStorageClassToCSI translates a StorageClass of the named
+// in-tree provisioner. sc is not modified.
+func (t *Translator) TranslateInTreeStorageClassToCSI(logger klog.Logger, inTreePluginName string, sc *storage.StorageClass) (*storage.StorageClass, error) {
+	p, ok := t.byInTree[inTreePluginName]
+	if !ok {
+		return nil, &NoPluginError{What: fmt.Sprintf("in-tree plugin %q", inTreePluginName)}
+	}
+	if sc != nil && !t.safe[p] {
+		sc = sc.DeepCopy()
+	}
+	return p.TranslateInTreeStorageClassToCSI(logger, sc)
+}
+
+// TranslateInTreeInlineVolumeToCSI translates a pod's inline in-tree volume to
+// a PV with a CSI source. podNamespace is the pod's namespace. The PV's
+// volume mode is Filesystem unless the plugin set one. volume is not modified.
+func (t *Translator) TranslateInTreeInlineVolumeToCSI(logger klog.Logger, volume *v1.Volume, podNamespace string) (*v1.PersistentVolume, error) {
+	if volume == nil {
+		return nil, &NoPluginError{What: "a nil volume"}
+	}
+	p := t.pluginForVolume(volume)
+	if p == nil {
+		return nil, &NoPluginError{What: fmt.Sprintf("inline volume %q", volume.Name)}
+	}
+	if !t.safe[p] {
+		volume = volume.DeepCopy()
+	}
+	pv, err := p.TranslateInTreeInlineVolumeToCSI(logger, volume, podNamespace)
+	if err != nil {
+		return nil, err
+	}
+	if pv != nil && pv.Spec.VolumeMode == nil {
+		fs := v1.PersistentVolumeFilesystem
+		pv.Spec.VolumeMode = &fs
+	}
+	return pv, nil
+}
+
+// TranslateInTreePVToCSI translates a PV with an in-tree source to one with a
+// CSI source. pv is not modified.
+func (t *Translator) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+	if pv == nil {
+		return nil, &NoPluginError{What: "a nil PersistentVolume"}
+	}
+	p := t.pluginForPV(pv)
+	if p == nil {
+		return nil, &NoPluginError{What: fmt.Sprintf("PersistentVolume %q (no registered in-tree source)", pv.Name)}
+	}
+	if !t.safe[p] {
+		pv = pv.DeepCopy()
+	}
+	return p.TranslateInTreePVToCSI(logger, pv)
+}
+
+// TranslateCSIPVToInTree translates a PV with a CSI source back to the
+// in-tree source of the plugin that migrates to its driver. pv is not
+// modified.
+func (t *Translator) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+	if pv == nil || pv.Spec.CSI == nil {
+		return nil, &NoPluginError{What: "a PersistentVolume without a CSI source"}
+	}
+	p, ok := t.byDriver[pv.Spec.CSI.Driver]
+	if !ok {
+		return nil, &NoPluginError{What: fmt.Sprintf("CSI driver %q", pv.Spec.CSI.Driver)}
+	}
+	if !t.safe[p] {
+		pv = pv.DeepCopy()
+	}
+	return p.TranslateCSIPVToInTree(pv)
+}
+
+// IsMigratableIntreePluginByName reports whether a plugin is registered for
+// the in-tree plugin name.
+func (t *Translator) IsMigratableIntreePluginByName(inTreePluginName string) bool {
+	_, ok := t.byInTree[inTreePluginName]
+	return ok
+}
+
+// IsMigratedCSIDriverByName reports whether a registered plugin migrates to
+// the CSI driver.
+func (t *Translator) IsMigratedCSIDriverByName(csiPluginName string) bool {
+	_, ok := t.byDriver[csiPluginName]
+	return ok
+}
+
+// GetInTreePluginNameFromSpec returns the in-tree plugin name of a PV or, when
+// pv is nil, of an inline volume.
+func (t *Translator) GetInTreePluginNameFromSpec(pv *v1.PersistentVolume, vol *v1.Volume) (string, error) {
+	switch {
+	case pv != nil:
+		if p := t.pluginForPV(pv); p != nil {
+			return p.GetInTreePluginName(), nil
+		}
+		return "", &NoPluginError{What: fmt.Sprintf("PersistentVolume %q", pv.Name)}
+	case vol != nil:
+		if p := t.pluginForVolume(vol); p != nil {
+			return p.GetInTreePluginName(), nil
+		}
+		return "", &NoPluginError{What: fmt.Sprintf("volume %q", vol.Name)}
+	}
+	return "", &NoPluginError{What: "a nil PersistentVolume and a nil volume"}
+}
+
+// GetCSINameFromInTreeName returns the CSI driver that supersedes the in-tree
+// plugin.
+func (t *Translator) GetCSINameFromInTreeName(pluginName string) (string, error) {
+	if p, ok := t.byInTree[pluginName]; ok {
+		return p.GetCSIPluginName(), nil
+	}
+	return "", &NoPluginError{What: fmt.Sprintf("in-tree plugin %q", pluginName)}
+}
+
+// GetInTreeNameFromCSIName returns the in-tree plugin a CSI driver supersedes.
+func (t *Translator) GetInTreeNameFromCSIName(pluginName string) (string, error) {
+	if p, ok := t.byDriver[pluginName]; ok {
+		return p.GetInTreePluginName(), nil
+	}
+	return "", &NoPluginError{What: fmt.Sprintf("CSI driver %q", pluginName)}
+}
+
+// IsPVMigratable reports whether a registered plugin can translate the PV.
+func (t *Translator) IsPVMigratable(pv *v1.PersistentVolume) bool {
+	return t.pluginForPV(pv) != nil
+}
+
+// IsInlineMigratable reports whether a registered plugin can translate the
+// inline volume.
+func (t *Translator) IsInlineMigratable(vol *v1.Volume) bool {
+	return t.pluginForVolume(vol) != nil
+}
+
+// RepairVolumeHandle asks the plugin of the CSI driver to repair a handle.
+func (t *Translator) RepairVolumeHandle(driverName, volumeHandle, nodeID string) (string, error) {
+	if p, ok := t.byDriver[driverName]; ok {
+		return p.RepairVolumeHandle(volumeHandle, nodeID)
+	}
+	return "", &NoPluginError{What: fmt.Sprintf("CSI driver %q", driverName)}
+}
+
+// CheckPV returns the migration hazards the PV's plugin reports (plugins
+// implementing plugins.Checker), or nil.
+func (t *Translator) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
+	if c, ok := t.pluginForPV(pv).(plugins.Checker); ok {
+		return c.CheckPV(pv)
+	}
+	return nil
+}
