@@ -3,9 +3,11 @@ module github.com/csimigrate/csimigrate
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/klog/v2 v2.140.0
+	pgregory.net/rapid v1.3.0
 )
 
 require (
