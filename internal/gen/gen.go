@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"pgregory.net/rapid"
@@ -265,4 +266,73 @@ func HostilePV(t *rapid.T) *v1.PersistentVolume {
 		}
 	}
 	return pv
+}
+
+// RBDStorageClass generates valid in-tree RBD StorageClasses, with keys in
+// mixed case.
+func RBDStorageClass(t *rapid.T) *storagev1.StorageClass {
+	key := func(k string) string {
+		if rapid.Bool().Draw(t, "upper"+k) {
+			return strings.ToUpper(k[:1]) + k[1:]
+		}
+		return k
+	}
+	mons := Monitors(t)
+	sep := rapid.SampledFrom([]string{",", ", "}).Draw(t, "sep")
+	p := map[string]string{
+		key("monitors"):        strings.Join(mons, sep),
+		key("adminSecretName"): DNSSubdomain().Draw(t, "adminSecret"),
+	}
+	opt := func(k string, g *rapid.Generator[string]) {
+		if rapid.Bool().Draw(t, "has"+k) {
+			p[key(k)] = g.Draw(t, k)
+		}
+	}
+	opt("adminId", rapid.SampledFrom([]string{"admin", "kube"}))
+	opt("adminSecretNamespace", DNSLabel())
+	opt("pool", rapid.SampledFrom([]string{"rbd", "kube"}))
+	opt("userId", rapid.SampledFrom([]string{"kube"}))
+	opt("userSecretName", DNSSubdomain())
+	opt("userSecretNamespace", DNSLabel())
+	opt("imageFormat", rapid.SampledFrom([]string{"1", "2"}))
+	opt("imageFeatures", rapid.Just("layering"))
+	opt("fsType", rapid.SampledFrom([]string{"ext4", "xfs"}))
+	return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: DNSSubdomain().Draw(t, "name")}, Provisioner: "kubernetes.io/rbd", Parameters: p}
+}
+
+// VSphereStorageClass generates in-tree vSphere StorageClasses with every
+// parameter (the vSAN ones included) and allowed topologies.
+func VSphereStorageClass(t *rapid.T) *storagev1.StorageClass {
+	p := map[string]string{}
+	opt := func(k string, g *rapid.Generator[string]) {
+		if rapid.Bool().Draw(t, "has"+k) {
+			if rapid.Bool().Draw(t, "upper"+k) {
+				k = strings.ToUpper(k)
+			}
+			p[k] = g.Draw(t, k)
+		}
+	}
+	opt("diskformat", rapid.SampledFrom([]string{"thin", "zeroedthick", "eagerzeroedthick"}))
+	opt("datastore", rapid.SampledFrom([]string{"vsanDatastore", "ds 1"}))
+	opt("fstype", rapid.SampledFrom([]string{"ext4", "xfs"}))
+	if rapid.Bool().Draw(t, "policy") {
+		opt("storagepolicyname", rapid.SampledFrom([]string{"gold"}))
+	} else {
+		opt("hostfailurestotolerate", rapid.SampledFrom([]string{"0", "1", "3"}))
+		opt("forceprovisioning", rapid.SampledFrom([]string{"0", "1"}))
+		opt("cachereservation", rapid.SampledFrom([]string{"0", "20"}))
+		opt("diskstripes", rapid.SampledFrom([]string{"1", "12"}))
+		opt("objectspacereservation", rapid.SampledFrom([]string{"0", "100"}))
+		opt("iopslimit", rapid.SampledFrom([]string{"0", "500"}))
+	}
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: DNSSubdomain().Draw(t, "name")}, Provisioner: "kubernetes.io/vsphere-volume", Parameters: p}
+	if rapid.Bool().Draw(t, "topology") {
+		keys := append(append([]string{"example.com/rack"}, zoneKeys...), regionKeys...)
+		sc.AllowedTopologies = rapid.SliceOfN(rapid.Custom(func(t *rapid.T) v1.TopologySelectorTerm {
+			return v1.TopologySelectorTerm{MatchLabelExpressions: rapid.SliceOfN(rapid.Custom(func(t *rapid.T) v1.TopologySelectorLabelRequirement {
+				return v1.TopologySelectorLabelRequirement{Key: rapid.SampledFrom(keys).Draw(t, "key"), Values: []string{DNSLabel().Draw(t, "value")}}
+			}), 1, 3).Draw(t, "exprs")}
+		}), 1, 2).Draw(t, "terms")
+	}
+	return sc
 }
