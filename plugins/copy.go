@@ -26,9 +26,10 @@ func CopyPV(pv *v1.PersistentVolume, extraAnnotations int) *v1.PersistentVolume 
 }
 
 // CopyStringMap copies m into a new map with room for extra more entries. It
-// returns nil when m is empty and extra is 0.
+// returns nil when m is empty (SetAnnotation creates a map when needed), so
+// that a nil map stays nil.
 func CopyStringMap(m map[string]string, extra int) map[string]string {
-	if len(m) == 0 && extra == 0 {
+	if len(m) == 0 {
 		return nil
 	}
 	out := make(map[string]string, len(m)+extra)

@@ -29,6 +29,7 @@
 package vsphere
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -66,6 +67,11 @@ const (
 	// be created to hold label-derived topology (nodeAffinity, required or
 	// terms). Reverse translation undoes exactly that and adds no labels.
 	AnnTopology = "vsphere.csimigrate.io/topology"
+	// AnnNodeAffinity holds the original node affinity as JSON when it
+	// already used the CSI topology keys (possible with LegacyTopology, where
+	// they are the beta in-tree keys), so that renaming back would be
+	// ambiguous; the reverse translation restores it verbatim.
+	AnnNodeAffinity = "vsphere.csimigrate.io/node-affinity"
 
 	// Default CSI topology keys.
 	DefaultZoneKey   = "topology.csi.vmware.com/zone"
@@ -265,11 +271,23 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 	if src.StoragePolicyID != "" {
 		plugins.SetAnnotation(out, AnnStoragePolicyID, src.StoragePolicyID)
 	}
+	zoneCSI, regionCSI := p.opts.Topology.zone(), p.opts.Topology.region()
+	if plugins.HasTopologyKey(pv.Spec.NodeAffinity, zoneCSI) || plugins.HasTopologyKey(pv.Spec.NodeAffinity, regionCSI) {
+		b, err := json.Marshal(pv.Spec.NodeAffinity)
+		if err != nil {
+			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("spec", "nodeAffinity"), "", err.Error()))
+		}
+		plugins.SetAnnotation(out, AnnNodeAffinity, string(b))
+	}
 	zoneKey, regionKey := plugins.TopologyLabels(pv)
 	var created string
-	zoneHow := moveTopology(out, pv.Labels, zoneKey, p.opts.Topology.zone(), &created)
-	regionHow := moveTopology(out, pv.Labels, regionKey, p.opts.Topology.region(), &created)
-	if zoneHow != "" || regionHow != "" {
+	zoneHow := moveTopology(out, pv.Labels, zoneKey, zoneCSI, &created)
+	regionHow := moveTopology(out, pv.Labels, regionKey, regionCSI, &created)
+	// Record what was done whenever the result carries a CSI key, so that the
+	// reverse translation undoes exactly that and never renames keys that
+	// were already there (with LegacyTopology the CSI keys are in-tree keys).
+	if zoneHow != "" || regionHow != "" ||
+		plugins.HasTopologyKey(out.Spec.NodeAffinity, zoneCSI) || plugins.HasTopologyKey(out.Spec.NodeAffinity, regionCSI) {
 		v := "zone=" + zoneHow + ",region=" + regionHow
 		if created != "" {
 			v += ",created=" + created
@@ -359,7 +377,15 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		StoragePolicyID:   policyID,
 	}
 	zoneCSI, regionCSI := p.opts.Topology.zone(), p.opts.Topology.region()
-	if raw, ok := plugins.TakeAnnotation(out, AnnTopology); ok {
+	if raw, ok := plugins.TakeAnnotation(out, AnnNodeAffinity); ok {
+		var na *v1.VolumeNodeAffinity
+		if err := json.Unmarshal([]byte(raw), &na); err != nil {
+			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnNodeAffinity), raw,
+				"must be the JSON of a VolumeNodeAffinity: "+err.Error()))
+		}
+		plugins.TakeAnnotation(out, AnnTopology)
+		out.Spec.NodeAffinity = na
+	} else if raw, ok := plugins.TakeAnnotation(out, AnnTopology); ok {
 		zone, region, created, valid := parseTopologyAnn(raw)
 		if !valid {
 			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnTopology), raw,

@@ -1,0 +1,205 @@
+package cephfs_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	storage "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"pgregory.net/rapid"
+
+	"github.com/csimigrate/csimigrate/internal/gen"
+	"github.com/csimigrate/csimigrate/internal/plugintest"
+	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/plugins/cephfs"
+	"github.com/csimigrate/csimigrate/volumeid"
+)
+
+var logger = klog.Background().V(100)
+
+func pv() *v1.PersistentVolume {
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "shared"},
+		Spec: v1.PersistentVolumeSpec{
+			AccessModes:  []v1.PersistentVolumeAccessMode{v1.ReadWriteMany},
+			MountOptions: []string{"noatime,mds_namespace=myfs"},
+			ClaimRef:     &v1.ObjectReference{Namespace: "app", Name: "shared"},
+			PersistentVolumeSource: v1.PersistentVolumeSource{CephFS: &v1.CephFSPersistentVolumeSource{
+				Monitors:  []string{"10.70.53.126:6789"},
+				Path:      "volumes/shared",
+				User:      "kube",
+				SecretRef: &v1.SecretReference{Name: "ceph-secret"},
+				ReadOnly:  true,
+			}},
+		},
+	}
+}
+
+func TestForward(t *testing.T) {
+	in := pv()
+	out, err := cephfs.New(cephfs.Options{}).TranslateInTreePVToCSI(logger, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &v1.CSIPersistentVolumeSource{
+		Driver:       cephfs.DriverName,
+		VolumeHandle: volumeid.NewCephFSHandle([]string{"10.70.53.126:6789"}, "myfs", "/volumes/shared").String(),
+		ReadOnly:     true,
+		VolumeAttributes: map[string]string{
+			"staticVolume": "true", "clusterID": "b7f67366bb43f32e07d8a261a7840da9", "rootPath": "/volumes/shared", "fsName": "myfs",
+		},
+		NodeStageSecretRef: &v1.SecretReference{Namespace: "app", Name: "ceph-secret-csi-kube"},
+	}
+	if diff := cmp.Diff(want, out.Spec.CSI); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"noatime"}, out.Spec.MountOptions); diff != "" {
+		t.Errorf("mount options (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(in.Spec.AccessModes, out.Spec.AccessModes); diff != "" {
+		t.Errorf("access modes changed:\n%s", diff)
+	}
+}
+
+func TestRootPathDefaulting(t *testing.T) {
+	for in, want := range map[string]string{"": "/", "/": "/", "a/b": "/a/b", "/a_b c/ü": "/a_b c/ü"} {
+		if got := cephfs.RootPath(in); got != want {
+			t.Errorf("RootPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestNoEmptyOptionalAttributes(t *testing.T) {
+	in := pv()
+	in.Spec.MountOptions = []string{"fs="}
+	out, err := cephfs.New(cephfs.Options{}).TranslateInTreePVToCSI(logger, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := out.Spec.CSI.VolumeAttributes["fsName"]; ok {
+		t.Error("an empty fsName must be left out: Ceph CSI rejects empty optional attributes")
+	}
+}
+
+func TestSecretFileOnly(t *testing.T) {
+	in := pv()
+	in.Spec.CephFS.SecretRef = nil
+	in.Spec.CephFS.SecretFile = "/etc/ceph/kube.secret"
+	p := cephfs.New(cephfs.Options{})
+	_, err := p.TranslateInTreePVToCSI(logger, in)
+	if !errors.Is(err, cephfs.ErrSecretFileOnly) || !errors.Is(err, plugins.ErrMissingInformation) {
+		t.Fatalf("err = %v", err)
+	}
+	f := p.CheckPV(in)
+	if len(f) != 1 || f[0].Code != cephfs.FindingSecretFileOnly || f[0].Severity != plugins.SeverityBlocker {
+		t.Errorf("findings %+v", f)
+	}
+	// The remedy: an administrator names a CSI secret.
+	in.Annotations = map[string]string{cephfs.AnnNodeStageSecret: "app/cephfs-kube"}
+	out, err := p.TranslateInTreePVToCSI(logger, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := out.Spec.CSI.NodeStageSecretRef; r.Namespace != "app" || r.Name != "cephfs-kube" {
+		t.Errorf("ref %v", r)
+	}
+	if len(p.CheckPV(in)) != 0 {
+		t.Errorf("findings after the remedy: %+v", p.CheckPV(in))
+	}
+}
+
+func TestStorageClassUnsupported(t *testing.T) {
+	_, err := cephfs.New(cephfs.Options{}).TranslateInTreeStorageClassToCSI(logger, &storage.StorageClass{})
+	var ue *plugins.UnsupportedError
+	if !errors.Is(err, plugins.ErrUnsupported) || !errors.As(err, &ue) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestReverseNative(t *testing.T) {
+	// A static CephFS volume written for Ceph CSI by hand.
+	csi := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "static"}, Spec: v1.PersistentVolumeSpec{
+		AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteMany},
+		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{
+			Driver: cephfs.DriverName, VolumeHandle: "static-1",
+			VolumeAttributes:   map[string]string{"staticVolume": "true", "clusterID": "c1", "rootPath": "/x", "fsName": "fs2"},
+			NodeStageSecretRef: &v1.SecretReference{Namespace: "ns", Name: "csi"},
+		}},
+	}}
+	p := cephfs.New(cephfs.Options{})
+	if _, err := p.TranslateCSIPVToInTree(csi); !errors.Is(err, plugins.ErrMissingInformation) {
+		t.Fatalf("err = %v", err)
+	}
+	cfg, _ := ceph.NewClusterConfig(ceph.ClusterEntry{ClusterID: "c1", Monitors: []string{"m:6789"}})
+	p = cephfs.New(cephfs.Options{ClusterConfig: cfg})
+	back, err := p.TranslateCSIPVToInTree(csi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &v1.CephFSPersistentVolumeSource{Monitors: []string{"m:6789"}, Path: "/x", SecretRef: &v1.SecretReference{Namespace: "ns", Name: "csi"}}
+	if diff := cmp.Diff(want, back.Spec.CephFS); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"mds_namespace=fs2"}, back.Spec.MountOptions); diff != "" {
+		t.Errorf("mount options (-want +got):\n%s", diff)
+	}
+	again, err := p.TranslateInTreePVToCSI(logger, back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(csi.Spec.CSI, again.Spec.CSI); diff != "" {
+		t.Errorf("CSI -> in-tree -> CSI (-want +got):\n%s", diff)
+	}
+}
+
+func TestInline(t *testing.T) {
+	vol := &v1.Volume{Name: "v", VolumeSource: v1.VolumeSource{CephFS: &v1.CephFSVolumeSource{
+		Monitors: []string{"m:6789"}, SecretRef: &v1.LocalObjectReference{Name: "s"}}}}
+	out, err := cephfs.New(cephfs.Options{}).TranslateInTreeInlineVolumeToCSI(logger, vol, "pods")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := out.Spec.CSI.NodeStageSecretRef; r.Namespace != "pods" || r.Name != "s-csi-admin" {
+		t.Errorf("ref %v", r)
+	}
+	if out.Spec.CSI.VolumeAttributes["rootPath"] != "/" {
+		t.Errorf("attributes %v", out.Spec.CSI.VolumeAttributes)
+	}
+}
+
+// Distinct volumes never share a handle.
+func TestHandlesUniqueProperty(t *testing.T) {
+	p := cephfs.New(cephfs.Options{})
+	rapid.Check(t, func(t *rapid.T) {
+		a, b := gen.CephFSPV(t, false), gen.CephFSPV(t, false)
+		ca, err := p.TranslateInTreePVToCSI(logger, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cb, err := p.TranslateInTreePVToCSI(logger, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same := ca.Spec.CSI.VolumeAttributes["clusterID"] == cb.Spec.CSI.VolumeAttributes["clusterID"] &&
+			ca.Spec.CSI.VolumeAttributes["rootPath"] == cb.Spec.CSI.VolumeAttributes["rootPath"] &&
+			ca.Spec.CSI.VolumeAttributes["fsName"] == cb.Spec.CSI.VolumeAttributes["fsName"]
+		if !same && ca.Spec.CSI.VolumeHandle == cb.Spec.CSI.VolumeHandle {
+			t.Fatalf("distinct volumes share handle %s", ca.Spec.CSI.VolumeHandle)
+		}
+		if len(ca.Spec.CSI.VolumeHandle) > 128 {
+			t.Fatalf("handle too long")
+		}
+	})
+}
+
+func TestRoundTripProperty(t *testing.T) {
+	plugintest.RoundTrip(t, cephfs.New(cephfs.Options{}), func(t *rapid.T) *v1.PersistentVolume { return gen.CephFSPV(t, false) })
+}
+
+func TestHostileProperty(t *testing.T) {
+	plugintest.Hostile(t, cephfs.New(cephfs.Options{}))
+}
