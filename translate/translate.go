@@ -20,6 +20,7 @@ import (
 	storage "k8s.io/api/storage/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
@@ -103,14 +104,22 @@ func WithCephFSOptions(o cephfs.Options) Option {
 	return func(c *config) { c.cephfsOpts = o }
 }
 
-// withoutPlugins unregisters in-tree plugin names (used by feature gates).
-func withoutPlugins(names ...string) Option {
+// WithFeatureGates makes the translator honour the feature gates of a
+// component of Kubernetes 1.minor: no nodeExpandSecretRef while
+// CSINodeExpandSecret is off, and a built-in plugin is not registered (its
+// volumes are not migratable) while featuregate.TranslationEnabled is false
+// for it. fg may include this project's CephFS gates
+// (featuregate.AddProjectGates); without them CephFS is translated.
+func WithFeatureGates(fg featuregate.Gates, minor int) Option {
 	return func(c *config) {
+		c.noNodeExpand = !featuregate.NodeExpandSecretEnabled(fg, minor)
 		if c.disabledPlugin == nil {
 			c.disabledPlugin = map[string]bool{}
 		}
-		for _, n := range names {
-			c.disabledPlugin[n] = true
+		for _, p := range featuregate.Plugins {
+			if !featuregate.TranslationEnabled(fg, minor, p) {
+				c.disabledPlugin[p.InTreeName] = true
+			}
 		}
 	}
 }

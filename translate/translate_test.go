@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	"pgregory.net/rapid"
 
+	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/internal/gen"
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
@@ -246,5 +247,50 @@ func TestNodeExpandOption(t *testing.T) {
 	out, err := tr.TranslateInTreePVToCSI(logger, pv)
 	if err != nil || out.Spec.CSI.NodeExpandSecretRef != nil {
 		t.Errorf("node-expand ref %v, err %v", out.Spec.CSI.NodeExpandSecretRef, err)
+	}
+}
+
+func TestWithFeatureGates(t *testing.T) {
+	rbdPV := &v1.PersistentVolume{Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{
+		CephMonitors: []string{"m:6789"}, RBDImage: "kubernetes-dynamic-pvc-1", RBDPool: "rbd", SecretRef: &v1.SecretReference{Name: "s", Namespace: "n"}}}}}
+	for _, tc := range []struct {
+		minor      int
+		set        string
+		rbd        bool
+		nodeExpand bool
+	}{
+		{26, "", false, false},
+		{26, "CSIMigrationRBD=true", true, false},
+		{28, "CSIMigrationRBD=true", true, true},
+		{28, "CSIMigrationRBD=true,CSINodeExpandSecret=false", true, false},
+		{31, "", true, true},
+	} {
+		fg, err := featuregate.ForVersion(tc.minor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.set != "" {
+			if err := fg.Set(tc.set); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tr, err := translate.New(translate.WithFeatureGates(fg, tc.minor))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tr.IsPVMigratable(rbdPV); got != tc.rbd {
+			t.Errorf("1.%d %s: RBD migratable %v", tc.minor, tc.set, got)
+			continue
+		}
+		if !tc.rbd {
+			continue
+		}
+		out, err := tr.TranslateInTreePVToCSI(logger, rbdPV)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := out.Spec.CSI.NodeExpandSecretRef != nil; got != tc.nodeExpand {
+			t.Errorf("1.%d %s: node-expand ref %v", tc.minor, tc.set, got)
+		}
 	}
 }

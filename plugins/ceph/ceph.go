@@ -36,7 +36,7 @@ type ClusterConfig struct {
 func ParseClusterConfig(data []byte) (ClusterConfig, error) {
 	var entries []ClusterEntry
 	if err := json.Unmarshal(data, &entries); err != nil {
-		return ClusterConfig{}, fmt.Errorf("Ceph CSI config.json: want a JSON list of {\"clusterID\": ..., \"monitors\": [...]}: %w", err)
+		return ClusterConfig{}, fmt.Errorf("ceph-csi config.json: want a JSON list of {\"clusterID\": ..., \"monitors\": [...]}: %w", err)
 	}
 	return NewClusterConfig(entries...)
 }
@@ -48,12 +48,12 @@ func NewClusterConfig(entries ...ClusterEntry) (ClusterConfig, error) {
 	for i, e := range entries {
 		switch {
 		case e.ClusterID == "":
-			return ClusterConfig{}, fmt.Errorf("Ceph CSI config.json: entry %d: clusterID is empty", i)
+			return ClusterConfig{}, fmt.Errorf("ceph-csi config.json: entry %d: clusterID is empty", i)
 		case len(e.Monitors) == 0:
-			return ClusterConfig{}, fmt.Errorf("Ceph CSI config.json: entry %d (clusterID %q): monitors is empty", i, e.ClusterID)
+			return ClusterConfig{}, fmt.Errorf("ceph-csi config.json: entry %d (clusterID %q): monitors is empty", i, e.ClusterID)
 		}
 		if _, dup := c.byID[e.ClusterID]; dup {
-			return ClusterConfig{}, fmt.Errorf("Ceph CSI config.json: clusterID %q appears twice", e.ClusterID)
+			return ClusterConfig{}, fmt.Errorf("ceph-csi config.json: clusterID %q appears twice", e.ClusterID)
 		}
 		c.byID[e.ClusterID] = len(c.entries)
 		c.entries = append(c.entries, ClusterEntry{ClusterID: e.ClusterID, Monitors: slices.Clone(e.Monitors)})

@@ -193,7 +193,9 @@ func (p *Plugin) GetInTreePluginName() string { return PluginName }
 func (p *Plugin) GetCSIPluginName() string { return DriverName }
 
 // CanSupport reports whether pv has a vsphereVolume source.
-func (p *Plugin) CanSupport(pv *v1.PersistentVolume) bool { return pv != nil && pv.Spec.VsphereVolume != nil }
+func (p *Plugin) CanSupport(pv *v1.PersistentVolume) bool {
+	return pv != nil && pv.Spec.VsphereVolume != nil
+}
 
 // CanSupportInline reports whether vol has a vsphereVolume source.
 func (p *Plugin) CanSupportInline(vol *v1.Volume) bool { return vol != nil && vol.VsphereVolume != nil }

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/go-logr/logr/funcr"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/translate"
+)
+
+func newStderrLogger(w io.Writer) klog.Logger {
+	return funcr.New(func(prefix, args string) { fmt.Fprintln(w, args) }, funcr.Options{Verbosity: 4})
+}
+
+func setup(name, summary string, args []string, stdin io.Reader, stderr io.Writer, outputs string) (*common, *Inventory, *translate.Translator, int, bool) {
+	var c common
+	fs := newFlagSet(name, summary, stderr)
+	c.register(fs, outputs)
+	if code, ok := parse(fs, args); !ok {
+		return nil, nil, nil, code, false
+	}
+	if !strings.Contains("|"+outputs+"|", "|"+c.output+"|") {
+		fmt.Fprintf(stderr, "csimigrate %s: -o %q: want one of %s\n", name, c.output, outputs)
+		return nil, nil, nil, exitUsage, false
+	}
+	tr, err := c.translator()
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate %s: %v\n", name, err)
+		return nil, nil, nil, exitUsage, false
+	}
+	inv, err := c.read(stdin, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate %s: %v\n", name, err)
+		return nil, nil, nil, exitInput, false
+	}
+	return &c, inv, tr, 0, true
+}
+
+func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c, inv, tr, code, ok := setup("plan", "Reports, per volume, whether it can be migrated and why not; the Ceph CSI config map to create;\n"+
+		"the Secrets to add or derive (names and fields, never values); the StorageClasses to recreate; hazards;\n"+
+		"and the feature-gate steps for the cluster's version. Exits 1 when something blocks the migration.",
+		args, stdin, stderr, "table|json|yaml")
+	if !ok {
+		return code
+	}
+	steps, err := gateSteps(c.k8sVersion)
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate plan: -kubernetes-version: %v\n", err)
+		return exitUsage
+	}
+	plan := buildPlan(inv, tr, c.logger(stderr), steps)
+	cm := cephConfigMap(plan.CephClusters, c.cephCSINamespace)
+	switch c.output {
+	case "json":
+		err = writeJSON(stdout, struct {
+			*Plan
+			ConfigMap any `json:"cephCSIConfigMap,omitempty"`
+		}{plan, cm})
+	case "yaml":
+		err = writeYAML(stdout, struct {
+			*Plan
+			ConfigMap any `json:"cephCSIConfigMap,omitempty"`
+		}{plan, cm})
+	default:
+		err = writePlanTable(stdout, plan, cm)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate plan: %v\n", err)
+		return exitInput
+	}
+	if plan.Blocked {
+		return exitBlocked
+	}
+	return exitOK
+}
+
+func cephConfigMap(clusters []ceph.ClusterEntry, ns string) *v1.ConfigMap {
+	if len(clusters) == 0 {
+		return nil
+	}
+	b, err := jsonString(clusters)
+	if err != nil {
+		return nil
+	}
+	return &v1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "ceph-csi-config", Namespace: ns},
+		Data:       map[string]string{"config.json": b},
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "NO"
+}
+
+func writePlanTable(w io.Writer, p *Plan, cm *v1.ConfigMap) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PERSISTENT VOLUMES")
+	fmt.Fprintln(tw, "NAME\tPLUGIN\tDRIVER\tMIGRATABLE\tCLAIM\tIN USE BY\tREASON")
+	for _, v := range p.Volumes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, v.Plugin, v.Driver, yesNo(v.Migratable), dash(v.Claim), dash(strings.Join(v.InUseBy, ",")), dash(v.Reason))
+	}
+	tw.Flush()
+	if len(p.InlineVolumes) > 0 {
+		fmt.Fprintln(tw, "\nINLINE VOLUMES")
+		fmt.Fprintln(tw, "POD\tVOLUME\tPLUGIN\tMIGRATABLE\tREASON")
+		for _, v := range p.InlineVolumes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.Pod, v.Volume, v.Plugin, yesNo(v.Migratable), dash(v.Reason))
+		}
+		tw.Flush()
+	}
+	var hazards []string
+	for _, v := range p.Volumes {
+		for _, f := range v.Findings {
+			hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Name, f.Severity, f.Code, f.Message, f.Remedy))
+		}
+		if len(v.InUseBy) > 0 {
+			hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Name, plugins.SeverityWarning, "VolumeInUse",
+				"in use by "+strings.Join(v.InUseBy, ", "),
+				"stop the pods (scale their workloads to zero) before the rewrite deletes and recreates the PV object; data is kept"))
+		}
+	}
+	if len(hazards) > 0 {
+		fmt.Fprintln(tw, "\nHAZARDS")
+		fmt.Fprintln(tw, "OBJECT\tSEVERITY\tCODE\tMESSAGE\tREMEDY")
+		for _, h := range hazards {
+			fmt.Fprintln(tw, h)
+		}
+		tw.Flush()
+	}
+	if len(p.StorageClasses) > 0 {
+		fmt.Fprintln(tw, "\nSTORAGE CLASSES (immutable: delete and recreate with the same name)")
+		fmt.Fprintln(tw, "NAME\tFROM\tTO\tMIGRATABLE\tNOTE")
+		for _, s := range p.StorageClasses {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.From, dash(s.To), yesNo(s.Migratable), dash(s.Reason))
+		}
+		tw.Flush()
+	}
+	if len(p.Secrets) > 0 {
+		fmt.Fprintln(tw, "\nSECRETS (values are never shown)")
+		fmt.Fprintln(tw, "SECRET\tACTION\tFIELDS\tFROM\tWHY")
+		for _, s := range p.Secrets {
+			fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\n", s.Namespace, s.Name, s.Action, strings.Join(s.Fields, ","), dash(s.From), s.Reason)
+		}
+		tw.Flush()
+	}
+	if cm != nil {
+		fmt.Fprintln(w, "\nCEPH CSI CONFIG MAP (create before enabling migration)")
+		if err := writeYAML(w, cm); err != nil {
+			return err
+		}
+	}
+	if len(p.FeatureGates) > 0 {
+		fmt.Fprintln(w, "\nFEATURE GATES")
+		for i, s := range p.FeatureGates {
+			fmt.Fprintf(w, "%d. %s\n", i+1, s)
+		}
+	}
+	if p.Blocked {
+		fmt.Fprintln(w, "\nRESULT: BLOCKED: resolve the items marked NO before migrating")
+	} else {
+		fmt.Fprintln(w, "\nRESULT: ready to migrate")
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c, inv, tr, code, ok := setup("translate", "Prints the CSI equivalents of the input's in-tree PVs and StorageClasses, and of pods' inline\n"+
+		"volumes as PVs, as YAML or JSON. Objects that fail are reported on stderr with the field at fault (exit 1).",
+		args, stdin, stderr, "yaml|json")
+	if !ok {
+		return code
+	}
+	logger := c.logger(stderr)
+	var out []any
+	failed := false
+	for _, pv := range inv.PVs {
+		if !tr.IsPVMigratable(pv) {
+			continue
+		}
+		csi, err := tr.TranslateInTreePVToCSI(logger, pv)
+		if err != nil {
+			fmt.Fprintf(stderr, "PersistentVolume %s: %v\n", pv.Name, err)
+			failed = true
+			continue
+		}
+		out = append(out, cleanPV(csi))
+	}
+	scs, errs := storageClassesToRecreate(inv, tr, logger)
+	for _, err := range errs {
+		fmt.Fprintln(stderr, err)
+		failed = true
+	}
+	for _, sc := range scs {
+		sc.TypeMeta = metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"}
+		out = append(out, sc)
+	}
+	for _, pod := range inv.Pods {
+		for i := range pod.Spec.Volumes {
+			vol := &pod.Spec.Volumes[i]
+			if !tr.IsInlineMigratable(vol) {
+				continue
+			}
+			pv, err := tr.TranslateInTreeInlineVolumeToCSI(logger, vol, pod.Namespace)
+			if err != nil {
+				fmt.Fprintf(stderr, "Pod %s/%s volume %s: %v\n", pod.Namespace, pod.Name, vol.Name, err)
+				failed = true
+				continue
+			}
+			pv.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"}
+			out = append(out, pv)
+		}
+	}
+	var err error
+	if c.output == "json" {
+		err = writeJSON(stdout, map[string]any{"apiVersion": "v1", "kind": "List", "items": out})
+	} else {
+		err = writeYAML(stdout, out...)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate translate: %v\n", err)
+		return exitInput
+	}
+	if failed {
+		return exitBlocked
+	}
+	return exitOK
+}
+
+// cleanPV prepares a translated PV for creation: server-set fields cleared.
+func cleanPV(pv *v1.PersistentVolume) *v1.PersistentVolume {
+	pv.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"}
+	pv.ResourceVersion, pv.UID, pv.Generation = "", "", 0
+	pv.CreationTimestamp = metav1.Time{}
+	pv.DeletionTimestamp, pv.DeletionGracePeriodSeconds = nil, nil
+	pv.ManagedFields = nil
+	pv.Status = v1.PersistentVolumeStatus{}
+	if pv.Spec.ClaimRef != nil {
+		pv.Spec.ClaimRef.ResourceVersion = ""
+	}
+	return pv
+}

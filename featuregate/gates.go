@@ -1,0 +1,253 @@
+// Package featuregate answers which component owns an in-tree plugin's
+// volumes for any Kubernetes version and feature-gate settings, as
+// Kubernetes itself decides (pkg/volume/csimigration), and plans the staged
+// migration of a running cluster.
+//
+// [ForVersion] builds a k8s.io/component-base feature gate with exactly the
+// CSI-migration gates a Kubernetes release had, with that release's
+// defaults, stages and locks: setting a gate the release did not have fails
+// with "unrecognized feature gate: X", setting a locked one with "cannot set
+// feature gate X to Y, feature is locked to Z". [Specs] gives the same data
+// as component-base VersionedSpecs.
+//
+// CephFS never had Kubernetes gates. [CSIMigrationCephFS] and
+// [InTreePluginCephFSUnregister] are this project's own, for components built
+// with csimigrate; [AddProjectGates] adds them to a gate set.
+package featuregate
+
+import (
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/component-base/featuregate"
+)
+
+// Kubernetes' CSI-migration feature gates.
+const (
+	CSIMigration                    featuregate.Feature = "CSIMigration"
+	CSIMigrationAWS                 featuregate.Feature = "CSIMigrationAWS"
+	CSIMigrationGCE                 featuregate.Feature = "CSIMigrationGCE"
+	CSIMigrationOpenStack           featuregate.Feature = "CSIMigrationOpenStack"
+	CSIMigrationAzureDisk           featuregate.Feature = "CSIMigrationAzureDisk"
+	CSIMigrationAzureFile           featuregate.Feature = "CSIMigrationAzureFile"
+	CSIMigrationvSphere             featuregate.Feature = "CSIMigrationvSphere"
+	CSIMigrationPortworx            featuregate.Feature = "CSIMigrationPortworx"
+	CSIMigrationRBD                 featuregate.Feature = "CSIMigrationRBD"
+	CSIMigrationAWSComplete         featuregate.Feature = "CSIMigrationAWSComplete"
+	CSIMigrationGCEComplete         featuregate.Feature = "CSIMigrationGCEComplete"
+	CSIMigrationAzureDiskComplete   featuregate.Feature = "CSIMigrationAzureDiskComplete"
+	CSIMigrationAzureFileComplete   featuregate.Feature = "CSIMigrationAzureFileComplete"
+	CSIMigrationOpenStackComplete   featuregate.Feature = "CSIMigrationOpenStackComplete"
+	CSIMigrationvSphereComplete     featuregate.Feature = "CSIMigrationvSphereComplete"
+	InTreePluginAWSUnregister       featuregate.Feature = "InTreePluginAWSUnregister"
+	InTreePluginGCEUnregister       featuregate.Feature = "InTreePluginGCEUnregister"
+	InTreePluginAzureDiskUnregister featuregate.Feature = "InTreePluginAzureDiskUnregister"
+	InTreePluginAzureFileUnregister featuregate.Feature = "InTreePluginAzureFileUnregister"
+	InTreePluginOpenStackUnregister featuregate.Feature = "InTreePluginOpenStackUnregister"
+	InTreePluginvSphereUnregister   featuregate.Feature = "InTreePluginvSphereUnregister"
+	InTreePluginRBDUnregister       featuregate.Feature = "InTreePluginRBDUnregister"
+	InTreePluginPortworxUnregister  featuregate.Feature = "InTreePluginPortworxUnregister"
+	CSINodeExpandSecret             featuregate.Feature = "CSINodeExpandSecret"
+)
+
+// This project's own gates for CephFS (never Kubernetes gates: the KEP that
+// proposed them was withdrawn). They are known to every release in
+// AddProjectGates and mean, for components built with csimigrate, what the
+// RBD gates meant: migrate CephFS volumes to cephfs.csi.ceph.com, and treat
+// the in-tree plugin as unregistered.
+const (
+	CSIMigrationCephFS           featuregate.Feature = "CSIMigrationCephFS"
+	InTreePluginCephFSUnregister featuregate.Feature = "InTreePluginCephFSUnregister"
+)
+
+// Stage is one line of a gate's lifecycle: from minor release Since on the
+// gate has this spec, until the next stage or its removal.
+type Stage struct {
+	Since int
+	Spec  featuregate.FeatureSpec
+}
+
+// Lifecycle is a gate's history in Kubernetes 1.x.
+type Lifecycle struct {
+	Stages []Stage
+	// RemovedIn is the first minor release without the gate; 0 if still there.
+	RemovedIn int
+	// Project marks gates that are csimigrate's own, not Kubernetes'.
+	Project bool
+}
+
+func alpha(on bool) featuregate.FeatureSpec {
+	return featuregate.FeatureSpec{Default: on, PreRelease: featuregate.Alpha}
+}
+func beta(on bool) featuregate.FeatureSpec {
+	return featuregate.FeatureSpec{Default: on, PreRelease: featuregate.Beta}
+}
+func ga(locked bool) featuregate.FeatureSpec {
+	return featuregate.FeatureSpec{Default: true, LockToDefault: locked, PreRelease: featuregate.GA}
+}
+func deprecated() featuregate.FeatureSpec {
+	return featuregate.FeatureSpec{Default: false, PreRelease: featuregate.Deprecated}
+}
+
+// lifecycles is the table of shared/reference/featuregates.md, read from
+// kube_features.go of each release.
+var lifecycles = map[featuregate.Feature]Lifecycle{
+	CSIMigration:          {Stages: []Stage{{14, alpha(false)}, {17, beta(true)}, {25, ga(true)}}, RemovedIn: 27},
+	CSIMigrationAWS:       {Stages: []Stage{{14, alpha(false)}, {17, beta(false)}, {23, beta(true)}, {25, ga(true)}}, RemovedIn: 27},
+	CSIMigrationGCE:       {Stages: []Stage{{14, alpha(false)}, {17, beta(false)}, {23, beta(true)}, {25, ga(true)}}, RemovedIn: 28},
+	CSIMigrationOpenStack: {Stages: []Stage{{14, alpha(false)}, {18, beta(false)}, {21, beta(true)}, {24, ga(true)}}, RemovedIn: 26},
+	CSIMigrationAzureDisk: {Stages: []Stage{{15, alpha(false)}, {19, beta(false)}, {23, beta(true)}, {24, ga(false)}, {25, ga(true)}}, RemovedIn: 27},
+	CSIMigrationAzureFile: {Stages: []Stage{{15, alpha(false)}, {21, beta(false)}, {24, beta(true)}, {26, ga(false)}, {27, ga(true)}}, RemovedIn: 30},
+	CSIMigrationvSphere:   {Stages: []Stage{{19, beta(false)}, {25, beta(true)}, {26, ga(true)}}, RemovedIn: 29},
+	CSIMigrationPortworx:  {Stages: []Stage{{23, alpha(false)}, {25, beta(false)}, {31, beta(true)}, {33, ga(true)}}, RemovedIn: 36},
+	CSIMigrationRBD:       {Stages: []Stage{{23, alpha(false)}, {28, deprecated()}}, RemovedIn: 31},
+
+	CSIMigrationAWSComplete:       {Stages: []Stage{{17, alpha(false)}}, RemovedIn: 21},
+	CSIMigrationGCEComplete:       {Stages: []Stage{{17, alpha(false)}}, RemovedIn: 21},
+	CSIMigrationAzureDiskComplete: {Stages: []Stage{{17, alpha(false)}}, RemovedIn: 21},
+	CSIMigrationAzureFileComplete: {Stages: []Stage{{17, alpha(false)}}, RemovedIn: 21},
+	CSIMigrationOpenStackComplete: {Stages: []Stage{{17, alpha(false)}}, RemovedIn: 21},
+	CSIMigrationvSphereComplete:   {Stages: []Stage{{19, beta(false)}}, RemovedIn: 22},
+
+	InTreePluginAWSUnregister:       {Stages: []Stage{{21, alpha(false)}}, RemovedIn: 31},
+	InTreePluginGCEUnregister:       {Stages: []Stage{{21, alpha(false)}}, RemovedIn: 31},
+	InTreePluginAzureDiskUnregister: {Stages: []Stage{{21, alpha(false)}}, RemovedIn: 31},
+	InTreePluginAzureFileUnregister: {Stages: []Stage{{21, alpha(false)}}, RemovedIn: 31},
+	InTreePluginOpenStackUnregister: {Stages: []Stage{{21, alpha(false)}}, RemovedIn: 31},
+	InTreePluginvSphereUnregister:   {Stages: []Stage{{21, alpha(false)}}, RemovedIn: 31},
+	InTreePluginRBDUnregister:       {Stages: []Stage{{23, alpha(false)}, {28, deprecated()}}, RemovedIn: 31},
+	InTreePluginPortworxUnregister:  {Stages: []Stage{{23, alpha(false)}}, RemovedIn: 36},
+
+	CSINodeExpandSecret: {Stages: []Stage{{25, alpha(false)}, {27, beta(true)}, {29, ga(true)}}, RemovedIn: 31},
+
+	CSIMigrationCephFS:           {Stages: []Stage{{14, beta(true)}}, Project: true},
+	InTreePluginCephFSUnregister: {Stages: []Stage{{14, alpha(false)}}, Project: true},
+}
+
+// MinMinor and MaxMinor bound the releases this package knows.
+const (
+	MinMinor = 14
+	MaxMinor = 36
+)
+
+// AllGates returns every gate name, sorted.
+func AllGates() []featuregate.Feature {
+	out := make([]featuregate.Feature, 0, len(lifecycles))
+	for f := range lifecycles {
+		out = append(out, f)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// LifecycleOf returns a gate's lifecycle.
+func LifecycleOf(f featuregate.Feature) (Lifecycle, bool) {
+	l, ok := lifecycles[f]
+	return l, ok
+}
+
+// SpecAt returns the gate's spec in release 1.minor, and whether that
+// release has the gate.
+func SpecAt(f featuregate.Feature, minor int) (featuregate.FeatureSpec, bool) {
+	l, ok := lifecycles[f]
+	if !ok || (l.RemovedIn != 0 && minor >= l.RemovedIn) {
+		return featuregate.FeatureSpec{}, false
+	}
+	var spec featuregate.FeatureSpec
+	found := false
+	for _, s := range l.Stages {
+		if s.Since <= minor {
+			spec, found = s.Spec, true
+		}
+	}
+	return spec, found
+}
+
+// Specs returns the gates' lifecycles as component-base versioned specs
+// (removal is not expressible there; use ForVersion for exact releases).
+func Specs() map[featuregate.Feature]featuregate.VersionedSpecs {
+	out := make(map[featuregate.Feature]featuregate.VersionedSpecs, len(lifecycles))
+	for f, l := range lifecycles {
+		var vs featuregate.VersionedSpecs
+		for _, s := range l.Stages {
+			spec := s.Spec
+			spec.Version = version.MajorMinor(1, uint(s.Since))
+			vs = append(vs, spec)
+		}
+		out[f] = vs
+	}
+	return out
+}
+
+// ParseMinor parses "1.30", "v1.30.2" or "30" into the minor version 30.
+func ParseMinor(s string) (int, error) {
+	if v, err := version.ParseGeneric(s); err == nil {
+		if v.Major() != 1 {
+			return 0, fmt.Errorf("Kubernetes version %q: want 1.x", s)
+		}
+		return int(v.Minor()), nil
+	}
+	var n int
+	if _, err := fmt.Sscanf(s, "%d", &n); err != nil || fmt.Sprint(n) != s {
+		return 0, fmt.Errorf("Kubernetes version %q: want 1.<minor>, for example 1.30", s)
+	}
+	return n, nil
+}
+
+// ForVersion returns a new mutable gate set with exactly the Kubernetes
+// CSI-migration gates of release 1.minor (MinMinor..MaxMinor), with that
+// release's defaults, stages and locks. Use a fresh one per configuration:
+// component-base refuses further Set calls after a failed one.
+func ForVersion(minor int) (featuregate.MutableFeatureGate, error) {
+	if minor < MinMinor || minor > MaxMinor {
+		return nil, fmt.Errorf("Kubernetes 1.%d: this package knows 1.%d to 1.%d", minor, MinMinor, MaxMinor)
+	}
+	fg := featuregate.NewFeatureGate()
+	specs := map[featuregate.Feature]featuregate.FeatureSpec{}
+	for f, l := range lifecycles {
+		if l.Project {
+			continue
+		}
+		if s, ok := SpecAt(f, minor); ok {
+			specs[f] = s
+		}
+	}
+	if err := fg.Add(specs); err != nil {
+		return nil, err
+	}
+	return fg, nil
+}
+
+// AddProjectGates adds this project's own CephFS gates to fg.
+func AddProjectGates(fg featuregate.MutableFeatureGate) error {
+	specs := map[featuregate.Feature]featuregate.FeatureSpec{}
+	for f, l := range lifecycles {
+		if l.Project {
+			specs[f] = l.Stages[0].Spec
+		}
+	}
+	return fg.Add(specs)
+}
+
+// Gates is what the decision functions need of a gate set: both
+// component-base's MutableFeatureGate and MutableVersionedFeatureGate (such as
+// utilfeature.DefaultMutableFeatureGate) have it.
+type Gates interface {
+	Enabled(key featuregate.Feature) bool
+	GetAll() map[featuregate.Feature]featuregate.FeatureSpec
+}
+
+// enabled reports a gate's value, false for a gate fg does not know (where
+// component-base's Enabled would panic).
+func enabled(fg Gates, f featuregate.Feature) bool {
+	return known(fg, f) && fg.Enabled(f)
+}
+
+func known(fg Gates, f featuregate.Feature) bool {
+	if fg == nil {
+		return false
+	}
+	_, ok := fg.GetAll()[f]
+	return ok
+}

@@ -1,0 +1,269 @@
+package fuzz
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	storage "k8s.io/api/storage/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/secrets"
+	"github.com/csimigrate/csimigrate/translate"
+	"github.com/csimigrate/csimigrate/volumeid"
+)
+
+var logger = klog.Background().V(100)
+
+func FuzzParseRBDHandle(f *testing.F) {
+	f.Add("mig_mons-b7f67366bb43f32e07d8a261a7840da9_image-e4111eb6-4088-11ec-b823-0242ac110003_7265706c696361706f6f6c")
+	f.Add("mig_mons-_image-_")
+	f.Add("0001-0020-b7f67366bb43f32e07d8a261a7840da9-0000000000000002-c867ff35-3f04-11ec-b823-0242ac110003")
+	f.Fuzz(func(t *testing.T, s string) {
+		h, err := volumeid.ParseRBDHandle(s)
+		c, cerr := volumeid.CephCSIReadRBDHandle(s)
+		if err != nil {
+			if !errors.Is(err, volumeid.ErrInvalid) {
+				t.Fatalf("error kind: %v", err)
+			}
+			return
+		}
+		if h.String() != s {
+			t.Fatalf("String() = %q, input %q", h.String(), s)
+		}
+		if cerr != nil || c != h {
+			t.Fatalf("strict %+v, Ceph CSI %+v %v", h, c, cerr)
+		}
+		b, err := h.MarshalText()
+		if err != nil || string(b) != s {
+			t.Fatalf("MarshalText = %q, %v", b, err)
+		}
+	})
+}
+
+func FuzzParseCephCSIVolumeID(f *testing.F) {
+	f.Add("0001-0020-b7f67366bb43f32e07d8a261a7840da9-0000000000000002-c867ff35-3f04-11ec-b823-0242ac110003")
+	f.Add("0001-0024-7635de36-ab1f-4a70-98a2-a1bd80ba77c4-0000000000000006-6e696bba-064f-11ec-a251-0242ac110002")
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := volumeid.ParseCephCSIVolumeID(s)
+		if err != nil {
+			if !errors.Is(err, volumeid.ErrInvalid) {
+				t.Fatalf("error kind: %v", err)
+			}
+			return
+		}
+		if id.String() != s {
+			t.Fatalf("String() = %q, input %q", id.String(), s)
+		}
+		if err := id.Validate(); err != nil {
+			t.Fatalf("parsed ID does not validate: %v", err)
+		}
+	})
+}
+
+func FuzzParseVSpherePath(f *testing.F) {
+	f.Add("[vsanDatastore] kubevols/pvc-1.vmdk")
+	f.Add("[DatastoreCluster/ds 1] kubevols/a b.vmdk")
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := volumeid.ParseVSpherePath(s)
+		_ = volumeid.LooksLikeVSpherePath(s)
+		if err != nil {
+			return
+		}
+		if p.String() != s {
+			t.Fatalf("String() = %q, input %q", p.String(), s)
+		}
+		_, _ = p.Cluster(), p.DatastoreName()
+	})
+}
+
+func FuzzCephFSHandle(f *testing.F) {
+	f.Add("10.0.0.1:6789", "myfs", "/volumes/a_b c/ü", "mig_cephfs_b7f67366bb43f32e07d8a261a7840da9_"+strings.Repeat("0", 64))
+	f.Fuzz(func(t *testing.T, mons, fs, path, s string) {
+		h := volumeid.NewCephFSHandle(strings.Split(mons, ","), fs, path)
+		str := h.String()
+		if len(str) > 128 {
+			t.Fatalf("handle of %d bytes", len(str))
+		}
+		p, err := volumeid.ParseCephFSHandle(str)
+		if err != nil || p != h {
+			t.Fatalf("round trip: %+v %v", p, err)
+		}
+		if q, err := volumeid.ParseCephFSHandle(s); err == nil && q.String() != s {
+			t.Fatalf("String() = %q, input %q", q.String(), s)
+		}
+	})
+}
+
+func FuzzEncodeList(f *testing.F) {
+	f.Add("a:1\x00b:2")
+	f.Add("[x\x00,")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, joined string) {
+		var list []string
+		if joined != "" {
+			list = strings.Split(joined, "\x00")
+		}
+		got, err := plugins.DecodeList(plugins.EncodeList(list))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(list, got); diff != "" {
+			t.Fatalf("(-want +got):\n%s", diff)
+		}
+	})
+}
+
+func FuzzCephCSICredentials(f *testing.F) {
+	f.Add(`{"key":"AQD==","adminId":"kube"}`)
+	f.Add(`{"userID":"u","userKey":"k"}`)
+	f.Add(`{}`)
+	f.Fuzz(func(t *testing.T, data string) {
+		var m map[string]string
+		if json.Unmarshal([]byte(data), &m) != nil {
+			return
+		}
+		c, err := secrets.CephCSICredentials(m)
+		if err != nil {
+			for _, v := range m {
+				if len(v) > 3 && strings.Contains(err.Error(), v) {
+					t.Fatalf("error %q contains a secret value", err)
+				}
+			}
+			return
+		}
+		if c.Key.Reveal() == "" || c.ID == "" {
+			t.Fatalf("empty credentials accepted: %+v", c)
+		}
+		if s := c.Key.String(); s != secrets.Redacted {
+			t.Fatalf("key prints as %q", s)
+		}
+	})
+}
+
+func FuzzParseClusterConfig(f *testing.F) {
+	f.Add(`[{"clusterID":"c","monitors":["a:1"]}]`)
+	f.Fuzz(func(t *testing.T, data string) {
+		c, err := ceph.ParseClusterConfig([]byte(data))
+		if err != nil {
+			return
+		}
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c2, err := ceph.ParseClusterConfig(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(c.Entries(), c2.Entries()); diff != "" {
+			t.Fatal(diff)
+		}
+	})
+}
+
+var translators = func() []*translate.Translator {
+	cfg, _ := ceph.NewClusterConfig(ceph.ClusterEntry{ClusterID: "b7f67366bb43f32e07d8a261a7840da9", Monitors: []string{"10.70.53.126:6789"}})
+	t1 := translate.Default()
+	t2, _ := translate.New(translate.WithCephClusterConfig(cfg), translate.WithNodeExpandSecret(false))
+	return []*translate.Translator{t1, t2}
+}()
+
+// Arbitrary JSON-decoded PVs through every PV entry point: no panic, no
+// mutation, documented error kinds, and forward then reverse gives the
+// input back whenever both succeed on a PV that carried no csimigrate
+// annotations.
+func FuzzTranslatePV(f *testing.F) {
+	f.Add(`{"metadata":{"name":"a"},"spec":{"rbd":{"monitors":["10.70.53.126:6789"],"image":"kubernetes-dynamic-pvc-1","pool":"rbd","secretRef":{"name":"s","namespace":"n"}}}}`)
+	f.Add(`{"spec":{"cephfs":{"monitors":["m:1"],"path":"a","secretRef":{"name":"s"}},"claimRef":{"namespace":"x"},"mountOptions":["fs=a"]}}`)
+	f.Add(`{"spec":{"vsphereVolume":{"volumePath":"[ds] a.vmdk"},"nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"topology.kubernetes.io/zone","operator":"In","values":["z"]}]}]}}}}`)
+	f.Add(`{"spec":{"csi":{"driver":"rbd.csi.ceph.com","volumeHandle":"h","volumeAttributes":{"clusterID":"b7f67366bb43f32e07d8a261a7840da9","imageName":"i"}}}}`)
+	f.Add(`{"metadata":{"annotations":{"csimigrate.io/csi-overrides":"{\"secretRefs\":{\"bogus\":null}}"}},"spec":{"rbd":{"monitors":["m"],"image":"i"}}}`)
+	f.Fuzz(func(t *testing.T, data string) {
+		var pv v1.PersistentVolume
+		if json.Unmarshal([]byte(data), &pv) != nil {
+			return
+		}
+		orig := pv.DeepCopy()
+		for _, tr := range translators {
+			kind := func(what string, err error) {
+				if err != nil && !errors.Is(err, translate.ErrNoPlugin) && !errors.Is(err, translate.ErrInvalid) &&
+					!errors.Is(err, translate.ErrMissingInformation) && !errors.Is(err, translate.ErrUnsupported) {
+					t.Fatalf("%s: error of no documented kind: %v", what, err)
+				}
+			}
+			out, err := tr.TranslateInTreePVToCSI(logger, &pv)
+			kind("forward", err)
+			_, rerr := tr.TranslateCSIPVToInTree(&pv)
+			kind("reverse", rerr)
+			tr.CheckPV(&pv)
+			_, _ = tr.GetInTreePluginNameFromSpec(&pv, nil)
+			if err == nil && !hasOwnAnnotations(orig) {
+				back, err := tr.TranslateCSIPVToInTree(out)
+				kind("reverse of forward", err)
+				if err == nil {
+					if diff := cmp.Diff(orig, back); diff != "" {
+						t.Fatalf("forward then reverse (-in +out):\n%s", diff)
+					}
+				}
+			}
+			if diff := cmp.Diff(orig, &pv); diff != "" {
+				t.Fatalf("input modified:\n%s", diff)
+			}
+		}
+	})
+}
+
+func hasOwnAnnotations(pv *v1.PersistentVolume) bool {
+	for k := range pv.Annotations {
+		if strings.Contains(k, "csimigrate.io/") || k == "rbd.csi.ceph.com/volume-handle" {
+			return true
+		}
+	}
+	return false
+}
+
+func FuzzTranslateInline(f *testing.F) {
+	f.Add(`{"name":"v","rbd":{"monitors":["m:1"],"image":"i","secretRef":{"name":"s"}}}`, "ns")
+	f.Add(`{"name":"v","cephfs":{"monitors":["m:1"],"secretRef":{"name":"s"}}}`, "")
+	f.Add(`{"name":"v","vsphereVolume":{"volumePath":"[ds] a.vmdk","storagePolicyName":"gold"}}`, "ns")
+	f.Fuzz(func(t *testing.T, data, ns string) {
+		var vol v1.Volume
+		if json.Unmarshal([]byte(data), &vol) != nil {
+			return
+		}
+		orig := vol.DeepCopy()
+		for _, tr := range translators {
+			_, _ = tr.TranslateInTreeInlineVolumeToCSI(logger, &vol, ns)
+			if diff := cmp.Diff(orig, &vol); diff != "" {
+				t.Fatalf("input modified:\n%s", diff)
+			}
+		}
+	})
+}
+
+func FuzzTranslateStorageClass(f *testing.F) {
+	f.Add(`{"parameters":{"monitors":"a:1,b:2","adminSecretName":"s","userId":"u"}}`, "kubernetes.io/rbd")
+	f.Add(`{"parameters":{"diskformat":"thin","Datastore":"ds"},"allowedTopologies":[{"matchLabelExpressions":[{"key":"topology.kubernetes.io/zone","values":["z"]}]}]}`, "kubernetes.io/vsphere-volume")
+	f.Fuzz(func(t *testing.T, data, plugin string) {
+		var sc storage.StorageClass
+		if json.Unmarshal([]byte(data), &sc) != nil {
+			return
+		}
+		orig := sc.DeepCopy()
+		for _, tr := range translators {
+			out, err := tr.TranslateInTreeStorageClassToCSI(logger, plugin, &sc)
+			if err == nil && out.Provisioner == "" {
+				t.Fatal("no provisioner")
+			}
+			if diff := cmp.Diff(orig, &sc); diff != "" {
+				t.Fatalf("input modified:\n%s", diff)
+			}
+		}
+	})
+}
