@@ -184,13 +184,13 @@ func Specs() map[featuregate.Feature]featuregate.VersionedSpecs {
 func ParseMinor(s string) (int, error) {
 	if v, err := version.ParseGeneric(s); err == nil {
 		if v.Major() != 1 {
-			return 0, fmt.Errorf("Kubernetes version %q: want 1.x", s)
+			return 0, fmt.Errorf("kubernetes version %q: want 1.x", s)
 		}
 		return int(v.Minor()), nil
 	}
 	var n int
 	if _, err := fmt.Sscanf(s, "%d", &n); err != nil || fmt.Sprint(n) != s {
-		return 0, fmt.Errorf("Kubernetes version %q: want 1.<minor>, for example 1.30", s)
+		return 0, fmt.Errorf("kubernetes version %q: want 1.<minor>, for example 1.30", s)
 	}
 	return n, nil
 }
@@ -201,7 +201,7 @@ func ParseMinor(s string) (int, error) {
 // component-base refuses further Set calls after a failed one.
 func ForVersion(minor int) (featuregate.MutableFeatureGate, error) {
 	if minor < MinMinor || minor > MaxMinor {
-		return nil, fmt.Errorf("Kubernetes 1.%d: this package knows 1.%d to 1.%d", minor, MinMinor, MaxMinor)
+		return nil, fmt.Errorf("kubernetes 1.%d: this package knows 1.%d to 1.%d", minor, MinMinor, MaxMinor)
 	}
 	fg := featuregate.NewFeatureGate()
 	specs := map[featuregate.Feature]featuregate.FeatureSpec{}

@@ -119,7 +119,9 @@ func equalModes(a, b []v1.PersistentVolumeAccessMode) bool {
 // EncodeList encodes a list of strings for an annotation value: joined with
 // "," when that is unambiguous (no element is empty or contains ",", and the
 // first does not start with "["), otherwise as a JSON array. The empty list is
-// "". [DecodeList] reverses it exactly.
+// "". [DecodeList] reverses it exactly for valid UTF-8 strings, which is all
+// an object read from the API server can hold (its JSON wire format replaces
+// invalid bytes, and so does the JSON form here).
 func EncodeList(list []string) string {
 	plain := true
 	for _, s := range list {

@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/plugins"
@@ -120,7 +121,17 @@ func buildPlan(inv *Inventory, tr *translate.Translator, logger klog.Logger, ste
 			continue
 		}
 		vp.Driver, _ = tr.GetCSINameFromInTreeName(name)
-		vp.Findings = tr.CheckPV(pv)
+		for _, f := range tr.CheckPV(pv) {
+			// The secret is in the input and already names the user.
+			if f.Code == rbd.FindingNonAdminUser && pv.Spec.RBD.SecretRef != nil {
+				if s, ok := secretsByKey[claimKey(pv.Spec.RBD.SecretRef.Namespace, pv.Spec.RBD.SecretRef.Name)]; ok {
+					if fixes, err := secrets.CephMigrationSecretFixes(s, pv.Spec.RBD.RadosUser); err == nil && len(fixes) == 0 {
+						continue
+					}
+				}
+			}
+			vp.Findings = append(vp.Findings, f)
+		}
 		out, err := tr.TranslateInTreePVToCSI(logger, pv)
 		switch {
 		case err != nil:
@@ -271,7 +282,7 @@ func storageClassesToRecreate(inv *Inventory, tr *translate.Translator, logger k
 			errs = append(errs, err)
 			continue
 		}
-		csi.ResourceVersion, csi.UID, csi.CreationTimestamp, csi.ManagedFields = "", "", csi.CreationTimestamp, nil
+		csi.ResourceVersion, csi.UID, csi.CreationTimestamp, csi.ManagedFields = "", "", metav1.Time{}, nil
 		out = append(out, csi)
 	}
 	return out, errs

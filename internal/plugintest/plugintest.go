@@ -232,4 +232,3 @@ func find(v reflect.Value, path string, seen map[uintptr]string) string {
 	})
 	return hit
 }
-

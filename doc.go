@@ -1,0 +1,36 @@
+// Package csimigrate moves Kubernetes volumes from the removed in-tree RBD,
+// CephFS and vSphere plugins to their CSI drivers: rbd.csi.ceph.com,
+// cephfs.csi.ceph.com and csi.vsphere.vmware.com.
+//
+// It is a library for kube-controller-manager forks, CSI sidecars and other
+// controllers, with the method set of k8s.io/csi-translation-lib, and a
+// command-line tool (examples/csimigrate) that plans and rewrites a
+// cluster's in-tree PVs before an upgrade past the release that removed the
+// plugins.
+//
+// The packages:
+//
+//   - translate: the registry and the Translator users call; every method of
+//     csi-translation-lib's CSITranslator.
+//   - plugins: the InTreePlugin interface, shared helpers and error kinds;
+//     plugins/rbd, plugins/cephfs and plugins/vsphere are the translators,
+//     plugins/ceph the Ceph CSI cluster config.
+//   - volumeid: RBD and CephFS migration handles, Ceph CSI volume IDs,
+//     vSphere volume paths and the Ceph clusterID, as netip-style value types.
+//   - secrets: redacted secret values, the Ceph migration secret remap, the
+//     derived CephFS CSI secret, and StorageClass secret references.
+//   - featuregate: the CSI-migration feature gates of every Kubernetes
+//     release, who owns a plugin's volumes, and the staged migration planner.
+//
+// A short example:
+//
+//	tr, err := translate.New()
+//	if err != nil { ... }
+//	csiPV, err := tr.TranslateInTreePVToCSI(logger, inTreePV)
+//	back, err := tr.TranslateCSIPVToInTree(csiPV) // equal to inTreePV
+//
+// Translation never modifies its input, never panics, is lossless both ways
+// (what CSI has no field for travels in documented annotations), stays
+// byte-compatible with csi-translation-lib where that library has a
+// translator, and reports bad input with errors that name the field.
+package csimigrate

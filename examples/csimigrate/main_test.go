@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func runCmd(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s differs (-golden +got):\n%s", name, diff)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"plan.txt", nil, exitBlocked},
+		{"plan.json", []string{"plan", "-o", "json"}, exitBlocked},
+		{"plan-1.24.txt", []string{"plan", "-kubernetes-version", "1.24"}, exitBlocked},
+		{"translate.yaml", []string{"translate"}, exitBlocked},
+		{"rewrite.sh", []string{"rewrite"}, exitBlocked},
+		{"rewrite-dump.yaml", []string{"rewrite", "-o", "yaml", "-f", "testdata/dump.json"}, exitOK},
+		{"plan-dump.txt", []string{"plan", "-f", "testdata/dump.json", "-kubernetes-version", "v1.31.2", "-vsphere-topology-categories", "k8s-zone,k8s-region"}, exitOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, stderr, code := runCmd(t, "", tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit code %d, want %d; stderr:\n%s", code, tc.code, stderr)
+			}
+			golden(t, tc.name, out)
+		})
+	}
+}
+
+func TestClusterID(t *testing.T) {
+	out, _, code := runCmd(t, "", "clusterid", "-monitors", "10.70.53.126:6789")
+	if code != exitOK || out != "b7f67366bb43f32e07d8a261a7840da9\n" {
+		t.Errorf("%q %d", out, code)
+	}
+	_, stderr, code := runCmd(t, "", "clusterid")
+	if code != exitUsage || !strings.Contains(stderr, "-monitors is required") {
+		t.Errorf("%q %d", stderr, code)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"help"}, {"plan", "-h"}, {"translate", "-help"}, {"rewrite", "--help"}, {"clusterid", "-h"}} {
+		out, stderr, code := runCmd(t, "", args...)
+		if code != exitOK || !strings.Contains(out+stderr, "Usage") {
+			t.Errorf("%v: code %d, output %q", args, code, out+stderr)
+		}
+	}
+	if _, _, code := runCmd(t, "", "frobnicate"); code != exitUsage {
+		t.Errorf("unknown command: %d", code)
+	}
+	if _, stderr, code := runCmd(t, "", "plan", "-o", "xml"); code != exitUsage || !strings.Contains(stderr, "xml") {
+		t.Errorf("bad output: %d %q", code, stderr)
+	}
+	if _, stderr, code := runCmd(t, "", "plan", "-kubernetes-version", "2.0"); code != exitUsage || !strings.Contains(stderr, "2.0") {
+		t.Errorf("bad version: %d %q", code, stderr)
+	}
+}
+
+func TestInputErrors(t *testing.T) {
+	_, stderr, code := runCmd(t, "kind: PersistentVolume\nspec: {rbd: 3}\n", "plan", "-f", "-")
+	if code != exitInput || !strings.Contains(stderr, "<stdin>: document 1") {
+		t.Errorf("%d %q", code, stderr)
+	}
+	_, _, code = runCmd(t, "", "plan", "-f", "testdata/does-not-exist")
+	if code != exitInput {
+		t.Errorf("missing file: %d", code)
+	}
+}
+
+// Stdin, multi-document YAML and directories read the same objects.
+func TestInputForms(t *testing.T) {
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	j, err := yaml.YAMLToJSON(sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(j, &list); err != nil {
+		t.Fatal(err)
+	}
+	var multi strings.Builder
+	for _, it := range list.Items {
+		y, _ := yaml.JSONToYAML(it)
+		multi.WriteString("---\n")
+		multi.Write(y)
+	}
+	want, _, _ := runCmd(t, "", "plan", "-o", "json")
+	got, stderr, _ := runCmd(t, multi.String(), "plan", "-o", "json", "-f", "-")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("multi-document stdin differs from the List (%s):\n%s", stderr, diff)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.yaml"), []byte(multi.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ = runCmd(t, "", "plan", "-o", "json", "-f", dir)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("directory input differs:\n%s", diff)
+	}
+}
+
+// No command ever prints a secret value from the input.
+func TestNoSecretValues(t *testing.T) {
+	inv := &Inventory{}
+	if err := readStream("sample", bytes.NewReader(sample), inv, nil); err != nil {
+		t.Fatal(err)
+	}
+	var values []string
+	for _, s := range inv.Secrets {
+		for _, v := range s.Data {
+			values = append(values, string(v), base64.StdEncoding.EncodeToString(v))
+		}
+	}
+	if len(values) == 0 {
+		t.Fatal("the sample has no secrets")
+	}
+	for _, args := range [][]string{{"plan"}, {"plan", "-o", "json"}, {"plan", "-o", "yaml"}, {"translate"}, {"rewrite"}, {"plan", "-v"}} {
+		out, stderr, _ := runCmd(t, "", args...)
+		for _, v := range values {
+			if strings.Contains(out+stderr, v) {
+				t.Errorf("%v prints a secret value", args)
+			}
+		}
+	}
+}
+
+// The rewrite keeps each PV's name, claim and capacity, and sets Retain
+// until the last step.
+func TestRewriteKeepsClaim(t *testing.T) {
+	inv := &Inventory{}
+	if err := readStream("sample", bytes.NewReader(sample), inv, nil); err != nil {
+		t.Fatal(err)
+	}
+	var c common
+	tr, err := c.translator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, _ := buildRewrite(inv, tr, &c)
+	byName := map[string]*v1.PersistentVolume{}
+	for _, pv := range inv.PVs {
+		byName[pv.Name] = pv
+	}
+	if len(rp.PVs) != 4 {
+		t.Fatalf("%d PVs to rewrite, want 4 (scratch-fs is blocked)", len(rp.PVs))
+	}
+	for _, p := range rp.PVs {
+		old := byName[p.Name]
+		if p.CSI.Name != old.Name || !cmp.Equal(p.CSI.Spec.Capacity, old.Spec.Capacity) || !cmp.Equal(p.CSI.Spec.ClaimRef, old.Spec.ClaimRef) {
+			t.Errorf("%s: name/capacity/claim changed", p.Name)
+		}
+		if p.CSI.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain || p.CSI.Annotations[AnnReclaimPolicy] != string(p.RestorePolicy) {
+			t.Errorf("%s: policy %s, annotation %q", p.Name, p.CSI.Spec.PersistentVolumeReclaimPolicy, p.CSI.Annotations[AnnReclaimPolicy])
+		}
+	}
+	for _, p := range rp.PVs {
+		if p.Name == "legacy-reports" && p.RestorePolicy != v1.PersistentVolumeReclaimRetain {
+			t.Errorf("an image Ceph CSI cannot delete correctly gets policy %s back", p.RestorePolicy)
+		}
+	}
+}
