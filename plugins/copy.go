@@ -17,10 +17,16 @@ const AnnAccessModes = "csimigrate.io/access-modes"
 // the translated one) and with room for extraAnnotations more annotations.
 // The copy shares no memory with pv. pv must not be nil.
 func CopyPV(pv *v1.PersistentVolume, extraAnnotations int) *v1.PersistentVolume {
+	return CopyPVInto(new(v1.PersistentVolume), pv, extraAnnotations)
+}
+
+// CopyPVInto is CopyPV into out, which the caller allocated (for example as
+// part of a larger block); it returns out.
+func CopyPVInto(out, pv *v1.PersistentVolume, extraAnnotations int) *v1.PersistentVolume {
 	shallow := *pv
 	shallow.Annotations = nil
 	shallow.Spec.PersistentVolumeSource = v1.PersistentVolumeSource{}
-	out := shallow.DeepCopy()
+	shallow.DeepCopyInto(out)
 	out.Annotations = CopyStringMap(pv.Annotations, extraAnnotations)
 	return out
 }
@@ -123,18 +129,21 @@ func equalModes(a, b []v1.PersistentVolumeAccessMode) bool {
 // an object read from the API server can hold (its JSON wire format replaces
 // invalid bytes, and so does the JSON form here).
 func EncodeList(list []string) string {
-	plain := true
-	for _, s := range list {
-		if s == "" || strings.IndexByte(s, ',') >= 0 {
-			plain = false
-			break
-		}
-	}
-	if plain && (len(list) == 0 || !strings.HasPrefix(list[0], "[")) {
+	if PlainList(list) {
 		return strings.Join(list, ",")
 	}
 	b, _ := json.Marshal(list) // cannot fail for []string
 	return string(b)
+}
+
+// PlainList reports whether EncodeList writes list comma-joined.
+func PlainList(list []string) bool {
+	for _, s := range list {
+		if s == "" || strings.IndexByte(s, ',') >= 0 {
+			return false
+		}
+	}
+	return len(list) == 0 || !strings.HasPrefix(list[0], "[")
 }
 
 // DecodeList reverses [EncodeList]. It returns nil for "".

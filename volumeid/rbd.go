@@ -1,6 +1,7 @@
 package volumeid
 
 import (
+	"crypto/md5"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -66,15 +67,30 @@ func (h RBDHandle) checkRepresentable() error {
 	return &UnrepresentableError{Handle: s, Want: h, CephCSIReads: got, CephCSIErr: err}
 }
 
+// RBDHandleFor returns the handle text of an image on the monitors (joined
+// with ",") and pool, as RBDHandle{ClusterID(joinedMonitors), pool,
+// image}.String() does, with one allocation.
+func RBDHandleFor(joinedMonitors, pool, image string) string {
+	sum := md5.Sum([]byte(joinedMonitors))
+	var cid [32]byte
+	hex.Encode(cid[:], sum[:])
+	return rbdHandleString(cid[:], pool, image)
+}
+
 // String returns the handle in the csi-translation-lib format.
 func (h RBDHandle) String() string {
+	return rbdHandleString([]byte(h.ClusterID), h.Pool, h.Image)
+}
+
+func rbdHandleString(clusterID []byte, pool, image string) string {
+	h := RBDHandle{Pool: pool, Image: image}
 	img := strings.TrimPrefix(h.Image, RBDImagePrefix)
 	var b strings.Builder
-	b.Grow(len(rbdMigField) + 1 + len(rbdMonsPrefix) + len(h.ClusterID) + 1 + len(rbdImgPrefix) + len(img) + 1 + 2*len(h.Pool))
+	b.Grow(len(rbdMigField) + 1 + len(rbdMonsPrefix) + len(clusterID) + 1 + len(rbdImgPrefix) + len(img) + 1 + 2*len(h.Pool))
 	b.WriteString(rbdMigField)
 	b.WriteByte('_')
 	b.WriteString(rbdMonsPrefix)
-	b.WriteString(h.ClusterID)
+	b.Write(clusterID)
 	b.WriteByte('_')
 	b.WriteString(rbdImgPrefix)
 	b.WriteString(img)

@@ -191,6 +191,22 @@ func handleOK(pool, image string) bool {
 		strings.IndexByte(rest, '_') < 0 && !strings.Contains(rest, "image-")
 }
 
+// attrTemplate holds every attribute a forward translation sets; cloning it
+// (a table copy) and overwriting the variable values is cheaper than
+// inserting each key into a new map.
+var attrTemplate = map[string]string{
+	attrClusterID: "", attrStaticVolume: "true", attrImageName: "", attrPool: "", attrImageFeatures: defaultImageFeatures,
+	attrImageFormat: "", attrJournalPool: "", attrMigration: "true", attrTryOtherMounters: "true",
+}
+
+// forwardBlock holds a translated PV with the pieces it points to.
+type forwardBlock struct {
+	pv    v1.PersistentVolume
+	csi   v1.CSIPersistentVolumeSource
+	refs  [3]v1.SecretReference
+	modes [1]v1.PersistentVolumeAccessMode
+}
+
 // TranslateInTreePVToCSI translates a PV with spec.rbd to one with spec.csi
 // for rbd.csi.ceph.com. pv is not modified.
 func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
@@ -199,25 +215,29 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 			field.Required(field.NewPath("spec", "rbd"), "an RBD volume source is required"))
 	}
 	src := pv.Spec.RBD
-	if errs := validateSource(field.NewPath("spec", "rbd"), src.CephMonitors, src.RBDImage); len(errs) > 0 {
-		return nil, plugins.Invalid("PersistentVolume", pv.Name, errs...)
+	if len(src.CephMonitors) == 0 || src.RBDImage == "" {
+		return nil, plugins.Invalid("PersistentVolume", pv.Name, validateSource(field.NewPath("spec", "rbd"), src.CephMonitors, src.RBDImage)...)
 	}
-	out := plugins.CopyPV(pv, 4)
-	attrs := make(map[string]string, 10)
-	csi := &v1.CSIPersistentVolumeSource{
+	// One allocation for the PV and the parts of it this function builds.
+	blk := new(forwardBlock)
+	out := plugins.CopyPVInto(&blk.pv, pv, 4)
+	attrs := maps.Clone(attrTemplate)
+	csi := &blk.csi
+	*csi = v1.CSIPersistentVolumeSource{
 		Driver:           DriverName,
 		FSType:           src.FSType,
 		ReadOnly:         src.ReadOnly,
 		VolumeAttributes: attrs,
 	}
+	joined := strings.Join(src.CephMonitors, ",")
 	if h := pv.Annotations[AnnVolumeHandle]; h != "" {
 		csi.VolumeHandle = h
 		attrs[attrClusterID] = pv.Annotations[AnnClusterID]
+		delete(attrs, attrStaticVolume)
 	} else {
-		h := volumeid.RBDHandle{ClusterID: volumeid.ClusterIDFromList(src.CephMonitors), Pool: src.RBDPool, Image: src.RBDImage}
-		csi.VolumeHandle = h.String()
-		attrs[attrStaticVolume] = "true"
-		attrs[attrClusterID] = h.ClusterID
+		csi.VolumeHandle = volumeid.RBDHandleFor(joined, src.RBDPool, src.RBDImage)
+		// The clusterID is the 32 digits after "mig_mons-" in the handle.
+		attrs[attrClusterID] = csi.VolumeHandle[9:41]
 		if !handleOK(src.RBDPool, src.RBDImage) {
 			logger.Info("Migrated RBD volume has a handle that Ceph CSI resolves to another image; keep its reclaim policy Retain",
 				"pv", pv.Name, "image", src.RBDImage, "pool", src.RBDPool, "handle", csi.VolumeHandle)
@@ -225,24 +245,37 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 	}
 	attrs[attrImageName] = src.RBDImage
 	attrs[attrPool] = src.RBDPool
-	attrs[attrImageFeatures] = pv.Annotations[AnnImageFeatures]
-	if attrs[attrImageFeatures] == "" {
-		attrs[attrImageFeatures] = defaultImageFeatures
+	if f := pv.Annotations[AnnImageFeatures]; f != "" {
+		attrs[attrImageFeatures] = f
 	}
-	attrs[attrImageFormat] = pv.Annotations[AnnImageFormat]
-	attrs[attrJournalPool] = pv.Annotations[AnnJournalPool]
-	attrs[attrMigration] = "true"
-	attrs[attrTryOtherMounters] = "true"
+	if f := pv.Annotations[AnnImageFormat]; f != "" {
+		attrs[attrImageFormat] = f
+	}
+	if j := pv.Annotations[AnnJournalPool]; j != "" {
+		attrs[attrJournalPool] = j
+	}
 	if src.SecretRef != nil {
-		csi.NodeStageSecretRef = plugins.CopySecretRef(src.SecretRef)
-		csi.ControllerExpandSecretRef = plugins.CopySecretRef(src.SecretRef)
+		refs := &blk.refs
+		for i := range refs {
+			refs[i] = *src.SecretRef
+		}
+		csi.NodeStageSecretRef = &refs[0]
+		csi.ControllerExpandSecretRef = &refs[1]
 		if !p.opts.DisableNodeExpandSecret {
-			csi.NodeExpandSecretRef = plugins.CopySecretRef(src.SecretRef)
+			csi.NodeExpandSecretRef = &refs[2]
 		}
 	}
 	out.Spec.CSI = csi
-	plugins.SetAccessModes(out, pv.Spec.AccessModes, accessModeFor(src.ReadOnly))
-	plugins.SetAnnotation(out, AnnMonitors, plugins.EncodeList(src.CephMonitors))
+	blk.modes[0] = v1.ReadWriteOnce
+	if src.ReadOnly {
+		blk.modes[0] = v1.ReadOnlyMany
+	}
+	plugins.SetAccessModes(out, pv.Spec.AccessModes, blk.modes[:])
+	monitors := joined
+	if !plugins.PlainList(src.CephMonitors) {
+		monitors = plugins.EncodeList(src.CephMonitors)
+	}
+	plugins.SetAnnotation(out, AnnMonitors, monitors)
 	plugins.SetAnnotation(out, AnnUser, src.RadosUser)
 	if src.Keyring != "" {
 		plugins.SetAnnotation(out, AnnKeyring, src.Keyring)
