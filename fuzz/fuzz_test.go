@@ -14,6 +14,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/plugins/vsphere"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
 	"github.com/csimigrate/csimigrate/volumeid"
@@ -272,5 +273,24 @@ func FuzzTranslateStorageClass(f *testing.F) {
 				t.Fatalf("input modified:\n%s", diff)
 			}
 		}
+	})
+}
+
+func FuzzVSphereVersions(f *testing.F) {
+	for _, s := range []string{"7.0.3", "8.0.2.00300", "6.7.0 build 1234", "7.0 U3", "7.0U3c", "vmx-08", "v7.0.3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if v, err := vsphere.ParseVersion(s); err == nil {
+			w, err := vsphere.ParseVersion(v.String())
+			if err != nil {
+				t.Fatalf("%q parsed to %v, which does not parse: %v", s, v, err)
+			}
+			w.Build = v.Build
+			if w != v {
+				t.Fatalf("%q: %+v, reparsed %+v", s, v, w)
+			}
+		}
+		_, _ = vsphere.ParseHardwareVersion(s)
 	})
 }

@@ -1,0 +1,22 @@
+package vsphere_test
+
+import (
+	"fmt"
+
+	"github.com/csimigrate/csimigrate/plugins/vsphere"
+)
+
+// The checks a driver operator runs before installing or upgrading the
+// vSphere CSI driver.
+func ExampleCheck() {
+	for _, r := range vsphere.Check(vsphere.Environment{
+		VCenterVersion: "7.0 U3c",
+		Hosts:          []vsphere.Host{{Name: "esx1", Version: "6.7.0 build 1234"}},
+		VMs:            []vsphere.VM{{Name: "node-1", HardwareVersion: "vmx-13"}},
+	}) {
+		fmt.Println(r.Status, r.Object, r.Outcome)
+	}
+	// Output:
+	// check_deprecated_hw_version vm/node-1 BlockUpgrade
+	// check_deprecated_esxi_version host/esx1 BlockUpgrade
+}
