@@ -180,7 +180,8 @@ func InTreeCephKey(secret *v1.Secret) (Value, error) {
 // CephFSCSISecretName returns the name of the CSI secret derived for a
 // migrated CephFS volume from the in-tree secret name and the RADOS user
 // ("" means admin): "<name>-csi-<user>" when that is a valid Secret name,
-// otherwise "<name, shortened>-csi-<10 hex digits of SHA-256 of name and user>".
+// otherwise "<name as one label, shortened>-csi-<10 hex digits of SHA-256 of
+// name and user>".
 // The rule is deterministic, so every volume of one (secret, user) pair
 // shares one CSI secret, and the in-tree secret is left as it is for mounts
 // still made by the in-tree plugin.
@@ -189,14 +190,14 @@ func CephFSCSISecretName(inTreeName, user string) string {
 		user = CephDefaultUser
 	}
 	n := inTreeName + "-csi-" + user
-	if len(validation.IsDNS1123Subdomain(n)) == 0 {
+	if isDNS1123Subdomain(n) {
 		return n
 	}
 	sum := sha256.Sum256([]byte(inTreeName + "\x00" + user))
 	suffix := "-csi-" + hex.EncodeToString(sum[:5])
 	base := strings.ToLower(inTreeName)
 	base = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
 			return r
 		}
 		return '-'
@@ -204,11 +205,35 @@ func CephFSCSISecretName(inTreeName, user string) string {
 	if max := validation.DNS1123SubdomainMaxLength - len(suffix); len(base) > max {
 		base = base[:max]
 	}
-	base = strings.Trim(base, "-.")
+	base = strings.Trim(base, "-")
 	if base == "" {
 		base = "cephfs"
 	}
 	return base + suffix
+}
+
+// isDNS1123Subdomain is validation.IsDNS1123Subdomain without the regexp
+// (this runs on every CephFS translation): at most 253 characters, dot-separated
+// labels of lowercase alphanumerics and "-" that start and end alphanumeric.
+func isDNS1123Subdomain(s string) bool {
+	if len(s) == 0 || len(s) > validation.DNS1123SubdomainMaxLength {
+		return false
+	}
+	start := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
+		switch {
+		case alnum:
+			start = false
+		case c == '-' && !start && i+1 < len(s) && s[i+1] != '.':
+		case c == '.' && !start && i+1 < len(s):
+			start = true
+		default:
+			return false
+		}
+	}
+	return !start
 }
 
 // CephFSCSISecret builds the Secret Ceph CSI needs to stage a migrated CephFS

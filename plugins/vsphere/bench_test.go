@@ -1,0 +1,62 @@
+package vsphere_test
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/csimigrate/csimigrate/plugins/vsphere"
+)
+
+func benchPV() *v1.PersistentVolume {
+	pv := pvWith(affinity(in(v1.LabelTopologyZone, "zone-a"), in(v1.LabelTopologyRegion, "region-1")),
+		map[string]string{v1.LabelTopologyZone: "zone-a", v1.LabelTopologyRegion: "region-1"})
+	pv.Spec.Capacity = v1.ResourceList{v1.ResourceStorage: resource.MustParse("20Gi")}
+	pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "crm", Name: "pg-data", UID: "3c2b1a09-8f7e-4d6c-a5b4-c3d2e1f0a9b8"}
+	pv.Finalizers = []string{"kubernetes.io/pv-protection"}
+	pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/vsphere-volume"}
+	return pv
+}
+
+func BenchmarkDeepCopyFloor(b *testing.B) {
+	pv := benchPV()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = pv.DeepCopy()
+	}
+}
+
+func BenchmarkTranslateInTreePVToCSI(b *testing.B) {
+	p := vsphere.New(vsphere.Options{})
+	pv := benchPV()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.TranslateInTreePVToCSI(logger, pv); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkTranslateCSIPVToInTree(b *testing.B) {
+	p := vsphere.New(vsphere.Options{})
+	csi, err := p.TranslateInTreePVToCSI(logger, benchPV())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.TranslateCSIPVToInTree(csi); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParseVersion(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := vsphere.ParseVersion("7.0U3c"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
