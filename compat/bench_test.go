@@ -65,7 +65,9 @@ type forwarder struct {
 
 var forwarders = []forwarder{
 	{"RBD", rbdPV,
-		func(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) { return rbd.New(rbd.Options{}).TranslateInTreePVToCSI(logger, pv) },
+		func(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+			return rbd.New(rbd.Options{}).TranslateInTreePVToCSI(logger, pv)
+		},
 		func(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
 			return upstream.NewRBDCSITranslator().TranslateInTreePVToCSI(pv.DeepCopy())
 		}},

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	storage "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/plugins"
@@ -292,5 +293,29 @@ func FuzzVSphereVersions(f *testing.F) {
 			}
 		}
 		_, _ = vsphere.ParseHardwareVersion(s)
+	})
+}
+
+// Arbitrary secret templates: no panic, and whatever resolves is a valid
+// PV secret reference.
+func FuzzSecretTemplates(f *testing.F) {
+	f.Add("${pvc.name}-${pvc.annotations['team']}", "${pvc.namespace}", "pv-1", "data", "shop", "pay")
+	f.Add("$pv.name", "${}", "", "", "", "")
+	f.Add(`${pvc.annotations["x"]}`, "ns", "p", "c", "n", "v")
+	f.Fuzz(func(t *testing.T, nameT, nsT, pv, pvc, ns, ann string) {
+		keys := secrets.KeysOf(secrets.NodeExpand)
+		c := secrets.Claim{PVName: pv, PVC: &v1.PersistentVolumeClaim{}}
+		c.PVC.Name, c.PVC.Namespace, c.PVC.Annotations = pvc, ns, map[string]string{"team": ann}
+		ref, err := secrets.Resolve(secrets.NodeExpand, map[string]string{keys.Name: nameT, keys.Namespace: nsT}, c)
+		if err != nil {
+			var re *secrets.ResolveError
+			if !errors.As(err, &re) {
+				t.Fatalf("error of no documented kind: %v", err)
+			}
+			return
+		}
+		if len(validation.IsDNS1123Subdomain(ref.Name)) > 0 || len(validation.IsDNS1123Label(ref.Namespace)) > 0 {
+			t.Fatalf("invalid reference %+v", ref)
+		}
 	})
 }

@@ -1,0 +1,293 @@
+package secrets
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Prefix is the reserved namespace of StorageClass parameters that the CSI
+// external-provisioner reads itself.
+const Prefix = "csi.storage.k8s.io/"
+
+// Kind is a kind of CSI secret reference.
+type Kind string
+
+// The kinds, in the order external-provisioner resolves them.
+const (
+	Provisioner       Kind = "provisioner"
+	ControllerPublish Kind = "controller-publish"
+	NodeStage         Kind = "node-stage"
+	NodePublish       Kind = "node-publish"
+	ControllerExpand  Kind = "controller-expand"
+	NodeExpand        Kind = "node-expand"
+)
+
+// Kinds lists every kind.
+var Kinds = []Kind{Provisioner, ControllerPublish, NodeStage, NodePublish, ControllerExpand, NodeExpand}
+
+// Keys are a kind's StorageClass parameter keys.
+type Keys struct {
+	Name, Namespace                     string
+	DeprecatedName, DeprecatedNamespace string
+}
+
+// KeysOf returns the parameter keys of a kind.
+func KeysOf(k Kind) Keys {
+	keys := Keys{Name: Prefix + string(k) + "-secret-name", Namespace: Prefix + string(k) + "-secret-namespace"}
+	switch k {
+	case Provisioner:
+		keys.DeprecatedName, keys.DeprecatedNamespace = "csiProvisionerSecretName", "csiProvisionerSecretNamespace"
+	case ControllerPublish:
+		keys.DeprecatedName, keys.DeprecatedNamespace = "csiControllerPublishSecretName", "csiControllerPublishSecretNamespace"
+	case NodeStage:
+		keys.DeprecatedName, keys.DeprecatedNamespace = "csiNodeStageSecretName", "csiNodeStageSecretNamespace"
+	case NodePublish:
+		keys.DeprecatedName, keys.DeprecatedNamespace = "csiNodePublishSecretName", "csiNodePublishSecretNamespace"
+	}
+	return keys
+}
+
+// DefaultKeys is the fallback pair used by a kind that has neither key.
+var DefaultKeys = Keys{Name: Prefix + "secret-name", Namespace: Prefix + "secret-namespace"}
+
+// Error kinds of Resolve, for errors.Is.
+var (
+	ErrBothKeyStyles    = errors.New("both the deprecated and the csi.storage.k8s.io/ key are set")
+	ErrHalfPair         = errors.New("only one of the secret name and namespace is set")
+	ErrEmptyValue       = errors.New("secret name or namespace is empty")
+	ErrUnknownToken     = errors.New("template has tokens that are not allowed")
+	ErrInvalidName      = errors.New("resolved secret name is not a valid DNS-1123 subdomain")
+	ErrInvalidNamespace = errors.New("resolved secret namespace is not a valid DNS-1123 label")
+	ErrReservedKey      = errors.New("unknown parameter with the reserved csi.storage.k8s.io/ prefix")
+	ErrMissingClaim     = errors.New("the template needs the claim, and none was given")
+)
+
+// ResolveError reports why a kind's reference cannot be resolved.
+type ResolveError struct {
+	// Kind is the reference kind ("" for the Default pair's own errors).
+	Kind Kind
+	// Keys are the parameters involved.
+	Keys []string
+	// Template and Resolved are the template and its result, when relevant
+	// (secret names are not secret).
+	Template, Resolved string
+	// Tokens lists the offending tokens of ErrUnknownToken.
+	Tokens []string
+	// Err is one of the package's error kinds.
+	Err error
+}
+
+// Error implements error.
+func (e *ResolveError) Error() string {
+	s := fmt.Sprintf("%s secret (%s): %v", e.Kind, strings.Join(e.Keys, ", "), e.Err)
+	if len(e.Tokens) > 0 {
+		s += fmt.Sprintf(" %q; allowed: ${pv.name}, ${pvc.namespace}, and in names also ${pvc.name} and ${pvc.annotations['<key>']}", e.Tokens)
+	}
+	if e.Template != "" || e.Resolved != "" {
+		s += fmt.Sprintf(": template %q resolved to %q", e.Template, e.Resolved)
+	}
+	return s
+}
+
+// Unwrap returns the error kind.
+func (e *ResolveError) Unwrap() error { return e.Err }
+
+// Claim is what templates may refer to: the PV's name and the claim. PVC is
+// nil when there is no claim (for example when a PV is deleted).
+type Claim struct {
+	PVName string
+	PVC    *v1.PersistentVolumeClaim
+}
+
+// templates returns a kind's name and namespace templates, as
+// external-provisioner's verifyAndGetSecretNameAndNamespaceTemplate does.
+func templates(kind Kind, keys Keys, params map[string]string) (name, ns string, found bool, err error) {
+	nName, nNS := 0, 0
+	var used []string
+	take := func(key string, dst *string, n *int) {
+		if key == "" {
+			return
+		}
+		if v, ok := params[key]; ok {
+			*dst = v
+			*n++
+			used = append(used, key)
+		}
+	}
+	take(keys.DeprecatedName, &name, &nName)
+	take(keys.DeprecatedNamespace, &ns, &nNS)
+	take(keys.Name, &name, &nName)
+	take(keys.Namespace, &ns, &nNS)
+	switch {
+	case nName > 1 || nNS > 1:
+		return "", "", false, &ResolveError{Kind: kind, Keys: used, Err: ErrBothKeyStyles}
+	case nName != nNS:
+		return "", "", false, &ResolveError{Kind: kind, Keys: used, Err: ErrHalfPair}
+	case nName == 1 && (name == "" || ns == ""):
+		return "", "", false, &ResolveError{Kind: kind, Keys: used, Err: ErrEmptyValue}
+	}
+	return name, ns, nName == 1, nil
+}
+
+// expand resolves a template with os.Expand, as external-provisioner does:
+// "$pv.name" is the token "pv", "${}" expands to nothing.
+func expand(tmpl string, vars map[string]string) (string, []string) {
+	var missing []string
+	out := os.Expand(tmpl, func(k string) string {
+		v, ok := vars[k]
+		if !ok {
+			missing = append(missing, k)
+		}
+		return v
+	})
+	slices.Sort(missing)
+	return out, slices.Compact(missing)
+}
+
+// Resolve returns the secret reference of a kind from StorageClass
+// parameters, as external-provisioner (v3.3 to v6) computes it: the
+// kind's csi.storage.k8s.io/ keys or its deprecated keys (not both), else the
+// Default pair; templates in the namespace may use ${pv.name} and
+// ${pvc.namespace}, in the name also ${pvc.name} and
+// ${pvc.annotations['<key>']}; the namespace must resolve to a DNS-1123 label
+// and the name to a DNS-1123 subdomain. It returns nil, nil when neither the
+// kind nor the Default pair is set. Errors are *ResolveError matching one of
+// ErrBothKeyStyles, ErrHalfPair, ErrEmptyValue, ErrUnknownToken,
+// ErrMissingClaim, ErrInvalidName, ErrInvalidNamespace.
+func Resolve(kind Kind, params map[string]string, c Claim) (*v1.SecretReference, error) {
+	keys := KeysOf(kind)
+	nameT, nsT, found, err := templates(kind, keys, params)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		keys = DefaultKeys
+		if nameT, nsT, found, err = templates(kind, keys, params); err != nil || !found {
+			return nil, err
+		}
+	}
+	nsVars := map[string]string{"pv.name": c.PVName}
+	nameVars := map[string]string{"pv.name": c.PVName}
+	if c.PVC != nil {
+		nsVars["pvc.namespace"] = c.PVC.Namespace
+		nameVars["pvc.namespace"] = c.PVC.Namespace
+		nameVars["pvc.name"] = c.PVC.Name
+		for k, v := range c.PVC.Annotations {
+			nameVars["pvc.annotations['"+k+"']"] = v
+		}
+	}
+	usedKeys := []string{keys.Name, keys.Namespace}
+	ns, missing := expand(nsT, nsVars)
+	if len(missing) > 0 {
+		return nil, tokenError(kind, usedKeys, nsT, missing, c.PVC == nil)
+	}
+	if len(validation.IsDNS1123Label(ns)) > 0 {
+		return nil, &ResolveError{Kind: kind, Keys: usedKeys, Template: nsT, Resolved: ns, Err: ErrInvalidNamespace}
+	}
+	name, missing := expand(nameT, nameVars)
+	if len(missing) > 0 {
+		return nil, tokenError(kind, usedKeys, nameT, missing, c.PVC == nil)
+	}
+	if len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return nil, &ResolveError{Kind: kind, Keys: usedKeys, Template: nameT, Resolved: name, Err: ErrInvalidName}
+	}
+	return &v1.SecretReference{Name: name, Namespace: ns}, nil
+}
+
+func tokenError(kind Kind, keys []string, tmpl string, missing []string, noClaim bool) error {
+	if noClaim {
+		claimOnly := true
+		for _, m := range missing {
+			claimOnly = claimOnly && (m == "pvc.namespace" || m == "pvc.name" || strings.HasPrefix(m, "pvc.annotations['"))
+		}
+		if claimOnly {
+			return &ResolveError{Kind: kind, Keys: keys, Template: tmpl, Tokens: missing, Err: ErrMissingClaim}
+		}
+	}
+	return &ResolveError{Kind: kind, Keys: keys, Template: tmpl, Tokens: missing, Err: ErrUnknownToken}
+}
+
+// Refs are the references a CSI PV carries (the provisioner's is used only
+// for CreateVolume and DeleteVolume).
+type Refs struct {
+	Provisioner, ControllerPublish, NodeStage, NodePublish, ControllerExpand, NodeExpand *v1.SecretReference
+}
+
+// ResolveAll resolves every kind. The first error is returned; every error
+// names its kind.
+func ResolveAll(params map[string]string, c Claim) (Refs, error) {
+	var r Refs
+	dst := map[Kind]**v1.SecretReference{Provisioner: &r.Provisioner, ControllerPublish: &r.ControllerPublish, NodeStage: &r.NodeStage,
+		NodePublish: &r.NodePublish, ControllerExpand: &r.ControllerExpand, NodeExpand: &r.NodeExpand}
+	for _, k := range Kinds {
+		ref, err := Resolve(k, params, c)
+		if err != nil {
+			return Refs{}, err
+		}
+		*dst[k] = ref
+	}
+	return r, nil
+}
+
+// ApplyTo sets the references a CSI PV source carries (all but the
+// provisioner's).
+func (r Refs) ApplyTo(src *v1.CSIPersistentVolumeSource) {
+	src.ControllerPublishSecretRef = r.ControllerPublish
+	src.NodeStageSecretRef = r.NodeStage
+	src.NodePublishSecretRef = r.NodePublish
+	src.ControllerExpandSecretRef = r.ControllerExpand
+	src.NodeExpandSecretRef = r.NodeExpand
+}
+
+// NodeExpandSecretRef computes a CSI PV's nodeExpandSecretRef (KEP-3107)
+// from its StorageClass and claim, as external-provisioner v3.3+ does; nil
+// when the StorageClass sets neither the node-expand keys nor the Default
+// pair.
+func NodeExpandSecretRef(sc *storagev1.StorageClass, pvName string, pvc *v1.PersistentVolumeClaim) (*v1.SecretReference, error) {
+	if sc == nil {
+		return nil, nil
+	}
+	return Resolve(NodeExpand, sc.Parameters, Claim{PVName: pvName, PVC: pvc})
+}
+
+// reservedKeys are the csi.storage.k8s.io/ keys external-provisioner knows.
+var reservedKeys = func() map[string]bool {
+	m := map[string]bool{Prefix + "fstype": true, DefaultKeys.Name: true, DefaultKeys.Namespace: true}
+	for _, k := range Kinds {
+		keys := KeysOf(k)
+		m[keys.Name], m[keys.Namespace] = true, true
+	}
+	return m
+}()
+
+// StripReserved returns the parameters a driver receives: a copy without the
+// csi.storage.k8s.io/ keys external-provisioner consumes. An unknown key
+// under that prefix is an error matching ErrReservedKey ("found unknown
+// parameter key ... with reserved namespace csi.storage.k8s.io/"), as the
+// provisioner refuses it. The deprecated csi* keys are passed through, as the
+// provisioner does for backwards compatibility.
+func StripReserved(params map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(params))
+	var unknown []string
+	for k, v := range params {
+		if !strings.HasPrefix(k, Prefix) {
+			out[k] = v
+			continue
+		}
+		if !reservedKeys[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return nil, fmt.Errorf("%w: found unknown parameter keys %q with reserved namespace %s", ErrReservedKey, unknown, Prefix)
+	}
+	return out, nil
+}
