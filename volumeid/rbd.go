@@ -163,8 +163,25 @@ func ParseRBDHandle(s string) (RBDHandle, error) {
 	if f3 == "" || len(f3)%2 != 0 || !isLowerHex(f3) {
 		return RBDHandle{}, parseErr(rbdHandleKind, s, "last field must be the non-empty lowercase hexadecimal encoding of the pool name")
 	}
-	pool, _ := hex.DecodeString(f3) // cannot fail: checked above
-	return RBDHandle{ClusterID: cid, Pool: string(pool), Image: RBDImagePrefix + name}, nil
+	return RBDHandle{ClusterID: cid, Pool: decodeLowerHex(f3), Image: RBDImagePrefix + name}, nil
+}
+
+// decodeLowerHex decodes checked lowercase hex with one allocation, the
+// returned string.
+func decodeLowerHex(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) / 2)
+	for i := 0; i+1 < len(s); i += 2 {
+		b.WriteByte(unhex(s[i])<<4 | unhex(s[i+1]))
+	}
+	return b.String()
+}
+
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c - 'a' + 10
 }
 
 // IsRBDHandle reports whether s is a migration handle that [ParseRBDHandle]
