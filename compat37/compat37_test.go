@@ -25,7 +25,6 @@ var (
 	_ upstream.InTreePlugin = vsphere.New(vsphere.Options{})
 )
 
-
 func TestUpstreamPluginRegisteredHere(t *testing.T) {
 	tr, err := translate.New(translate.WithPlugins(upstream.NewGCEPersistentDiskCSITranslator()))
 	if err != nil {
