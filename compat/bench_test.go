@@ -22,7 +22,7 @@ func storedMeta(name string) metav1.ObjectMeta {
 		Finalizers:  []string{"kubernetes.io/pv-protection"},
 		Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "in-tree", "pv.kubernetes.io/bound-by-controller": "yes"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate,
-			APIVersion: "v1", Time: &ts, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{}},"f:spec":{"f:accessModes":{},"f:capacity":{}}}`)}}},
+			APIVersion: "v1", Time: &ts, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{}},"f:spec":{"f:accessModes":{},"f:capacity":{}}}`)}},
 	}
 }
 

@@ -28,9 +28,9 @@ func storedPV() *v1.PersistentVolume {
 	ts := metav1.NewTime(pv.CreationTimestamp.Time)
 	pv.ManagedFields = []metav1.ManagedFieldsEntry{
 		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &ts, FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{".":{},"f:pv.kubernetes.io/provisioned-by":{}}},"f:spec":{"f:accessModes":{},"f:capacity":{".":{},"f:storage":{}},"f:persistentVolumeReclaimPolicy":{},"f:rbd":{".":{},"f:fsType":{},"f:image":{},"f:keyring":{},"f:monitors":{},"f:pool":{},"f:secretRef":{},"f:user":{}},"f:storageClassName":{},"f:volumeMode":{}}}`)}},
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{".":{},"f:pv.kubernetes.io/provisioned-by":{}}},"f:spec":{"f:accessModes":{},"f:capacity":{".":{},"f:storage":{}},"f:persistentVolumeReclaimPolicy":{},"f:rbd":{".":{},"f:fsType":{},"f:image":{},"f:keyring":{},"f:monitors":{},"f:pool":{},"f:secretRef":{},"f:user":{}},"f:storageClassName":{},"f:volumeMode":{}}}`)},
 		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &ts, FieldsType: "FieldsV1", Subresource: "status",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:phase":{}}}`)}},
+			FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:phase":{}}}`)},
 	}
 	return pv
 }
