@@ -1,6 +1,9 @@
 package compat
 
 import (
+	"slices"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -125,30 +128,92 @@ func TestVSphereStorageClassMatchesUpstream(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		sc := gen.VSphereStorageClass(t)
 		got, err := ours.TranslateInTreeStorageClassToCSI(logger, sc)
-		if err != nil {
-			t.Fatal(err)
+		want, uerr := theirs.TranslateInTreeStorageClassToCSI(sc.DeepCopy())
+		if uerr != nil {
+			t.Fatal(uerr)
 		}
-		want, err := theirs.TranslateInTreeStorageClassToCSI(sc.DeepCopy())
+		if upstreamTopologyInvalid(want.AllowedTopologies) {
+			// Upstream's defect: a GA and a beta zone key in one term become
+			// duplicate keys, which Kubernetes rejects. Ours merges them or
+			// refuses a term that could never match.
+			if err == nil && upstreamTopologyInvalid(got.AllowedTopologies) {
+				t.Fatalf("duplicate keys or terms in %+v", got.AllowedTopologies)
+			}
+			return
+		}
+		if err != nil && strings.Contains(err.Error(), "can never match") {
+			// A GA and a beta key of one term with disjoint values: no node
+			// carries both, so the term never matched in-tree either.
+			return
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(want.Parameters, got.Parameters); diff != "" {
 			t.Fatalf("parameters (-upstream +ours):\n%s", diff)
 		}
-		// Upstream leaves region keys alone; we translate them too.
+		// Upstream leaves region keys alone; we translate them too, and merge
+		// requirements that land on one key (their values intersect).
+		if len(got.AllowedTopologies) > len(want.AllowedTopologies) {
+			t.Fatalf("%d terms, upstream %d", len(got.AllowedTopologies), len(want.AllowedTopologies))
+		}
 		for i, term := range want.AllowedTopologies {
-			for j, e := range term.MatchLabelExpressions {
-				g := got.AllowedTopologies[i].MatchLabelExpressions[j]
-				if e.Key == v1.LabelTopologyRegion || e.Key == v1.LabelFailureDomainBetaRegion {
-					if g.Key != vsphere.DefaultRegionKey {
-						t.Fatalf("region key %q not translated: %q", e.Key, g.Key)
-					}
-					continue
-				}
-				if diff := cmp.Diff(e, g); diff != "" {
-					t.Fatalf("allowed topology (-upstream +ours):\n%s", diff)
-				}
+			if !slices.ContainsFunc(got.AllowedTopologies, func(g v1.TopologySelectorTerm) bool { return corresponds(term, g) }) {
+				t.Fatalf("upstream term %d %+v has no counterpart in %+v", i, term, got.AllowedTopologies)
 			}
 		}
 	})
+}
+
+// upstreamTopologyInvalid reports duplicate keys within a term, or duplicate
+// terms, which Kubernetes' StorageClass validation rejects.
+func upstreamTopologyInvalid(terms []v1.TopologySelectorTerm) bool {
+	seen := map[string]bool{}
+	for _, t := range terms {
+		keys := map[string]bool{}
+		var canon []string
+		for _, e := range t.MatchLabelExpressions {
+			if keys[e.Key] {
+				return true
+			}
+			keys[e.Key] = true
+			vals := append([]string(nil), e.Values...)
+			sort.Strings(vals)
+			canon = append(canon, e.Key+"="+strings.Join(vals, ","))
+		}
+		sort.Strings(canon)
+		k := strings.Join(canon, ";")
+		if seen[k] {
+			return true
+		}
+		seen[k] = true
+	}
+	return false
+}
+
+// corresponds reports whether ours is upstream's term with the region keys
+// translated and same-key requirements merged.
+func corresponds(upstreamTerm, ours v1.TopologySelectorTerm) bool {
+	vals := map[string][]string{}
+	for _, e := range ours.MatchLabelExpressions {
+		vals[e.Key] = e.Values
+	}
+	keys := map[string]bool{}
+	for _, e := range upstreamTerm.MatchLabelExpressions {
+		k := e.Key
+		if k == v1.LabelTopologyRegion || k == v1.LabelFailureDomainBetaRegion {
+			k = vsphere.DefaultRegionKey
+		}
+		keys[k] = true
+		v, ok := vals[k]
+		if !ok {
+			return false
+		}
+		for _, x := range v {
+			if !slices.Contains(e.Values, x) {
+				return false
+			}
+		}
+	}
+	return len(keys) == len(vals)
 }

@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -151,25 +152,53 @@ func RemoveTopology(pv *v1.PersistentVolume, key, created string) {
 
 // TranslateAllowedTopologies returns a copy of terms with every match label
 // expression whose key is in keys renamed to keys[key]; other expressions
-// pass through unchanged.
-func TranslateAllowedTopologies(terms []v1.TopologySelectorTerm, keys map[string]string) []v1.TopologySelectorTerm {
+// pass through unchanged. Requirements of one term that land on the same key
+// (a GA and a beta zone key, say) are merged into one whose values are the
+// intersection, since a term's requirements all have to hold; Kubernetes
+// rejects duplicate keys in a term (csi-translation-lib emits them). An empty
+// intersection is an error naming the term, since such a term could never
+// match. Terms that become identical are kept once.
+func TranslateAllowedTopologies(terms []v1.TopologySelectorTerm, keys map[string]string) ([]v1.TopologySelectorTerm, error) {
 	if terms == nil {
-		return nil
+		return nil, nil
 	}
-	out := make([]v1.TopologySelectorTerm, len(terms))
+	out := make([]v1.TopologySelectorTerm, 0, len(terms))
+	seen := map[string]bool{}
 	for i, t := range terms {
-		if t.MatchLabelExpressions == nil {
-			continue
-		}
-		exprs := make([]v1.TopologySelectorLabelRequirement, len(t.MatchLabelExpressions))
-		for j, e := range t.MatchLabelExpressions {
+		var exprs []v1.TopologySelectorLabelRequirement
+		for _, e := range t.MatchLabelExpressions {
 			k := e.Key
 			if nk, ok := keys[k]; ok {
 				k = nk
 			}
-			exprs[j] = v1.TopologySelectorLabelRequirement{Key: k, Values: slices.Clone(e.Values)}
+			j := slices.IndexFunc(exprs, func(x v1.TopologySelectorLabelRequirement) bool { return x.Key == k })
+			if j < 0 {
+				exprs = append(exprs, v1.TopologySelectorLabelRequirement{Key: k, Values: slices.Clone(e.Values)})
+				continue
+			}
+			exprs[j].Values = slices.DeleteFunc(exprs[j].Values, func(v string) bool { return !slices.Contains(e.Values, v) })
+			if len(exprs[j].Values) == 0 {
+				return nil, fmt.Errorf("allowedTopologies[%d]: requirements on %s have no value in common, so the term can never match", i, k)
+			}
 		}
-		out[i].MatchLabelExpressions = exprs
+		canon := canonicalTerm(exprs)
+		if seen[canon] {
+			continue
+		}
+		seen[canon] = true
+		out = append(out, v1.TopologySelectorTerm{MatchLabelExpressions: exprs})
 	}
-	return out
+	return out, nil
+}
+
+// canonicalTerm is an order-independent key of a term.
+func canonicalTerm(exprs []v1.TopologySelectorLabelRequirement) string {
+	parts := make([]string, len(exprs))
+	for i, e := range exprs {
+		vals := slices.Clone(e.Values)
+		slices.Sort(vals)
+		parts[i] = e.Key + "=" + strings.Join(vals, "\x00")
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "\x01")
 }

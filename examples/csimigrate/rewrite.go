@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/csimigrate/csimigrate/featuregate"
@@ -148,18 +151,61 @@ rewrite_pv() {
 }
 
 func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c, inv, tr, code, ok := setup("rewrite", "Prints the ordered, idempotent steps that replace each in-tree PV by a CSI PV of the same name\n"+
-		"without losing its claim or its data: set Retain, delete the old PV object, create the CSI PV with\n"+
-		"the same name, claimRef and capacity, restore the reclaim policy. -o script (default) prints a bash\n"+
-		"script for review; -o yaml prints only the CSI PV manifests.", args, stdin, stderr, "script|yaml")
-	if !ok {
+	var c common
+	fs := newFlagSet("rewrite", "Replaces each in-tree PV by a CSI PV of the same name without losing its claim or its data: set\n"+
+		"Retain, save the replacement, delete the old PV object, create the CSI PV with the same name, claimRef and\n"+
+		"capacity, restore the reclaim policy. By default prints the steps for review (-o script: a bash script that\n"+
+		"reads the cluster before every step; -o yaml: the CSI PVs). With -apply it carries them out against the\n"+
+		"cluster of -kubeconfig; every run derives its state from the cluster (the PVs and a ConfigMap per PV in\n"+
+		"-state-namespace), so an interrupted run is resumed by running it again. -dry-run sends every step with\n"+
+		"the API server's server-side dry run instead.", stderr)
+	c.register(fs, "script|yaml")
+	apply := fs.Bool("apply", false, "carry out the rewrite against the cluster of -kubeconfig")
+	dry := fs.Bool("dry-run", false, "with -apply: use the API server's server-side dry run")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster for -apply (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	stateNS := fs.String("state-namespace", "kube-system", "namespace of the ConfigMaps that hold replacements between steps")
+	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	rp, errs := buildRewrite(inv, tr, c)
+	tr, err := c.translator()
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitUsage
+	}
+	if *apply {
+		client, err := clientFor(*kubeconfig)
+		if err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+			return exitUsage
+		}
+		a := &applier{client: client, tr: tr, logger: c.logger(stderr), stateNS: *stateNS, out: stdout}
+		ctx := context.Background()
+		if *dry {
+			err = a.dryRun(ctx)
+		} else {
+			var n int
+			n, err = a.rewriteAll(ctx)
+			fmt.Fprintf(stdout, "%d PersistentVolumes rewritten or checked, %d steps taken\n", n, a.steps)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+			return exitBlocked
+		}
+		return exitOK
+	}
+	if c.output != "script" && c.output != "yaml" {
+		fmt.Fprintf(stderr, "csimigrate rewrite: -o %q: want script or yaml\n", c.output)
+		return exitUsage
+	}
+	inv, err := c.read(stdin, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitInput
+	}
+	rp, errs := buildRewrite(inv, tr, &c)
 	for _, err := range errs {
 		fmt.Fprintln(stderr, err)
 	}
-	var err error
 	if c.output == "yaml" {
 		objs := make([]any, len(rp.PVs))
 		for i, p := range rp.PVs {
@@ -177,6 +223,20 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitBlocked
 	}
 	return exitOK
+}
+
+// clientFor builds a client from a kubeconfig path, $KUBECONFIG,
+// ~/.kube/config or the in-cluster configuration.
+func clientFor(kubeconfig string) (kubernetes.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
 }
 
 // gateSteps returns the feature-gate steps for the cluster's version.

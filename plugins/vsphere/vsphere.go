@@ -547,10 +547,14 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, sc *storage.Sto
 	out.Provisioner = DriverName
 	out.Parameters = params
 	zone, region := p.opts.Topology.zone(), p.opts.Topology.region()
-	out.AllowedTopologies = plugins.TranslateAllowedTopologies(sc.AllowedTopologies, map[string]string{
+	topo, err := plugins.TranslateAllowedTopologies(sc.AllowedTopologies, map[string]string{
 		v1.LabelTopologyZone: zone, v1.LabelFailureDomainBetaZone: zone,
 		v1.LabelTopologyRegion: region, v1.LabelFailureDomainBetaRegion: region,
 	})
+	if err != nil {
+		return nil, plugins.Invalid("StorageClass", sc.Name, field.Invalid(field.NewPath("allowedTopologies"), "", err.Error()))
+	}
+	out.AllowedTopologies = topo
 	return out, nil
 }
 

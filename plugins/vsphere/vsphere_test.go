@@ -232,3 +232,29 @@ func TestRoundTripCategoriesProperty(t *testing.T) {
 func TestHostileProperty(t *testing.T) {
 	plugintest.Hostile(t, vsphere.New(vsphere.Options{}))
 }
+
+// A GA and a beta zone key in one term would become duplicate keys, which
+// Kubernetes rejects: they are merged (values intersected); a term that can
+// never match is refused; duplicate terms are kept once.
+func TestAllowedTopologiesMerge(t *testing.T) {
+	p := vsphere.New(vsphere.Options{})
+	req := func(k string, v ...string) v1.TopologySelectorLabelRequirement {
+		return v1.TopologySelectorLabelRequirement{Key: k, Values: v}
+	}
+	sc := &storage.StorageClass{AllowedTopologies: []v1.TopologySelectorTerm{
+		{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{req(v1.LabelTopologyZone, "a", "b"), req(v1.LabelFailureDomainBetaZone, "b", "c")}},
+		{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{req(v1.LabelFailureDomainBetaZone, "b")}},
+	}}
+	out, err := p.TranslateInTreeStorageClassToCSI(logger, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{req(vsphere.DefaultZoneKey, "b")}}}
+	if diff := cmp.Diff(want, out.AllowedTopologies); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	sc.AllowedTopologies[0].MatchLabelExpressions[1].Values = []string{"c"}
+	if _, err := p.TranslateInTreeStorageClassToCSI(logger, sc); !errors.Is(err, plugins.ErrInvalid) || !strings.Contains(err.Error(), "never match") {
+		t.Errorf("err = %v", err)
+	}
+}

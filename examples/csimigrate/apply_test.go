@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/csimigrate/csimigrate/testenv"
+)
+
+// startServer starts a real kube-apiserver; the test fails if it cannot.
+func startServer(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	s, err := testenv.Start(os.Stderr)
+	if err != nil {
+		t.Fatalf("cannot start kube-apiserver: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s.Client
+}
+
+// seed creates in-tree PVs of every plugin and the PVCs bound to them, in
+// a namespace of their own; it returns the PV names.
+func seed(t *testing.T, c kubernetes.Interface, ns string) []string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sources := map[string]v1.PersistentVolumeSource{
+		"rbd": {RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.70.53.126:6789"}, RBDImage: "kubernetes-dynamic-pvc-" + ns, RBDPool: "rbd",
+			RadosUser: "kube", SecretRef: &v1.SecretReference{Name: "ceph", Namespace: ns}}},
+		"rbd-static": {RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.70.53.126:6789"}, RBDImage: "static_" + ns, RBDPool: "rbd",
+			SecretRef: &v1.SecretReference{Name: "ceph", Namespace: ns}}},
+		"cephfs":  {CephFS: &v1.CephFSPersistentVolumeSource{Monitors: []string{"10.70.53.126:6789"}, Path: "/volumes/" + ns, SecretRef: &v1.SecretReference{Name: "cephfs"}}},
+		"vsphere": {VsphereVolume: &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[vsanDatastore] kubevols/" + ns + ".vmdk", StoragePolicyName: "gold"}},
+	}
+	var names []string
+	for _, kind := range sortedKeys(sources) {
+		name := ns + "-" + kind
+		pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &v1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: kind, Namespace: ns},
+			Spec: v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, VolumeName: name,
+				StorageClassName: ptr(""), Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pv := &v1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"kubernetes.io/pv-protection"}},
+			Spec: v1.PersistentVolumeSpec{
+				Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+				AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+				PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+				ClaimRef:                      &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: kind, UID: pvc.UID},
+				PersistentVolumeSource:        sources[kind],
+			},
+		}
+		if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("seeding %s: %v", name, err)
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// endState is what must hold after a rewrite, as comparable values.
+type pvState struct {
+	Driver, Handle string
+	Claim          string
+	Policy         v1.PersistentVolumeReclaimPolicy
+	Capacity       string
+	Pending        bool // a reclaim-policy annotation is left
+}
+
+func endState(t *testing.T, c kubernetes.Interface, ns string, names []string) map[string]pvState {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]pvState{}
+	for _, name := range names {
+		pv, err := c.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("pv/%s: %v", name, err)
+		}
+		if pv.Spec.CSI == nil {
+			t.Fatalf("pv/%s is not a CSI PV: %+v", name, pv.Spec.PersistentVolumeSource)
+		}
+		pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pv.Spec.ClaimRef.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pvc.Spec.VolumeName != name || pvc.UID != pv.Spec.ClaimRef.UID {
+			t.Errorf("pvc %s/%s points to %q (uid %s), PV claims uid %s", ns, pvc.Name, pvc.Spec.VolumeName, pvc.UID, pv.Spec.ClaimRef.UID)
+		}
+		q := pv.Spec.Capacity[v1.ResourceStorage]
+		_, pending := pv.Annotations[AnnReclaimPolicy]
+		out[name[len(ns)+1:]] = pvState{Driver: pv.Spec.CSI.Driver, Handle: pv.Spec.CSI.VolumeHandle, Claim: pv.Spec.ClaimRef.Name,
+			Policy: pv.Spec.PersistentVolumeReclaimPolicy, Capacity: q.String(), Pending: pending}
+	}
+	cms, err := c.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cms.Items) != 0 {
+		t.Errorf("%d saved replacements left", len(cms.Items))
+	}
+	return out
+}
+
+func newApplier(c kubernetes.Interface, out *bytes.Buffer) *applier {
+	var cm common
+	tr, _ := cm.translator()
+	return &applier{client: c, tr: tr, logger: klog0(), stateNS: "kube-system", out: out}
+}
+
+// normalise drops what differs between namespaces.
+func normalise(m map[string]pvState) map[string]pvState {
+	out := map[string]pvState{}
+	for k, v := range m {
+		v.Handle = ""
+		out[k] = v
+	}
+	return out
+}
+
+func TestRewriteApplyEndToEnd(t *testing.T) {
+	c := startServer(t)
+	ctx := context.Background()
+
+	names := seed(t, c, "full")
+	var log bytes.Buffer
+	a := newApplier(c, &log)
+	var dry bytes.Buffer
+	if err := newApplier(c, &dry).dryRun(ctx); err != nil {
+		t.Fatalf("server-side dry run: %v\n%s", err, dry.String())
+	}
+	if _, err := a.rewriteAll(ctx); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	want := endState(t, c, "full", names)
+	wantPolicies := map[string]v1.PersistentVolumeReclaimPolicy{"rbd": "Delete", "rbd-static": "Retain", "cephfs": "Delete", "vsphere": "Delete"}
+	for k, s := range want {
+		if s.Policy != wantPolicies[k] || s.Pending || s.Capacity != "1Gi" || s.Claim != k {
+			t.Errorf("%s: %+v", k, s)
+		}
+	}
+	// A second run changes nothing.
+	again := newApplier(c, &bytes.Buffer{})
+	if _, err := again.rewriteAll(ctx); err != nil || again.steps != 0 {
+		t.Fatalf("second run: %d steps, %v", again.steps, err)
+	}
+	total := a.steps
+
+	// A run killed after any number of steps resumes to the same end state.
+	for k := 1; k < total/len(names)+2 && k < 12; k++ {
+		ns := fmt.Sprintf("cut%d", k)
+		names := seed(t, c, ns)
+		cut := newApplier(c, &bytes.Buffer{})
+		cut.stepLimit = k
+		if _, err := cut.rewriteAll(ctx); !errors.Is(err, errInterrupted) {
+			t.Fatalf("k=%d: the interrupted run returned %v", k, err)
+		}
+		var out bytes.Buffer
+		resume := newApplier(c, &out)
+		if _, err := resume.rewriteAll(ctx); err != nil {
+			t.Fatalf("k=%d: resume: %v\n%s", k, err, out.String())
+		}
+		got := endState(t, c, ns, names)
+		if diff := cmp.Diff(normalise(want), normalise(got)); diff != "" {
+			t.Errorf("k=%d: end state after an interruption (-uninterrupted +resumed):\n%s", k, diff)
+		}
+	}
+}
