@@ -233,3 +233,26 @@ func (s *Server) Logs(name string) string {
 	}
 	return string(b)
 }
+
+// WriteKubeconfig writes a kubeconfig for the server (token auth, the
+// self-signed certificate not verified) and returns its path.
+func (s *Server) WriteKubeconfig() (string, error) {
+	path := filepath.Join(s.dir, "kubeconfig")
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: %s
+    insecure-skip-tls-verify: true
+users:
+- name: admin
+  user:
+    token: %s
+contexts:
+- name: test
+  context: {cluster: test, user: admin}
+current-context: test
+`, s.Config.Host, s.Config.BearerToken)
+	return path, os.WriteFile(path, []byte(cfg), 0o600)
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,14 +19,19 @@ import (
 )
 
 // startServer starts a real kube-apiserver; the test fails if it cannot.
-func startServer(t *testing.T) kubernetes.Interface {
+// It returns a client and the path of a kubeconfig for it.
+func startServer(t *testing.T) (kubernetes.Interface, string) {
 	t.Helper()
 	s, err := testenv.Start(os.Stderr)
 	if err != nil {
 		t.Fatalf("cannot start kube-apiserver: %v", err)
 	}
 	t.Cleanup(s.Stop)
-	return s.Client
+	kc, err := s.WriteKubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Client, kc
 }
 
 // seed creates in-tree PVs of every plugin and the PVCs bound to them, in
@@ -135,18 +141,30 @@ func normalise(m map[string]pvState) map[string]pvState {
 }
 
 func TestRewriteApplyEndToEnd(t *testing.T) {
-	c := startServer(t)
+	c, kc := startServer(t)
 	ctx := context.Background()
 
 	names := seed(t, c, "full")
-	var log bytes.Buffer
-	a := newApplier(c, &log)
-	var dry bytes.Buffer
-	if err := newApplier(c, &dry).dryRun(ctx); err != nil {
-		t.Fatalf("server-side dry run: %v\n%s", err, dry.String())
+	// The plan reads the live cluster.
+	out, stderr, code := runCmd(t, "", "plan", "-live", "-kubeconfig", kc, "-o", "json")
+	if code != exitOK && code != exitBlocked {
+		t.Fatalf("plan -live: exit %d: %s", code, stderr)
 	}
-	if _, err := a.rewriteAll(ctx); err != nil {
-		t.Fatalf("%v\n%s", err, log.String())
+	for _, n := range names {
+		if !strings.Contains(out, `"name": "`+n+`"`) {
+			t.Errorf("plan -live does not list %s", n)
+		}
+	}
+	// The server-side dry run of every step is accepted and changes nothing.
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-dry-run", "-kubeconfig", kc); code != exitOK {
+		t.Fatalf("dry run: exit %d: %s\n%s", code, stderr, out)
+	}
+	if pv, _ := c.CoreV1().PersistentVolumes().Get(ctx, names[0], metav1.GetOptions{}); pv.Spec.CSI != nil || pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
+		t.Fatalf("the dry run changed %s", names[0])
+	}
+	out, stderr, code = runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc)
+	if code != exitOK {
+		t.Fatalf("rewrite -apply: exit %d: %s\n%s", code, stderr, out)
 	}
 	want := endState(t, c, "full", names)
 	wantPolicies := map[string]v1.PersistentVolumeReclaimPolicy{"rbd": "Delete", "rbd-static": "Retain", "cephfs": "Delete", "vsphere": "Delete"}
@@ -156,11 +174,10 @@ func TestRewriteApplyEndToEnd(t *testing.T) {
 		}
 	}
 	// A second run changes nothing.
-	again := newApplier(c, &bytes.Buffer{})
-	if _, err := again.rewriteAll(ctx); err != nil || again.steps != 0 {
-		t.Fatalf("second run: %d steps, %v", again.steps, err)
+	if out, _, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc); code != exitOK || !strings.Contains(out, ", 0 steps taken") {
+		t.Fatalf("second run: exit %d:\n%s", code, out)
 	}
-	total := a.steps
+	total := strings.Count(out, "pv/")
 
 	// A run killed after any number of steps resumes to the same end state.
 	for k := 1; k < total/len(names)+2 && k < 12; k++ {

@@ -21,6 +21,12 @@ func newStderrLogger(w io.Writer) klog.Logger {
 }
 
 func setup(name, summary string, args []string, stdin io.Reader, stderr io.Writer, outputs string) (*common, *Inventory, *translate.Translator, int, bool) {
+	return setupWith(name, summary, args, stdin, stderr, outputs, nil)
+}
+
+// setupWith parses flags and reads the input into sink (an Inventory when
+// sink is nil).
+func setupWith(name, summary string, args []string, stdin io.Reader, stderr io.Writer, outputs string, sink func(*common, *translate.Translator) Sink) (*common, *Inventory, *translate.Translator, int, bool) {
 	var c common
 	fs := newFlagSet(name, summary, stderr)
 	c.register(fs, outputs)
@@ -36,8 +42,15 @@ func setup(name, summary string, args []string, stdin io.Reader, stderr io.Write
 		fmt.Fprintf(stderr, "csimigrate %s: %v\n", name, err)
 		return nil, nil, nil, exitUsage, false
 	}
-	inv, err := c.read(stdin, stderr)
-	if err != nil {
+	var inv *Inventory
+	var dst Sink
+	if sink != nil {
+		dst = sink(&c, tr)
+	} else {
+		inv = &Inventory{}
+		dst = inv
+	}
+	if err := c.read(stdin, stderr, dst); err != nil {
 		fmt.Fprintf(stderr, "csimigrate %s: %v\n", name, err)
 		return nil, nil, nil, exitInput, false
 	}
@@ -45,10 +58,15 @@ func setup(name, summary string, args []string, stdin io.Reader, stderr io.Write
 }
 
 func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c, inv, tr, code, ok := setup("plan", "Reports, per volume, whether it can be migrated and why not; the Ceph CSI config map to create;\n"+
+	var pl *planner
+	c, _, _, code, ok := setupWith("plan", "Reports, per volume, whether it can be migrated and why not; the Ceph CSI config map to create;\n"+
 		"the Secrets to add or derive (names and fields, never values); the StorageClasses to recreate; hazards;\n"+
 		"and the feature-gate steps for the cluster's version. Exits 1 when something blocks the migration.",
-		args, stdin, stderr, "table|json|yaml")
+		args, stdin, stderr, "table|json|yaml", func(c *common, tr *translate.Translator) Sink {
+			topo, _ := c.vsphereTopology()
+			pl = newPlanner(tr, c.logger(stderr), nil, topo.ZoneKey, topo.RegionKey)
+			return pl
+		})
 	if !ok {
 		return code
 	}
@@ -57,7 +75,8 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "csimigrate plan: -kubernetes-version: %v\n", err)
 		return exitUsage
 	}
-	plan := buildPlan(inv, tr, c.logger(stderr), steps)
+	plan := pl.finish()
+	plan.FeatureGates = steps
 	cm := cephConfigMap(plan.CephClusters, c.cephCSINamespace)
 	switch c.output {
 	case "json":
@@ -122,6 +141,9 @@ func writePlanTable(w io.Writer, p *Plan, cm *v1.ConfigMap) error {
 		tw.Flush()
 	}
 	var hazards []string
+	for _, f := range p.Hazards {
+		hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", "cluster", f.Severity, f.Code, f.Message, f.Remedy))
+	}
 	for _, v := range p.Volumes {
 		for _, f := range v.Findings {
 			hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Name, f.Severity, f.Code, f.Message, f.Remedy))

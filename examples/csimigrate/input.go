@@ -29,6 +29,29 @@ type Inventory struct {
 	Skipped int
 }
 
+// Sink receives decoded objects one at a time.
+type Sink interface {
+	Add(obj any)
+}
+
+// Add appends obj to the inventory.
+func (inv *Inventory) Add(obj any) {
+	switch o := obj.(type) {
+	case *v1.PersistentVolume:
+		inv.PVs = append(inv.PVs, o)
+	case *v1.PersistentVolumeClaim:
+		inv.PVCs = append(inv.PVCs, o)
+	case *storagev1.StorageClass:
+		inv.StorageClasses = append(inv.StorageClasses, o)
+	case *v1.Pod:
+		inv.Pods = append(inv.Pods, o)
+	case *v1.Secret:
+		inv.Secrets = append(inv.Secrets, o)
+	default:
+		inv.Skipped++
+	}
+}
+
 // InputError names the document that could not be read.
 type InputError struct {
 	Source string
@@ -50,7 +73,7 @@ type typeMeta struct {
 
 // readInputs reads files, directories (recursively, *.yaml, *.yml, *.json) and
 // "-" for standard input.
-func readInputs(paths []string, stdin io.Reader, inv *Inventory, progress func(int)) error {
+func readInputs(paths []string, stdin io.Reader, inv Sink, progress func(int)) error {
 	for _, p := range paths {
 		if p == "-" {
 			if err := readStream("<stdin>", stdin, inv, progress); err != nil {
@@ -94,7 +117,7 @@ func readInputs(paths []string, stdin io.Reader, inv *Inventory, progress func(i
 	return nil
 }
 
-func readFile(path string, inv *Inventory, progress func(int)) error {
+func readFile(path string, inv Sink, progress func(int)) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -103,10 +126,26 @@ func readFile(path string, inv *Inventory, progress func(int)) error {
 	return readStream(path, f, inv, progress)
 }
 
-// readStream splits a stream into YAML documents ("---" lines); JSON is
-// YAML, so `-o json` output reads the same way.
-func readStream(source string, r io.Reader, inv *Inventory, progress func(int)) error {
-	sc := bufio.NewScanner(r)
+// readStream reads JSON (`kubectl get -o json`: a List whose items are
+// decoded one at a time, so memory does not grow with the input) or YAML
+// split into documents at "---" lines (a YAML List document is read whole).
+func readStream(source string, r io.Reader, inv Sink, progress func(int)) error {
+	br := bufio.NewReaderSize(r, 1<<16)
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			break
+		}
+		if b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r' {
+			_, _ = br.ReadByte()
+			continue
+		}
+		if b[0] == '{' || b[0] == '[' {
+			return readJSON(source, br, inv, progress)
+		}
+		break
+	}
+	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
 	var doc bytes.Buffer
 	n := 0
@@ -140,7 +179,81 @@ func readStream(source string, r io.Reader, inv *Inventory, progress func(int)) 
 	return flush()
 }
 
-func decodeDoc(y []byte, inv *Inventory, progress func(int)) error {
+// readJSON decodes a stream of JSON values; a List's items are decoded one
+// by one.
+func readJSON(source string, r io.Reader, inv Sink, progress func(int)) error {
+	dec := json.NewDecoder(r)
+	n := 0
+	for {
+		n++
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return &InputError{Source: source, Doc: n, Err: err}
+		}
+		if d, ok := tok.(json.Delim); !ok || d != '{' {
+			return &InputError{Source: source, Doc: n, Err: fmt.Errorf("want a JSON object, found %v", tok)}
+		}
+		if err := readJSONObject(dec, inv, progress); err != nil {
+			return &InputError{Source: source, Doc: n, Err: err}
+		}
+	}
+}
+
+// readJSONObject reads the members of an object whose "{" was consumed. A
+// List's items are streamed; any other object is buffered and decoded.
+func readJSONObject(dec *json.Decoder, inv Sink, progress func(int)) error {
+	fields := map[string]json.RawMessage{}
+	streamed := false
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		if key == "items" {
+			if t, err := dec.Token(); err != nil {
+				return err
+			} else if d, ok := t.(json.Delim); !ok || d != '[' {
+				return fmt.Errorf("items: want a list")
+			}
+			for i := 0; dec.More(); i++ {
+				var item json.RawMessage
+				if err := dec.Decode(&item); err != nil {
+					return fmt.Errorf("items[%d]: %w", i, err)
+				}
+				if err := decodeObject(item, inv, progress); err != nil {
+					return fmt.Errorf("items[%d]: %w", i, err)
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return err
+			}
+			streamed = true
+			continue
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		fields[key] = v
+	}
+	if _, err := dec.Token(); err != nil { // "}"
+		return err
+	}
+	if streamed {
+		return nil
+	}
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return err
+	}
+	return decodeObject(b, inv, progress)
+}
+
+func decodeDoc(y []byte, inv Sink, progress func(int)) error {
 	j, err := yaml.YAMLToJSON(y)
 	if err != nil {
 		return err
@@ -151,7 +264,7 @@ func decodeDoc(y []byte, inv *Inventory, progress func(int)) error {
 	return decodeObject(j, inv, progress)
 }
 
-func decodeObject(j []byte, inv *Inventory, progress func(int)) error {
+func decodeObject(j []byte, inv Sink, progress func(int)) error {
 	var tm typeMeta
 	if err := json.Unmarshal(j, &tm); err != nil {
 		return err
@@ -167,34 +280,27 @@ func decodeObject(j []byte, inv *Inventory, progress func(int)) error {
 	var target any
 	switch tm.Kind {
 	case "PersistentVolume":
-		o := &v1.PersistentVolume{}
-		inv.PVs = append(inv.PVs, o)
-		target = o
+		target = &v1.PersistentVolume{}
 	case "PersistentVolumeClaim":
-		o := &v1.PersistentVolumeClaim{}
-		inv.PVCs = append(inv.PVCs, o)
-		target = o
+		target = &v1.PersistentVolumeClaim{}
 	case "StorageClass":
-		o := &storagev1.StorageClass{}
-		inv.StorageClasses = append(inv.StorageClasses, o)
-		target = o
+		target = &storagev1.StorageClass{}
 	case "Pod":
-		o := &v1.Pod{}
-		inv.Pods = append(inv.Pods, o)
-		target = o
+		target = &v1.Pod{}
 	case "Secret":
-		o := &v1.Secret{}
-		inv.Secrets = append(inv.Secrets, o)
-		target = o
+		target = &v1.Secret{}
+	case "CSINode":
+		target = &storagev1.CSINode{}
 	case "":
 		return errors.New("object has no kind")
 	default:
-		inv.Skipped++
+		inv.Add(nil)
 		return nil
 	}
 	if err := json.Unmarshal(j, target); err != nil {
 		return fmt.Errorf("%s: %w", tm.Kind, err)
 	}
+	inv.Add(target)
 	if progress != nil {
 		progress(1)
 	}

@@ -13,7 +13,8 @@
 //
 // Input is manifests as `kubectl get pv,pvc,sc,pods,secrets -A -o yaml` (or
 // -o json) prints them, from files, directories or "-" (stdin), given with
-// -f. With no -f, the command runs on an embedded sample cluster.
+// -f, or a live cluster with -live (and -kubeconfig). With neither, the
+// command runs on an embedded sample cluster.
 //
 // Exit codes: 0 success; 1 something blocks (plan) or an object failed to
 // translate; 2 usage error; 3 unreadable input.
@@ -21,6 +22,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -64,6 +66,9 @@ type common struct {
 	vsphereLegacy    bool
 	nodeExpand       bool
 	verbose          bool
+	kubeconfig       string
+	live             bool
+	readSecrets      bool
 }
 
 func (c *common) register(fs *flag.FlagSet, outputs string) {
@@ -76,6 +81,24 @@ func (c *common) register(fs *flag.FlagSet, outputs string) {
 	fs.BoolVar(&c.vsphereLegacy, "vsphere-legacy-topology", false, "the vSphere CSI driver reports the beta failure-domain labels")
 	fs.BoolVar(&c.nodeExpand, "node-expand-secret", true, "set nodeExpandSecretRef on translated PVs (CSINodeExpandSecret)")
 	fs.BoolVar(&c.verbose, "v", false, "log details to stderr")
+	fs.BoolVar(&c.live, "live", false, "read the input from the cluster of -kubeconfig instead of files")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	fs.BoolVar(&c.readSecrets, "read-secrets", true, "with -live: read Secrets to check the fields migration needs (values are never printed)")
+}
+
+// vsphereTopology returns the CSI topology keys the options select.
+func (c *common) vsphereTopology() (vsphere.Topology, error) {
+	switch {
+	case c.vsphereLegacy:
+		return vsphere.LegacyTopology(), nil
+	case c.vsphereCats != "":
+		zone, region, ok := strings.Cut(c.vsphereCats, ",")
+		if !ok || zone == "" || region == "" {
+			return vsphere.Topology{}, fmt.Errorf(`-vsphere-topology-categories %q: want "zone-category,region-category"`, c.vsphereCats)
+		}
+		return vsphere.TopologyForCategories(zone, region), nil
+	}
+	return vsphere.Topology{ZoneKey: vsphere.DefaultZoneKey, RegionKey: vsphere.DefaultRegionKey}, nil
 }
 
 func (c *common) translator() (*translate.Translator, error) {
@@ -91,16 +114,9 @@ func (c *common) translator() (*translate.Translator, error) {
 		}
 		opts = append(opts, translate.WithCephClusterConfig(cfg))
 	}
-	var topo vsphere.Topology
-	switch {
-	case c.vsphereLegacy:
-		topo = vsphere.LegacyTopology()
-	case c.vsphereCats != "":
-		zone, region, ok := strings.Cut(c.vsphereCats, ",")
-		if !ok || zone == "" || region == "" {
-			return nil, fmt.Errorf(`-vsphere-topology-categories %q: want "zone-category,region-category"`, c.vsphereCats)
-		}
-		topo = vsphere.TopologyForCategories(zone, region)
+	topo, err := c.vsphereTopology()
+	if err != nil {
+		return nil, err
 	}
 	opts = append(opts, translate.WithVSphereOptions(vsphere.Options{Topology: topo}))
 	return translate.New(opts...)
@@ -113,19 +129,29 @@ func (c *common) logger(stderr io.Writer) klog.Logger {
 	return newStderrLogger(stderr)
 }
 
-func (c *common) read(stdin io.Reader, stderr io.Writer) (*Inventory, error) {
-	inv := &Inventory{}
+func (c *common) read(stdin io.Reader, stderr io.Writer, inv Sink) error {
 	count := 0
 	progress := func(n int) {
 		count += n
 		if count%10000 == 0 {
 			fmt.Fprintf(stderr, "read %d objects\n", count)
 		}
+
+	}
+	if c.live {
+		if len(c.files) > 0 {
+			return fmt.Errorf("-live and -f exclude each other")
+		}
+		client, err := clientFor(c.kubeconfig)
+		if err != nil {
+			return err
+		}
+		return readLive(context.Background(), client, inv, c.readSecrets, progress, stderr)
 	}
 	if len(c.files) == 0 {
-		return inv, readStream("<embedded sample>", bytes.NewReader(sample), inv, progress)
+		return readStream("<embedded sample>", bytes.NewReader(sample), inv, progress)
 	}
-	return inv, readInputs(c.files, stdin, inv, progress)
+	return readInputs(c.files, stdin, inv, progress)
 }
 
 func main() {

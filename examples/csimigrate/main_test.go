@@ -55,6 +55,8 @@ func TestGolden(t *testing.T) {
 		{"rewrite.sh", []string{"rewrite"}, exitBlocked},
 		{"rewrite-dump.yaml", []string{"rewrite", "-o", "yaml", "-f", "testdata/dump.json"}, exitOK},
 		{"plan-dump.txt", []string{"plan", "-f", "testdata/dump.json", "-kubernetes-version", "v1.31.2", "-vsphere-topology-categories", "k8s-zone,k8s-region"}, exitOK},
+		{"plan-csinodes.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/csinodes.yaml"}, exitBlocked},
+		{"plan-csinodes-ok.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/csinodes.yaml", "-vsphere-topology-categories", "openshift-zone,openshift-region"}, exitOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, stderr, code := runCmd(t, "", tc.args...)

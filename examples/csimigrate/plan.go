@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -16,12 +15,15 @@ import (
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
+	"github.com/csimigrate/csimigrate/plugins/vsphere"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
 // Plan is the report of `csimigrate plan`.
 type Plan struct {
+	// Hazards concern the cluster rather than one volume.
+	Hazards        []plugins.Finding   `json:"hazards,omitempty"`
 	Volumes        []VolumePlan        `json:"volumes"`
 	InlineVolumes  []InlinePlan        `json:"inlineVolumes,omitempty"`
 	StorageClasses []StorageClassPlan  `json:"storageClasses,omitempty"`
@@ -74,29 +76,217 @@ type SecretPlan struct {
 
 func claimKey(ns, name string) string { return ns + "/" + name }
 
-// buildPlan computes the plan of an inventory.
-func buildPlan(inv *Inventory, tr *translate.Translator, logger klog.Logger, steps []string) *Plan {
-	p := &Plan{FeatureGates: steps}
-	secretsByKey := map[string]*v1.Secret{}
-	for _, s := range inv.Secrets {
-		secretsByKey[claimKey(s.Namespace, s.Name)] = s
+// planner builds a Plan from objects as they arrive, so that a dump of any
+// size is planned in memory proportional to the report: a PV is translated,
+// checked and dropped; what depends on objects that may come later (pods
+// using a claim, the secrets a volume needs) is kept as a small record and
+// settled in finish. Secret values are never kept: only whether "key" is set
+// and the adminId.
+type planner struct {
+	tr          *translate.Translator
+	logger      klog.Logger
+	plan        *Plan
+	podsByClaim map[string][]string
+	secrets     map[string]*v1.Secret // slim: no values
+	clusters    map[string]ceph.ClusterEntry
+	rbdSecrets  []rbdSecretNeed
+	fsSecrets   map[string]SecretPlan // by namespace/name: many volumes share one derived secret
+	userFinding map[int]int           // volume index -> finding index of RBDSecretNeedsAdminId
+	// vsphereKeys are the translation\'s CSI topology keys; mismatches
+	// collects the nodes whose vSphere driver reports other keys.
+	vsphereKeys []string
+	mismatches  []string
+}
+
+type rbdSecretNeed struct {
+	ns, name, user string
+	volume         int // index in plan.Volumes, -1 for inline volumes
+}
+
+func first(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
 	}
-	// Pods using each claim, for the in-use warning.
-	podsByClaim := map[string][]string{}
-	for _, pod := range inv.Pods {
-		if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
-			continue
+	return s
+}
+
+func newPlanner(tr *translate.Translator, logger klog.Logger, steps []string, vsphereKeys ...string) *planner {
+	return &planner{vsphereKeys: vsphereKeys, tr: tr, logger: logger, plan: &Plan{FeatureGates: steps}, podsByClaim: map[string][]string{},
+		secrets: map[string]*v1.Secret{}, clusters: map[string]ceph.ClusterEntry{}, userFinding: map[int]int{}, fsSecrets: map[string]SecretPlan{}}
+}
+
+// Add implements Sink.
+func (p *planner) Add(obj any) {
+	switch o := obj.(type) {
+	case *v1.PersistentVolume:
+		p.addPV(o)
+	case *v1.Pod:
+		p.addPod(o)
+	case *storagev1.StorageClass:
+		p.addStorageClass(o)
+	case *storagev1.CSINode:
+		for _, d := range o.Spec.Drivers {
+			if d.Name != vsphere.DriverName {
+				continue
+			}
+			for _, k := range p.vsphereKeys {
+				if !slices.Contains(d.TopologyKeys, k) {
+					p.mismatches = append(p.mismatches, fmt.Sprintf("%s reports %v", o.Name, d.TopologyKeys))
+					break
+				}
+			}
 		}
-		for _, vol := range pod.Spec.Volumes {
-			if vol.PersistentVolumeClaim != nil {
-				k := claimKey(pod.Namespace, vol.PersistentVolumeClaim.ClaimName)
-				podsByClaim[k] = append(podsByClaim[k], pod.Namespace+"/"+pod.Name)
+	case *v1.Secret:
+		slim := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}, Data: map[string][]byte{}}
+		data := secrets.SecretStringData(o)
+		if data[secrets.CephInTreeKey] != "" {
+			slim.Data[secrets.CephInTreeKey] = []byte("set")
+		}
+		if id, ok := data[secrets.CephMigrationUserKey]; ok {
+			slim.Data[secrets.CephMigrationUserKey] = []byte(id)
+		}
+		p.secrets[claimKey(o.Namespace, o.Name)] = slim
+	}
+}
+
+func (p *planner) addPV(pv *v1.PersistentVolume) {
+	name := plugins.InTreeNameOfPV(pv)
+	if name == "" {
+		return
+	}
+	vp := VolumePlan{Name: pv.Name, Plugin: name}
+	if pv.Spec.ClaimRef != nil {
+		vp.Claim = claimKey(pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name)
+	}
+	idx := len(p.plan.Volumes)
+	if !p.tr.IsPVMigratable(pv) {
+		vp.Reason = "no migration plugin registered for " + name
+		p.plan.Volumes = append(p.plan.Volumes, vp)
+		p.plan.Blocked = true
+		return
+	}
+	vp.Driver, _ = p.tr.GetCSINameFromInTreeName(name)
+	for _, f := range p.tr.CheckPV(pv) {
+		if f.Code == rbd.FindingNonAdminUser {
+			p.userFinding[idx] = len(vp.Findings)
+		}
+		vp.Findings = append(vp.Findings, f)
+	}
+	out, err := p.tr.TranslateInTreePVToCSI(p.logger, pv)
+	if err != nil {
+		vp.Reason = err.Error()
+	} else {
+		vp.Migratable = true
+		vp.Handle = out.Spec.CSI.VolumeHandle
+	}
+	for _, f := range vp.Findings {
+		if f.Severity == plugins.SeverityBlocker {
+			vp.Migratable = false
+			if vp.Reason == "" {
+				vp.Reason = f.Message
 			}
 		}
 	}
-	clusters := map[string]ceph.ClusterEntry{}
+	if !vp.Migratable {
+		p.plan.Blocked = true
+	}
+	switch {
+	case pv.Spec.RBD != nil:
+		p.addCluster(pv.Spec.RBD.CephMonitors)
+		if ref := pv.Spec.RBD.SecretRef; ref != nil {
+			p.rbdSecrets = append(p.rbdSecrets, rbdSecretNeed{ns: ref.Namespace, name: ref.Name, user: pv.Spec.RBD.RadosUser, volume: idx})
+		}
+	case pv.Spec.CephFS != nil:
+		p.addCluster(pv.Spec.CephFS.Monitors)
+		if err == nil && out.Spec.CSI.NodeStageSecretRef != nil && pv.Spec.CephFS.SecretRef != nil && pv.Annotations[cephfs.AnnNodeStageSecret] == "" {
+			ref := out.Spec.CSI.NodeStageSecretRef
+			p.fsSecrets[claimKey(ref.Namespace, ref.Name)] = (SecretPlan{Namespace: ref.Namespace, Name: ref.Name, Action: "create",
+				From: claimKey(ref.Namespace, pv.Spec.CephFS.SecretRef.Name), Fields: []string{secrets.CephUserID, secrets.CephUserKey},
+				Reason: "Ceph CSI stages static CephFS volumes with userID/userKey; the in-tree secret stays as it is"})
+		}
+	}
+	p.plan.Volumes = append(p.plan.Volumes, vp)
+}
+
+func (p *planner) addCluster(mons []string) {
+	e := ceph.EntryFor(mons)
+	p.clusters[e.ClusterID] = e
+}
+
+func (p *planner) addPod(pod *v1.Pod) {
+	running := pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed
+	for i := range pod.Spec.Volumes {
+		vol := &pod.Spec.Volumes[i]
+		if vol.PersistentVolumeClaim != nil && running {
+			k := claimKey(pod.Namespace, vol.PersistentVolumeClaim.ClaimName)
+			p.podsByClaim[k] = append(p.podsByClaim[k], pod.Namespace+"/"+pod.Name)
+		}
+		name := plugins.InTreeNameOfVolume(vol)
+		if name == "" {
+			continue
+		}
+		ip := InlinePlan{Pod: pod.Namespace + "/" + pod.Name, Volume: vol.Name, Plugin: name}
+		if _, err := p.tr.TranslateInTreeInlineVolumeToCSI(p.logger, vol, pod.Namespace); err != nil {
+			ip.Reason = err.Error()
+		} else {
+			ip.Migratable = true
+			if vol.RBD != nil {
+				p.addCluster(vol.RBD.CephMonitors)
+				if vol.RBD.SecretRef != nil {
+					p.rbdSecrets = append(p.rbdSecrets, rbdSecretNeed{ns: pod.Namespace, name: vol.RBD.SecretRef.Name, user: vol.RBD.RadosUser, volume: -1})
+				}
+			}
+			if vol.VsphereVolume != nil {
+				ip.Migratable = false
+				ip.Reason = "the vSphere CSI driver does not support inline volumes after migration: move it to a PV and PVC"
+			}
+		}
+		if !ip.Migratable {
+			p.plan.Blocked = true
+		}
+		p.plan.InlineVolumes = append(p.plan.InlineVolumes, ip)
+	}
+}
+
+func (p *planner) addStorageClass(sc *storagev1.StorageClass) {
+	if !p.tr.IsMigratableIntreePluginByName(sc.Provisioner) {
+		return
+	}
+	sp := StorageClassPlan{Name: sc.Name, From: sc.Provisioner}
+	out, err := p.tr.TranslateInTreeStorageClassToCSI(p.logger, sc.Provisioner, sc)
+	if err != nil {
+		sp.Reason = err.Error()
+		p.plan.Blocked = true
+	} else {
+		sp.Migratable, sp.To = true, out.Provisioner
+		if d := out.Annotations[rbd.AnnDroppedParameters]; d != "" {
+			sp.Reason = "parameters without a Ceph CSI counterpart are dropped: " + d
+		}
+		if mons := out.Parameters["monitors"]; mons != "" && sc.Provisioner == rbd.PluginName {
+			e := ceph.ClusterEntry{ClusterID: out.Parameters["clusterID"], Monitors: strings.Split(mons, ",")}
+			p.clusters[e.ClusterID] = e
+		}
+	}
+	p.plan.StorageClasses = append(p.plan.StorageClasses, sp)
+}
+
+// finish settles what depended on later objects and returns the plan.
+func (p *planner) finish() *Plan {
+	plan := p.plan
+	if len(p.mismatches) > 0 {
+		plan.Hazards = append(plan.Hazards, plugins.Finding{Code: vsphere.FindingTopologyKeyUnused, Severity: plugins.SeverityBlocker,
+			Field:   "CSINode.spec.drivers[csi.vsphere.vmware.com].topologyKeys",
+			Message: fmt.Sprintf("translation writes topology keys %v, but the vSphere CSI driver on %d node(s) reports other keys (%s): migrated PVs would not schedule", p.vsphereKeys, len(p.mismatches), strings.Join(first(p.mismatches, 3), "; ")),
+			Remedy:  "run csimigrate with -vsphere-topology-categories matching the driver's [Labels] topology-categories (or -vsphere-legacy-topology)"})
+		plan.Blocked = true
+	}
+	for i := range plan.Volumes {
+		if c := plan.Volumes[i].Claim; c != "" {
+			plan.Volumes[i].InUseBy = p.podsByClaim[c]
+		}
+	}
 	secretPlans := map[string]*SecretPlan{}
-	addSecret := func(sp SecretPlan) {
+	add := func(sp SecretPlan) {
 		k := sp.Namespace + "/" + sp.Name + "/" + sp.Action
 		if old, ok := secretPlans[k]; ok {
 			old.Fields = slices.Compact(slices.Sorted(slices.Values(append(old.Fields, sp.Fields...))))
@@ -104,140 +294,39 @@ func buildPlan(inv *Inventory, tr *translate.Translator, logger klog.Logger, ste
 		}
 		secretPlans[k] = &sp
 	}
-	for _, pv := range inv.PVs {
-		name := plugins.InTreeNameOfPV(pv)
-		if name == "" {
-			continue
-		}
-		vp := VolumePlan{Name: pv.Name, Plugin: name}
-		if pv.Spec.ClaimRef != nil {
-			vp.Claim = claimKey(pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name)
-			vp.InUseBy = podsByClaim[vp.Claim]
-		}
-		if !tr.IsPVMigratable(pv) {
-			vp.Reason = "no migration plugin registered for " + name
-			p.Volumes = append(p.Volumes, vp)
-			p.Blocked = true
-			continue
-		}
-		vp.Driver, _ = tr.GetCSINameFromInTreeName(name)
-		for _, f := range tr.CheckPV(pv) {
-			// The secret is in the input and already names the user.
-			if f.Code == rbd.FindingNonAdminUser && pv.Spec.RBD.SecretRef != nil {
-				if s, ok := secretsByKey[claimKey(pv.Spec.RBD.SecretRef.Namespace, pv.Spec.RBD.SecretRef.Name)]; ok {
-					if fixes, err := secrets.CephMigrationSecretFixes(s, pv.Spec.RBD.RadosUser); err == nil && len(fixes) == 0 {
-						continue
-					}
-				}
-			}
-			vp.Findings = append(vp.Findings, f)
-		}
-		out, err := tr.TranslateInTreePVToCSI(logger, pv)
-		switch {
-		case err != nil:
-			vp.Reason = err.Error()
-		default:
-			vp.Migratable = true
-			vp.Handle = out.Spec.CSI.VolumeHandle
-		}
-		for _, f := range vp.Findings {
-			if f.Severity == plugins.SeverityBlocker {
-				vp.Migratable = false
-				if vp.Reason == "" {
-					vp.Reason = f.Message
-				}
+	drop := map[int]bool{}
+	for _, need := range p.rbdSecrets {
+		s, ok := p.secrets[claimKey(need.ns, need.name)]
+		if ok && need.volume >= 0 {
+			if fixes, err := secrets.CephMigrationSecretFixes(s, need.user); err == nil && len(fixes) == 0 {
+				drop[need.volume] = true // the secret already names the user
 			}
 		}
-		if !vp.Migratable {
-			p.Blocked = true
-		}
-		switch {
-		case pv.Spec.RBD != nil:
-			e := ceph.EntryFor(pv.Spec.RBD.CephMonitors)
-			clusters[e.ClusterID] = e
-			if ref := pv.Spec.RBD.SecretRef; ref != nil {
-				planRBDSecret(ref.Namespace, ref.Name, pv.Spec.RBD.RadosUser, secretsByKey, addSecret)
-			}
-		case pv.Spec.CephFS != nil:
-			e := ceph.EntryFor(pv.Spec.CephFS.Monitors)
-			clusters[e.ClusterID] = e
-			if err == nil && out.Spec.CSI.NodeStageSecretRef != nil && pv.Spec.CephFS.SecretRef != nil && pv.Annotations[cephfs.AnnNodeStageSecret] == "" {
-				ref := out.Spec.CSI.NodeStageSecretRef
-				from := claimKey(ref.Namespace, pv.Spec.CephFS.SecretRef.Name)
-				sp := SecretPlan{Namespace: ref.Namespace, Name: ref.Name, Action: "create", From: from,
-					Fields: []string{secrets.CephUserID, secrets.CephUserKey},
-					Reason: "Ceph CSI stages static CephFS volumes with userID/userKey; the in-tree secret stays as it is"}
-				if _, ok := secretsByKey[from]; !ok {
-					sp.Reason += " (source secret not in the input)"
-				}
-				addSecret(sp)
-			}
-		}
-		p.Volumes = append(p.Volumes, vp)
+		planRBDSecret(need.ns, need.name, need.user, p.secrets, add)
 	}
-	for _, pod := range inv.Pods {
-		for i := range pod.Spec.Volumes {
-			vol := &pod.Spec.Volumes[i]
-			name := plugins.InTreeNameOfVolume(vol)
-			if name == "" {
-				continue
+	for vi, fi := range p.userFinding {
+		if drop[vi] {
+			f := plan.Volumes[vi].Findings
+			plan.Volumes[vi].Findings = append(f[:fi:fi], f[fi+1:]...)
+			if len(plan.Volumes[vi].Findings) == 0 {
+				plan.Volumes[vi].Findings = nil
 			}
-			ip := InlinePlan{Pod: pod.Namespace + "/" + pod.Name, Volume: vol.Name, Plugin: name}
-			if _, err := tr.TranslateInTreeInlineVolumeToCSI(logger, vol, pod.Namespace); err != nil {
-				ip.Reason = err.Error()
-			} else {
-				ip.Migratable = true
-				if vol.RBD != nil {
-					e := ceph.EntryFor(vol.RBD.CephMonitors)
-					clusters[e.ClusterID] = e
-					if vol.RBD.SecretRef != nil {
-						planRBDSecret(pod.Namespace, vol.RBD.SecretRef.Name, vol.RBD.RadosUser, secretsByKey, addSecret)
-					}
-				}
-				if vol.VsphereVolume != nil {
-					ip.Migratable = false
-					ip.Reason = "the vSphere CSI driver does not support inline volumes after migration: move it to a PV and PVC"
-				}
-			}
-			if !ip.Migratable {
-				p.Blocked = true
-			}
-			p.InlineVolumes = append(p.InlineVolumes, ip)
 		}
 	}
-	for _, sc := range inv.StorageClasses {
-		if !tr.IsMigratableIntreePluginByName(sc.Provisioner) {
-			continue
+	for _, k := range slices.Sorted(mapKeys(p.fsSecrets)) {
+		sp := p.fsSecrets[k]
+		if _, ok := p.secrets[sp.From]; !ok {
+			sp.Reason += " (source secret not in the input)"
 		}
-		sp := StorageClassPlan{Name: sc.Name, From: sc.Provisioner}
-		out, err := tr.TranslateInTreeStorageClassToCSI(logger, sc.Provisioner, sc)
-		if err != nil {
-			sp.Reason = err.Error()
-			p.Blocked = true
-		} else {
-			sp.Migratable, sp.To = true, out.Provisioner
-			if d := out.Annotations[rbd.AnnDroppedParameters]; d != "" {
-				sp.Reason = "parameters without a Ceph CSI counterpart are dropped: " + d
-			}
-			if mons := out.Parameters["monitors"]; mons != "" && sc.Provisioner == rbd.PluginName {
-				e := ceph.ClusterEntry{ClusterID: out.Parameters["clusterID"], Monitors: strings.Split(mons, ",")}
-				clusters[e.ClusterID] = e
-			}
-		}
-		p.StorageClasses = append(p.StorageClasses, sp)
+		add(sp)
 	}
-	for _, id := range slices.Sorted(mapKeys(clusters)) {
-		p.CephClusters = append(p.CephClusters, clusters[id])
+	for _, id := range slices.Sorted(mapKeys(p.clusters)) {
+		plan.CephClusters = append(plan.CephClusters, p.clusters[id])
 	}
-	keys := make([]string, 0, len(secretPlans))
-	for k := range secretPlans {
-		keys = append(keys, k)
+	for _, k := range slices.Sorted(mapKeys(secretPlans)) {
+		plan.Secrets = append(plan.Secrets, *secretPlans[k])
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		p.Secrets = append(p.Secrets, *secretPlans[k])
-	}
-	return p
+	return plan
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {

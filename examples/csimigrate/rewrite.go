@@ -162,7 +162,6 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c.register(fs, "script|yaml")
 	apply := fs.Bool("apply", false, "carry out the rewrite against the cluster of -kubeconfig")
 	dry := fs.Bool("dry-run", false, "with -apply: use the API server's server-side dry run")
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster for -apply (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	stateNS := fs.String("state-namespace", "kube-system", "namespace of the ConfigMaps that hold replacements between steps")
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -173,7 +172,7 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if *apply {
-		client, err := clientFor(*kubeconfig)
+		client, err := clientFor(c.kubeconfig)
 		if err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return exitUsage
@@ -197,8 +196,8 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "csimigrate rewrite: -o %q: want script or yaml\n", c.output)
 		return exitUsage
 	}
-	inv, err := c.read(stdin, stderr)
-	if err != nil {
+	inv := &Inventory{}
+	if err := c.read(stdin, stderr, inv); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitInput
 	}
