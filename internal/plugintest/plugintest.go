@@ -232,3 +232,36 @@ func find(v reflect.Value, path string, seen map[uintptr]string) string {
 	})
 	return hit
 }
+
+// Benchmarks reports, for pv, the DeepCopy floor and the plugin's forward and
+// reverse PV translations, as sub-benchmarks named DeepCopyFloor,
+// TranslateInTreePVToCSI and TranslateCSIPVToInTree.
+func Benchmarks(b *testing.B, p plugins.InTreePlugin, pv *v1.PersistentVolume) {
+	logger := klog.Background().V(100)
+	b.Run("DeepCopyFloor", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = pv.DeepCopy()
+		}
+	})
+	b.Run("TranslateInTreePVToCSI", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := p.TranslateInTreePVToCSI(logger, pv); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	csi, err := p.TranslateInTreePVToCSI(logger, pv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("TranslateCSIPVToInTree", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := p.TranslateCSIPVToInTree(csi); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/csimigrate/csimigrate/internal/plugintest"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
 	"github.com/csimigrate/csimigrate/volumeid"
 )
@@ -21,37 +22,8 @@ func benchPV() *v1.PersistentVolume {
 	return p
 }
 
-func BenchmarkDeepCopyFloor(b *testing.B) {
-	in := benchPV()
-	b.ReportAllocs()
-	for b.Loop() {
-		_ = in.DeepCopy()
-	}
-}
-
-func BenchmarkTranslateInTreePVToCSI(b *testing.B) {
-	p := cephfs.New(cephfs.Options{})
-	in := benchPV()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := p.TranslateInTreePVToCSI(logger, in); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkTranslateCSIPVToInTree(b *testing.B) {
-	p := cephfs.New(cephfs.Options{})
-	csi, err := p.TranslateInTreePVToCSI(logger, benchPV())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := p.TranslateCSIPVToInTree(csi); err != nil {
-			b.Fatal(err)
-		}
-	}
+func BenchmarkPV(b *testing.B) {
+	plugintest.Benchmarks(b, cephfs.New(cephfs.Options{}), benchPV())
 }
 
 func BenchmarkParseCephFSHandle(b *testing.B) {

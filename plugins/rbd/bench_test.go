@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/csimigrate/csimigrate/internal/plugintest"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/volumeid"
 )
@@ -40,45 +41,14 @@ var benchPVs = []struct {
 	pv   func() *v1.PersistentVolume
 }{{"stored", storedPV}, {"minimal", refPV}}
 
-// The floor: a translation may not modify its input, so it copies.
-func BenchmarkDeepCopyFloor(b *testing.B) {
+// BenchmarkPV runs the floor (DeepCopy: a translation may not modify its
+// input, so it copies) and both translations on a PV as the API server
+// stores it and on a minimal one.
+func BenchmarkPV(b *testing.B) {
 	for _, bp := range benchPVs {
 		b.Run(bp.name, func(b *testing.B) {
-			pv := bp.pv()
-			b.ReportAllocs()
-			for b.Loop() {
-				_ = pv.DeepCopy()
-			}
+			plugintest.Benchmarks(b, rbd.New(rbd.Options{}), bp.pv())
 		})
-	}
-}
-
-func BenchmarkTranslateInTreePVToCSI(b *testing.B) {
-	p := rbd.New(rbd.Options{})
-	for _, bp := range benchPVs {
-		b.Run(bp.name, func(b *testing.B) {
-			pv := bp.pv()
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := p.TranslateInTreePVToCSI(logger, pv); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
-func BenchmarkTranslateCSIPVToInTree(b *testing.B) {
-	p := rbd.New(rbd.Options{})
-	csi, err := p.TranslateInTreePVToCSI(logger, storedPV())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := p.TranslateCSIPVToInTree(csi); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
 

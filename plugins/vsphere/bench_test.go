@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/csimigrate/csimigrate/internal/plugintest"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
 )
 
@@ -19,37 +20,8 @@ func benchPV() *v1.PersistentVolume {
 	return pv
 }
 
-func BenchmarkDeepCopyFloor(b *testing.B) {
-	pv := benchPV()
-	b.ReportAllocs()
-	for b.Loop() {
-		_ = pv.DeepCopy()
-	}
-}
-
-func BenchmarkTranslateInTreePVToCSI(b *testing.B) {
-	p := vsphere.New(vsphere.Options{})
-	pv := benchPV()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := p.TranslateInTreePVToCSI(logger, pv); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkTranslateCSIPVToInTree(b *testing.B) {
-	p := vsphere.New(vsphere.Options{})
-	csi, err := p.TranslateInTreePVToCSI(logger, benchPV())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := p.TranslateCSIPVToInTree(csi); err != nil {
-			b.Fatal(err)
-		}
-	}
+func BenchmarkPV(b *testing.B) {
+	plugintest.Benchmarks(b, vsphere.New(vsphere.Options{}), benchPV())
 }
 
 func BenchmarkParseVersion(b *testing.B) {
