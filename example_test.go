@@ -2,6 +2,7 @@ package csimigrate_test
 
 import (
 	"fmt"
+	"log"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +15,7 @@ import (
 func Example() {
 	tr, err := translate.New()
 	if err != nil {
-		panic(err)
+		log.Fatal(err)
 	}
 	pv := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: "pvc-1"},
@@ -30,14 +31,14 @@ func Example() {
 	}
 	csi, err := tr.TranslateInTreePVToCSI(klog.Background(), pv)
 	if err != nil {
-		panic(err)
+		log.Fatal(err)
 	}
 	fmt.Println(csi.Spec.CSI.Driver)
 	fmt.Println(csi.Spec.CSI.VolumeHandle)
 	fmt.Println(csi.Spec.CSI.NodeExpandSecretRef.Name)
 	back, err := tr.TranslateCSIPVToInTree(csi)
 	if err != nil {
-		panic(err)
+		log.Fatal(err)
 	}
 	fmt.Println(back.Spec.RBD.RBDImage == pv.Spec.RBD.RBDImage, back.Annotations == nil)
 	// Output:
