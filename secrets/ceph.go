@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -130,7 +131,7 @@ func CephMigrationSecretFixes(secret *v1.Secret, user string) ([]Fix, error) {
 	}
 	data := SecretStringData(secret)
 	if data[CephInTreeKey] == "" {
-		return nil, fmt.Errorf("%w: secret %s/%s has no non-empty %q (fields: %q)", ErrCephNoKey, secret.Namespace, secret.Name, CephInTreeKey, slices.Sorted(mapKeys(data)))
+		return nil, fmt.Errorf("%w: secret %s/%s has no non-empty %q (fields: %q)", ErrCephNoKey, secret.Namespace, secret.Name, CephInTreeKey, slices.Sorted(maps.Keys(data)))
 	}
 	if user == "" {
 		user = CephDefaultUser
@@ -144,16 +145,6 @@ func CephMigrationSecretFixes(secret *v1.Secret, user string) ([]Fix, error) {
 	}
 	return []Fix{{Namespace: secret.Namespace, Name: secret.Name, Field: CephMigrationUserKey, Value: user,
 		Reason: fmt.Sprintf("migrated volumes of RADOS user %q would otherwise connect as %q", user, got)}}, nil
-}
-
-func mapKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // InTreeCephKey returns the key an in-tree Ceph plugin reads from a secret:
@@ -174,7 +165,7 @@ func InTreeCephKey(secret *v1.Secret) (Value, error) {
 	if secret != nil {
 		name = secret.Namespace + "/" + secret.Name
 	}
-	return Value{}, fmt.Errorf("%w: secret %s has fields %q; want a non-empty %q or a single field", ErrCephNoKey, name, slices.Sorted(mapKeys(data)), CephInTreeKey)
+	return Value{}, fmt.Errorf("%w: secret %s has fields %q; want a non-empty %q or a single field", ErrCephNoKey, name, slices.Sorted(maps.Keys(data)), CephInTreeKey)
 }
 
 // CephFSCSISecretName returns the name of the CSI secret derived for a

@@ -14,6 +14,7 @@ package translate
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -162,7 +163,7 @@ func New(opts ...Option) (*Translator, error) {
 	for name := range c.disabledPlugin {
 		delete(t.byInTree, name)
 	}
-	for _, name := range slices.Sorted(mapsKeys(t.byInTree)) {
+	for _, name := range slices.Sorted(maps.Keys(t.byInTree)) {
 		p := t.byInTree[name]
 		d := p.GetCSIPluginName()
 		if other, ok := t.byDriver[d]; ok {
@@ -191,16 +192,6 @@ func withVSphereDefaults(c config) vsphere.Options {
 	return c.vsphereOpts
 }
 
-func mapsKeys(m map[string]plugins.InTreePlugin) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
 // Default returns a Translator with the built-in plugins and default options.
 func Default() *Translator {
 	t, err := New()
@@ -214,7 +205,7 @@ func Default() *Translator {
 // Plugins returns the registered plugins sorted by in-tree name.
 func (t *Translator) Plugins() []plugins.InTreePlugin {
 	out := make([]plugins.InTreePlugin, 0, len(t.byInTree))
-	for _, n := range slices.Sorted(mapsKeys(t.byInTree)) {
+	for _, n := range slices.Sorted(maps.Keys(t.byInTree)) {
 		out = append(out, t.byInTree[n])
 	}
 	return out

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -64,32 +66,8 @@ func (a *applier) step(pv, what string) error {
 
 // prepare builds the CSI replacement of a live in-tree PV.
 func (a *applier) prepare(cur *v1.PersistentVolume) (*v1.PersistentVolume, error) {
-	csi, err := a.tr.TranslateInTreePVToCSI(a.logger, cur)
-	if err != nil {
-		return nil, err
-	}
-	restore := v1.PersistentVolumeReclaimRetain
-	if orig, ok := cur.Annotations[AnnReclaimPolicy]; ok {
-		restore = v1.PersistentVolumeReclaimPolicy(orig)
-	}
-	for _, f := range a.tr.CheckPV(cur) {
-		if f.Severity == plugins.SeverityBlocker {
-			return nil, fmt.Errorf("%s: %s", f.Code, f.Message)
-		}
-		if f.Code == "RBDHandleResolvesElsewhere" {
-			restore = v1.PersistentVolumeReclaimRetain
-		}
-	}
-	cleanPV(csi)
-	csi.Finalizers = nil
-	delete(csi.Annotations, AnnReclaimPolicy)
-	if csi.Annotations == nil {
-		csi.Annotations = map[string]string{}
-	}
-	csi.Annotations[AnnReclaimPolicy] = string(restore)
-	csi.Annotations[AnnMigratedFrom] = plugins.InTreeNameOfPV(cur)
-	csi.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
-	return csi, nil
+	r, err := replacement(a.tr, a.logger, cur)
+	return r.CSI, err
 }
 
 // rewrite replaces one PV, resuming from whatever state the cluster is in.
@@ -232,7 +210,7 @@ func (a *applier) rewriteAll(ctx context.Context) (int, error) {
 		}
 	}
 	var errs []error
-	for _, name := range mapsSorted(names) {
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		if err := a.rewrite(ctx, name, names[name]); err != nil {
 			if errors.Is(err, errInterrupted) {
 				return len(names), err
@@ -279,8 +257,4 @@ func (a *applier) dryRun(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func mapsSorted(m map[string]string) []string {
-	return sortedKeys(m)
 }

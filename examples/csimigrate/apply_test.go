@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,7 +53,7 @@ func seed(t *testing.T, c kubernetes.Interface, ns string) []string {
 		"vsphere": {VsphereVolume: &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[vsanDatastore] kubevols/" + ns + ".vmdk", StoragePolicyName: "gold"}},
 	}
 	var names []string
-	for _, kind := range sortedKeys(sources) {
+	for _, kind := range slices.Sorted(maps.Keys(sources)) {
 		name := ns + "-" + kind
 		pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &v1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: kind, Namespace: ns},

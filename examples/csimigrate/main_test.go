@@ -178,7 +178,7 @@ func TestRewriteKeepsClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp, _ := buildRewrite(inv, tr, &c)
+	rp, _ := buildRewrite(inv, tr)
 	byName := map[string]*v1.PersistentVolume{}
 	for _, pv := range inv.PVs {
 		byName[pv.Name] = pv

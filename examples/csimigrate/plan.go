@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -313,30 +314,20 @@ func (p *planner) finish() *Plan {
 			}
 		}
 	}
-	for _, k := range slices.Sorted(mapKeys(p.fsSecrets)) {
+	for _, k := range slices.Sorted(maps.Keys(p.fsSecrets)) {
 		sp := p.fsSecrets[k]
 		if _, ok := p.secrets[sp.From]; !ok {
 			sp.Reason += " (source secret not in the input)"
 		}
 		add(sp)
 	}
-	for _, id := range slices.Sorted(mapKeys(p.clusters)) {
+	for _, id := range slices.Sorted(maps.Keys(p.clusters)) {
 		plan.CephClusters = append(plan.CephClusters, p.clusters[id])
 	}
-	for _, k := range slices.Sorted(mapKeys(secretPlans)) {
+	for _, k := range slices.Sorted(maps.Keys(secretPlans)) {
 		plan.Secrets = append(plan.Secrets, *secretPlans[k])
 	}
 	return plan
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 func planRBDSecret(ns, name, user string, have map[string]*v1.Secret, add func(SecretPlan)) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -9,10 +10,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -43,8 +46,51 @@ type RewritePV struct {
 	CSI           *v1.PersistentVolume
 }
 
-// buildRewrite translates every migratable in-tree PV for the rewrite.
-func buildRewrite(inv *Inventory, tr *translate.Translator, c *common) (*RewritePlan, []error) {
+// replacement builds the CSI PV that replaces an in-tree PV: translated,
+// cleared of server-set fields and finalizers, reclaim policy Retain until the
+// last step, and the policy to restore recorded in AnnReclaimPolicy. The
+// policy to restore is the one recorded by an earlier Retain step, else the
+// PV's own; it stays Retain for RBD images whose handle Ceph CSI resolves to
+// another image. A blocking finding is an error.
+func replacement(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolume) (RewritePV, error) {
+	csi, err := tr.TranslateInTreePVToCSI(logger, pv)
+	if err != nil {
+		return RewritePV{}, err
+	}
+	restore := pv.Spec.PersistentVolumeReclaimPolicy
+	if orig, ok := pv.Annotations[AnnReclaimPolicy]; ok {
+		restore = v1.PersistentVolumeReclaimPolicy(orig)
+	}
+	if restore == "" {
+		restore = v1.PersistentVolumeReclaimRetain
+	}
+	var blockers, hazard []string
+	for _, f := range tr.CheckPV(pv) {
+		if f.Severity == plugins.SeverityBlocker {
+			blockers = append(blockers, f.Code+": "+f.Message)
+		}
+		if f.Code == rbd.FindingHandleResolvesElsewhere && restore != v1.PersistentVolumeReclaimRetain {
+			restore = v1.PersistentVolumeReclaimRetain
+			hazard = append(hazard, "reclaim policy kept at Retain: Ceph CSI would delete another image")
+		}
+	}
+	if len(blockers) > 0 {
+		return RewritePV{}, errors.New(strings.Join(blockers, "; "))
+	}
+	cleanPV(csi)
+	csi.Finalizers = nil
+	if csi.Annotations == nil {
+		csi.Annotations = map[string]string{}
+	}
+	csi.Annotations[AnnReclaimPolicy] = string(restore)
+	csi.Annotations[AnnMigratedFrom] = plugins.InTreeNameOfPV(pv)
+	csi.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
+	return RewritePV{Name: pv.Name, Driver: csi.Spec.CSI.Driver, OriginalPolicy: pv.Spec.PersistentVolumeReclaimPolicy,
+		RestorePolicy: restore, Hazard: strings.Join(hazard, "; "), CSI: csi}, nil
+}
+
+// buildRewrite prepares the replacement of every migratable in-tree PV.
+func buildRewrite(inv *Inventory, tr *translate.Translator) (*RewritePlan, []error) {
 	logger := klog0()
 	var rp RewritePlan
 	var errs []error
@@ -52,42 +98,13 @@ func buildRewrite(inv *Inventory, tr *translate.Translator, c *common) (*Rewrite
 		if plugins.InTreeNameOfPV(pv) == "" || !tr.IsPVMigratable(pv) {
 			continue
 		}
-		csi, err := tr.TranslateInTreePVToCSI(logger, pv)
+		r, err := replacement(tr, logger, pv)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("PersistentVolume %s: %w", pv.Name, err))
 			continue
 		}
-		blocked := false
-		restore := pv.Spec.PersistentVolumeReclaimPolicy
-		if restore == "" {
-			restore = v1.PersistentVolumeReclaimRetain
-		}
-		var hazard []string
-		for _, f := range tr.CheckPV(pv) {
-			if f.Severity == plugins.SeverityBlocker {
-				blocked = true
-				errs = append(errs, fmt.Errorf("PersistentVolume %s: %s: %s", pv.Name, f.Code, f.Message))
-			}
-			if f.Code == "RBDHandleResolvesElsewhere" && restore == v1.PersistentVolumeReclaimDelete {
-				restore = v1.PersistentVolumeReclaimRetain
-				hazard = append(hazard, "reclaim policy kept at Retain: Ceph CSI would delete another image")
-			}
-		}
-		if blocked {
-			continue
-		}
-		cleanPV(csi)
-		csi.Finalizers = nil
-		if csi.Annotations == nil {
-			csi.Annotations = map[string]string{}
-		}
-		csi.Annotations[AnnReclaimPolicy] = string(restore)
-		csi.Annotations[AnnMigratedFrom] = plugins.InTreeNameOfPV(pv)
-		csi.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
-		rp.PVs = append(rp.PVs, RewritePV{Name: pv.Name, Driver: csi.Spec.CSI.Driver, OriginalPolicy: pv.Spec.PersistentVolumeReclaimPolicy,
-			RestorePolicy: restore, Hazard: strings.Join(hazard, "; "), CSI: csi})
+		rp.PVs = append(rp.PVs, r)
 	}
-	_ = c
 	return &rp, errs
 }
 
@@ -201,7 +218,7 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitInput
 	}
-	rp, errs := buildRewrite(inv, tr, &c)
+	rp, errs := buildRewrite(inv, tr)
 	for _, err := range errs {
 		fmt.Fprintln(stderr, err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"slices"
 
 	"k8s.io/klog/v2"
 )
@@ -13,12 +12,3 @@ func jsonString(v any) (string, error) {
 }
 
 func klog0() klog.Logger { return klog.Background().V(100) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}

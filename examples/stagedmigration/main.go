@@ -9,6 +9,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 
@@ -27,13 +28,7 @@ func (c *cluster) apply(s featuregate.Step, w io.Writer) {
 		c.obs.Hibernated = false
 		fmt.Fprintln(w, "   world: the cluster wakes up")
 	case featuregate.ActionRequeue:
-		nodes := slices.Sorted(func(yield func(string) bool) {
-			for n := range c.obs.KubeletMinors {
-				if !yield(n) {
-					return
-				}
-			}
-		})
+		nodes := slices.Sorted(maps.Keys(c.obs.KubeletMinors))
 		for _, n := range nodes {
 			if c.obs.KubeletMinors[n] < c.obs.Minor {
 				c.obs.KubeletMinors[n] = c.obs.Minor
@@ -47,13 +42,7 @@ func (c *cluster) apply(s featuregate.Step, w io.Writer) {
 		})
 		fmt.Fprintf(w, "   world: deleted StorageClasses %v (the CSI ones are created under the same names)\n", s.StorageClasses)
 	case featuregate.ActionAnnotate:
-		for _, k := range slices.Sorted(func(yield func(string) bool) {
-			for k := range s.Annotations {
-				if !yield(k) {
-					return
-				}
-			}
-		}) {
+		for _, k := range slices.Sorted(maps.Keys(s.Annotations)) {
 			c.obs.Annotations[k] = s.Annotations[k]
 			fmt.Fprintf(w, "   world: annotated %s=%s\n", k, s.Annotations[k])
 		}

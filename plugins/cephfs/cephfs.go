@@ -203,8 +203,12 @@ type source struct {
 	readOnly   bool
 }
 
-// translate builds the CSI source; object names the object for errors.
-func (p *Plugin) translate(object string, fp *field.Path, s source, mountOptions []string, stageOverride string, claimNS string) (*v1.CSIPersistentVolumeSource, []string, bool, error) {
+// stageSecret checks what a translation needs of a source and returns the
+// node-stage reference: the CSI secret an administrator named in
+// AnnNodeStageSecret, else the one derived from the in-tree secret and user
+// (in the claim's namespace when the in-tree one is empty). A volume with
+// neither is secretFile-only. kind and name identify the object for errors.
+func stageSecret(kind, name string, fp *field.Path, s source, stageOverride, claimNS string) (*v1.SecretReference, error) {
 	var errs field.ErrorList
 	if len(s.mons) == 0 {
 		errs = append(errs, field.Required(fp.Child("monitors"), "at least one Ceph monitor (host:port) is required"))
@@ -227,14 +231,21 @@ func (p *Plugin) translate(object string, fp *field.Path, s source, mountOptions
 				"the secret's namespace is empty (in-tree: the pod's) and the PV has no claimRef to take it from"))
 		}
 		stage = &v1.SecretReference{Namespace: ns, Name: secrets.CephFSCSISecretName(s.secretRef.Name, s.user)}
-	default:
-		if len(errs) > 0 {
-			break
-		}
-		return nil, nil, false, &secretFileOnlyError{object: object}
+	case len(errs) == 0:
+		return nil, &secretFileOnlyError{object: kind + " \"" + name + "\""}
 	}
 	if len(errs) > 0 {
-		return nil, nil, false, &plugins.InvalidError{Kind: strings.SplitN(object, " ", 2)[0], Name: nameOf(object), Errs: errs}
+		return nil, &plugins.InvalidError{Kind: kind, Name: name, Errs: errs}
+	}
+	return stage, nil
+}
+
+// translate builds the CSI source, the mount options without the file-system
+// name, and whether one was found.
+func translate(kind, name string, fp *field.Path, s source, mountOptions []string, stageOverride, claimNS string) (*v1.CSIPersistentVolumeSource, []string, bool, error) {
+	stage, err := stageSecret(kind, name, fp, s, stageOverride, claimNS)
+	if err != nil {
+		return nil, nil, false, err
 	}
 	root := RootPath(s.path)
 	fsName, rest, found := FSNameFromMountOptions(mountOptions)
@@ -254,9 +265,16 @@ func (p *Plugin) translate(object string, fp *field.Path, s source, mountOptions
 	}, rest, found, nil
 }
 
-func nameOf(object string) string {
-	_, n, _ := strings.Cut(object, " ")
-	return strings.Trim(n, `"`)
+// pvSource and claimNamespace read what translate needs from a PV.
+func pvSource(src *v1.CephFSPersistentVolumeSource) source {
+	return source{mons: src.Monitors, path: src.Path, user: src.User, secretFile: src.SecretFile, secretRef: src.SecretRef, readOnly: src.ReadOnly}
+}
+
+func claimNamespace(pv *v1.PersistentVolume) string {
+	if pv.Spec.ClaimRef == nil {
+		return ""
+	}
+	return pv.Spec.ClaimRef.Namespace
 }
 
 // TranslateInTreePVToCSI translates a PV with spec.cephfs to a Ceph CSI
@@ -267,13 +285,8 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 			field.Required(field.NewPath("spec", "cephfs"), "a CephFS volume source is required"))
 	}
 	src := pv.Spec.CephFS
-	claimNS := ""
-	if pv.Spec.ClaimRef != nil {
-		claimNS = pv.Spec.ClaimRef.Namespace
-	}
-	csi, rest, found, err := p.translate(`PersistentVolume "`+pv.Name+`"`, field.NewPath("spec", "cephfs"),
-		source{mons: src.Monitors, path: src.Path, user: src.User, secretFile: src.SecretFile, secretRef: src.SecretRef, readOnly: src.ReadOnly},
-		pv.Spec.MountOptions, pv.Annotations[AnnNodeStageSecret], claimNS)
+	csi, rest, found, err := translate("PersistentVolume", pv.Name, field.NewPath("spec", "cephfs"), pvSource(src),
+		pv.Spec.MountOptions, pv.Annotations[AnnNodeStageSecret], claimNamespace(pv))
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +389,7 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 	if src.SecretRef != nil {
 		ref = &v1.SecretReference{Name: src.SecretRef.Name, Namespace: podNamespace}
 	}
-	csi, _, _, err := p.translate(`Volume "`+vol.Name+`"`, field.NewPath("volumes").Key(vol.Name).Child("cephfs"),
+	csi, _, _, err := translate("Volume", vol.Name, field.NewPath("volumes").Key(vol.Name).Child("cephfs"),
 		source{mons: src.Monitors, path: src.Path, user: src.User, secretFile: src.SecretFile, secretRef: ref, readOnly: src.ReadOnly},
 		nil, "", podNamespace)
 	if err != nil {
@@ -407,7 +420,8 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 	if !p.CanSupport(pv) {
 		return nil
 	}
-	_, err := p.TranslateInTreePVToCSI(klog.Background().V(100), pv)
+	ref, err := stageSecret("PersistentVolume", pv.Name, field.NewPath("spec", "cephfs"), pvSource(pv.Spec.CephFS),
+		pv.Annotations[AnnNodeStageSecret], claimNamespace(pv))
 	switch {
 	case errors.Is(err, ErrSecretFileOnly):
 		return []plugins.Finding{{Code: FindingSecretFileOnly, Severity: plugins.SeverityBlocker, Field: "spec.cephfs.secretFile",
@@ -416,17 +430,10 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 	case err != nil:
 		return []plugins.Finding{{Code: FindingInvalid, Severity: plugins.SeverityBlocker, Field: "spec.cephfs", Message: err.Error(),
 			Remedy: "fix the PV"}}
-	}
-	if pv.Annotations[AnnNodeStageSecret] != "" {
+	case pv.Annotations[AnnNodeStageSecret] != "":
 		return nil
 	}
-	ref := pv.Spec.CephFS.SecretRef
-	ns := ref.Namespace
-	if ns == "" {
-		ns = pv.Spec.ClaimRef.Namespace
-	}
-	name := secrets.CephFSCSISecretName(ref.Name, pv.Spec.CephFS.User)
 	return []plugins.Finding{{Code: FindingCSISecret, Severity: plugins.SeverityWarning, Field: "spec.cephfs.secretRef",
-		Message: "Ceph CSI stages static CephFS volumes with userID/userKey; the migrated PV references the derived secret " + ns + "/" + name,
-		Remedy:  "create it from " + ns + "/" + ref.Name + " with secrets.CephFSCSISecret (csimigrate plan lists it) before migrating"}}
+		Message: "Ceph CSI stages static CephFS volumes with userID/userKey; the migrated PV references the derived secret " + ref.Namespace + "/" + ref.Name,
+		Remedy:  "create it from " + ref.Namespace + "/" + pv.Spec.CephFS.SecretRef.Name + " with secrets.CephFSCSISecret (csimigrate plan lists it) before migrating"}}
 }
