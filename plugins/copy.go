@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // AnnAccessModes is set by a forward translation that had to change a PV's
@@ -13,21 +14,127 @@ import (
 // list in the encoding of [EncodeList]; the reverse translation restores it.
 const AnnAccessModes = "csimigrate.io/access-modes"
 
+// PVBuffer is a PersistentVolume with room for the small parts a copy of a PV
+// points to: the claim reference, the volume mode, up to two finalizers and up
+// to two access modes. [CopyPVInto] fills it with one allocation less per
+// part; a plugin embeds it in the block it allocates for a translation, so
+// that the PV and everything it owns of fixed size is one allocation.
+type PVBuffer struct {
+	// PV is the copy.
+	PV         v1.PersistentVolume
+	claim      v1.ObjectReference
+	volumeMode v1.PersistentVolumeMode
+	finalizers [2]string
+	modes      [2]v1.PersistentVolumeAccessMode
+}
+
+// AccessMode returns the list of the single access mode m, stored in buf
+// (a translation that overrides the access modes of the copy uses it after
+// CopyPVInto).
+func (buf *PVBuffer) AccessMode(m v1.PersistentVolumeAccessMode) []v1.PersistentVolumeAccessMode {
+	buf.modes[0] = m
+	return buf.modes[:1:1]
+}
+
 // CopyPV returns a deep copy of pv without its volume source (the caller sets
 // the translated one) and with room for extraAnnotations more annotations.
 // The copy shares no memory with pv. pv must not be nil.
 func CopyPV(pv *v1.PersistentVolume, extraAnnotations int) *v1.PersistentVolume {
-	return CopyPVInto(new(v1.PersistentVolume), pv, extraAnnotations)
+	return CopyPVInto(new(PVBuffer), pv, extraAnnotations)
 }
 
-// CopyPVInto is CopyPV into out, which the caller allocated (for example as
-// part of a larger block); it returns out.
-func CopyPVInto(out, pv *v1.PersistentVolume, extraAnnotations int) *v1.PersistentVolume {
+// CopyPVInto is CopyPV into buf, which the caller allocated (for example as
+// part of a larger block); it returns &buf.PV. The parts of fixed size go into
+// buf, the managed fields into three allocations whatever their number, and
+// everything else through the generated DeepCopyInto, so that a field added
+// to the API later is copied too.
+func CopyPVInto(buf *PVBuffer, pv *v1.PersistentVolume, extraAnnotations int) *v1.PersistentVolume {
 	shallow := *pv
 	shallow.Annotations = nil
+	shallow.ManagedFields = nil
+	shallow.Finalizers = nil
 	shallow.Spec.PersistentVolumeSource = v1.PersistentVolumeSource{}
+	shallow.Spec.ClaimRef = nil
+	shallow.Spec.VolumeMode = nil
+	shallow.Spec.AccessModes = nil
+	out := &buf.PV
 	shallow.DeepCopyInto(out)
 	out.Annotations = CopyStringMap(pv.Annotations, extraAnnotations)
+	out.ManagedFields = copyManagedFields(pv.ManagedFields)
+	if f := pv.Finalizers; f != nil {
+		if len(f) <= len(buf.finalizers) {
+			n := copy(buf.finalizers[:], f)
+			out.Finalizers = buf.finalizers[:n:n]
+		} else {
+			out.Finalizers = append([]string(nil), f...)
+		}
+	}
+	if m := pv.Spec.AccessModes; m != nil {
+		if len(m) <= len(buf.modes) {
+			n := copy(buf.modes[:], m)
+			out.Spec.AccessModes = buf.modes[:n:n]
+		} else {
+			out.Spec.AccessModes = append([]v1.PersistentVolumeAccessMode(nil), m...)
+		}
+	}
+	if pv.Spec.ClaimRef != nil {
+		buf.claim = *pv.Spec.ClaimRef
+		out.Spec.ClaimRef = &buf.claim
+	}
+	if pv.Spec.VolumeMode != nil {
+		buf.volumeMode = *pv.Spec.VolumeMode
+		out.Spec.VolumeMode = &buf.volumeMode
+	}
+	return out
+}
+
+// managedFieldsParts holds what one managed-fields entry points to.
+type managedFieldsParts struct {
+	time   metav1.Time
+	fields metav1.FieldsV1
+}
+
+// copyManagedFields deep-copies managed fields in at most three allocations:
+// the entries, what they point to, and one buffer for all the field sets
+// (each a full slice of it, so that appending to one cannot reach another).
+func copyManagedFields(in []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	if in == nil {
+		return nil
+	}
+	out := make([]metav1.ManagedFieldsEntry, len(in))
+	copy(out, in)
+	pointers, rawLen, hasRaw := false, 0, false
+	for i := range in {
+		if in[i].Time != nil || in[i].FieldsV1 != nil {
+			pointers = true
+		}
+		if in[i].FieldsV1 != nil && in[i].FieldsV1.Raw != nil {
+			hasRaw = true
+			rawLen += len(in[i].FieldsV1.Raw)
+		}
+	}
+	if !pointers {
+		return out
+	}
+	parts := make([]managedFieldsParts, len(in))
+	var raw []byte
+	if hasRaw {
+		raw = make([]byte, 0, rawLen)
+	}
+	for i := range in {
+		if t := in[i].Time; t != nil {
+			parts[i].time = *t
+			out[i].Time = &parts[i].time
+		}
+		if f := in[i].FieldsV1; f != nil {
+			if f.Raw != nil {
+				start := len(raw)
+				raw = append(raw, f.Raw...)
+				parts[i].fields.Raw = raw[start:len(raw):len(raw)]
+			}
+			out[i].FieldsV1 = &parts[i].fields
+		}
+	}
 	return out
 }
 

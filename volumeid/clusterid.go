@@ -21,8 +21,23 @@ import (
 // instead of b7f67366bb43f32e07d8a261a7840da9). The right shell form is
 // `printf %s "$MONS" | md5sum`.
 func ClusterID(monitors string) string {
-	sum := md5.Sum([]byte(monitors))
-	return hex.EncodeToString(sum[:])
+	var digits [32]byte
+	clusterIDInto(&digits, monitors)
+	return string(digits[:])
+}
+
+// clusterIDInto writes ClusterID(monitors) into dst without allocating for
+// monitor strings of usual length.
+func clusterIDInto(dst *[32]byte, monitors string) {
+	var buf [256]byte
+	var sum [md5.Size]byte
+	if len(monitors) <= len(buf) {
+		n := copy(buf[:], monitors)
+		sum = md5.Sum(buf[:n])
+	} else {
+		sum = md5.Sum([]byte(monitors))
+	}
+	hex.Encode(dst[:], sum[:])
 }
 
 // ClusterIDFromList returns [ClusterID] of the monitors joined with ",", as

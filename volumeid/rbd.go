@@ -1,7 +1,6 @@
 package volumeid
 
 import (
-	"crypto/md5"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -71,9 +70,8 @@ func (h RBDHandle) checkRepresentable() error {
 // with ",") and pool, as RBDHandle{ClusterID(joinedMonitors), pool,
 // image}.String() does, with one allocation.
 func RBDHandleFor(joinedMonitors, pool, image string) string {
-	sum := md5.Sum([]byte(joinedMonitors))
 	var cid [32]byte
-	hex.Encode(cid[:], sum[:])
+	clusterIDInto(&cid, joinedMonitors)
 	return rbdHandleString(cid[:], pool, image)
 }
 

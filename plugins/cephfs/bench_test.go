@@ -11,19 +11,22 @@ import (
 	"github.com/csimigrate/csimigrate/volumeid"
 )
 
-// benchPV is pv() with what a stored PV carries besides.
+// benchPV is pv() with a capacity and reclaim policy.
 func benchPV() *v1.PersistentVolume {
 	p := pv()
 	p.Spec.Capacity = v1.ResourceList{v1.ResourceStorage: resource.MustParse("100Gi")}
-	p.Finalizers = []string{"kubernetes.io/pv-protection"}
-	p.Annotations = map[string]string{"pv.kubernetes.io/bound-by-controller": "yes"}
 	p.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
-	p.Spec.ClaimRef.UID = "7a1c9b2e-5d3f-4e6a-8b7c-9d0e1f2a3b4c"
 	return p
 }
 
-func BenchmarkPV(b *testing.B) {
-	plugintest.Benchmarks(b, cephfs.New(cephfs.Options{}), benchPV())
+// BenchmarkPlugin has no StorageClass: in-tree CephFS had no provisioner.
+func BenchmarkPlugin(b *testing.B) {
+	plugintest.Benchmarks(b, cephfs.New(cephfs.Options{}), plugintest.BenchInput{
+		PV: benchPV(),
+		Inline: &v1.Volume{Name: "shared", VolumeSource: v1.VolumeSource{CephFS: &v1.CephFSVolumeSource{
+			Monitors: []string{"10.70.53.126:6789"}, Path: "/volumes/shared", User: "kube", SecretRef: &v1.LocalObjectReference{Name: "ceph-secret"}}}},
+		PodNamespace: "app",
+	})
 }
 
 func BenchmarkParseCephFSHandle(b *testing.B) {

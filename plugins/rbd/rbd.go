@@ -201,10 +201,9 @@ var attrTemplate = map[string]string{
 
 // forwardBlock holds a translated PV with the pieces it points to.
 type forwardBlock struct {
-	pv    v1.PersistentVolume
-	csi   v1.CSIPersistentVolumeSource
-	refs  [3]v1.SecretReference
-	modes [1]v1.PersistentVolumeAccessMode
+	pv   plugins.PVBuffer
+	csi  v1.CSIPersistentVolumeSource
+	refs [3]v1.SecretReference
 }
 
 // TranslateInTreePVToCSI translates a PV with spec.rbd to one with spec.csi
@@ -220,7 +219,11 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 	}
 	// One allocation for the PV and the parts of it this function builds.
 	blk := new(forwardBlock)
-	out := plugins.CopyPVInto(&blk.pv, pv, 4)
+	extra := 2 // monitors, user
+	if src.Keyring != "" {
+		extra++
+	}
+	out := plugins.CopyPVInto(&blk.pv, pv, extra)
 	attrs := maps.Clone(attrTemplate)
 	csi := &blk.csi
 	*csi = v1.CSIPersistentVolumeSource{
@@ -266,11 +269,11 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 		}
 	}
 	out.Spec.CSI = csi
-	blk.modes[0] = v1.ReadWriteOnce
+	mode := v1.ReadWriteOnce
 	if src.ReadOnly {
-		blk.modes[0] = v1.ReadOnlyMany
+		mode = v1.ReadOnlyMany
 	}
-	plugins.SetAccessModes(out, pv.Spec.AccessModes, blk.modes[:])
+	plugins.SetAccessModes(out, pv.Spec.AccessModes, blk.pv.AccessMode(mode))
 	monitors := joined
 	if !plugins.PlainList(src.CephMonitors) {
 		monitors = plugins.EncodeList(src.CephMonitors)
