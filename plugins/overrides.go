@@ -6,7 +6,6 @@ import (
 	"maps"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 )
@@ -57,56 +56,114 @@ func secretRefSlots(c *v1.CSIPersistentVolumeSource) map[string]**v1.SecretRefer
 // ForwardFunc is a forward PV translation, as used by [FinishReverse].
 type ForwardFunc func(logger klog.Logger, pv *v1.PersistentVolume) (*v1.PersistentVolume, error)
 
+// Attribute is one volume attribute.
+type Attribute struct {
+	Key, Value string
+}
+
+// Forwarded describes what a plugin's forward translation of an in-tree PV
+// sets in the CSI source and the access modes, without building them, for
+// [FinishReverseFrom]. The pointers and slices are only read.
+type Forwarded struct {
+	VolumeHandle string
+	ReadOnly     bool
+	FSType       string
+	// Attributes are the volume attributes, each key once.
+	Attributes []Attribute
+	// The secret references, nil when unset.
+	NodeStage, NodePublish, ControllerPublish, ControllerExpand, NodeExpand *v1.SecretReference
+	// AccessModes are the PV's access modes after translation.
+	AccessModes []v1.PersistentVolumeAccessMode
+}
+
+// Attr returns the value of attribute key.
+func (f *Forwarded) Attr(key string) (string, bool) {
+	for _, a := range f.Attributes {
+		if a.Key == key {
+			return a.Value, true
+		}
+	}
+	return "", false
+}
+
+// AttributeMap returns attrs as a new map, nil when there are none.
+func AttributeMap(attrs []Attribute) map[string]string {
+	if len(attrs) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(attrs))
+	for _, a := range attrs {
+		m[a.Key] = a.Value
+	}
+	return m
+}
+
 // FinishReverse completes a reverse translation. inTree is the candidate
 // in-tree PV a plugin restored from csiPV (owned by the caller, modified
 // here); forward is the plugin's forward translation. FinishReverse
 // translates inTree forward again and records in [AnnCSIOverrides] whatever
 // differs from csiPV's CSI source and access modes, so that forward
 // translation of the result gives csiPV's CSI source back exactly.
+// [FinishReverseFrom] does the same without running the forward translation.
 func FinishReverse(inTree, csiPV *v1.PersistentVolume, forward ForwardFunc) error {
 	TakeAnnotation(inTree, AnnCSIOverrides)
 	got, err := forward(klog.Background().V(100), inTree)
 	if err != nil {
 		return fmt.Errorf("checking the reverse translation: %w", err)
 	}
-	want := csiPV.Spec.CSI
 	have := got.Spec.CSI
+	f := Forwarded{VolumeHandle: have.VolumeHandle, ReadOnly: have.ReadOnly, FSType: have.FSType,
+		NodeStage: have.NodeStageSecretRef, NodePublish: have.NodePublishSecretRef, ControllerPublish: have.ControllerPublishSecretRef,
+		ControllerExpand: have.ControllerExpandSecretRef, NodeExpand: have.NodeExpandSecretRef, AccessModes: got.Spec.AccessModes}
+	for k, v := range have.VolumeAttributes {
+		f.Attributes = append(f.Attributes, Attribute{k, v})
+	}
+	return FinishReverseFrom(inTree, csiPV, &f)
+}
+
+// FinishReverseFrom completes a reverse translation as [FinishReverse] does,
+// given what the plugin's forward translation of inTree (without
+// [AnnCSIOverrides], which is removed here) would set. When that is csiPV's
+// CSI source and access modes, as for every PV a forward translation
+// produced, it only removes the annotation.
+func FinishReverseFrom(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
+	TakeAnnotation(inTree, AnnCSIOverrides)
+	want := csiPV.Spec.CSI
 	var o csiOverrides
-	if want.VolumeHandle != have.VolumeHandle {
+	if want.VolumeHandle != f.VolumeHandle {
 		o.VolumeHandle = &want.VolumeHandle
 	}
-	if want.ReadOnly != have.ReadOnly {
+	if want.ReadOnly != f.ReadOnly {
 		o.ReadOnly = &want.ReadOnly
 	}
-	if want.FSType != have.FSType {
+	if want.FSType != f.FSType {
 		o.FSType = &want.FSType
 	}
-	for k, v := range want.VolumeAttributes {
-		if hv, ok := have.VolumeAttributes[k]; !ok || hv != v {
-			if o.VolumeAttributes == nil {
-				o.VolumeAttributes = map[string]*string{}
-			}
-			o.VolumeAttributes[k] = &v
+	matched := 0
+	for _, a := range f.Attributes {
+		v, ok := want.VolumeAttributes[a.Key]
+		switch {
+		case !ok:
+			o.setAttr(a.Key, nil)
+		case v != a.Value:
+			o.setAttr(a.Key, newString(v))
+		default:
+			matched++
 		}
 	}
-	for k := range have.VolumeAttributes {
-		if _, ok := want.VolumeAttributes[k]; !ok {
-			if o.VolumeAttributes == nil {
-				o.VolumeAttributes = map[string]*string{}
+	if matched != len(want.VolumeAttributes) {
+		for k, v := range want.VolumeAttributes {
+			if _, ok := f.Attr(k); !ok {
+				o.setAttr(k, newString(v))
 			}
-			o.VolumeAttributes[k] = nil
 		}
 	}
-	wantRefs, haveRefs := secretRefSlots(want), secretRefSlots(have)
-	for k, w := range wantRefs {
-		if !equality.Semantic.DeepEqual(*w, *haveRefs[k]) {
-			if o.SecretRefs == nil {
-				o.SecretRefs = map[string]*v1.SecretReference{}
-			}
-			o.SecretRefs[k] = *w
-		}
-	}
-	if !equalModes(csiPV.Spec.AccessModes, got.Spec.AccessModes) {
+	o.compareRef("nodeStage", want.NodeStageSecretRef, f.NodeStage)
+	o.compareRef("nodePublish", want.NodePublishSecretRef, f.NodePublish)
+	o.compareRef("controllerPublish", want.ControllerPublishSecretRef, f.ControllerPublish)
+	o.compareRef("controllerExpand", want.ControllerExpandSecretRef, f.ControllerExpand)
+	o.compareRef("nodeExpand", want.NodeExpandSecretRef, f.NodeExpand)
+	if !equalModes(csiPV.Spec.AccessModes, f.AccessModes) {
 		modes := csiPV.Spec.AccessModes
 		if modes == nil {
 			modes = []v1.PersistentVolumeAccessMode{}
@@ -116,12 +173,33 @@ func FinishReverse(inTree, csiPV *v1.PersistentVolume, forward ForwardFunc) erro
 	if o.empty() {
 		return nil
 	}
-	b, err := json.Marshal(&o)
+	// Marshal a copy, so that o stays on the stack when nothing differs.
+	enc := o
+	b, err := json.Marshal(&enc)
 	if err != nil {
 		return err
 	}
 	SetAnnotation(inTree, AnnCSIOverrides, string(b))
 	return nil
+}
+
+func newString(s string) *string { return &s }
+
+func (o *csiOverrides) setAttr(k string, v *string) {
+	if o.VolumeAttributes == nil {
+		o.VolumeAttributes = map[string]*string{}
+	}
+	o.VolumeAttributes[k] = v
+}
+
+func (o *csiOverrides) compareRef(slot string, want, have *v1.SecretReference) {
+	if want == have || (want != nil && have != nil && *want == *have) {
+		return
+	}
+	if o.SecretRefs == nil {
+		o.SecretRefs = map[string]*v1.SecretReference{}
+	}
+	o.SecretRefs[slot] = want
 }
 
 // ApplyOverrides applies and removes [AnnCSIOverrides] on out, a PV that a

@@ -70,35 +70,37 @@ func (h RBDHandle) checkRepresentable() error {
 // with ",") and pool, as RBDHandle{ClusterID(joinedMonitors), pool,
 // image}.String() does, with one allocation.
 func RBDHandleFor(joinedMonitors, pool, image string) string {
+	var buf [256]byte
+	return string(AppendRBDHandle(buf[:0], joinedMonitors, pool, image))
+}
+
+// AppendRBDHandle appends the text of RBDHandleFor(joinedMonitors, pool,
+// image) to dst; with a large enough dst (a stack buffer) it does not
+// allocate, so that a caller can compare a handle with the one a source
+// gives for free.
+func AppendRBDHandle(dst []byte, joinedMonitors, pool, image string) []byte {
 	var cid [32]byte
 	clusterIDInto(&cid, joinedMonitors)
-	return rbdHandleString(cid[:], pool, image)
+	return appendRBDHandle(dst, cid[:], pool, image)
 }
 
 // String returns the handle in the csi-translation-lib format.
 func (h RBDHandle) String() string {
-	return rbdHandleString([]byte(h.ClusterID), h.Pool, h.Image)
+	var buf [256]byte
+	return string(appendRBDHandle(buf[:0], []byte(h.ClusterID), h.Pool, h.Image))
 }
 
-func rbdHandleString(clusterID []byte, pool, image string) string {
-	h := RBDHandle{Pool: pool, Image: image}
-	img := strings.TrimPrefix(h.Image, RBDImagePrefix)
-	var b strings.Builder
-	b.Grow(len(rbdMigField) + 1 + len(rbdMonsPrefix) + len(clusterID) + 1 + len(rbdImgPrefix) + len(img) + 1 + 2*len(h.Pool))
-	b.WriteString(rbdMigField)
-	b.WriteByte('_')
-	b.WriteString(rbdMonsPrefix)
-	b.Write(clusterID)
-	b.WriteByte('_')
-	b.WriteString(rbdImgPrefix)
-	b.WriteString(img)
-	b.WriteByte('_')
-	const digits = "0123456789abcdef"
-	for i := 0; i < len(h.Pool); i++ {
-		b.WriteByte(digits[h.Pool[i]>>4])
-		b.WriteByte(digits[h.Pool[i]&0x0f])
-	}
-	return b.String()
+func appendRBDHandle(b, clusterID []byte, pool, image string) []byte {
+	img := strings.TrimPrefix(image, RBDImagePrefix)
+	b = append(b, rbdMigField...)
+	b = append(b, '_')
+	b = append(b, rbdMonsPrefix...)
+	b = append(b, clusterID...)
+	b = append(b, '_')
+	b = append(b, rbdImgPrefix...)
+	b = append(b, img...)
+	b = append(b, '_')
+	return hex.AppendEncode(b, []byte(pool))
 }
 
 // MarshalText implements encoding.TextMarshaler. It fails for a handle that

@@ -107,8 +107,9 @@ const (
 // annotation (carried, ok), the comma-separated "monitors" volume attribute a
 // Ceph CSI volume context holds when the StorageClass had one, the entry of
 // clusterID in cfg. When none has them it returns a
-// *plugins.MissingInformationError (errors.Is plugins.ErrMissingInformation).
-func ResolveMonitors(object, carried string, carriedOK bool, attrs map[string]string, clusterID string, cfg ClusterConfig, fieldPath string) ([]string, string, error) {
+// *plugins.MissingInformationError (errors.Is plugins.ErrMissingInformation)
+// about PersistentVolume pvName.
+func ResolveMonitors(pvName, carried string, carriedOK bool, attrs map[string]string, clusterID string, cfg ClusterConfig, fieldPath string) ([]string, string, error) {
 	if carriedOK {
 		mons, err := plugins.DecodeList(carried)
 		if err == nil && len(mons) > 0 {
@@ -129,7 +130,7 @@ func ResolveMonitors(object, carried string, carriedOK bool, attrs map[string]st
 	}
 	return nil, "", &plugins.MissingInformationError{
 		Field:  fieldPath,
-		Object: object,
+		Object: `PersistentVolume "` + pvName + `"`,
 		Detail: detail + "; supply Ceph CSI's config.json as an option (it never yields monitors [\"\"])",
 	}
 }

@@ -335,7 +335,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	}
 	out := plugins.CopyPV(pv, 2)
 	carried, carriedOK := plugins.TakeAnnotation(out, AnnMonitors)
-	mons, _, err := ceph.ResolveMonitors(`PersistentVolume "`+pv.Name+`"`, carried, carriedOK, attrs, clusterID, p.opts.ClusterConfig, "spec.cephfs.monitors")
+	mons, _, err := ceph.ResolveMonitors(pv.Name, carried, carriedOK, attrs, clusterID, p.opts.ClusterConfig, "spec.cephfs.monitors")
 	if err != nil {
 		return nil, err
 	}

@@ -191,12 +191,55 @@ func handleOK(pool, image string) bool {
 		strings.IndexByte(rest, '_') < 0 && !strings.Contains(rest, "image-")
 }
 
-// attrTemplate holds every attribute a forward translation sets; cloning it
-// (a table copy) and overwriting the variable values is cheaper than
-// inserting each key into a new map.
-var attrTemplate = map[string]string{
-	attrClusterID: "", attrStaticVolume: "true", attrImageName: "", attrPool: "", attrImageFeatures: defaultImageFeatures,
-	attrImageFormat: "", attrJournalPool: "", attrMigration: "true", attrTryOtherMounters: "true",
+// Access mode lists of a translated PV (read only).
+var (
+	modesReadOnly  = []v1.PersistentVolumeAccessMode{v1.ReadOnlyMany}
+	modesReadWrite = []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}
+)
+
+// describe gives what the forward translation of pv, which has a valid RBD
+// source, sets in the CSI source and access modes, with the attributes
+// written to attrs (their number is returned; the caller sets f.Attributes,
+// so that f itself does not point to attrs and attrs can stay on the stack).
+// joined is the monitors joined with ","; handle is the migration handle of
+// the source when the caller has it, else "".
+func (p *Plugin) describe(pv *v1.PersistentVolume, attrs *[9]plugins.Attribute, joined, handle string) (plugins.Forwarded, int) {
+	src := pv.Spec.RBD
+	f := plugins.Forwarded{FSType: src.FSType, ReadOnly: src.ReadOnly, AccessModes: modesReadWrite}
+	if src.ReadOnly {
+		f.AccessModes = modesReadOnly
+	}
+	a := attrs[:0]
+	if h := pv.Annotations[AnnVolumeHandle]; h != "" {
+		f.VolumeHandle = h
+		a = append(a, plugins.Attribute{Key: attrClusterID, Value: pv.Annotations[AnnClusterID]})
+	} else {
+		if handle == "" {
+			handle = volumeid.RBDHandleFor(joined, src.RBDPool, src.RBDImage)
+		}
+		f.VolumeHandle = handle
+		// The clusterID is the 32 digits after "mig_mons-" in the handle.
+		a = append(a, plugins.Attribute{Key: attrClusterID, Value: handle[9:41]}, plugins.Attribute{Key: attrStaticVolume, Value: "true"})
+	}
+	features := pv.Annotations[AnnImageFeatures]
+	if features == "" {
+		features = defaultImageFeatures
+	}
+	a = append(a,
+		plugins.Attribute{Key: attrImageName, Value: src.RBDImage},
+		plugins.Attribute{Key: attrPool, Value: src.RBDPool},
+		plugins.Attribute{Key: attrImageFeatures, Value: features},
+		plugins.Attribute{Key: attrImageFormat, Value: pv.Annotations[AnnImageFormat]},
+		plugins.Attribute{Key: attrJournalPool, Value: pv.Annotations[AnnJournalPool]},
+		plugins.Attribute{Key: attrMigration, Value: "true"},
+		plugins.Attribute{Key: attrTryOtherMounters, Value: "true"})
+	if ref := src.SecretRef; ref != nil {
+		f.NodeStage, f.ControllerExpand = ref, ref
+		if !p.opts.DisableNodeExpandSecret {
+			f.NodeExpand = ref
+		}
+	}
+	return f, len(a)
 }
 
 // forwardBlock holds a translated PV with the pieces it points to.
@@ -217,6 +260,13 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 	if len(src.CephMonitors) == 0 || src.RBDImage == "" {
 		return nil, plugins.Invalid("PersistentVolume", pv.Name, validateSource(field.NewPath("spec", "rbd"), src.CephMonitors, src.RBDImage)...)
 	}
+	joined := strings.Join(src.CephMonitors, ",")
+	var attrs [9]plugins.Attribute
+	f, n := p.describe(pv, &attrs, joined, "")
+	if pv.Annotations[AnnVolumeHandle] == "" && !handleOK(src.RBDPool, src.RBDImage) {
+		logger.Info("Migrated RBD volume has a handle that Ceph CSI resolves to another image; keep its reclaim policy Retain",
+			"pv", pv.Name, "image", src.RBDImage, "pool", src.RBDPool, "handle", f.VolumeHandle)
+	}
 	// One allocation for the PV and the parts of it this function builds.
 	blk := new(forwardBlock)
 	extra := 2 // monitors, user
@@ -224,38 +274,13 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 		extra++
 	}
 	out := plugins.CopyPVInto(&blk.pv, pv, extra)
-	attrs := maps.Clone(attrTemplate)
 	csi := &blk.csi
 	*csi = v1.CSIPersistentVolumeSource{
 		Driver:           DriverName,
-		FSType:           src.FSType,
-		ReadOnly:         src.ReadOnly,
-		VolumeAttributes: attrs,
-	}
-	joined := strings.Join(src.CephMonitors, ",")
-	if h := pv.Annotations[AnnVolumeHandle]; h != "" {
-		csi.VolumeHandle = h
-		attrs[attrClusterID] = pv.Annotations[AnnClusterID]
-		delete(attrs, attrStaticVolume)
-	} else {
-		csi.VolumeHandle = volumeid.RBDHandleFor(joined, src.RBDPool, src.RBDImage)
-		// The clusterID is the 32 digits after "mig_mons-" in the handle.
-		attrs[attrClusterID] = csi.VolumeHandle[9:41]
-		if !handleOK(src.RBDPool, src.RBDImage) {
-			logger.Info("Migrated RBD volume has a handle that Ceph CSI resolves to another image; keep its reclaim policy Retain",
-				"pv", pv.Name, "image", src.RBDImage, "pool", src.RBDPool, "handle", csi.VolumeHandle)
-		}
-	}
-	attrs[attrImageName] = src.RBDImage
-	attrs[attrPool] = src.RBDPool
-	if f := pv.Annotations[AnnImageFeatures]; f != "" {
-		attrs[attrImageFeatures] = f
-	}
-	if f := pv.Annotations[AnnImageFormat]; f != "" {
-		attrs[attrImageFormat] = f
-	}
-	if j := pv.Annotations[AnnJournalPool]; j != "" {
-		attrs[attrJournalPool] = j
+		VolumeHandle:     f.VolumeHandle,
+		FSType:           f.FSType,
+		ReadOnly:         f.ReadOnly,
+		VolumeAttributes: plugins.AttributeMap(attrs[:n]),
 	}
 	if src.SecretRef != nil {
 		refs := &blk.refs
@@ -264,16 +289,12 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 		}
 		csi.NodeStageSecretRef = &refs[0]
 		csi.ControllerExpandSecretRef = &refs[1]
-		if !p.opts.DisableNodeExpandSecret {
+		if f.NodeExpand != nil {
 			csi.NodeExpandSecretRef = &refs[2]
 		}
 	}
 	out.Spec.CSI = csi
-	mode := v1.ReadWriteOnce
-	if src.ReadOnly {
-		mode = v1.ReadOnlyMany
-	}
-	plugins.SetAccessModes(out, pv.Spec.AccessModes, blk.pv.AccessMode(mode))
+	plugins.SetAccessModes(out, pv.Spec.AccessModes, blk.pv.AccessMode(f.AccessModes[0]))
 	monitors := joined
 	if !plugins.PlainList(src.CephMonitors) {
 		monitors = plugins.EncodeList(src.CephMonitors)
@@ -289,40 +310,64 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 	return out, nil
 }
 
+// reverseBlock holds a PV translated back with the pieces it points to.
+type reverseBlock struct {
+	pv  plugins.PVBuffer
+	rbd v1.RBDPersistentVolumeSource
+	ref v1.SecretReference
+}
+
+func csiPath() *field.Path { return field.NewPath("spec", "csi") }
+
 // TranslateCSIPVToInTree translates a PV of rbd.csi.ceph.com back to
 // spec.rbd. pv is not modified.
 func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
-	fp := field.NewPath("spec", "csi")
 	if pv == nil || pv.Spec.CSI == nil {
-		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv), field.Required(fp, "a CSI volume source is required"))
+		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv), field.Required(csiPath(), "a CSI volume source is required"))
 	}
 	c := pv.Spec.CSI
 	if c.Driver != DriverName {
-		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.NotSupported(fp.Child("driver"), c.Driver, []string{DriverName}))
+		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.NotSupported(csiPath().Child("driver"), c.Driver, []string{DriverName}))
 	}
 	attrs := c.VolumeAttributes
-	parsed, perr := volumeid.ParseRBDHandle(c.VolumeHandle)
 	image := attrs[attrImageName]
-	if image == "" && perr == nil {
-		image = parsed.Image
+	pool, hasPool := attrs[attrPool]
+	clusterID := attrs[attrClusterID]
+	if image == "" || !hasPool || clusterID == "" {
+		// What the attributes lack, a migration handle may name.
+		if parsed, err := volumeid.ParseRBDHandle(c.VolumeHandle); err == nil {
+			if image == "" {
+				image = parsed.Image
+			}
+			if !hasPool {
+				pool = parsed.Pool
+			}
+			if clusterID == "" {
+				clusterID = parsed.ClusterID
+			}
+		}
 	}
 	if image == "" {
-		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Required(fp.Child("volumeAttributes").Key(attrImageName),
+		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Required(csiPath().Child("volumeAttributes").Key(attrImageName),
 			"the RBD image name is needed: set the imageName attribute, or use a migration handle"))
 	}
-	pool, ok := attrs[attrPool]
-	if !ok && perr == nil {
-		pool = parsed.Pool
-	}
-	clusterID := attrs[attrClusterID]
-	if clusterID == "" && perr == nil {
-		clusterID = parsed.ClusterID
-	}
-	out := plugins.CopyPV(pv, 6)
+	blk := new(reverseBlock)
+	out := plugins.CopyPVInto(&blk.pv, pv, 6)
 	carried, carriedOK := plugins.TakeAnnotation(out, AnnMonitors)
-	mons, _, err := ceph.ResolveMonitors(`PersistentVolume "`+pv.Name+`"`, carried, carriedOK, attrs, clusterID, p.opts.ClusterConfig, "spec.rbd.monitors")
+	mons, from, err := ceph.ResolveMonitors(pv.Name, carried, carriedOK, attrs, clusterID, p.opts.ClusterConfig, "spec.rbd.monitors")
 	if err != nil {
 		return nil, err
+	}
+	// The monitors joined with ",": the text they were split from when that
+	// was a plain list.
+	var joined string
+	switch {
+	case from == ceph.SourceCarried && plugins.PlainList(mons):
+		joined = carried
+	case from == ceph.SourceAttribute:
+		joined = attrs[attrMonitors]
+	default:
+		joined = strings.Join(mons, ",")
 	}
 	user, ok := plugins.TakeAnnotation(out, AnnUser)
 	if !ok {
@@ -332,35 +377,46 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		}
 	}
 	keyring, _ := plugins.TakeAnnotation(out, AnnKeyring)
-	out.Spec.RBD = &v1.RBDPersistentVolumeSource{
+	blk.rbd = v1.RBDPersistentVolumeSource{
 		CephMonitors: mons,
 		RBDImage:     image,
 		FSType:       c.FSType,
 		RBDPool:      pool,
 		RadosUser:    user,
 		Keyring:      keyring,
-		SecretRef:    plugins.CopySecretRef(c.NodeStageSecretRef),
 		ReadOnly:     c.ReadOnly,
 	}
+	if c.NodeStageSecretRef != nil {
+		blk.ref = *c.NodeStageSecretRef
+		blk.rbd.SecretRef = &blk.ref
+	}
+	out.Spec.RBD = &blk.rbd
 	if err := plugins.RestoreAccessModes(out); err != nil {
 		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(
 			field.NewPath("metadata", "annotations").Key(plugins.AnnAccessModes), out.Annotations[plugins.AnnAccessModes], err.Error()))
 	}
 	// A handle a forward translation would not compose (a volume Ceph CSI
 	// provisioned, or a handle annotated before) is recorded as upstream
-	// records it, so that components on csi-translation-lib agree.
-	derived := out.Annotations[AnnVolumeHandle]
-	if derived == "" {
-		derived = volumeid.RBDHandle{ClusterID: volumeid.ClusterIDFromList(mons), Pool: pool, Image: image}.String()
+	// records it, so that components on csi-translation-lib agree. The
+	// forward translation of the result then gives c.VolumeHandle either way.
+	if h := out.Annotations[AnnVolumeHandle]; h != c.VolumeHandle {
+		var buf [256]byte
+		if h != "" || string(volumeid.AppendRBDHandle(buf[:0], joined, pool, image)) != c.VolumeHandle {
+			plugins.SetAnnotation(out, AnnVolumeHandle, c.VolumeHandle)
+			plugins.SetAnnotation(out, AnnClusterID, attrs[attrClusterID])
+			plugins.SetAnnotation(out, AnnJournalPool, attrs[attrJournalPool])
+			plugins.SetAnnotation(out, AnnImageFeatures, attrs[attrImageFeatures])
+			plugins.SetAnnotation(out, AnnImageFormat, attrs[attrImageFormat])
+		}
 	}
-	if derived != c.VolumeHandle {
-		plugins.SetAnnotation(out, AnnVolumeHandle, c.VolumeHandle)
-		plugins.SetAnnotation(out, AnnClusterID, attrs[attrClusterID])
-		plugins.SetAnnotation(out, AnnJournalPool, attrs[attrJournalPool])
-		plugins.SetAnnotation(out, AnnImageFeatures, attrs[attrImageFeatures])
-		plugins.SetAnnotation(out, AnnImageFormat, attrs[attrImageFormat])
+	handle := ""
+	if out.Annotations[AnnVolumeHandle] == "" {
+		handle = c.VolumeHandle
 	}
-	if err := plugins.FinishReverse(out, pv, p.TranslateInTreePVToCSI); err != nil {
+	var fattrs [9]plugins.Attribute
+	f, n := p.describe(out, &fattrs, joined, handle)
+	f.Attributes = fattrs[:n]
+	if err := plugins.FinishReverseFrom(out, pv, &f); err != nil {
 		return nil, err
 	}
 	return out, nil
