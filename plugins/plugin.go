@@ -20,6 +20,7 @@ package plugins
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -206,4 +207,18 @@ func PVName(pv *v1.PersistentVolume) string {
 		return ""
 	}
 	return pv.Name
+}
+
+// SortErrors orders errors by field, type and detail, so that an error
+// message does not depend on map iteration order.
+func SortErrors(errs field.ErrorList) {
+	slices.SortFunc(errs, func(a, b *field.Error) int {
+		if c := strings.Compare(a.Field, b.Field); c != 0 {
+			return c
+		}
+		if c := strings.Compare(string(a.Type), string(b.Type)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Detail, b.Detail)
+	})
 }

@@ -48,6 +48,19 @@ func HasTopologyKey(na *v1.VolumeNodeAffinity, key string) bool {
 	return false
 }
 
+// HasTopologyValues reports whether TopologyValues(na, key) is not empty,
+// without allocating.
+func HasTopologyValues(na *v1.VolumeNodeAffinity, key string) bool {
+	for _, t := range requiredTerms(na) {
+		for _, r := range t.MatchExpressions {
+			if r.Key == key && len(r.Values) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // TopologyValues returns the sorted distinct values of key's match
 // expressions over all required terms.
 func TopologyValues(na *v1.VolumeNodeAffinity, key string) []string {

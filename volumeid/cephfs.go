@@ -39,26 +39,47 @@ type CephFSHandle struct {
 // ("/" when empty, a leading "/" added).
 func NewCephFSHandle(monitors []string, fsName, rootPath string) CephFSHandle {
 	mons := strings.Join(monitors, ",")
-	h := sha256.New()
-	var n [8]byte
-	write := func(s string) {
-		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		h.Write([]byte(s))
+	return CephFSHandle{ClusterID: ClusterID(mons), Digest: cephfsDigest(mons, fsName, rootPath)}
+}
+
+// cephfsDigest is SHA-256 over the length-prefixed version tag, joined
+// monitors, file-system name and root path, hashed from a stack buffer when
+// they fit.
+func cephfsDigest(joinedMonitors, fsName, rootPath string) [sha256.Size]byte {
+	var buf [512]byte
+	b := buf[:0]
+	for _, s := range [...]string{"csimigrate cephfs v1", joinedMonitors, fsName, rootPath} {
+		b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
+		b = append(b, s...)
 	}
-	write("csimigrate cephfs v1")
-	write(mons)
-	write(fsName)
-	write(rootPath)
-	var out CephFSHandle
-	out.ClusterID = ClusterID(mons)
-	h.Sum(out.Digest[:0])
-	return out
+	return sha256.Sum256(b)
+}
+
+// CephFSHandleFor returns the text of NewCephFSHandle(monitors, fsName,
+// rootPath) for the monitors joined with ",", with one allocation.
+func CephFSHandleFor(joinedMonitors, fsName, rootPath string) string {
+	var buf [CephFSHandleLen]byte
+	return string(AppendCephFSHandle(buf[:0], joinedMonitors, fsName, rootPath))
+}
+
+// AppendCephFSHandle appends the text of CephFSHandleFor to dst.
+func AppendCephFSHandle(dst []byte, joinedMonitors, fsName, rootPath string) []byte {
+	var cid [32]byte
+	clusterIDInto(&cid, joinedMonitors)
+	digest := cephfsDigest(joinedMonitors, fsName, rootPath)
+	dst = append(dst, cephfsHandlePrefix...)
+	dst = append(dst, cid[:]...)
+	dst = append(dst, '_')
+	return hex.AppendEncode(dst, digest[:])
 }
 
 // String returns the handle text.
 func (h CephFSHandle) String() string {
-	return cephfsHandlePrefix + h.ClusterID + "_" + hex.EncodeToString(h.Digest[:])
+	var buf [CephFSHandleLen]byte
+	b := append(buf[:0], cephfsHandlePrefix...)
+	b = append(b, h.ClusterID...)
+	b = append(b, '_')
+	return string(hex.AppendEncode(b, h.Digest[:]))
 }
 
 // MarshalText implements encoding.TextMarshaler.

@@ -36,6 +36,7 @@ package cephfs
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -176,15 +177,16 @@ func FSNameFromMountOptions(opts []string) (fsName string, rest []string, found 
 	return fsName, rest, found
 }
 
-func parseRef(s string) (*v1.SecretReference, bool) {
+// parseRef parses "namespace/name"; "" is no reference (ok, has false).
+func parseRef(s string) (ref v1.SecretReference, has, ok bool) {
 	if s == "" {
-		return nil, true
+		return v1.SecretReference{}, false, true
 	}
-	ns, name, ok := strings.Cut(s, "/")
-	if !ok || name == "" {
-		return nil, false
+	ns, name, found := strings.Cut(s, "/")
+	if !found || name == "" {
+		return v1.SecretReference{}, false, false
 	}
-	return &v1.SecretReference{Namespace: ns, Name: name}, true
+	return v1.SecretReference{Namespace: ns, Name: name}, true, true
 }
 
 func formatRef(r *v1.SecretReference) string {
@@ -207,17 +209,18 @@ type source struct {
 // node-stage reference: the CSI secret an administrator named in
 // AnnNodeStageSecret, else the one derived from the in-tree secret and user
 // (in the claim's namespace when the in-tree one is empty). A volume with
-// neither is secretFile-only. kind and name identify the object for errors.
-func stageSecret(kind, name string, fp *field.Path, s source, stageOverride, claimNS string) (*v1.SecretReference, error) {
+// neither is secretFile-only. kind and name identify the object for errors,
+// fp the source's field path.
+func stageSecret(kind, name string, fp func() *field.Path, s source, stageOverride, claimNS string) (v1.SecretReference, error) {
 	var errs field.ErrorList
 	if len(s.mons) == 0 {
-		errs = append(errs, field.Required(fp.Child("monitors"), "at least one Ceph monitor (host:port) is required"))
+		errs = append(errs, field.Required(fp().Child("monitors"), "at least one Ceph monitor (host:port) is required"))
 	}
-	var stage *v1.SecretReference
+	var stage v1.SecretReference
 	switch {
 	case stageOverride != "":
-		r, ok := parseRef(stageOverride)
-		if !ok || r == nil || r.Namespace == "" {
+		r, has, ok := parseRef(stageOverride)
+		if !ok || !has || r.Namespace == "" {
 			errs = append(errs, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnNodeStageSecret), stageOverride, `want "namespace/name"`))
 		}
 		stage = r
@@ -227,42 +230,81 @@ func stageSecret(kind, name string, fp *field.Path, s source, stageOverride, cla
 			ns = claimNS
 		}
 		if ns == "" {
-			errs = append(errs, field.Required(fp.Child("secretRef", "namespace"),
+			errs = append(errs, field.Required(fp().Child("secretRef", "namespace"),
 				"the secret's namespace is empty (in-tree: the pod's) and the PV has no claimRef to take it from"))
 		}
-		stage = &v1.SecretReference{Namespace: ns, Name: secrets.CephFSCSISecretName(s.secretRef.Name, s.user)}
+		stage = v1.SecretReference{Namespace: ns, Name: secrets.CephFSCSISecretName(s.secretRef.Name, s.user)}
 	case len(errs) == 0:
-		return nil, &secretFileOnlyError{object: kind + " \"" + name + "\""}
+		return stage, &secretFileOnlyError{object: kind + " \"" + name + "\""}
 	}
 	if len(errs) > 0 {
-		return nil, &plugins.InvalidError{Kind: kind, Name: name, Errs: errs}
+		return stage, &plugins.InvalidError{Kind: kind, Name: name, Errs: errs}
 	}
 	return stage, nil
 }
 
-// translate builds the CSI source, the mount options without the file-system
-// name, and whether one was found.
-func translate(kind, name string, fp *field.Path, s source, mountOptions []string, stageOverride, claimNS string) (*v1.CSIPersistentVolumeSource, []string, bool, error) {
-	stage, err := stageSecret(kind, name, fp, s, stageOverride, claimNS)
+// describe gives what a forward translation of s sets in the CSI source: the
+// handle, readOnly and the attributes, written to attrs (their number is
+// returned), and the node-stage reference, written to stage. fsName is the
+// file system the mount options name. The caller sets f.Attributes,
+// f.NodeStage and f.AccessModes, so that f does not point to its storage.
+func describe(kind, name string, fp func() *field.Path, s source, joined, fsName, stageOverride, claimNS string,
+	attrs *[4]plugins.Attribute, stage *v1.SecretReference) (plugins.Forwarded, int, error) {
+	ref, err := stageSecret(kind, name, fp, s, stageOverride, claimNS)
 	if err != nil {
-		return nil, nil, false, err
+		return plugins.Forwarded{}, 0, err
 	}
+	*stage = ref
 	root := RootPath(s.path)
-	fsName, rest, found := FSNameFromMountOptions(mountOptions)
-	attrs := make(map[string]string, 4)
-	attrs[attrStaticVolume] = "true"
-	attrs[attrClusterID] = volumeid.ClusterIDFromList(s.mons)
-	attrs[attrRootPath] = root
+	handle := volumeid.CephFSHandleFor(joined, fsName, root)
+	attrs[0] = plugins.Attribute{Key: attrStaticVolume, Value: "true"}
+	// The clusterID is the 32 digits after "mig_cephfs_" in the handle.
+	attrs[1] = plugins.Attribute{Key: attrClusterID, Value: handle[11:43]}
+	attrs[2] = plugins.Attribute{Key: attrRootPath, Value: root}
+	n := 3
 	if fsName != "" {
-		attrs[attrFSName] = fsName
+		attrs[3] = plugins.Attribute{Key: attrFSName, Value: fsName}
+		n++
 	}
-	return &v1.CSIPersistentVolumeSource{
+	return plugins.Forwarded{VolumeHandle: handle, ReadOnly: s.readOnly}, n, nil
+}
+
+// fsNameOf returns the file-system name FSNameFromMountOptions finds, without
+// allocating.
+func fsNameOf(opts []string) (fsName string, found bool) {
+	for _, entry := range opts {
+		for o := range strings.SplitSeq(entry, ",") {
+			if v, ok := strings.CutPrefix(o, "mds_namespace="); ok {
+				fsName, found = v, true
+			} else if v, ok := strings.CutPrefix(o, "fs="); ok {
+				fsName, found = v, true
+			}
+		}
+	}
+	return fsName, found
+}
+
+// translate builds the CSI source for an inline volume.
+func translate(kind, name string, fp func() *field.Path, s source, stageOverride, claimNS string) (*v1.CSIPersistentVolumeSource, error) {
+	var attrs [4]plugins.Attribute
+	blk := new(inlineBlock)
+	f, n, err := describe(kind, name, fp, s, strings.Join(s.mons, ","), "", stageOverride, claimNS, &attrs, &blk.stage)
+	if err != nil {
+		return nil, err
+	}
+	blk.csi = v1.CSIPersistentVolumeSource{
 		Driver:             DriverName,
-		VolumeHandle:       volumeid.NewCephFSHandle(s.mons, fsName, root).String(),
-		ReadOnly:           s.readOnly,
-		VolumeAttributes:   attrs,
-		NodeStageSecretRef: stage,
-	}, rest, found, nil
+		VolumeHandle:       f.VolumeHandle,
+		ReadOnly:           f.ReadOnly,
+		VolumeAttributes:   plugins.AttributeMap(attrs[:n]),
+		NodeStageSecretRef: &blk.stage,
+	}
+	return &blk.csi, nil
+}
+
+type inlineBlock struct {
+	csi   v1.CSIPersistentVolumeSource
+	stage v1.SecretReference
 }
 
 // pvSource and claimNamespace read what translate needs from a PV.
@@ -277,28 +319,58 @@ func claimNamespace(pv *v1.PersistentVolume) string {
 	return pv.Spec.ClaimRef.Namespace
 }
 
+func cephfsPath() *field.Path { return field.NewPath("spec", "cephfs") }
+
+// forwardBlock holds a translated PV with the parts it points to.
+type forwardBlock struct {
+	pv    plugins.PVBuffer
+	csi   v1.CSIPersistentVolumeSource
+	stage v1.SecretReference
+}
+
 // TranslateInTreePVToCSI translates a PV with spec.cephfs to a Ceph CSI
 // static volume. pv is not modified.
 func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
 	if pv == nil || pv.Spec.CephFS == nil {
-		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv),
-			field.Required(field.NewPath("spec", "cephfs"), "a CephFS volume source is required"))
+		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv), field.Required(cephfsPath(), "a CephFS volume source is required"))
 	}
 	src := pv.Spec.CephFS
-	csi, rest, found, err := translate("PersistentVolume", pv.Name, field.NewPath("spec", "cephfs"), pvSource(src),
-		pv.Spec.MountOptions, pv.Annotations[AnnNodeStageSecret], claimNamespace(pv))
+	fsName, found := fsNameOf(pv.Spec.MountOptions)
+	joined := strings.Join(src.Monitors, ",")
+	var attrs [4]plugins.Attribute
+	blk := new(forwardBlock)
+	f, n, err := describe("PersistentVolume", pv.Name, cephfsPath, pvSource(src), joined, fsName,
+		pv.Annotations[AnnNodeStageSecret], claimNamespace(pv), &attrs, &blk.stage)
 	if err != nil {
 		return nil, err
 	}
-	out := plugins.CopyPV(pv, 6)
-	out.Spec.CSI = csi
+	root := attrs[2].Value
+	extra := 2 // monitors, user
+	for _, carried := range []bool{found, src.Path != root, src.SecretFile != "", src.SecretRef != nil} {
+		if carried {
+			extra++
+		}
+	}
+	out := plugins.CopyPVInto(&blk.pv, pv, extra)
+	blk.csi = v1.CSIPersistentVolumeSource{
+		Driver:             DriverName,
+		VolumeHandle:       f.VolumeHandle,
+		ReadOnly:           f.ReadOnly,
+		VolumeAttributes:   plugins.AttributeMap(attrs[:n]),
+		NodeStageSecretRef: &blk.stage,
+	}
+	out.Spec.CSI = &blk.csi
 	if found {
 		plugins.SetAnnotation(out, AnnMountOptions, plugins.EncodeList(pv.Spec.MountOptions))
-		out.Spec.MountOptions = rest
+		_, out.Spec.MountOptions, _ = FSNameFromMountOptions(pv.Spec.MountOptions)
 	}
-	plugins.SetAnnotation(out, AnnMonitors, plugins.EncodeList(src.Monitors))
+	monitors := joined
+	if !plugins.PlainList(src.Monitors) {
+		monitors = plugins.EncodeList(src.Monitors)
+	}
+	plugins.SetAnnotation(out, AnnMonitors, monitors)
 	plugins.SetAnnotation(out, AnnUser, src.User)
-	if src.Path != csi.VolumeAttributes[attrRootPath] {
+	if src.Path != root {
 		plugins.SetAnnotation(out, AnnPath, src.Path)
 	}
 	if src.SecretFile != "" {
@@ -318,13 +390,13 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 // attribute or the cluster config, else the error matches
 // plugins.ErrMissingInformation. pv is not modified.
 func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
-	fp := field.NewPath("spec", "csi")
+	csiPath := func() *field.Path { return field.NewPath("spec", "csi") }
 	if pv == nil || pv.Spec.CSI == nil {
-		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv), field.Required(fp, "a CSI volume source is required"))
+		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv), field.Required(csiPath(), "a CSI volume source is required"))
 	}
 	c := pv.Spec.CSI
 	if c.Driver != DriverName {
-		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.NotSupported(fp.Child("driver"), c.Driver, []string{DriverName}))
+		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.NotSupported(csiPath().Child("driver"), c.Driver, []string{DriverName}))
 	}
 	attrs := c.VolumeAttributes
 	clusterID := attrs[attrClusterID]
@@ -333,11 +405,21 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 			clusterID = h.ClusterID
 		}
 	}
-	out := plugins.CopyPV(pv, 2)
+	blk := new(reverseBlock)
+	out := plugins.CopyPVInto(&blk.pv, pv, 2)
 	carried, carriedOK := plugins.TakeAnnotation(out, AnnMonitors)
-	mons, _, err := ceph.ResolveMonitors(pv.Name, carried, carriedOK, attrs, clusterID, p.opts.ClusterConfig, "spec.cephfs.monitors")
+	mons, from, err := ceph.ResolveMonitors(pv.Name, carried, carriedOK, attrs, clusterID, p.opts.ClusterConfig, "spec.cephfs.monitors")
 	if err != nil {
 		return nil, err
+	}
+	var joined string
+	switch {
+	case from == ceph.SourceCarried && plugins.PlainList(mons):
+		joined = carried
+	case from == ceph.SourceAttribute:
+		joined = attrs["monitors"]
+	default:
+		joined = strings.Join(mons, ",")
 	}
 	path, ok := plugins.TakeAnnotation(out, AnnPath)
 	if !ok {
@@ -345,13 +427,19 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	}
 	user, _ := plugins.TakeAnnotation(out, AnnUser)
 	secretFile, _ := plugins.TakeAnnotation(out, AnnSecretFile)
-	ref := plugins.CopySecretRef(c.NodeStageSecretRef)
+	blk.src = v1.CephFSPersistentVolumeSource{Monitors: mons, Path: path, User: user, SecretFile: secretFile, ReadOnly: c.ReadOnly}
 	if raw, ok := plugins.TakeAnnotation(out, AnnSecretRef); ok {
-		r, valid := parseRef(raw)
+		r, has, valid := parseRef(raw)
 		if !valid {
 			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnSecretRef), raw, `want "namespace/name"`))
 		}
-		ref = r
+		if has {
+			blk.ref = r
+			blk.src.SecretRef = &blk.ref
+		}
+	} else if c.NodeStageSecretRef != nil {
+		blk.ref = *c.NodeStageSecretRef
+		blk.src.SecretRef = &blk.ref
 	}
 	if raw, ok := plugins.TakeAnnotation(out, AnnMountOptions); ok {
 		list, err := plugins.DecodeList(raw)
@@ -360,22 +448,32 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		}
 		out.Spec.MountOptions = list
 	} else if fs := attrs[attrFSName]; fs != "" {
-		if _, _, found := FSNameFromMountOptions(out.Spec.MountOptions); !found {
+		if _, found := fsNameOf(out.Spec.MountOptions); !found {
 			out.Spec.MountOptions = append(out.Spec.MountOptions, "mds_namespace="+fs)
 		}
 	}
-	out.Spec.CephFS = &v1.CephFSPersistentVolumeSource{
-		Monitors:   mons,
-		Path:       path,
-		User:       user,
-		SecretFile: secretFile,
-		SecretRef:  ref,
-		ReadOnly:   c.ReadOnly,
+	out.Spec.CephFS = &blk.src
+	// What a forward translation of the result sets, for FinishReverseFrom.
+	fsName, _ := fsNameOf(out.Spec.MountOptions)
+	var fattrs [4]plugins.Attribute
+	var stage v1.SecretReference
+	f, n, err := describe("PersistentVolume", pv.Name, cephfsPath, pvSource(out.Spec.CephFS), joined, fsName,
+		out.Annotations[AnnNodeStageSecret], claimNamespace(out), &fattrs, &stage)
+	if err != nil {
+		return nil, fmt.Errorf("checking the reverse translation: %w", err)
 	}
-	if err := plugins.FinishReverse(out, pv, p.TranslateInTreePVToCSI); err != nil {
+	f.Attributes, f.NodeStage, f.AccessModes = fattrs[:n], &stage, out.Spec.AccessModes
+	if err := plugins.FinishReverseFrom(out, pv, &f); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// reverseBlock holds a PV translated back with the parts it points to.
+type reverseBlock struct {
+	pv  plugins.PVBuffer
+	src v1.CephFSPersistentVolumeSource
+	ref v1.SecretReference
 }
 
 // TranslateInTreeInlineVolumeToCSI translates a pod's inline cephfs volume.
@@ -389,9 +487,9 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 	if src.SecretRef != nil {
 		ref = &v1.SecretReference{Name: src.SecretRef.Name, Namespace: podNamespace}
 	}
-	csi, _, _, err := translate("Volume", vol.Name, field.NewPath("volumes").Key(vol.Name).Child("cephfs"),
+	csi, err := translate("Volume", vol.Name, func() *field.Path { return field.NewPath("volumes").Key(vol.Name).Child("cephfs") },
 		source{mons: src.Monitors, path: src.Path, user: src.User, secretFile: src.SecretFile, secretRef: ref, readOnly: src.ReadOnly},
-		nil, "", podNamespace)
+		"", podNamespace)
 	if err != nil {
 		return nil, err
 	}
@@ -420,7 +518,7 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 	if !p.CanSupport(pv) {
 		return nil
 	}
-	ref, err := stageSecret("PersistentVolume", pv.Name, field.NewPath("spec", "cephfs"), pvSource(pv.Spec.CephFS),
+	ref, err := stageSecret("PersistentVolume", pv.Name, cephfsPath, pvSource(pv.Spec.CephFS),
 		pv.Annotations[AnnNodeStageSecret], claimNamespace(pv))
 	switch {
 	case errors.Is(err, ErrSecretFileOnly):

@@ -471,9 +471,44 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 	}, nil
 }
 
-// In-tree StorageClass parameters, lower-cased.
-var scKeys = []string{"adminid", "adminsecretname", "adminsecretnamespace", "fstype", "imageformat", "imagefeatures",
+// In-tree StorageClass parameters, lower-cased, in the order of the sc*
+// constants.
+var scKeys = [...]string{"adminid", "adminsecretname", "adminsecretnamespace", "fstype", "imageformat", "imagefeatures",
 	"keyring", "monitors", "pool", "userid", "usersecretname", "usersecretnamespace"}
+
+const (
+	scAdminID = iota
+	scAdminSecretName
+	scAdminSecretNamespace
+	scFSType
+	scImageFormat
+	scImageFeatures
+	scKeyring
+	scMonitors
+	scPool
+	scUserID
+	scUserSecretName
+	scUserSecretNamespace
+)
+
+// scKey returns the index in scKeys of a parameter key matched
+// case-insensitively, or -1.
+func scKey(k string) int {
+	for i, known := range scKeys {
+		if len(k) == len(known) && strings.EqualFold(k, known) {
+			return i
+		}
+	}
+	return -1
+}
+
+// Secret parameter names of the translated StorageClass, by kind.
+var (
+	secretNameKeys = [...]string{csiPrefix + "provisioner-secret-name", csiPrefix + "node-stage-secret-name",
+		csiPrefix + "controller-expand-secret-name", csiPrefix + "node-expand-secret-name"}
+	secretNamespaceKeys = [...]string{csiPrefix + "provisioner-secret-namespace", csiPrefix + "node-stage-secret-namespace",
+		csiPrefix + "controller-expand-secret-namespace", csiPrefix + "node-expand-secret-namespace"}
+)
 
 // TranslateInTreeStorageClassToCSI translates a StorageClass of the in-tree
 // RBD provisioner. Keys are matched case-insensitively; the ones upstream
@@ -487,77 +522,109 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 	if sc == nil {
 		return nil, plugins.Invalid("StorageClass", "", field.Required(field.NewPath("storageClass"), "a StorageClass is required"))
 	}
-	fp := field.NewPath("parameters")
-	params := map[string]string{
-		attrMigration: "true",
-		attrPool:      defaultPool,
-		csiPrefix + "provisioner-secret-namespace":       defaultSecretNS,
-		csiPrefix + "node-stage-secret-namespace":        defaultSecretNS,
-		csiPrefix + "controller-expand-secret-namespace": defaultSecretNS,
-	}
-	secretKinds := []string{"provisioner", "node-stage", "controller-expand"}
-	if !p.opts.DisableNodeExpandSecret {
-		secretKinds = append(secretKinds, "node-expand")
-		params[csiPrefix+"node-expand-secret-namespace"] = defaultSecretNS
-	}
+	fp := func() *field.Path { return field.NewPath("parameters") }
+	// The value and original key of each known parameter.
+	var vals, keys [len(scKeys)]string
+	var seen [len(scKeys)]bool
 	var errs field.ErrorList
-	dropped := map[string]string{}
-	seen := map[string]string{}
-	for _, k := range slices.Sorted(maps.Keys(sc.Parameters)) {
-		v := sc.Parameters[k]
-		lk := strings.ToLower(k)
-		if prev, dup := seen[lk]; dup {
-			errs = append(errs, field.Duplicate(fp.Key(k), "same key as "+prev+" (keys are case-insensitive)"))
+	// Keys equal but for case: each is an error against the first of them
+	// in sorted order, which keys holds.
+	type dup struct {
+		i   int
+		key string
+	}
+	var dups []dup
+	dropped := 0
+	for k, v := range sc.Parameters {
+		i := scKey(k)
+		switch {
+		case i < 0:
+			errs = append(errs, field.NotSupported(fp().Key(k), k, scKeys[:]))
+			continue
+		case seen[i]:
+			if k < keys[i] {
+				dups = append(dups, dup{i, keys[i]})
+				keys[i] = k
+			} else {
+				dups = append(dups, dup{i, k})
+			}
 			continue
 		}
-		seen[lk] = k
-		switch lk {
-		case "fstype":
-			params[csiPrefix+"fstype"] = v
-		case "imagefeatures":
-			params[attrImageFeatures] = v
-		case "pool":
-			params[attrPool] = v
-		case "imageformat":
+		seen[i], vals[i], keys[i] = true, v, k
+		switch i {
+		case scImageFormat:
 			if v != "1" && v != "2" {
-				errs = append(errs, field.NotSupported(fp.Key(k), v, []string{"1", "2"}))
+				errs = append(errs, field.NotSupported(fp().Key(k), v, []string{"1", "2"}))
 			}
-			params[attrImageFormat] = v
-		case "adminid":
-			params[attrAdminID] = v
-		case "adminsecretname":
-			for _, kind := range secretKinds {
-				params[csiPrefix+kind+"-secret-name"] = v
-			}
-		case "adminsecretnamespace":
-			for _, kind := range secretKinds {
-				params[csiPrefix+kind+"-secret-namespace"] = v
-			}
-		case "monitors":
-			params[attrMonitors] = v
-			params[attrClusterID] = volumeid.ClusterID(v)
-		case "userid", "usersecretname", "usersecretnamespace", "keyring":
-			dropped[k] = v
-		default:
-			errs = append(errs, field.NotSupported(fp.Key(k), k, scKeys))
+		case scUserID, scUserSecretName, scUserSecretNamespace, scKeyring:
+			dropped++
 		}
 	}
-	if params[attrMonitors] == "" {
-		errs = append(errs, field.Required(fp.Key("monitors"), "comma-separated Ceph monitors are required"))
+	for _, d := range dups {
+		errs = append(errs, field.Duplicate(fp().Key(d.key), "same key as "+keys[d.i]+" (keys are case-insensitive)"))
 	}
-	if params[csiPrefix+"provisioner-secret-name"] == "" {
-		errs = append(errs, field.Required(fp.Key("adminSecretName"), "the name of the Ceph admin secret is required"))
+	plugins.SortErrors(errs)
+	if vals[scMonitors] == "" {
+		errs = append(errs, field.Required(fp().Key("monitors"), "comma-separated Ceph monitors are required"))
+	}
+	if vals[scAdminSecretName] == "" {
+		errs = append(errs, field.Required(fp().Key("adminSecretName"), "the name of the Ceph admin secret is required"))
 	}
 	if len(errs) > 0 {
 		return nil, plugins.Invalid("StorageClass", sc.Name, errs...)
 	}
-	out := sc.DeepCopy()
+	kinds := len(secretNameKeys)
+	if p.opts.DisableNodeExpandSecret {
+		kinds--
+	}
+	params := make(map[string]string, 5+2*kinds)
+	params[attrMigration] = "true"
+	params[attrPool] = defaultPool
+	for i, v := range vals {
+		if !seen[i] {
+			continue
+		}
+		switch i {
+		case scFSType:
+			params[csiPrefix+"fstype"] = v
+		case scImageFeatures:
+			params[attrImageFeatures] = v
+		case scPool:
+			params[attrPool] = v
+		case scImageFormat:
+			params[attrImageFormat] = v
+		case scAdminID:
+			params[attrAdminID] = v
+		case scMonitors:
+			params[attrMonitors] = v
+			params[attrClusterID] = volumeid.ClusterID(v)
+		}
+	}
+	ns := defaultSecretNS
+	if seen[scAdminSecretNamespace] {
+		ns = vals[scAdminSecretNamespace]
+	}
+	for _, key := range secretNameKeys[:kinds] {
+		params[key] = vals[scAdminSecretName]
+	}
+	for _, key := range secretNamespaceKeys[:kinds] {
+		params[key] = ns
+	}
+	shallow := *sc
+	shallow.Parameters = nil
+	out := shallow.DeepCopy()
 	out.Provisioner = DriverName
 	out.Parameters = params
-	if len(dropped) > 0 {
+	if dropped > 0 {
+		m := make(map[string]string, dropped)
+		for _, i := range [...]int{scUserID, scUserSecretName, scUserSecretNamespace, scKeyring} {
+			if seen[i] {
+				m[keys[i]] = vals[i]
+			}
+		}
 		logger.Info("In-tree RBD StorageClass parameters have no Ceph CSI counterpart and are not translated; the node-stage secret is the admin secret",
-			"storageClass", sc.Name, "parameters", slices.Sorted(maps.Keys(dropped)))
-		b, _ := json.Marshal(dropped)
+			"storageClass", sc.Name, "parameters", slices.Sorted(maps.Keys(m)))
+		b, _ := json.Marshal(m)
 		if out.Annotations == nil {
 			out.Annotations = map[string]string{}
 		}
@@ -565,6 +632,7 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 	}
 	return out, nil
 }
+
 
 // Finding codes reported by CheckPV.
 const (

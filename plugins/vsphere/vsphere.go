@@ -31,8 +31,6 @@ package vsphere
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -231,9 +229,12 @@ func keyFor(kind, level string) string {
 // moveTopology moves one of zone/region to the CSI key and returns how, for
 // AnnTopology ("" when nothing was moved).
 func moveTopology(out *v1.PersistentVolume, labels map[string]string, inTreeKey, csiKey string, created *string) string {
-	if len(plugins.TopologyValues(out.Spec.NodeAffinity, inTreeKey)) > 0 {
+	if plugins.HasTopologyValues(out.Spec.NodeAffinity, inTreeKey) {
 		plugins.ReplaceTopologyKey(out, inTreeKey, csiKey)
-		return "affinity-" + gaOrBeta(inTreeKey)
+		if gaOrBeta(inTreeKey) == "ga" {
+			return "affinity-ga"
+		}
+		return "affinity-beta"
 	}
 	if label, ok := labels[inTreeKey]; ok && label != "" {
 		c, added := plugins.AddTopology(out, csiKey, []string{label})
@@ -241,10 +242,27 @@ func moveTopology(out *v1.PersistentVolume, labels map[string]string, inTreeKey,
 			if c != plugins.CreatedNone {
 				*created = c
 			}
-			return "label-" + gaOrBeta(inTreeKey)
+			if gaOrBeta(inTreeKey) == "ga" {
+				return "label-ga"
+			}
+			return "label-beta"
 		}
 	}
 	return ""
+}
+
+// describe gives what the forward translation of pv sets in the CSI source
+// and access modes, with the attributes written to attrs (their number is
+// returned).
+func describe(pv *v1.PersistentVolume, attrs *[1]plugins.Attribute) (plugins.Forwarded, int) {
+	src := pv.Spec.VsphereVolume
+	f := plugins.Forwarded{VolumeHandle: src.VolumePath, FSType: src.FSType, AccessModes: pv.Spec.AccessModes}
+	n := 0
+	if src.StoragePolicyName != "" {
+		attrs[0] = plugins.Attribute{Key: AttrStoragePolicyName, Value: src.StoragePolicyName}
+		n++
+	}
+	return f, n
 }
 
 // TranslateInTreePVToCSI translates a PV with spec.vsphereVolume to one for
@@ -259,17 +277,21 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 		return nil, plugins.Invalid("PersistentVolume", pv.Name,
 			field.Required(field.NewPath("spec", "vsphereVolume", "volumePath"), `a volume path such as "[datastore] kubevols/disk.vmdk" is required`))
 	}
-	out := plugins.CopyPV(pv, 2)
-	csi := &v1.CSIPersistentVolumeSource{
+	var attrs [1]plugins.Attribute
+	f, n := describe(pv, &attrs)
+	blk := new(forwardBlock)
+	out := plugins.CopyPVInto(&blk.pv, pv, 2)
+	blk.csi = v1.CSIPersistentVolumeSource{
 		Driver:           DriverName,
-		VolumeHandle:     src.VolumePath,
-		FSType:           src.FSType,
-		VolumeAttributes: map[string]string{},
+		VolumeHandle:     f.VolumeHandle,
+		FSType:           f.FSType,
+		VolumeAttributes: plugins.AttributeMap(attrs[:n]),
 	}
-	if src.StoragePolicyName != "" {
-		csi.VolumeAttributes[AttrStoragePolicyName] = src.StoragePolicyName
+	if blk.csi.VolumeAttributes == nil {
+		// Upstream sets an empty map; keep it for equal output.
+		blk.csi.VolumeAttributes = map[string]string{}
 	}
-	out.Spec.CSI = csi
+	out.Spec.CSI = &blk.csi
 	if src.StoragePolicyID != "" {
 		plugins.SetAnnotation(out, AnnStoragePolicyID, src.StoragePolicyID)
 	}
@@ -345,6 +367,18 @@ func undoTopology(out *v1.PersistentVolume, kind, how, csiKey, created string) {
 	}
 }
 
+// forwardBlock holds a translated PV with its CSI source.
+type forwardBlock struct {
+	pv  plugins.PVBuffer
+	csi v1.CSIPersistentVolumeSource
+}
+
+// reverseBlock holds a PV translated back with its vSphere source.
+type reverseBlock struct {
+	pv  plugins.PVBuffer
+	src v1.VsphereVirtualDiskVolumeSource
+}
+
 // TranslateCSIPVToInTree translates a PV of csi.vsphere.vmware.com back to
 // spec.vsphereVolume. The volume path comes from attribute
 // initialvolumefilepath, else from a handle that is a volume path; otherwise
@@ -370,14 +404,16 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 			Detail: fmt.Sprintf("the volume has no %s attribute and its handle %q is not a volume path ([datastore] path.vmdk); volumes the driver created outside migration mode have no in-tree equivalent", AttrInitialVolumeFilePath, c.VolumeHandle),
 		}
 	}
-	out := plugins.CopyPV(pv, 2)
+	blk := new(reverseBlock)
+	out := plugins.CopyPVInto(&blk.pv, pv, 2)
 	policyID, _ := plugins.TakeAnnotation(out, AnnStoragePolicyID)
-	out.Spec.VsphereVolume = &v1.VsphereVirtualDiskVolumeSource{
+	blk.src = v1.VsphereVirtualDiskVolumeSource{
 		VolumePath:        path,
 		FSType:            c.FSType,
 		StoragePolicyName: c.VolumeAttributes[AttrStoragePolicyName],
 		StoragePolicyID:   policyID,
 	}
+	out.Spec.VsphereVolume = &blk.src
 	zoneCSI, regionCSI := p.opts.Topology.zone(), p.opts.Topology.region()
 	if raw, ok := plugins.TakeAnnotation(out, AnnNodeAffinity); ok {
 		var na *v1.VolumeNodeAffinity
@@ -414,7 +450,10 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 			}
 		}
 	}
-	if err := plugins.FinishReverse(out, pv, p.TranslateInTreePVToCSI); err != nil {
+	var attrs [1]plugins.Attribute
+	f, n := describe(out, &attrs)
+	f.Attributes = attrs[:n]
+	if err := plugins.FinishReverseFrom(out, pv, &f); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -458,7 +497,7 @@ var vsanRanges = map[string][2]int{
 	"iopslimit":              {0, -1},
 }
 
-var scKeys = []string{"cachereservation", "datastore", "diskformat", "diskstripes", "forceprovisioning", "fstype",
+var scKeys = [...]string{"cachereservation", "datastore", "diskformat", "diskstripes", "forceprovisioning", "fstype",
 	"hostfailurestotolerate", "iopslimit", "objectspacereservation", "storagepolicyname"}
 
 // Finding codes and StorageClass error reasons.
@@ -480,20 +519,33 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, sc *storage.Sto
 	if sc == nil {
 		return nil, plugins.Invalid("StorageClass", "", field.Required(field.NewPath("storageClass"), "a StorageClass is required"))
 	}
-	fp := field.NewPath("parameters")
-	params := map[string]string{}
+	fp := func() *field.Path { return field.NewPath("parameters") }
+	params := make(map[string]string, len(sc.Parameters)+1)
 	var errs field.ErrorList
-	seen := map[string]string{}
-	var vsan []string
+	// The original key of each known parameter, to find keys equal but for
+	// case; each is an error against the first of them in sorted order.
+	var keys [len(scKeys)]string
+	var dups []string
+	var dupOf []int
+	firstVSAN := ""
 	policy := false
-	for _, k := range slices.Sorted(maps.Keys(sc.Parameters)) {
-		v := sc.Parameters[k]
-		lk := strings.ToLower(k)
-		if prev, dup := seen[lk]; dup {
-			errs = append(errs, field.Duplicate(fp.Key(k), "same key as "+prev+" (keys are case-insensitive)"))
+	for k, v := range sc.Parameters {
+		i := scKeyIndex(k)
+		if i < 0 {
+			errs = append(errs, field.NotSupported(fp().Key(k), k, scKeys[:]))
 			continue
 		}
-		seen[lk] = k
+		if keys[i] != "" {
+			if k < keys[i] {
+				dups, dupOf = append(dups, keys[i]), append(dupOf, i)
+				keys[i] = k
+			} else {
+				dups, dupOf = append(dups, k), append(dupOf, i)
+			}
+			continue
+		}
+		keys[i] = k
+		lk := scKeys[i]
 		switch lk {
 		case "fstype":
 			params["csi.storage.k8s.io/fstype"] = v
@@ -507,55 +559,72 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, sc *storage.Sto
 			case "thin":
 			case "zeroedthick", "eagerzeroedthick":
 				if !p.opts.AllowUnsupportedParameters {
-					errs = append(errs, field.Invalid(fp.Key(k), v, ReasonRejectedByDriver+": only \"thin\" is accepted; "+
+					errs = append(errs, field.Invalid(fp().Key(k), v, ReasonRejectedByDriver+": only \"thin\" is accepted; "+
 						"use a storage policy with thick provisioning (storagepolicyname) instead"))
 				}
 			default:
-				errs = append(errs, field.NotSupported(fp.Key(k), v, []string{"thin", "zeroedthick", "eagerzeroedthick"}))
+				errs = append(errs, field.NotSupported(fp().Key(k), v, []string{"thin", "zeroedthick", "eagerzeroedthick"}))
 			}
 			params["diskformat-migrationparam"] = v
 		default:
-			r, ok := vsanRanges[lk]
-			if !ok {
-				errs = append(errs, field.NotSupported(fp.Key(k), k, scKeys))
-				continue
-			}
+			r := vsanRanges[lk]
 			n, err := strconv.Atoi(v)
 			if err != nil || n < r[0] || (r[1] >= 0 && n > r[1]) {
 				want := fmt.Sprintf("an integer from %d to %d", r[0], r[1])
 				if r[1] < 0 {
 					want = fmt.Sprintf("an integer of at least %d", r[0])
 				}
-				errs = append(errs, field.Invalid(fp.Key(k), v, "must be "+want))
+				errs = append(errs, field.Invalid(fp().Key(k), v, "must be "+want))
 			}
-			vsan = append(vsan, k)
+			if firstVSAN == "" || k < firstVSAN {
+				firstVSAN = k
+			}
 			if !p.opts.AllowUnsupportedParameters {
-				errs = append(errs, field.Invalid(fp.Key(k), v, ReasonRejectedByDriver+": vSAN capabilities are not accepted; "+
+				errs = append(errs, field.Invalid(fp().Key(k), v, ReasonRejectedByDriver+": vSAN capabilities are not accepted; "+
 					"create a vSAN storage policy with this capability and set storagepolicyname instead"))
 			}
 			params[lk+"-migrationparam"] = v
 		}
 	}
-	if policy && len(vsan) > 0 {
-		errs = append(errs, field.Forbidden(fp.Key(vsan[0]), "vSAN capabilities cannot be combined with storagepolicyname"))
+	for j, d := range dups {
+		errs = append(errs, field.Duplicate(fp().Key(d), "same key as "+keys[dupOf[j]]+" (keys are case-insensitive)"))
+	}
+	plugins.SortErrors(errs)
+	if policy && firstVSAN != "" {
+		errs = append(errs, field.Forbidden(fp().Key(firstVSAN), "vSAN capabilities cannot be combined with storagepolicyname"))
 	}
 	if len(errs) > 0 {
 		return nil, plugins.Invalid("StorageClass", sc.Name, errs...)
 	}
 	params["csimigration"] = "true"
-	out := sc.DeepCopy()
+	shallow := *sc
+	shallow.Parameters, shallow.AllowedTopologies = nil, nil
+	out := shallow.DeepCopy()
 	out.Provisioner = DriverName
 	out.Parameters = params
-	zone, region := p.opts.Topology.zone(), p.opts.Topology.region()
-	topo, err := plugins.TranslateAllowedTopologies(sc.AllowedTopologies, map[string]string{
-		v1.LabelTopologyZone: zone, v1.LabelFailureDomainBetaZone: zone,
-		v1.LabelTopologyRegion: region, v1.LabelFailureDomainBetaRegion: region,
-	})
-	if err != nil {
-		return nil, plugins.Invalid("StorageClass", sc.Name, field.Invalid(field.NewPath("allowedTopologies"), "", err.Error()))
+	if len(sc.AllowedTopologies) > 0 {
+		zone, region := p.opts.Topology.zone(), p.opts.Topology.region()
+		topo, err := plugins.TranslateAllowedTopologies(sc.AllowedTopologies, map[string]string{
+			v1.LabelTopologyZone: zone, v1.LabelFailureDomainBetaZone: zone,
+			v1.LabelTopologyRegion: region, v1.LabelFailureDomainBetaRegion: region,
+		})
+		if err != nil {
+			return nil, plugins.Invalid("StorageClass", sc.Name, field.Invalid(field.NewPath("allowedTopologies"), "", err.Error()))
+		}
+		out.AllowedTopologies = topo
 	}
-	out.AllowedTopologies = topo
 	return out, nil
+}
+
+// scKeyIndex returns the index in scKeys of a parameter key matched
+// case-insensitively, or -1.
+func scKeyIndex(k string) int {
+	for i, known := range scKeys {
+		if len(k) == len(known) && strings.EqualFold(k, known) {
+			return i
+		}
+	}
+	return -1
 }
 
 // Finding codes reported by CheckPV.
