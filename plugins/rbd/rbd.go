@@ -633,7 +633,6 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 	return out, nil
 }
 
-
 // Finding codes reported by CheckPV.
 const (
 	FindingHandleResolvesElsewhere = "RBDHandleResolvesElsewhere"
