@@ -108,7 +108,16 @@ func FuzzEncodeList(f *testing.F) {
 	f.Add("a:1\x00b:2")
 	f.Add("[x\x00,")
 	f.Add("")
+	f.Add("<&>\x00\u2028\x00\\\"")
 	f.Fuzz(func(t *testing.T, joined string) {
+		// Not a plain list, the encoding is encoding/json's, byte for byte,
+		// whatever the bytes: annotations written before stay readable.
+		if split := strings.Split(joined, "\x00"); !plugins.PlainList(split) {
+			want, _ := json.Marshal(split)
+			if got := plugins.EncodeList(split); got != string(want) {
+				t.Fatalf("EncodeList = %q, encoding/json %q", got, want)
+			}
+		}
 		if !utf8.ValidString(joined) {
 			// Outside EncodeList's contract: API objects are valid UTF-8.
 			// It must still not panic.

@@ -239,8 +239,11 @@ func EncodeList(list []string) string {
 	if PlainList(list) {
 		return strings.Join(list, ",")
 	}
-	b, _ := json.Marshal(list) // cannot fail for []string
-	return string(b)
+	n := 2
+	for _, s := range list {
+		n += len(s) + 3
+	}
+	return string(appendJSONList(make([]byte, 0, n), list))
 }
 
 // PlainList reports whether EncodeList writes list comma-joined.

@@ -37,6 +37,7 @@ package cephfs
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -156,25 +157,42 @@ func RootPath(path string) string {
 // or fs= in mount options (entries may hold comma-separated options; the last
 // one wins, as for mount(8)), and the options without them.
 func FSNameFromMountOptions(opts []string) (fsName string, rest []string, found bool) {
+	fsName, found = fsNameOf(opts)
+	if !found {
+		return "", slices.Clone(opts), false
+	}
 	for _, entry := range opts {
-		parts := strings.Split(entry, ",")
-		kept := parts[:0]
-		for _, o := range parts {
-			if v, ok := strings.CutPrefix(o, "mds_namespace="); ok {
-				fsName, found = v, true
-				continue
-			}
-			if v, ok := strings.CutPrefix(o, "fs="); ok {
-				fsName, found = v, true
-				continue
-			}
-			kept = append(kept, o)
+		if !hasFSOption(entry) {
+			rest = append(rest, entry)
+			continue
 		}
-		if len(kept) > 0 {
-			rest = append(rest, strings.Join(kept, ","))
+		var b strings.Builder
+		kept := 0
+		for o := range strings.SplitSeq(entry, ",") {
+			if strings.HasPrefix(o, "mds_namespace=") || strings.HasPrefix(o, "fs=") {
+				continue
+			}
+			if kept > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(o)
+			kept++
+		}
+		if kept > 0 {
+			rest = append(rest, b.String())
 		}
 	}
-	return fsName, rest, found
+	return fsName, rest, true
+}
+
+// hasFSOption reports whether a mount-option entry names a file system.
+func hasFSOption(entry string) bool {
+	for o := range strings.SplitSeq(entry, ",") {
+		if strings.HasPrefix(o, "mds_namespace=") || strings.HasPrefix(o, "fs=") {
+			return true
+		}
+	}
+	return false
 }
 
 // parseRef parses "namespace/name"; "" is no reference (ok, has false).

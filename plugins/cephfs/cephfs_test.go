@@ -2,6 +2,8 @@ package cephfs_test
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -202,4 +204,40 @@ func TestRoundTripProperty(t *testing.T) {
 
 func TestHostileProperty(t *testing.T) {
 	plugintest.Hostile(t, cephfs.New(cephfs.Options{}))
+}
+
+// referenceFSName is the plain definition: split every entry, drop the
+// file-system options (the last one names the file system), join the rest.
+func referenceFSName(opts []string) (fsName string, rest []string, found bool) {
+	for _, entry := range opts {
+		var kept []string
+		for _, o := range strings.Split(entry, ",") {
+			if v, ok := strings.CutPrefix(o, "mds_namespace="); ok {
+				fsName, found = v, true
+			} else if v, ok := strings.CutPrefix(o, "fs="); ok {
+				fsName, found = v, true
+			} else {
+				kept = append(kept, o)
+			}
+		}
+		if len(kept) > 0 {
+			rest = append(rest, strings.Join(kept, ","))
+		}
+	}
+	return fsName, rest, found
+}
+
+func TestFSNameFromMountOptions(t *testing.T) {
+	part := rapid.SampledFrom([]string{"", "noatime", "mds_namespace=a", "fs=b", "fs=", "ro", "mds_namespace="})
+	entry := rapid.Custom(func(t *rapid.T) string {
+		return strings.Join(rapid.SliceOfN(part, 1, 4).Draw(t, "parts"), ",")
+	})
+	rapid.Check(t, func(t *rapid.T) {
+		opts := rapid.SliceOfN(entry, 0, 3).Draw(t, "opts")
+		fs, rest, found := cephfs.FSNameFromMountOptions(opts)
+		wfs, wrest, wfound := referenceFSName(opts)
+		if fs != wfs || found != wfound || !slices.Equal(rest, wrest) {
+			t.Fatalf("got %q %q %v, want %q %q %v", fs, rest, found, wfs, wrest, wfound)
+		}
+	})
 }
