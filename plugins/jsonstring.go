@@ -1,6 +1,9 @@
 package plugins
 
 import (
+	"maps"
+	"slices"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -69,4 +72,95 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// appendOverrides appends o as encoding/json.Marshal writes it (members in
+// struct order, omitempty honoured, map keys sorted), without reflection.
+func appendOverrides(dst []byte, o *csiOverrides) []byte {
+	dst = append(dst, '{')
+	first := true
+	member := func(name string) {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(dst, '"')
+		dst = append(dst, name...)
+		dst = append(dst, '"', ':')
+	}
+	if o.VolumeHandle != nil {
+		member("volumeHandle")
+		dst = appendJSONString(dst, *o.VolumeHandle)
+	}
+	if o.ReadOnly != nil {
+		member("readOnly")
+		dst = strconv.AppendBool(dst, *o.ReadOnly)
+	}
+	if o.FSType != nil {
+		member("fsType")
+		dst = appendJSONString(dst, *o.FSType)
+	}
+	if len(o.VolumeAttributes) > 0 {
+		member("volumeAttributes")
+		dst = append(dst, '{')
+		for i, k := range slices.Sorted(maps.Keys(o.VolumeAttributes)) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, k)
+			dst = append(dst, ':')
+			if v := o.VolumeAttributes[k]; v != nil {
+				dst = appendJSONString(dst, *v)
+			} else {
+				dst = append(dst, "null"...)
+			}
+		}
+		dst = append(dst, '}')
+	}
+	if len(o.SecretRefs) > 0 {
+		member("secretRefs")
+		dst = append(dst, '{')
+		for i, k := range slices.Sorted(maps.Keys(o.SecretRefs)) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, k)
+			dst = append(dst, ':')
+			ref := o.SecretRefs[k]
+			if ref == nil {
+				dst = append(dst, "null"...)
+				continue
+			}
+			dst = append(dst, '{')
+			if ref.Name != "" {
+				dst = append(dst, `"name":`...)
+				dst = appendJSONString(dst, ref.Name)
+			}
+			if ref.Namespace != "" {
+				if ref.Name != "" {
+					dst = append(dst, ',')
+				}
+				dst = append(dst, `"namespace":`...)
+				dst = appendJSONString(dst, ref.Namespace)
+			}
+			dst = append(dst, '}')
+		}
+		dst = append(dst, '}')
+	}
+	if o.AccessModes != nil {
+		member("accessModes")
+		if *o.AccessModes == nil {
+			dst = append(dst, "null"...)
+		} else {
+			dst = append(dst, '[')
+			for i, m := range *o.AccessModes {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = appendJSONString(dst, string(m))
+			}
+			dst = append(dst, ']')
+		}
+	}
+	return append(dst, '}')
 }

@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"encoding/json"
+	v1 "k8s.io/api/core/v1"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -20,6 +21,56 @@ func TestAppendJSONListMatchesEncodingJSON(t *testing.T) {
 		}
 		if got := appendJSONList(nil, list); string(got) != string(want) {
 			t.Fatalf("got %q, want %q", got, want)
+		}
+	})
+}
+
+// appendOverrides writes what encoding/json writes for every overrides value.
+func TestAppendOverridesMatchesEncodingJSON(t *testing.T) {
+	str := rapid.OneOf(rapid.String(), rapid.SampledFrom([]string{"", "a", "<b>", "\u2028"}))
+	optStr := rapid.Custom(func(t *rapid.T) *string {
+		if rapid.Bool().Draw(t, "nil") {
+			return nil
+		}
+		s := str.Draw(t, "s")
+		return &s
+	})
+	rapid.Check(t, func(t *rapid.T) {
+		var o csiOverrides
+		o.VolumeHandle = optStr.Draw(t, "handle")
+		o.FSType = optStr.Draw(t, "fsType")
+		if rapid.Bool().Draw(t, "hasReadOnly") {
+			b := rapid.Bool().Draw(t, "readOnly")
+			o.ReadOnly = &b
+		}
+		if rapid.Bool().Draw(t, "hasAttrs") {
+			o.VolumeAttributes = rapid.MapOf(str, optStr).Draw(t, "attrs")
+		}
+		if rapid.Bool().Draw(t, "hasRefs") {
+			o.SecretRefs = rapid.MapOf(rapid.SampledFrom([]string{"nodeStage", "nodeExpand", "x"}), rapid.Custom(func(t *rapid.T) *v1.SecretReference {
+				if rapid.Bool().Draw(t, "nilRef") {
+					return nil
+				}
+				return &v1.SecretReference{Name: str.Draw(t, "name"), Namespace: str.Draw(t, "ns")}
+			})).Draw(t, "refs")
+		}
+		switch rapid.IntRange(0, 3).Draw(t, "modes") {
+		case 1:
+			m := []v1.PersistentVolumeAccessMode{}
+			o.AccessModes = &m
+		case 2:
+			m := []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce, v1.PersistentVolumeAccessMode(str.Draw(t, "mode"))}
+			o.AccessModes = &m
+		case 3:
+			var m []v1.PersistentVolumeAccessMode
+			o.AccessModes = &m
+		}
+		want, err := json.Marshal(&o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendOverrides(nil, &o); string(got) != string(want) {
+			t.Fatalf("got  %s\nwant %s", got, want)
 		}
 	})
 }

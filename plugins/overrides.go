@@ -173,13 +173,7 @@ func FinishReverseFrom(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
 	if o.empty() {
 		return nil
 	}
-	// Marshal a copy, so that o stays on the stack when nothing differs.
-	enc := o
-	b, err := json.Marshal(&enc)
-	if err != nil {
-		return err
-	}
-	SetAnnotation(inTree, AnnCSIOverrides, string(b))
+	SetAnnotation(inTree, AnnCSIOverrides, string(appendOverrides(make([]byte, 0, 256), &o)))
 	return nil
 }
 
