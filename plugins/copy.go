@@ -45,7 +45,7 @@ func CopyPV(pv *v1.PersistentVolume, extraAnnotations int) *v1.PersistentVolume 
 
 // CopyPVInto is CopyPV into buf, which the caller allocated (for example as
 // part of a larger block); it returns &buf.PV. The parts of fixed size go into
-// buf, the managed fields into three allocations whatever their number, and
+// buf, the managed fields into two allocations plus their field sets, and
 // everything else through the generated DeepCopyInto, so that a field added
 // to the API later is copied too.
 func CopyPVInto(buf *PVBuffer, pv *v1.PersistentVolume, extraAnnotations int) *v1.PersistentVolume {
@@ -94,44 +94,33 @@ type managedFieldsParts struct {
 	fields metav1.FieldsV1
 }
 
-// copyManagedFields deep-copies managed fields in at most three allocations:
-// the entries, what they point to, and one buffer for all the field sets
-// (each a full slice of it, so that appending to one cannot reach another).
+// copyManagedFields deep-copies managed fields: the entries in one
+// allocation, what they point to in another, and each field set through its
+// own DeepCopyInto (a byte copy, or nothing where FieldsV1 is string-backed).
 func copyManagedFields(in []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
 	if in == nil {
 		return nil
 	}
 	out := make([]metav1.ManagedFieldsEntry, len(in))
 	copy(out, in)
-	pointers, rawLen, hasRaw := false, 0, false
+	pointers := false
 	for i := range in {
 		if in[i].Time != nil || in[i].FieldsV1 != nil {
 			pointers = true
-		}
-		if in[i].FieldsV1 != nil && in[i].FieldsV1.Raw != nil {
-			hasRaw = true
-			rawLen += len(in[i].FieldsV1.Raw)
+			break
 		}
 	}
 	if !pointers {
 		return out
 	}
 	parts := make([]managedFieldsParts, len(in))
-	var raw []byte
-	if hasRaw {
-		raw = make([]byte, 0, rawLen)
-	}
 	for i := range in {
 		if t := in[i].Time; t != nil {
 			parts[i].time = *t
 			out[i].Time = &parts[i].time
 		}
 		if f := in[i].FieldsV1; f != nil {
-			if f.Raw != nil {
-				start := len(raw)
-				raw = append(raw, f.Raw...)
-				parts[i].fields.Raw = raw[start:len(raw):len(raw)]
-			}
+			f.DeepCopyInto(&parts[i].fields)
 			out[i].FieldsV1 = &parts[i].fields
 		}
 	}

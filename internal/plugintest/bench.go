@@ -60,14 +60,14 @@ type BenchInput struct {
 	StorageClass *storagev1.StorageClass
 }
 
-// Sinks keep benchmark results alive: a copy whose result is discarded can be
+// Sink keeps benchmark results alive: a copy whose result is discarded can be
 // allocated on the stack, which no translation (it returns its result) can
 // do, and the floor would be too low.
-var (
-	sinkPV     *v1.PersistentVolume
-	sinkVolume *v1.Volume
-	sinkSC     *storagev1.StorageClass
-)
+var Sink struct {
+	PV     *v1.PersistentVolume
+	Volume *v1.Volume
+	SC     *storagev1.StorageClass
+}
 
 // Benchmarks measures every translation entry point of p next to the
 // DeepCopy of its input (the floor: a translation may not modify its input,
@@ -89,7 +89,7 @@ func Benchmarks(b *testing.B, p plugins.InTreePlugin, in BenchInput) {
 		b.Run("PV/"+shape.name+"/forward/DeepCopyFloor", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				sinkPV = pv.DeepCopy()
+				Sink.PV = pv.DeepCopy()
 			}
 		})
 		b.Run("PV/"+shape.name+"/forward/TranslateInTreePVToCSI", func(b *testing.B) {
@@ -99,7 +99,7 @@ func Benchmarks(b *testing.B, p plugins.InTreePlugin, in BenchInput) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				sinkPV = out
+				Sink.PV = out
 			}
 		})
 		csi, err := p.TranslateInTreePVToCSI(logger, pv)
@@ -109,7 +109,7 @@ func Benchmarks(b *testing.B, p plugins.InTreePlugin, in BenchInput) {
 		b.Run("PV/"+shape.name+"/reverse/DeepCopyFloor", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				sinkPV = csi.DeepCopy()
+				Sink.PV = csi.DeepCopy()
 			}
 		})
 		b.Run("PV/"+shape.name+"/reverse/TranslateCSIPVToInTree", func(b *testing.B) {
@@ -119,7 +119,7 @@ func Benchmarks(b *testing.B, p plugins.InTreePlugin, in BenchInput) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				sinkPV = out
+				Sink.PV = out
 			}
 		})
 	}
@@ -127,7 +127,7 @@ func Benchmarks(b *testing.B, p plugins.InTreePlugin, in BenchInput) {
 		b.Run("Inline/DeepCopyFloor", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				sinkVolume = vol.DeepCopy()
+				Sink.Volume = vol.DeepCopy()
 			}
 		})
 		b.Run("Inline/TranslateInTreeInlineVolumeToCSI", func(b *testing.B) {
@@ -137,7 +137,7 @@ func Benchmarks(b *testing.B, p plugins.InTreePlugin, in BenchInput) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				sinkPV = out
+				Sink.PV = out
 			}
 		})
 	}
@@ -145,7 +145,7 @@ func Benchmarks(b *testing.B, p plugins.InTreePlugin, in BenchInput) {
 		b.Run("StorageClass/DeepCopyFloor", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				sinkSC = sc.DeepCopy()
+				Sink.SC = sc.DeepCopy()
 			}
 		})
 		b.Run("StorageClass/TranslateInTreeStorageClassToCSI", func(b *testing.B) {
@@ -155,7 +155,7 @@ func Benchmarks(b *testing.B, p plugins.InTreePlugin, in BenchInput) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				sinkSC = out
+				Sink.SC = out
 			}
 		})
 	}
