@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	v1 "k8s.io/api/core/v1"
 )
 
 // appendJSONList appends list as a JSON array of strings, byte for byte what
@@ -102,34 +104,18 @@ func appendOverrides(dst []byte, o *csiOverrides) []byte {
 	}
 	if len(o.VolumeAttributes) > 0 {
 		member("volumeAttributes")
-		dst = append(dst, '{')
-		for i, k := range slices.Sorted(maps.Keys(o.VolumeAttributes)) {
-			if i > 0 {
-				dst = append(dst, ',')
+		dst = appendObject(dst, o.VolumeAttributes, func(dst []byte, v *string) []byte {
+			if v == nil {
+				return append(dst, "null"...)
 			}
-			dst = appendJSONString(dst, k)
-			dst = append(dst, ':')
-			if v := o.VolumeAttributes[k]; v != nil {
-				dst = appendJSONString(dst, *v)
-			} else {
-				dst = append(dst, "null"...)
-			}
-		}
-		dst = append(dst, '}')
+			return appendJSONString(dst, *v)
+		})
 	}
 	if len(o.SecretRefs) > 0 {
 		member("secretRefs")
-		dst = append(dst, '{')
-		for i, k := range slices.Sorted(maps.Keys(o.SecretRefs)) {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendJSONString(dst, k)
-			dst = append(dst, ':')
-			ref := o.SecretRefs[k]
+		dst = appendObject(dst, o.SecretRefs, func(dst []byte, ref *v1.SecretReference) []byte {
 			if ref == nil {
-				dst = append(dst, "null"...)
-				continue
+				return append(dst, "null"...)
 			}
 			dst = append(dst, '{')
 			if ref.Name != "" {
@@ -143,9 +129,8 @@ func appendOverrides(dst []byte, o *csiOverrides) []byte {
 				dst = append(dst, `"namespace":`...)
 				dst = appendJSONString(dst, ref.Namespace)
 			}
-			dst = append(dst, '}')
-		}
-		dst = append(dst, '}')
+			return append(dst, '}')
+		})
 	}
 	if o.AccessModes != nil {
 		member("accessModes")
@@ -161,6 +146,21 @@ func appendOverrides(dst []byte, o *csiOverrides) []byte {
 			}
 			dst = append(dst, ']')
 		}
+	}
+	return append(dst, '}')
+}
+
+// appendObject appends m as a JSON object with its keys sorted, as
+// encoding/json does, writing each value with value.
+func appendObject[V any](dst []byte, m map[string]V, value func([]byte, V) []byte) []byte {
+	dst = append(dst, '{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		dst = value(dst, m[k])
 	}
 	return append(dst, '}')
 }

@@ -108,19 +108,24 @@ const (
 // Ceph CSI volume context holds when the StorageClass had one, the entry of
 // clusterID in cfg. When none has them it returns a
 // *plugins.MissingInformationError (errors.Is plugins.ErrMissingInformation)
-// about PersistentVolume pvName.
-func ResolveMonitors(pvName, carried string, carriedOK bool, attrs map[string]string, clusterID string, cfg ClusterConfig, fieldPath string) ([]string, string, error) {
+// about PersistentVolume pvName. joined is the monitors joined with ",",
+// without a new string when they came as a plain list.
+func ResolveMonitors(pvName, carried string, carriedOK bool, attrs map[string]string, clusterID string, cfg ClusterConfig, fieldPath string) (mons []string, joined, from string, err error) {
 	if carriedOK {
 		mons, err := plugins.DecodeList(carried)
 		if err == nil && len(mons) > 0 {
-			return mons, SourceCarried, nil
+			joined := carried
+			if !plugins.PlainList(mons) {
+				joined = strings.Join(mons, ",")
+			}
+			return mons, joined, SourceCarried, nil
 		}
 	}
 	if s := attrs["monitors"]; s != "" {
-		return strings.Split(s, ","), SourceAttribute, nil
+		return strings.Split(s, ","), s, SourceAttribute, nil
 	}
 	if mons, ok := cfg.Monitors(clusterID); ok {
-		return mons, SourceConfig, nil
+		return mons, strings.Join(mons, ","), SourceConfig, nil
 	}
 	detail := "no carried annotation, no \"monitors\" volume attribute"
 	if clusterID == "" {
@@ -128,7 +133,7 @@ func ResolveMonitors(pvName, carried string, carriedOK bool, attrs map[string]st
 	} else {
 		detail += fmt.Sprintf(", and clusterID %q is not in the Ceph CSI cluster config", clusterID)
 	}
-	return nil, "", &plugins.MissingInformationError{
+	return nil, "", "", &plugins.MissingInformationError{
 		Field:  fieldPath,
 		Object: `PersistentVolume "` + pvName + `"`,
 		Detail: detail + "; supply Ceph CSI's config.json as an option (it never yields monitors [\"\"])",

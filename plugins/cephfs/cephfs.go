@@ -426,18 +426,9 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	blk := new(reverseBlock)
 	out := plugins.CopyPVInto(&blk.pv, pv, 2)
 	carried, carriedOK := plugins.TakeAnnotation(out, AnnMonitors)
-	mons, from, err := ceph.ResolveMonitors(pv.Name, carried, carriedOK, attrs, clusterID, p.opts.ClusterConfig, "spec.cephfs.monitors")
+	mons, joined, _, err := ceph.ResolveMonitors(pv.Name, carried, carriedOK, attrs, clusterID, p.opts.ClusterConfig, "spec.cephfs.monitors")
 	if err != nil {
 		return nil, err
-	}
-	var joined string
-	switch {
-	case from == ceph.SourceCarried && plugins.PlainList(mons):
-		joined = carried
-	case from == ceph.SourceAttribute:
-		joined = attrs["monitors"]
-	default:
-		joined = strings.Join(mons, ",")
 	}
 	path, ok := plugins.TakeAnnotation(out, AnnPath)
 	if !ok {

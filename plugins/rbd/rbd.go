@@ -354,20 +354,9 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	blk := new(reverseBlock)
 	out := plugins.CopyPVInto(&blk.pv, pv, 6)
 	carried, carriedOK := plugins.TakeAnnotation(out, AnnMonitors)
-	mons, from, err := ceph.ResolveMonitors(pv.Name, carried, carriedOK, attrs, clusterID, p.opts.ClusterConfig, "spec.rbd.monitors")
+	mons, joined, _, err := ceph.ResolveMonitors(pv.Name, carried, carriedOK, attrs, clusterID, p.opts.ClusterConfig, "spec.rbd.monitors")
 	if err != nil {
 		return nil, err
-	}
-	// The monitors joined with ",": the text they were split from when that
-	// was a plain list.
-	var joined string
-	switch {
-	case from == ceph.SourceCarried && plugins.PlainList(mons):
-		joined = carried
-	case from == ceph.SourceAttribute:
-		joined = attrs[attrMonitors]
-	default:
-		joined = strings.Join(mons, ",")
 	}
 	user, ok := plugins.TakeAnnotation(out, AnnUser)
 	if !ok {
