@@ -49,7 +49,14 @@ func CopyPV(pv *v1.PersistentVolume, extraAnnotations int) *v1.PersistentVolume 
 // everything else through the generated DeepCopyInto, so that a field added
 // to the API later is copied too.
 func CopyPVInto(buf *PVBuffer, pv *v1.PersistentVolume, extraAnnotations int) *v1.PersistentVolume {
+	return copyPVInto(buf, pv, extraAnnotations, false, nil)
+}
+
+func copyPVInto(buf *PVBuffer, pv *v1.PersistentVolume, extraAnnotations int, replaceMounts bool, mountOptions []string) *v1.PersistentVolume {
 	shallow := *pv
+	if replaceMounts {
+		shallow.Spec.MountOptions = nil
+	}
 	shallow.Annotations = nil
 	shallow.ManagedFields = nil
 	shallow.Finalizers = nil
@@ -59,6 +66,9 @@ func CopyPVInto(buf *PVBuffer, pv *v1.PersistentVolume, extraAnnotations int) *v
 	shallow.Spec.AccessModes = nil
 	out := &buf.PV
 	shallow.DeepCopyInto(out)
+	if replaceMounts {
+		out.Spec.MountOptions = mountOptions
+	}
 	out.Annotations = CopyStringMap(pv.Annotations, extraAnnotations)
 	out.ManagedFields = copyManagedFields(pv.ManagedFields)
 	if f := pv.Finalizers; f != nil {
@@ -88,21 +98,33 @@ func CopyPVInto(buf *PVBuffer, pv *v1.PersistentVolume, extraAnnotations int) *v
 	return out
 }
 
+// CopyPVIntoReplacing is CopyPVInto for a translation that replaces the
+// mount options: the copy gets mountOptions (owned by the caller) and pv's
+// are not copied.
+func CopyPVIntoReplacing(buf *PVBuffer, pv *v1.PersistentVolume, extraAnnotations int, mountOptions []string) *v1.PersistentVolume {
+	return copyPVInto(buf, pv, extraAnnotations, true, mountOptions)
+}
+
 // managedFieldsParts holds what one managed-fields entry points to.
 type managedFieldsParts struct {
 	time   metav1.Time
 	fields metav1.FieldsV1
 }
 
-// copyManagedFields deep-copies managed fields: the entries in one
-// allocation, what they point to in another, and each field set through its
+// managedFields2 holds up to two managed-fields entries and what they point
+// to: a stored PV has one or two (the controller's spec and status updates).
+type managedFields2 struct {
+	entries [2]metav1.ManagedFieldsEntry
+	parts   [2]managedFieldsParts
+}
+
+// copyManagedFields deep-copies managed fields: up to two entries with what
+// they point to in one allocation, more in two; each field set through its
 // own DeepCopyInto (a byte copy, or nothing where FieldsV1 is string-backed).
 func copyManagedFields(in []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
 	if in == nil {
 		return nil
 	}
-	out := make([]metav1.ManagedFieldsEntry, len(in))
-	copy(out, in)
 	pointers := false
 	for i := range in {
 		if in[i].Time != nil || in[i].FieldsV1 != nil {
@@ -110,11 +132,19 @@ func copyManagedFields(in []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEnt
 			break
 		}
 	}
-	if !pointers {
-		return out
+	var out []metav1.ManagedFieldsEntry
+	var parts []managedFieldsParts
+	switch {
+	case len(in) <= 2 && pointers:
+		blk := new(managedFields2)
+		out, parts = blk.entries[:len(in):len(in)], blk.parts[:len(in):len(in)]
+	case pointers:
+		out, parts = make([]metav1.ManagedFieldsEntry, len(in)), make([]managedFieldsParts, len(in))
+	default:
+		out = make([]metav1.ManagedFieldsEntry, len(in))
 	}
-	parts := make([]managedFieldsParts, len(in))
-	for i := range in {
+	copy(out, in)
+	for i := range parts {
 		if t := in[i].Time; t != nil {
 			parts[i].time = *t
 			out[i].Time = &parts[i].time
@@ -233,6 +263,20 @@ func EncodeList(list []string) string {
 		n += len(s) + 3
 	}
 	return string(appendJSONList(make([]byte, 0, n), list))
+}
+
+// AppendEncodedList appends EncodeList(list) to dst.
+func AppendEncodedList(dst []byte, list []string) []byte {
+	if !PlainList(list) {
+		return appendJSONList(dst, list)
+	}
+	for i, s := range list {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, s...)
+	}
+	return dst
 }
 
 // PlainList reports whether EncodeList writes list comma-joined.

@@ -53,6 +53,10 @@ func TestCopyPV(t *testing.T) {
 		} else if rapid.Bool().Draw(t, "threeModes") {
 			pv.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce, v1.ReadOnlyMany, v1.ReadWriteMany}
 		}
+		if rapid.Bool().Draw(t, "bound") {
+			ts := metav1.NewTime(time.Unix(rapid.Int64Range(0, 1<<32).Draw(t, "phaseTime"), 0))
+			pv.Status = v1.PersistentVolumeStatus{Phase: v1.VolumeBound, LastPhaseTransitionTime: &ts}
+		}
 		orig := pv.DeepCopy()
 		got := plugins.CopyPV(pv, rapid.IntRange(0, 8).Draw(t, "extra"))
 		want := pv.DeepCopy()
@@ -68,6 +72,52 @@ func TestCopyPV(t *testing.T) {
 		}
 		if diff := cmp.Diff(orig, pv); diff != "" {
 			t.Fatalf("input modified:\n%s", diff)
+		}
+	})
+}
+
+// CopyPVIntoReplacing is CopyPV with the mount options replaced, and does
+// not copy (or share) the input's.
+func TestCopyPVIntoReplacing(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		pv := gen.RBDPV(t)
+		pv.ManagedFields = managedFields(t)
+		pv.Spec.MountOptions = rapid.SliceOfN(rapid.String(), 0, 3).Draw(t, "mountOptions")
+		mounts := rapid.SliceOfN(rapid.String(), 0, 3).Draw(t, "replacement")
+		if rapid.Bool().Draw(t, "nilReplacement") {
+			mounts = nil
+		}
+		orig := pv.DeepCopy()
+		got := plugins.CopyPVIntoReplacing(new(plugins.PVBuffer), pv, 1, mounts)
+		want := plugins.CopyPV(pv, 1)
+		want.Spec.MountOptions = mounts
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("(-want +got):\n%s", diff)
+		}
+		got.Spec.MountOptions = nil
+		if path := plugintest.Shared(pv, got); path != "" {
+			t.Fatalf("copy shares memory with its input at %s", path)
+		}
+		if diff := cmp.Diff(orig, pv); diff != "" {
+			t.Fatalf("input modified:\n%s", diff)
+		}
+	})
+}
+
+// AppendEncodedList appends what EncodeList returns, and DecodeList reads
+// it back.
+func TestAppendEncodedList(t *testing.T) {
+	item := rapid.OneOf(rapid.String(), rapid.SampledFrom([]string{"", ",", "[", "a,b", "10.0.0.1:6789"}))
+	rapid.Check(t, func(t *rapid.T) {
+		list := rapid.SliceOf(item).Draw(t, "list")
+		prefix := rapid.String().Draw(t, "prefix")
+		enc := plugins.EncodeList(list)
+		if got := string(plugins.AppendEncodedList([]byte(prefix), list)); got != prefix+enc {
+			t.Fatalf("AppendEncodedList(%q, %q) = %q, want %q", prefix, list, got, prefix+enc)
+		}
+		back, err := plugins.DecodeList(enc)
+		if err != nil || (len(list) > 0 && !cmp.Equal(back, list)) || (len(list) == 0 && back != nil) {
+			t.Fatalf("DecodeList(%q) = %q, %v; want %q", enc, back, err, list)
 		}
 	})
 }

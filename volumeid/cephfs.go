@@ -39,21 +39,26 @@ type CephFSHandle struct {
 // ("/" when empty, a leading "/" added).
 func NewCephFSHandle(monitors []string, fsName, rootPath string) CephFSHandle {
 	mons := strings.Join(monitors, ",")
-	return CephFSHandle{ClusterID: ClusterID(mons), Digest: cephfsDigest(mons, fsName, rootPath)}
+	return CephFSHandle{ClusterID: ClusterID(mons), Digest: cephfsDigest([]byte(mons), []byte(fsName), []byte(rootPath))}
 }
 
 // cephfsDigest is SHA-256 over the length-prefixed version tag, joined
 // monitors, file-system name and root path, hashed from a stack buffer when
 // they fit.
-func cephfsDigest(joinedMonitors, fsName, rootPath string) [sha256.Size]byte {
+func cephfsDigest(joinedMonitors, fsName, rootPath []byte) [sha256.Size]byte {
 	var buf [512]byte
 	b := buf[:0]
-	for _, s := range [...]string{"csimigrate cephfs v1", joinedMonitors, fsName, rootPath} {
+	b = binary.BigEndian.AppendUint64(b, uint64(len(cephfsDigestTag)))
+	b = append(b, cephfsDigestTag...)
+	for _, s := range [...][]byte{joinedMonitors, fsName, rootPath} {
 		b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
 		b = append(b, s...)
 	}
 	return sha256.Sum256(b)
 }
+
+// cephfsDigestTag versions the digest input.
+const cephfsDigestTag = "csimigrate cephfs v1"
 
 // CephFSHandleFor returns the text of NewCephFSHandle(monitors, fsName,
 // rootPath) for the monitors joined with ",", with one allocation.
@@ -64,8 +69,21 @@ func CephFSHandleFor(joinedMonitors, fsName, rootPath string) string {
 
 // AppendCephFSHandle appends the text of CephFSHandleFor to dst.
 func AppendCephFSHandle(dst []byte, joinedMonitors, fsName, rootPath string) []byte {
+	var buf [512]byte
+	b := append(buf[:0], joinedMonitors...)
+	b = append(b, fsName...)
+	b = append(b, rootPath...)
+	j, f := len(joinedMonitors), len(joinedMonitors)+len(fsName)
+	return AppendCephFSHandleBytes(dst, b[:j], b[j:f], b[f:])
+}
+
+// AppendCephFSHandleBytes is [AppendCephFSHandle] with the monitors, file
+// system and root path as byte slices, which may be parts of dst: a caller
+// that builds all the text of a translation in one buffer derives the handle
+// from what it wrote there. The arguments are read before dst is appended to.
+func AppendCephFSHandleBytes(dst, joinedMonitors, fsName, rootPath []byte) []byte {
 	var cid [32]byte
-	clusterIDInto(&cid, joinedMonitors)
+	clusterIDOfBytes(&cid, joinedMonitors)
 	digest := cephfsDigest(joinedMonitors, fsName, rootPath)
 	dst = append(dst, cephfsHandlePrefix...)
 	dst = append(dst, cid[:]...)

@@ -30,13 +30,17 @@ func ClusterID(monitors string) string {
 // monitor strings of usual length.
 func clusterIDInto(dst *[32]byte, monitors string) {
 	var buf [256]byte
-	var sum [md5.Size]byte
 	if len(monitors) <= len(buf) {
 		n := copy(buf[:], monitors)
-		sum = md5.Sum(buf[:n])
+		clusterIDOfBytes(dst, buf[:n])
 	} else {
-		sum = md5.Sum([]byte(monitors))
+		clusterIDOfBytes(dst, []byte(monitors))
 	}
+}
+
+// clusterIDOfBytes writes ClusterID(string(monitors)) into dst.
+func clusterIDOfBytes(dst *[32]byte, monitors []byte) {
+	sum := md5.Sum(monitors)
 	hex.Encode(dst[:], sum[:])
 }
 

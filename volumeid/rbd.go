@@ -84,6 +84,16 @@ func AppendRBDHandle(dst []byte, joinedMonitors, pool, image string) []byte {
 	return appendRBDHandle(dst, cid[:], pool, image)
 }
 
+// AppendRBDHandleBytes is [AppendRBDHandle] with the joined monitors as a
+// byte slice, which may be part of dst (it is read before dst is appended
+// to): a caller that builds the text of a translation in one buffer derives
+// the handle from the monitors it wrote there.
+func AppendRBDHandleBytes(dst, joinedMonitors []byte, pool, image string) []byte {
+	var cid [32]byte
+	clusterIDOfBytes(&cid, joinedMonitors)
+	return appendRBDHandle(dst, cid[:], pool, image)
+}
+
 // String returns the handle in the csi-translation-lib format.
 func (h RBDHandle) String() string {
 	var buf [256]byte

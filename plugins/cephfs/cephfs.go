@@ -161,28 +161,8 @@ func FSNameFromMountOptions(opts []string) (fsName string, rest []string, found 
 	if !found {
 		return "", slices.Clone(opts), false
 	}
-	for _, entry := range opts {
-		if !hasFSOption(entry) {
-			rest = append(rest, entry)
-			continue
-		}
-		var b strings.Builder
-		kept := 0
-		for o := range strings.SplitSeq(entry, ",") {
-			if strings.HasPrefix(o, "mds_namespace=") || strings.HasPrefix(o, "fs=") {
-				continue
-			}
-			if kept > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(o)
-			kept++
-		}
-		if kept > 0 {
-			rest = append(rest, b.String())
-		}
-	}
-	return fsName, rest, true
+	b, parts := appendRest(nil, opts, nil)
+	return fsName, restOf(parts, opts, string(b), nil), true
 }
 
 // hasFSOption reports whether a mount-option entry names a file system.
@@ -225,16 +205,16 @@ type source struct {
 
 // stageSecret checks what a translation needs of a source and returns the
 // node-stage reference: the CSI secret an administrator named in
-// AnnNodeStageSecret, else the one derived from the in-tree secret and user
-// (in the claim's namespace when the in-tree one is empty). A volume with
-// neither is secretFile-only. kind and name identify the object for errors,
-// fp the source's field path.
-func stageSecret(kind, name string, fp func() *field.Path, s source, stageOverride, claimNS string) (v1.SecretReference, error) {
+// AnnNodeStageSecret, else (derived true, Name empty) the namespace of the
+// one derived from the in-tree secret and user, named by
+// secrets.CephFSCSISecretName (in the claim's namespace when the in-tree one
+// is empty). A volume with neither is secretFile-only. kind and name identify
+// the object for errors, fp the source's field path.
+func stageSecret(kind, name string, fp func() *field.Path, s source, stageOverride, claimNS string) (stage v1.SecretReference, derived bool, err error) {
 	var errs field.ErrorList
 	if len(s.mons) == 0 {
 		errs = append(errs, field.Required(fp().Child("monitors"), "at least one Ceph monitor (host:port) is required"))
 	}
-	var stage v1.SecretReference
 	switch {
 	case stageOverride != "":
 		r, has, ok := parseRef(stageOverride)
@@ -251,40 +231,95 @@ func stageSecret(kind, name string, fp func() *field.Path, s source, stageOverri
 			errs = append(errs, field.Required(fp().Child("secretRef", "namespace"),
 				"the secret's namespace is empty (in-tree: the pod's) and the PV has no claimRef to take it from"))
 		}
-		stage = v1.SecretReference{Namespace: ns, Name: secrets.CephFSCSISecretName(s.secretRef.Name, s.user)}
+		stage, derived = v1.SecretReference{Namespace: ns}, true
 	case len(errs) == 0:
-		return stage, &secretFileOnlyError{object: kind + " \"" + name + "\""}
+		return stage, false, &secretFileOnlyError{object: kind + " \"" + name + "\""}
 	}
 	if len(errs) > 0 {
-		return stage, &plugins.InvalidError{Kind: kind, Name: name, Errs: errs}
+		return stage, false, &plugins.InvalidError{Kind: kind, Name: name, Errs: errs}
 	}
-	return stage, nil
+	return stage, derived, nil
 }
 
-// describe gives what a forward translation of s sets in the CSI source: the
-// handle, readOnly and the attributes, written to attrs (their number is
-// returned), and the node-stage reference, written to stage. fsName is the
-// file system the mount options name. The caller sets f.Attributes,
-// f.NodeStage and f.AccessModes, so that f does not point to its storage.
-func describe(kind, name string, fp func() *field.Path, s source, joined, fsName, stageOverride, claimNS string,
-	attrs *[4]plugins.Attribute, stage *v1.SecretReference) (plugins.Forwarded, int, error) {
-	ref, err := stageSecret(kind, name, fp, s, stageOverride, claimNS)
+// span is a part [start, end) of the text a translation builds.
+type span struct{ start, end int }
+
+func (sp span) of(text string) string { return text[sp.start:sp.end] }
+
+// appendSpan appends s to b and returns where it is.
+func appendSpan(b []byte, s string) ([]byte, span) {
+	start := len(b)
+	b = append(b, s...)
+	return b, span{start, len(b)}
+}
+
+// derived is what a translation derives from a source as text, as spans of
+// one buffer: the joined monitors, the root path, the handle and the name of
+// the derived node-stage secret (empty when an administrator named one).
+type derived struct {
+	joined, root, handle, stageName span
+	stage                           v1.SecretReference
+	readOnly                        bool
+}
+
+// describe checks s and appends to b what a forward translation of it
+// derives as text (see derived). fsName is the file system the mount options
+// name. All of it goes into one buffer, so that the strings of a translation
+// take one allocation (the caller converts b once); a caller appends its own
+// text after it.
+func describe(b []byte, kind, name string, fp func() *field.Path, s source, fsName, stageOverride, claimNS string) (derived, []byte, error) {
+	stage, derive, err := stageSecret(kind, name, fp, s, stageOverride, claimNS)
 	if err != nil {
-		return plugins.Forwarded{}, 0, err
+		return derived{}, b, err
 	}
-	*stage = ref
-	root := RootPath(s.path)
-	handle := volumeid.CephFSHandleFor(joined, fsName, root)
+	d := derived{stage: stage, readOnly: s.readOnly}
+	start := len(b)
+	for i, m := range s.mons {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m...)
+	}
+	d.joined = span{start, len(b)}
+	b, fs := appendSpan(b, fsName)
+	start = len(b)
+	if s.path == "" || s.path[0] != '/' {
+		b = append(b, '/')
+	}
+	b = append(b, s.path...)
+	d.root = span{start, len(b)}
+	start = len(b)
+	b = volumeid.AppendCephFSHandleBytes(b, b[d.joined.start:d.joined.end], b[fs.start:fs.end], b[d.root.start:d.root.end])
+	d.handle = span{start, len(b)}
+	if derive {
+		start = len(b)
+		b = secrets.AppendCephFSCSISecretName(b, s.secretRef.Name, s.user)
+		d.stageName = span{start, len(b)}
+	}
+	return d, b, nil
+}
+
+// forwarded gives, from the text describe built, what the forward translation
+// sets in the CSI source: handle, readOnly and the attributes (written to
+// attrs, their number returned), and the node-stage reference (written to
+// stage). The caller sets f.Attributes, f.NodeStage and f.AccessModes, so that
+// f does not point to its storage.
+func (d *derived) forwarded(text, fsName string, attrs *[4]plugins.Attribute, stage *v1.SecretReference) (plugins.Forwarded, int) {
+	*stage = d.stage
+	if stage.Name == "" {
+		stage.Name = d.stageName.of(text)
+	}
+	handle := d.handle.of(text)
 	attrs[0] = plugins.Attribute{Key: attrStaticVolume, Value: "true"}
 	// The clusterID is the 32 digits after "mig_cephfs_" in the handle.
 	attrs[1] = plugins.Attribute{Key: attrClusterID, Value: handle[11:43]}
-	attrs[2] = plugins.Attribute{Key: attrRootPath, Value: root}
+	attrs[2] = plugins.Attribute{Key: attrRootPath, Value: d.root.of(text)}
 	n := 3
 	if fsName != "" {
 		attrs[3] = plugins.Attribute{Key: attrFSName, Value: fsName}
 		n++
 	}
-	return plugins.Forwarded{VolumeHandle: handle, ReadOnly: s.readOnly}, n, nil
+	return plugins.Forwarded{VolumeHandle: handle, ReadOnly: d.readOnly}, n
 }
 
 // fsNameOf returns the file-system name FSNameFromMountOptions finds, without
@@ -302,14 +337,20 @@ func fsNameOf(opts []string) (fsName string, found bool) {
 	return fsName, found
 }
 
+// textSize is the stack buffer a translation builds its text in; longer
+// text moves to the heap, which costs one allocation more.
+const textSize = 768
+
 // translate builds the CSI source for an inline volume.
 func translate(kind, name string, fp func() *field.Path, s source, stageOverride, claimNS string) (*v1.CSIPersistentVolumeSource, error) {
-	var attrs [4]plugins.Attribute
-	blk := new(inlineBlock)
-	f, n, err := describe(kind, name, fp, s, strings.Join(s.mons, ","), "", stageOverride, claimNS, &attrs, &blk.stage)
+	var buf [textSize]byte
+	d, b, err := describe(buf[:0], kind, name, fp, s, "", stageOverride, claimNS)
 	if err != nil {
 		return nil, err
 	}
+	blk := new(inlineBlock)
+	var attrs [4]plugins.Attribute
+	f, n := d.forwarded(string(b), "", &attrs, &blk.stage)
 	blk.csi = v1.CSIPersistentVolumeSource{
 		Driver:             DriverName,
 		VolumeHandle:       f.VolumeHandle,
@@ -341,9 +382,64 @@ func cephfsPath() *field.Path { return field.NewPath("spec", "cephfs") }
 
 // forwardBlock holds a translated PV with the parts it points to.
 type forwardBlock struct {
-	pv    plugins.PVBuffer
-	csi   v1.CSIPersistentVolumeSource
-	stage v1.SecretReference
+	pv     plugins.PVBuffer
+	csi    v1.CSIPersistentVolumeSource
+	stage  v1.SecretReference
+	mounts [4]string
+}
+
+// restPart is one entry of the mount options left after the file-system
+// options are removed: entry i of the original list as it is (sp.start < 0),
+// or the text at sp.
+type restPart struct {
+	i  int
+	sp span
+}
+
+// appendRest appends to b the entries of opts that FSNameFromMountOptions
+// rebuilds without their file-system options, and records in parts, in
+// order, which entries are kept and where.
+func appendRest(b []byte, opts []string, parts []restPart) ([]byte, []restPart) {
+	for i, entry := range opts {
+		if !hasFSOption(entry) {
+			parts = append(parts, restPart{i: i, sp: span{-1, -1}})
+			continue
+		}
+		start, kept := len(b), 0
+		for o := range strings.SplitSeq(entry, ",") {
+			if strings.HasPrefix(o, "mds_namespace=") || strings.HasPrefix(o, "fs=") {
+				continue
+			}
+			if kept > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, o...)
+			kept++
+		}
+		if kept > 0 {
+			parts = append(parts, restPart{i: i, sp: span{start, len(b)}})
+		}
+	}
+	return b, parts
+}
+
+// restOf returns the mount options appendRest recorded in parts, read from
+// opts and text, in dst when it has room (nil when none are left).
+func restOf(parts []restPart, opts []string, text string, dst []string) []string {
+	if len(parts) == 0 {
+		return nil
+	}
+	if cap(dst) < len(parts) {
+		dst = make([]string, 0, len(parts))
+	}
+	for _, part := range parts {
+		if part.sp.start < 0 {
+			dst = append(dst, opts[part.i])
+		} else {
+			dst = append(dst, part.sp.of(text))
+		}
+	}
+	return dst[:len(dst):len(dst)]
 }
 
 // TranslateInTreePVToCSI translates a PV with spec.cephfs to a Ceph CSI
@@ -354,14 +450,38 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 	}
 	src := pv.Spec.CephFS
 	fsName, found := fsNameOf(pv.Spec.MountOptions)
-	joined := strings.Join(src.Monitors, ",")
-	var attrs [4]plugins.Attribute
-	blk := new(forwardBlock)
-	f, n, err := describe("PersistentVolume", pv.Name, cephfsPath, pvSource(src), joined, fsName,
-		pv.Annotations[AnnNodeStageSecret], claimNamespace(pv), &attrs, &blk.stage)
+	// Every string this translation derives is built here and converted once.
+	var buf [textSize]byte
+	d, b, err := describe(buf[:0], "PersistentVolume", pv.Name, cephfsPath, pvSource(src), fsName,
+		pv.Annotations[AnnNodeStageSecret], claimNamespace(pv))
 	if err != nil {
 		return nil, err
 	}
+	monitors := d.joined
+	if !plugins.PlainList(src.Monitors) {
+		start := len(b)
+		b = plugins.AppendEncodedList(b, src.Monitors)
+		monitors = span{start, len(b)}
+	}
+	var ref, opts span
+	if r := src.SecretRef; r != nil {
+		start := len(b)
+		b = append(append(append(b, r.Namespace...), '/'), r.Name...)
+		ref = span{start, len(b)}
+	}
+	var partsBuf [8]restPart
+	parts := partsBuf[:0]
+	if found {
+		start := len(b)
+		b = plugins.AppendEncodedList(b, pv.Spec.MountOptions)
+		opts = span{start, len(b)}
+		b, parts = appendRest(b, pv.Spec.MountOptions, parts)
+	}
+	text := string(b)
+
+	blk := new(forwardBlock)
+	var attrs [4]plugins.Attribute
+	f, n := d.forwarded(text, fsName, &attrs, &blk.stage)
 	root := attrs[2].Value
 	extra := 2 // monitors, user
 	for _, carried := range []bool{found, src.Path != root, src.SecretFile != "", src.SecretRef != nil} {
@@ -369,7 +489,12 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 			extra++
 		}
 	}
-	out := plugins.CopyPVInto(&blk.pv, pv, extra)
+	var out *v1.PersistentVolume
+	if found {
+		out = plugins.CopyPVIntoReplacing(&blk.pv, pv, extra, restOf(parts, pv.Spec.MountOptions, text, blk.mounts[:0]))
+	} else {
+		out = plugins.CopyPVInto(&blk.pv, pv, extra)
+	}
 	blk.csi = v1.CSIPersistentVolumeSource{
 		Driver:             DriverName,
 		VolumeHandle:       f.VolumeHandle,
@@ -379,14 +504,9 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 	}
 	out.Spec.CSI = &blk.csi
 	if found {
-		plugins.SetAnnotation(out, AnnMountOptions, plugins.EncodeList(pv.Spec.MountOptions))
-		_, out.Spec.MountOptions, _ = FSNameFromMountOptions(pv.Spec.MountOptions)
+		plugins.SetAnnotation(out, AnnMountOptions, opts.of(text))
 	}
-	monitors := joined
-	if !plugins.PlainList(src.Monitors) {
-		monitors = plugins.EncodeList(src.Monitors)
-	}
-	plugins.SetAnnotation(out, AnnMonitors, monitors)
+	plugins.SetAnnotation(out, AnnMonitors, monitors.of(text))
 	plugins.SetAnnotation(out, AnnUser, src.User)
 	if src.Path != root {
 		plugins.SetAnnotation(out, AnnPath, src.Path)
@@ -395,7 +515,7 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 		plugins.SetAnnotation(out, AnnSecretFile, src.SecretFile)
 	}
 	if src.SecretRef != nil {
-		plugins.SetAnnotation(out, AnnSecretRef, formatRef(src.SecretRef))
+		plugins.SetAnnotation(out, AnnSecretRef, ref.of(text))
 	}
 	if err := plugins.ApplyOverrides(out); err != nil {
 		return nil, err
@@ -426,7 +546,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	blk := new(reverseBlock)
 	out := plugins.CopyPVInto(&blk.pv, pv, 2)
 	carried, carriedOK := plugins.TakeAnnotation(out, AnnMonitors)
-	mons, joined, _, err := ceph.ResolveMonitors(pv.Name, carried, carriedOK, attrs, clusterID, p.opts.ClusterConfig, "spec.cephfs.monitors")
+	mons, _, _, err := ceph.ResolveMonitors(pv.Name, carried, carriedOK, attrs, clusterID, p.opts.ClusterConfig, "spec.cephfs.monitors")
 	if err != nil {
 		return nil, err
 	}
@@ -464,13 +584,15 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	out.Spec.CephFS = &blk.src
 	// What a forward translation of the result sets, for FinishReverseFrom.
 	fsName, _ := fsNameOf(out.Spec.MountOptions)
-	var fattrs [4]plugins.Attribute
-	var stage v1.SecretReference
-	f, n, err := describe("PersistentVolume", pv.Name, cephfsPath, pvSource(out.Spec.CephFS), joined, fsName,
-		out.Annotations[AnnNodeStageSecret], claimNamespace(out), &fattrs, &stage)
+	var buf [textSize]byte
+	d, b, err := describe(buf[:0], "PersistentVolume", pv.Name, cephfsPath, pvSource(out.Spec.CephFS), fsName,
+		out.Annotations[AnnNodeStageSecret], claimNamespace(out))
 	if err != nil {
 		return nil, fmt.Errorf("checking the reverse translation: %w", err)
 	}
+	var fattrs [4]plugins.Attribute
+	var stage v1.SecretReference
+	f, n := d.forwarded(string(b), fsName, &fattrs, &stage)
 	f.Attributes, f.NodeStage, f.AccessModes = fattrs[:n], &stage, out.Spec.AccessModes
 	if err := plugins.FinishReverseFrom(out, pv, &f); err != nil {
 		return nil, err
@@ -527,8 +649,11 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 	if !p.CanSupport(pv) {
 		return nil
 	}
-	ref, err := stageSecret("PersistentVolume", pv.Name, cephfsPath, pvSource(pv.Spec.CephFS),
+	ref, derived, err := stageSecret("PersistentVolume", pv.Name, cephfsPath, pvSource(pv.Spec.CephFS),
 		pv.Annotations[AnnNodeStageSecret], claimNamespace(pv))
+	if derived {
+		ref.Name = secrets.CephFSCSISecretName(pv.Spec.CephFS.SecretRef.Name, pv.Spec.CephFS.User)
+	}
 	switch {
 	case errors.Is(err, ErrSecretFileOnly):
 		return []plugins.Finding{{Code: FindingSecretFileOnly, Severity: plugins.SeverityBlocker, Field: "spec.cephfs.secretFile",

@@ -260,9 +260,33 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 	if len(src.CephMonitors) == 0 || src.RBDImage == "" {
 		return nil, plugins.Invalid("PersistentVolume", pv.Name, validateSource(field.NewPath("spec", "rbd"), src.CephMonitors, src.RBDImage)...)
 	}
-	joined := strings.Join(src.CephMonitors, ",")
+	// The joined monitors, the handle and the monitors annotation are built
+	// in one buffer and converted once.
+	var buf [512]byte
+	b := buf[:0]
+	for i, m := range src.CephMonitors {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m...)
+	}
+	j := len(b)
+	carried := pv.Annotations[AnnVolumeHandle] != ""
+	if !carried {
+		b = volumeid.AppendRBDHandleBytes(b, b[:j], src.RBDPool, src.RBDImage)
+	}
+	h := len(b)
+	plain := plugins.PlainList(src.CephMonitors)
+	if !plain {
+		b = plugins.AppendEncodedList(b, src.CephMonitors)
+	}
+	text := string(b)
+	joined, handle, monitors := text[:j], text[j:h], text[:j]
+	if !plain {
+		monitors = text[h:]
+	}
 	var attrs [9]plugins.Attribute
-	f, n := p.describe(pv, &attrs, joined, "")
+	f, n := p.describe(pv, &attrs, joined, handle)
 	if pv.Annotations[AnnVolumeHandle] == "" && !handleOK(src.RBDPool, src.RBDImage) {
 		logger.Info("Migrated RBD volume has a handle that Ceph CSI resolves to another image; keep its reclaim policy Retain",
 			"pv", pv.Name, "image", src.RBDImage, "pool", src.RBDPool, "handle", f.VolumeHandle)
@@ -295,10 +319,6 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 	}
 	out.Spec.CSI = csi
 	plugins.SetAccessModes(out, pv.Spec.AccessModes, blk.pv.AccessMode(f.AccessModes[0]))
-	monitors := joined
-	if !plugins.PlainList(src.CephMonitors) {
-		monitors = plugins.EncodeList(src.CephMonitors)
-	}
 	plugins.SetAnnotation(out, AnnMonitors, monitors)
 	plugins.SetAnnotation(out, AnnUser, src.RadosUser)
 	if src.Keyring != "" {
@@ -566,7 +586,18 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 	if p.opts.DisableNodeExpandSecret {
 		kinds--
 	}
-	params := make(map[string]string, 5+2*kinds)
+	// Sized exactly: a map that grows on its last insert costs a rehash.
+	size := 2 + 2*kinds // migration, pool; the secret names and namespaces
+	for i, ok := range seen {
+		switch {
+		case !ok:
+		case i == scMonitors:
+			size += 2 // monitors, clusterID
+		case i == scFSType, i == scImageFeatures, i == scImageFormat, i == scAdminID:
+			size++
+		}
+	}
+	params := make(map[string]string, size)
 	params[attrMigration] = "true"
 	params[attrPool] = defaultPool
 	for i, v := range vals {
