@@ -1,8 +1,6 @@
 package plugins
 
 import (
-	"maps"
-	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -76,9 +74,10 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// appendOverrides appends o as encoding/json.Marshal writes it (members in
-// struct order, omitempty honoured, map keys sorted), without reflection.
-func appendOverrides(dst []byte, o *csiOverrides) []byte {
+// appendOverrides appends o as encoding/json.Marshal writes the csiOverrides
+// it stands for (members in struct order, omitempty honoured, map keys
+// sorted: o's attributes and references come sorted), without reflection.
+func appendOverrides(dst []byte, o *overrides) []byte {
 	dst = append(dst, '{')
 	first := true
 	member := func(name string) {
@@ -90,77 +89,78 @@ func appendOverrides(dst []byte, o *csiOverrides) []byte {
 		dst = append(dst, name...)
 		dst = append(dst, '"', ':')
 	}
-	if o.VolumeHandle != nil {
+	if o.volumeHandle != nil {
 		member("volumeHandle")
-		dst = appendJSONString(dst, *o.VolumeHandle)
+		dst = appendJSONString(dst, *o.volumeHandle)
 	}
-	if o.ReadOnly != nil {
+	if o.readOnly != nil {
 		member("readOnly")
-		dst = strconv.AppendBool(dst, *o.ReadOnly)
+		dst = strconv.AppendBool(dst, *o.readOnly)
 	}
-	if o.FSType != nil {
+	if o.fsType != nil {
 		member("fsType")
-		dst = appendJSONString(dst, *o.FSType)
+		dst = appendJSONString(dst, *o.fsType)
 	}
-	if len(o.VolumeAttributes) > 0 {
+	if len(o.attrs) > 0 {
 		member("volumeAttributes")
-		dst = appendObject(dst, o.VolumeAttributes, func(dst []byte, v *string) []byte {
-			if v == nil {
-				return append(dst, "null"...)
+		dst = append(dst, '{')
+		for i, a := range o.attrs {
+			if i > 0 {
+				dst = append(dst, ',')
 			}
-			return appendJSONString(dst, *v)
-		})
-	}
-	if len(o.SecretRefs) > 0 {
-		member("secretRefs")
-		dst = appendObject(dst, o.SecretRefs, func(dst []byte, ref *v1.SecretReference) []byte {
-			if ref == nil {
-				return append(dst, "null"...)
+			dst = appendJSONString(dst, a.key)
+			dst = append(dst, ':')
+			if a.remove {
+				dst = append(dst, "null"...)
+			} else {
+				dst = appendJSONString(dst, a.value)
 			}
-			dst = append(dst, '{')
-			if ref.Name != "" {
-				dst = append(dst, `"name":`...)
-				dst = appendJSONString(dst, ref.Name)
-			}
-			if ref.Namespace != "" {
-				if ref.Name != "" {
-					dst = append(dst, ',')
-				}
-				dst = append(dst, `"namespace":`...)
-				dst = appendJSONString(dst, ref.Namespace)
-			}
-			return append(dst, '}')
-		})
-	}
-	if o.AccessModes != nil {
-		member("accessModes")
-		if *o.AccessModes == nil {
-			dst = append(dst, "null"...)
-		} else {
-			dst = append(dst, '[')
-			for i, m := range *o.AccessModes {
-				if i > 0 {
-					dst = append(dst, ',')
-				}
-				dst = appendJSONString(dst, string(m))
-			}
-			dst = append(dst, ']')
 		}
+		dst = append(dst, '}')
+	}
+	if len(o.refs) > 0 {
+		member("secretRefs")
+		dst = append(dst, '{')
+		for i, r := range o.refs {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, r.slot)
+			dst = append(dst, ':')
+			dst = appendSecretRef(dst, r.ref)
+		}
+		dst = append(dst, '}')
+	}
+	if o.accessModes {
+		member("accessModes")
+		dst = append(dst, '[')
+		for i, m := range o.modes {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, string(m))
+		}
+		dst = append(dst, ']')
 	}
 	return append(dst, '}')
 }
 
-// appendObject appends m as a JSON object with its keys sorted, as
-// encoding/json does, writing each value with value.
-func appendObject[V any](dst []byte, m map[string]V, value func([]byte, V) []byte) []byte {
+// appendSecretRef appends ref as encoding/json writes a *SecretReference.
+func appendSecretRef(dst []byte, ref *v1.SecretReference) []byte {
+	if ref == nil {
+		return append(dst, "null"...)
+	}
 	dst = append(dst, '{')
-	for i, k := range slices.Sorted(maps.Keys(m)) {
-		if i > 0 {
+	if ref.Name != "" {
+		dst = append(dst, `"name":`...)
+		dst = appendJSONString(dst, ref.Name)
+	}
+	if ref.Namespace != "" {
+		if ref.Name != "" {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, k)
-		dst = append(dst, ':')
-		dst = value(dst, m[k])
+		dst = append(dst, `"namespace":`...)
+		dst = appendJSONString(dst, ref.Namespace)
 	}
 	return append(dst, '}')
 }

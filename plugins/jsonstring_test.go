@@ -2,8 +2,11 @@ package plugins
 
 import (
 	"encoding/json"
-	v1 "k8s.io/api/core/v1"
+	"maps"
+	"slices"
 	"testing"
+
+	v1 "k8s.io/api/core/v1"
 
 	"pgregory.net/rapid"
 )
@@ -54,23 +57,41 @@ func TestAppendOverridesMatchesEncodingJSON(t *testing.T) {
 				return &v1.SecretReference{Name: str.Draw(t, "name"), Namespace: str.Draw(t, "ns")}
 			})).Draw(t, "refs")
 		}
-		switch rapid.IntRange(0, 3).Draw(t, "modes") {
+		// A reverse translation records no modes as [], never null.
+		switch rapid.IntRange(0, 2).Draw(t, "modes") {
 		case 1:
 			m := []v1.PersistentVolumeAccessMode{}
 			o.AccessModes = &m
 		case 2:
 			m := []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce, v1.PersistentVolumeAccessMode(str.Draw(t, "mode"))}
 			o.AccessModes = &m
-		case 3:
-			var m []v1.PersistentVolumeAccessMode
-			o.AccessModes = &m
 		}
 		want, err := json.Marshal(&o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendOverrides(nil, &o); string(got) != string(want) {
+		if got := appendOverrides(nil, writerOf(&o)); string(got) != string(want) {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
 	})
+}
+
+// writerOf returns the overrides FinishReverseFrom would build to record o
+// (attributes and references sorted; "x", not a slot, sorts with them).
+func writerOf(o *csiOverrides) *overrides {
+	w := &overrides{volumeHandle: o.VolumeHandle, readOnly: o.ReadOnly, fsType: o.FSType}
+	for _, k := range slices.Sorted(maps.Keys(o.VolumeAttributes)) {
+		if v := o.VolumeAttributes[k]; v == nil {
+			w.attrs = append(w.attrs, attrOverride{key: k, remove: true})
+		} else {
+			w.attrs = append(w.attrs, attrOverride{key: k, value: *v})
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(o.SecretRefs)) {
+		w.refs = append(w.refs, refOverride{slot: k, ref: o.SecretRefs[k]})
+	}
+	if o.AccessModes != nil {
+		w.accessModes, w.modes = true, *o.AccessModes
+	}
+	return w
 }

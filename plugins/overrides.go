@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -36,11 +38,6 @@ type csiOverrides struct {
 	VolumeAttributes map[string]*string               `json:"volumeAttributes,omitempty"`
 	SecretRefs       map[string]*v1.SecretReference   `json:"secretRefs,omitempty"`
 	AccessModes      *[]v1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
-}
-
-func (o *csiOverrides) empty() bool {
-	return o.VolumeHandle == nil && o.ReadOnly == nil && o.FSType == nil && len(o.VolumeAttributes) == 0 &&
-		len(o.SecretRefs) == 0 && o.AccessModes == nil
 }
 
 func secretRefSlots(c *v1.CSIPersistentVolumeSource) map[string]**v1.SecretReference {
@@ -129,24 +126,26 @@ func FinishReverse(inTree, csiPV *v1.PersistentVolume, forward ForwardFunc) erro
 func FinishReverseFrom(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
 	TakeAnnotation(inTree, AnnCSIOverrides)
 	want := csiPV.Spec.CSI
-	var o csiOverrides
+	var o overrides
 	if want.VolumeHandle != f.VolumeHandle {
-		o.VolumeHandle = &want.VolumeHandle
+		o.volumeHandle = &want.VolumeHandle
 	}
 	if want.ReadOnly != f.ReadOnly {
-		o.ReadOnly = &want.ReadOnly
+		o.readOnly = &want.ReadOnly
 	}
 	if want.FSType != f.FSType {
-		o.FSType = &want.FSType
+		o.fsType = &want.FSType
 	}
+	var attrs [16]attrOverride
+	o.attrs = attrs[:0]
 	matched := 0
 	for _, a := range f.Attributes {
 		v, ok := want.VolumeAttributes[a.Key]
 		switch {
 		case !ok:
-			o.setAttr(a.Key, nil)
+			o.attrs = append(o.attrs, attrOverride{key: a.Key, remove: true})
 		case v != a.Value:
-			o.setAttr(a.Key, newString(v))
+			o.attrs = append(o.attrs, attrOverride{key: a.Key, value: v})
 		default:
 			matched++
 		}
@@ -154,46 +153,70 @@ func FinishReverseFrom(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
 	if matched != len(want.VolumeAttributes) {
 		for k, v := range want.VolumeAttributes {
 			if _, ok := f.Attr(k); !ok {
-				o.setAttr(k, newString(v))
+				o.attrs = append(o.attrs, attrOverride{key: k, value: v})
 			}
 		}
 	}
-	o.compareRef("nodeStage", want.NodeStageSecretRef, f.NodeStage)
-	o.compareRef("nodePublish", want.NodePublishSecretRef, f.NodePublish)
-	o.compareRef("controllerPublish", want.ControllerPublishSecretRef, f.ControllerPublish)
-	o.compareRef("controllerExpand", want.ControllerExpandSecretRef, f.ControllerExpand)
-	o.compareRef("nodeExpand", want.NodeExpandSecretRef, f.NodeExpand)
-	if !equalModes(csiPV.Spec.AccessModes, f.AccessModes) {
-		modes := csiPV.Spec.AccessModes
-		if modes == nil {
-			modes = []v1.PersistentVolumeAccessMode{}
+	slices.SortFunc(o.attrs, func(a, b attrOverride) int { return strings.Compare(a.key, b.key) })
+	// In the order of their names, as the JSON object is written.
+	var refs [5]refOverride
+	o.refs = refs[:0]
+	for _, r := range [...]struct {
+		slot       string
+		want, have *v1.SecretReference
+	}{
+		{"controllerExpand", want.ControllerExpandSecretRef, f.ControllerExpand},
+		{"controllerPublish", want.ControllerPublishSecretRef, f.ControllerPublish},
+		{"nodeExpand", want.NodeExpandSecretRef, f.NodeExpand},
+		{"nodePublish", want.NodePublishSecretRef, f.NodePublish},
+		{"nodeStage", want.NodeStageSecretRef, f.NodeStage},
+	} {
+		if r.want != r.have && (r.want == nil || r.have == nil || *r.want != *r.have) {
+			o.refs = append(o.refs, refOverride{slot: r.slot, ref: r.want})
 		}
-		o.AccessModes = &modes
+	}
+	if !equalModes(csiPV.Spec.AccessModes, f.AccessModes) {
+		o.accessModes = true
+		o.modes = csiPV.Spec.AccessModes
 	}
 	if o.empty() {
 		return nil
 	}
-	SetAnnotation(inTree, AnnCSIOverrides, string(appendOverrides(make([]byte, 0, 256), &o)))
+	var buf [512]byte
+	SetAnnotation(inTree, AnnCSIOverrides, string(appendOverrides(buf[:0], &o)))
 	return nil
 }
 
-func newString(s string) *string { return &s }
-
-func (o *csiOverrides) setAttr(k string, v *string) {
-	if o.VolumeAttributes == nil {
-		o.VolumeAttributes = map[string]*string{}
-	}
-	o.VolumeAttributes[k] = v
+// overrides is what FinishReverseFrom records, in the order the annotation
+// is written: the attributes sorted by key, the secret references by slot
+// name. It is the csiOverrides a reader decodes, without maps, so that
+// writing it takes no allocation but the annotation's.
+type overrides struct {
+	volumeHandle *string
+	readOnly     *bool
+	fsType       *string
+	attrs        []attrOverride
+	refs         []refOverride
+	// accessModes is set when modes are recorded ([] for none).
+	accessModes bool
+	modes       []v1.PersistentVolumeAccessMode
 }
 
-func (o *csiOverrides) compareRef(slot string, want, have *v1.SecretReference) {
-	if want == have || (want != nil && have != nil && *want == *have) {
-		return
-	}
-	if o.SecretRefs == nil {
-		o.SecretRefs = map[string]*v1.SecretReference{}
-	}
-	o.SecretRefs[slot] = want
+// attrOverride is one volume attribute to set, or to remove.
+type attrOverride struct {
+	key, value string
+	remove     bool
+}
+
+// refOverride is one secret reference to set (nil: remove).
+type refOverride struct {
+	slot string
+	ref  *v1.SecretReference
+}
+
+func (o *overrides) empty() bool {
+	return o.volumeHandle == nil && o.readOnly == nil && o.fsType == nil && len(o.attrs) == 0 &&
+		len(o.refs) == 0 && !o.accessModes
 }
 
 // ApplyOverrides applies and removes [AnnCSIOverrides] on out, a PV that a
