@@ -119,8 +119,8 @@ type managedFields2 struct {
 }
 
 // copyManagedFields deep-copies managed fields: up to two entries with what
-// they point to in one allocation, more in two; each field set through its
-// own DeepCopyInto (a byte copy, or nothing where FieldsV1 is string-backed).
+// they point to in one allocation, more in two; the field sets' bytes in one
+// more (none where FieldsV1 is string-backed).
 func copyManagedFields(in []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
 	if in == nil {
 		return nil
@@ -144,13 +144,16 @@ func copyManagedFields(in []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEnt
 		out = make([]metav1.ManagedFieldsEntry, len(in))
 	}
 	copy(out, in)
+	if parts == nil {
+		return out
+	}
+	copyFieldSets(in, parts)
 	for i := range parts {
 		if t := in[i].Time; t != nil {
 			parts[i].time = *t
 			out[i].Time = &parts[i].time
 		}
-		if f := in[i].FieldsV1; f != nil {
-			f.DeepCopyInto(&parts[i].fields)
+		if in[i].FieldsV1 != nil {
 			out[i].FieldsV1 = &parts[i].fields
 		}
 	}

@@ -8,6 +8,7 @@ package plugintest
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,7 +157,8 @@ func cephfsInline(s *v1.CephFSPersistentVolumeSource) *v1.CephFSVolumeSource {
 }
 
 // Shared returns the path of a pointer, slice or map that a and b share, or
-// "" when they share none. Time zones (*time.Location) are not counted.
+// "" when they share none. Time zones (*time.Location) and interned values
+// (unique.Handle, which string-backed FieldsV1 holds) are not counted.
 func Shared(a, b any) string {
 	seen := map[uintptr]string{}
 	collect(reflect.ValueOf(a), "in", seen)
@@ -183,8 +185,14 @@ func addr(v reflect.Value) (uintptr, bool) {
 // by every copy of a time (DeepCopy shares it too).
 var locationType = reflect.TypeFor[*time.Location]()
 
+// immutable reports whether values of t are immutable and shared by every
+// copy (DeepCopy shares them too): time zones and unique.Handle values.
+func immutable(t reflect.Type) bool {
+	return t == locationType || t.PkgPath() == "unique" && strings.HasPrefix(t.Name(), "Handle[")
+}
+
 func walk(v reflect.Value, path string, visit func(reflect.Value, string) bool) bool {
-	if v.Type() == locationType {
+	if immutable(v.Type()) {
 		return false
 	}
 	if p, ok := addr(v); ok && p != 0 {

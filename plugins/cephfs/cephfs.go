@@ -187,13 +187,6 @@ func parseRef(s string) (ref v1.SecretReference, has, ok bool) {
 	return v1.SecretReference{Namespace: ns, Name: name}, true, true
 }
 
-func formatRef(r *v1.SecretReference) string {
-	if r == nil {
-		return ""
-	}
-	return r.Namespace + "/" + r.Name
-}
-
 type source struct {
 	mons       []string
 	path       string
