@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"encoding/json"
+	"maps"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -64,8 +65,12 @@ func copyPVInto(buf *PVBuffer, pv *v1.PersistentVolume, extraAnnotations int, re
 	shallow.Spec.ClaimRef = nil
 	shallow.Spec.VolumeMode = nil
 	shallow.Spec.AccessModes = nil
+	shallow.Labels = nil
+	shallow.Spec.Capacity = nil
 	out := &buf.PV
 	shallow.DeepCopyInto(out)
+	out.Labels = maps.Clone(pv.Labels)
+	out.Spec.Capacity = cloneResources(pv.Spec.Capacity)
 	if replaceMounts {
 		out.Spec.MountOptions = mountOptions
 	}
@@ -160,12 +165,32 @@ func copyManagedFields(in []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEnt
 	return out
 }
 
+// cloneResources deep-copies a resource list as its DeepCopy does, cloning
+// the map (no rehashing) and copying only quantities that may hold an
+// inf.Dec (the others are plain values).
+func cloneResources(in v1.ResourceList) v1.ResourceList {
+	out := maps.Clone(in)
+	for k, q := range out {
+		if _, ok := q.AsInt64(); !ok {
+			out[k] = q.DeepCopy()
+		}
+	}
+	return out
+}
+
+// smallMap is how many entries a Go map holds in its first group: up to it,
+// a clone has room for more entries without growing.
+const smallMap = 8
+
 // CopyStringMap copies m into a new map with room for extra more entries. It
 // returns nil when m is empty (SetAnnotation creates a map when needed), so
 // that a nil map stays nil.
 func CopyStringMap(m map[string]string, extra int) map[string]string {
 	if len(m) == 0 {
 		return nil
+	}
+	if len(m)+extra <= smallMap {
+		return maps.Clone(m)
 	}
 	out := make(map[string]string, len(m)+extra)
 	for k, v := range m {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"pgregory.net/rapid"
 
@@ -53,7 +54,15 @@ func TestCopyPV(t *testing.T) {
 		} else if rapid.Bool().Draw(t, "threeModes") {
 			pv.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce, v1.ReadOnlyMany, v1.ReadWriteMany}
 		}
-		if rapid.Bool().Draw(t, "bound") {
+		if rapid.Bool().Draw(t, "decimalCapacity") {
+			// A quantity held as an inf.Dec, which a copy must not share.
+			q := resource.MustParse(rapid.SampledFrom([]string{"1.5Gi", "10Gi", "0.1"}).Draw(t, "capacity"))
+			pv.Spec.Capacity = v1.ResourceList{v1.ResourceStorage: *q.ToDec()}
+		}
+		if rapid.Bool().Draw(t, "labels") {
+			pv.Labels = rapid.MapOfN(rapid.StringMatching(`[a-z]{1,6}`), rapid.String(), 0, 12).Draw(t, "labelMap")
+		}
+				if rapid.Bool().Draw(t, "bound") {
 			ts := metav1.NewTime(time.Unix(rapid.Int64Range(0, 1<<32).Draw(t, "phaseTime"), 0))
 			pv.Status = v1.PersistentVolumeStatus{Phase: v1.VolumeBound, LastPhaseTransitionTime: &ts}
 		}

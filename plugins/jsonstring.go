@@ -21,6 +21,15 @@ func appendJSONList(dst []byte, list []string) []byte {
 	return append(dst, ']')
 }
 
+// jsonSafe reports the ASCII bytes encoding/json writes as they are (not
+// control characters, '"', '\\' or the HTML characters '<', '>', '&').
+var jsonSafe = func() (safe [utf8.RuneSelf]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		safe[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return safe
+}()
+
 // appendJSONString appends s as encoding/json.Marshal writes a string.
 func appendJSONString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
@@ -28,7 +37,7 @@ func appendJSONString(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+			if jsonSafe[b] {
 				i++
 				continue
 			}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -138,26 +137,34 @@ func FinishReverseFrom(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
 	}
 	var attrs [16]attrOverride
 	o.attrs = attrs[:0]
-	matched := 0
-	for _, a := range f.Attributes {
-		v, ok := want.VolumeAttributes[a.Key]
+	// One pass over the CSI attributes, each looked up among the (few)
+	// forwarded ones; the forwarded ones it did not meet are removed.
+	var met [64]bool
+	for k, v := range want.VolumeAttributes {
+		i := slices.IndexFunc(f.Attributes, func(a Attribute) bool { return a.Key == k })
 		switch {
-		case !ok:
-			o.attrs = append(o.attrs, attrOverride{key: a.Key, remove: true})
-		case v != a.Value:
-			o.attrs = append(o.attrs, attrOverride{key: a.Key, value: v})
+		case i < 0:
+			o.attrs = append(o.attrs, attrOverride{key: k, value: v})
+		case i < len(met):
+			met[i] = true
+			fallthrough
 		default:
-			matched++
-		}
-	}
-	if matched != len(want.VolumeAttributes) {
-		for k, v := range want.VolumeAttributes {
-			if _, ok := f.Attr(k); !ok {
+			if f.Attributes[i].Value != v {
 				o.attrs = append(o.attrs, attrOverride{key: k, value: v})
 			}
 		}
 	}
-	slices.SortFunc(o.attrs, func(a, b attrOverride) int { return strings.Compare(a.key, b.key) })
+	for i, a := range f.Attributes {
+		if i < len(met) {
+			if met[i] {
+				continue
+			}
+		} else if _, ok := want.VolumeAttributes[a.Key]; ok {
+			continue
+		}
+		o.attrs = append(o.attrs, attrOverride{key: a.Key, remove: true})
+	}
+	sortAttrs(o.attrs)
 	// In the order of their names, as the JSON object is written.
 	var refs [5]refOverride
 	o.refs = refs[:0]
@@ -212,6 +219,15 @@ type attrOverride struct {
 type refOverride struct {
 	slot string
 	ref  *v1.SecretReference
+}
+
+// sortAttrs sorts a by key (insertion sort: there are a few).
+func sortAttrs(a []attrOverride) {
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && a[j].key < a[j-1].key; j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
+	}
 }
 
 func (o *overrides) empty() bool {

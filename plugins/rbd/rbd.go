@@ -410,7 +410,10 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	// forward translation of the result then gives c.VolumeHandle either way.
 	if h := out.Annotations[AnnVolumeHandle]; h != c.VolumeHandle {
 		var buf [256]byte
-		if h != "" || string(volumeid.AppendRBDHandle(buf[:0], joined, pool, image)) != c.VolumeHandle {
+		// Every composed handle starts "mig_mons-"; others (a Ceph CSI volume
+		// ID) differ without composing.
+		if h != "" || !strings.HasPrefix(c.VolumeHandle, "mig_mons-") ||
+			string(volumeid.AppendRBDHandle(buf[:0], joined, pool, image)) != c.VolumeHandle {
 			plugins.SetAnnotation(out, AnnVolumeHandle, c.VolumeHandle)
 			plugins.SetAnnotation(out, AnnClusterID, attrs[attrClusterID])
 			plugins.SetAnnotation(out, AnnJournalPool, attrs[attrJournalPool])

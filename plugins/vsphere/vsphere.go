@@ -385,13 +385,12 @@ type reverseBlock struct {
 // the error matches plugins.ErrMissingInformation (an empty volumePath would
 // be rejected by the API server). pv is not modified.
 func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
-	fp := field.NewPath("spec", "csi")
 	if pv == nil || pv.Spec.CSI == nil {
-		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv), field.Required(fp, "a CSI volume source is required"))
+		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv), field.Required(field.NewPath("spec", "csi"), "a CSI volume source is required"))
 	}
 	c := pv.Spec.CSI
 	if c.Driver != DriverName {
-		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.NotSupported(fp.Child("driver"), c.Driver, []string{DriverName}))
+		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.NotSupported(field.NewPath("spec", "csi", "driver"), c.Driver, []string{DriverName}))
 	}
 	path := c.VolumeAttributes[AttrInitialVolumeFilePath]
 	if path == "" && volumeid.LooksLikeVSpherePath(c.VolumeHandle) {
