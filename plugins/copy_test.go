@@ -62,7 +62,7 @@ func TestCopyPV(t *testing.T) {
 		if rapid.Bool().Draw(t, "labels") {
 			pv.Labels = rapid.MapOfN(rapid.StringMatching(`[a-z]{1,6}`), rapid.String(), 0, 12).Draw(t, "labelMap")
 		}
-				if rapid.Bool().Draw(t, "bound") {
+		if rapid.Bool().Draw(t, "bound") {
 			ts := metav1.NewTime(time.Unix(rapid.Int64Range(0, 1<<32).Draw(t, "phaseTime"), 0))
 			pv.Status = v1.PersistentVolumeStatus{Phase: v1.VolumeBound, LastPhaseTransitionTime: &ts}
 		}
