@@ -66,11 +66,9 @@ func copyPVInto(buf *PVBuffer, pv *v1.PersistentVolume, extraAnnotations int, re
 	shallow.Spec.VolumeMode = nil
 	shallow.Spec.AccessModes = nil
 	shallow.Labels = nil
-	shallow.Spec.Capacity = nil
 	out := &buf.PV
 	shallow.DeepCopyInto(out)
 	out.Labels = maps.Clone(pv.Labels)
-	out.Spec.Capacity = cloneResources(pv.Spec.Capacity)
 	if replaceMounts {
 		out.Spec.MountOptions = mountOptions
 	}
@@ -160,19 +158,6 @@ func copyManagedFields(in []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEnt
 		}
 		if in[i].FieldsV1 != nil {
 			out[i].FieldsV1 = &parts[i].fields
-		}
-	}
-	return out
-}
-
-// cloneResources deep-copies a resource list as its DeepCopy does, cloning
-// the map (no rehashing) and copying only quantities that may hold an
-// inf.Dec (the others are plain values).
-func cloneResources(in v1.ResourceList) v1.ResourceList {
-	out := maps.Clone(in)
-	for k, q := range out {
-		if _, ok := q.AsInt64(); !ok {
-			out[k] = q.DeepCopy()
 		}
 	}
 	return out
