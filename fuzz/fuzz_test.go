@@ -101,6 +101,21 @@ func FuzzCephFSHandle(f *testing.F) {
 		if q, err := volumeid.ParseCephFSHandle(s); err == nil && q.String() != s {
 			t.Fatalf("String() = %q, input %q", q.String(), s)
 		}
+		// The byte-slice variant, reading its inputs from the buffer it
+		// appends to, writes the same text.
+		b := append([]byte(s), mons...)
+		b = append(b, fs...)
+		b = append(b, path...)
+		m, f := len(s)+len(mons), len(s)+len(mons)+len(fs)
+		b = volumeid.AppendCephFSHandleBytes(b, b[len(s):m], b[m:f], b[f:])
+		if got := string(b[f+len(path):]); got != str {
+			t.Fatalf("AppendCephFSHandleBytes = %q, String() %q", got, str)
+		}
+		rb := append([]byte(s), mons...)
+		rb = volumeid.AppendRBDHandleBytes(rb, rb[len(s):], fs, path)
+		if got, want := string(rb[len(s)+len(mons):]), volumeid.RBDHandleFor(mons, fs, path); got != want {
+			t.Fatalf("AppendRBDHandleBytes = %q, RBDHandleFor %q", got, want)
+		}
 	})
 }
 
@@ -118,6 +133,9 @@ func FuzzEncodeList(f *testing.F) {
 				t.Fatalf("EncodeList = %q, encoding/json %q", got, want)
 			}
 		}
+		if split := strings.Split(joined, "\x00"); string(plugins.AppendEncodedList([]byte("x"), split)) != "x"+plugins.EncodeList(split) {
+			t.Fatalf("AppendEncodedList differs from EncodeList for %q", split)
+		}
 		if !utf8.ValidString(joined) {
 			// Outside EncodeList's contract: API objects are valid UTF-8.
 			// It must still not panic.
@@ -134,6 +152,22 @@ func FuzzEncodeList(f *testing.F) {
 		}
 		if diff := cmp.Diff(list, got); diff != "" {
 			t.Fatalf("(-want +got):\n%s", diff)
+		}
+	})
+}
+
+func FuzzCephFSCSISecretName(f *testing.F) {
+	f.Add("ceph-secret", "kube")
+	f.Add("", "")
+	f.Add("Ceph_Secret", "user with spaces")
+	f.Add(strings.Repeat("a", 250), "admin")
+	f.Fuzz(func(t *testing.T, name, user string) {
+		n := secrets.CephFSCSISecretName(name, user)
+		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+			t.Fatalf("CephFSCSISecretName(%q, %q) = %q: %v", name, user, n, errs)
+		}
+		if got := string(secrets.AppendCephFSCSISecretName([]byte(name), name, user)); got != name+n {
+			t.Fatalf("AppendCephFSCSISecretName = %q, want %q", got, name+n)
 		}
 	})
 }
