@@ -276,6 +276,7 @@ func describe(b []byte, kind, name string, fp func() *field.Path, s source, fsNa
 	d.joined = span{start, len(b)}
 	b, fs := appendSpan(b, fsName)
 	start = len(b)
+	// RootPath(s.path), written here.
 	if s.path == "" || s.path[0] != '/' {
 		b = append(b, '/')
 	}
