@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "k8s.io/api/core/v1"
 	storage "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
@@ -152,6 +153,41 @@ func FuzzEncodeList(f *testing.F) {
 		}
 		if diff := cmp.Diff(list, got); diff != "" {
 			t.Fatalf("(-want +got):\n%s", diff)
+		}
+	})
+}
+
+// FuzzApplyOverrides: the overrides annotation means the same whether the
+// direct reader or encoding/json reads it (a leading space sends any value to
+// encoding/json), and applying it never panics.
+func FuzzApplyOverrides(f *testing.F) {
+	f.Add(`{"volumeHandle":"0001-0020-x","volumeAttributes":{"adminId":"admin","monitors":"a:1,b:2","tryOtherMounters":null}}`)
+	f.Add(`{"readOnly":true,"fsType":"xfs","secretRefs":{"nodeExpand":{"name":"n","namespace":"ns"},"nodeStage":null},"accessModes":[]}`)
+	f.Add(`{"secretRefs":{"x":{}}}`)
+	f.Add(`{"volumeAttributes":{"a":"\u003c","a":null}}`)
+	f.Fuzz(func(t *testing.T, raw string) {
+		pv := func(ann string) *v1.PersistentVolume {
+			return &v1.PersistentVolume{
+				ObjectMeta: metav1.ObjectMeta{Name: "pv", Annotations: map[string]string{plugins.AnnCSIOverrides: ann}},
+				Spec: v1.PersistentVolumeSpec{
+					AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+					PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{
+						Driver: "d", VolumeHandle: "h", VolumeAttributes: map[string]string{"a": "1"},
+						NodeStageSecretRef: &v1.SecretReference{Name: "s", Namespace: "ns"},
+					}},
+				},
+			}
+		}
+		direct, viaJSON := pv(raw), pv(" "+raw)
+		errDirect, errJSON := plugins.ApplyOverrides(direct), plugins.ApplyOverrides(viaJSON)
+		if (errDirect == nil) != (errJSON == nil) {
+			t.Fatalf("%q: errors differ: %v, %v", raw, errDirect, errJSON)
+		}
+		if errDirect != nil {
+			return
+		}
+		if diff := cmp.Diff(viaJSON, direct); diff != "" {
+			t.Fatalf("%q (-encoding/json +direct):\n%s", raw, diff)
 		}
 	})
 }

@@ -136,7 +136,11 @@ func appendOverrides(dst []byte, o *overrides) []byte {
 			}
 			dst = appendJSONString(dst, r.slot)
 			dst = append(dst, ':')
-			dst = appendSecretRef(dst, r.ref)
+			if r.remove {
+				dst = append(dst, "null"...)
+			} else {
+				dst = appendSecretRef(dst, &r.ref)
+			}
 		}
 		dst = append(dst, '}')
 	}
@@ -154,11 +158,8 @@ func appendOverrides(dst []byte, o *overrides) []byte {
 	return append(dst, '}')
 }
 
-// appendSecretRef appends ref as encoding/json writes a *SecretReference.
+// appendSecretRef appends ref as encoding/json writes a SecretReference.
 func appendSecretRef(dst []byte, ref *v1.SecretReference) []byte {
-	if ref == nil {
-		return append(dst, "null"...)
-	}
 	dst = append(dst, '{')
 	if ref.Name != "" {
 		dst = append(dst, `"name":`...)

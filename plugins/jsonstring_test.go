@@ -2,8 +2,6 @@ package plugins
 
 import (
 	"encoding/json"
-	"maps"
-	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -28,9 +26,14 @@ func TestAppendJSONListMatchesEncodingJSON(t *testing.T) {
 	})
 }
 
-// appendOverrides writes what encoding/json writes for every overrides value.
-func TestAppendOverridesMatchesEncodingJSON(t *testing.T) {
-	str := rapid.OneOf(rapid.String(), rapid.SampledFrom([]string{"", "a", "<b>", "\u2028"}))
+// overrideStrings draws strings for overrides: any, and ones the JSON
+// encoder escapes.
+var overrideStrings = rapid.OneOf(rapid.String(), rapid.SampledFrom([]string{"", "a", "<b>", "\u2028", `"`, `\`, "nodeStage"}))
+
+// drawOverrides draws an overrides value, including references to a slot
+// that does not exist ("x").
+func drawOverrides(t *rapid.T) csiOverrides {
+	str := overrideStrings
 	optStr := rapid.Custom(func(t *rapid.T) *string {
 		if rapid.Bool().Draw(t, "nil") {
 			return nil
@@ -38,60 +41,46 @@ func TestAppendOverridesMatchesEncodingJSON(t *testing.T) {
 		s := str.Draw(t, "s")
 		return &s
 	})
+	var o csiOverrides
+	o.VolumeHandle = optStr.Draw(t, "handle")
+	o.FSType = optStr.Draw(t, "fsType")
+	if rapid.Bool().Draw(t, "hasReadOnly") {
+		b := rapid.Bool().Draw(t, "readOnly")
+		o.ReadOnly = &b
+	}
+	if rapid.Bool().Draw(t, "hasAttrs") {
+		o.VolumeAttributes = rapid.MapOf(str, optStr).Draw(t, "attrs")
+	}
+	if rapid.Bool().Draw(t, "hasRefs") {
+		o.SecretRefs = rapid.MapOf(rapid.SampledFrom([]string{"nodeStage", "nodeExpand", "controllerExpand", "x"}), rapid.Custom(func(t *rapid.T) *v1.SecretReference {
+			if rapid.Bool().Draw(t, "nilRef") {
+				return nil
+			}
+			return &v1.SecretReference{Name: str.Draw(t, "name"), Namespace: str.Draw(t, "ns")}
+		})).Draw(t, "refs")
+	}
+	// A reverse translation records no modes as [], never null.
+	switch rapid.IntRange(0, 2).Draw(t, "modes") {
+	case 1:
+		m := []v1.PersistentVolumeAccessMode{}
+		o.AccessModes = &m
+	case 2:
+		m := []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce, v1.PersistentVolumeAccessMode(str.Draw(t, "mode"))}
+		o.AccessModes = &m
+	}
+	return o
+}
+
+// appendOverrides writes what encoding/json writes for every overrides value.
+func TestAppendOverridesMatchesEncodingJSON(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		var o csiOverrides
-		o.VolumeHandle = optStr.Draw(t, "handle")
-		o.FSType = optStr.Draw(t, "fsType")
-		if rapid.Bool().Draw(t, "hasReadOnly") {
-			b := rapid.Bool().Draw(t, "readOnly")
-			o.ReadOnly = &b
-		}
-		if rapid.Bool().Draw(t, "hasAttrs") {
-			o.VolumeAttributes = rapid.MapOf(str, optStr).Draw(t, "attrs")
-		}
-		if rapid.Bool().Draw(t, "hasRefs") {
-			o.SecretRefs = rapid.MapOf(rapid.SampledFrom([]string{"nodeStage", "nodeExpand", "x"}), rapid.Custom(func(t *rapid.T) *v1.SecretReference {
-				if rapid.Bool().Draw(t, "nilRef") {
-					return nil
-				}
-				return &v1.SecretReference{Name: str.Draw(t, "name"), Namespace: str.Draw(t, "ns")}
-			})).Draw(t, "refs")
-		}
-		// A reverse translation records no modes as [], never null.
-		switch rapid.IntRange(0, 2).Draw(t, "modes") {
-		case 1:
-			m := []v1.PersistentVolumeAccessMode{}
-			o.AccessModes = &m
-		case 2:
-			m := []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce, v1.PersistentVolumeAccessMode(str.Draw(t, "mode"))}
-			o.AccessModes = &m
-		}
+		o := drawOverrides(t)
 		want, err := json.Marshal(&o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendOverrides(nil, writerOf(&o)); string(got) != string(want) {
+		if got := appendOverrides(nil, o.sorted()); string(got) != string(want) {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
 	})
-}
-
-// writerOf returns the overrides FinishReverseFrom would build to record o
-// (attributes and references sorted; "x", not a slot, sorts with them).
-func writerOf(o *csiOverrides) *overrides {
-	w := &overrides{volumeHandle: o.VolumeHandle, readOnly: o.ReadOnly, fsType: o.FSType}
-	for _, k := range slices.Sorted(maps.Keys(o.VolumeAttributes)) {
-		if v := o.VolumeAttributes[k]; v == nil {
-			w.attrs = append(w.attrs, attrOverride{key: k, remove: true})
-		} else {
-			w.attrs = append(w.attrs, attrOverride{key: k, value: *v})
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(o.SecretRefs)) {
-		w.refs = append(w.refs, refOverride{slot: k, ref: o.SecretRefs[k]})
-	}
-	if o.AccessModes != nil {
-		w.accessModes, w.modes = true, *o.AccessModes
-	}
-	return w
 }

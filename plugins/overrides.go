@@ -39,16 +39,6 @@ type csiOverrides struct {
 	AccessModes      *[]v1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
 }
 
-func secretRefSlots(c *v1.CSIPersistentVolumeSource) map[string]**v1.SecretReference {
-	return map[string]**v1.SecretReference{
-		"nodeStage":         &c.NodeStageSecretRef,
-		"nodePublish":       &c.NodePublishSecretRef,
-		"controllerPublish": &c.ControllerPublishSecretRef,
-		"controllerExpand":  &c.ControllerExpandSecretRef,
-		"nodeExpand":        &c.NodeExpandSecretRef,
-	}
-}
-
 // ForwardFunc is a forward PV translation, as used by [FinishReverse].
 type ForwardFunc func(logger klog.Logger, pv *v1.PersistentVolume) (*v1.PersistentVolume, error)
 
@@ -165,23 +155,16 @@ func FinishReverseFrom(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
 		o.attrs = append(o.attrs, attrOverride{key: a.Key, remove: true})
 	}
 	sortAttrs(o.attrs)
-	// In the order of their names, as the JSON object is written.
+	// In the order of their names, as the JSON object is written. (f's
+	// references are only compared: kept apart from what is stored, they
+	// let f, and the attributes it points to, stay on the caller's stack.)
 	var refs [5]refOverride
 	o.refs = refs[:0]
-	for _, r := range [...]struct {
-		slot       string
-		want, have *v1.SecretReference
-	}{
-		{"controllerExpand", want.ControllerExpandSecretRef, f.ControllerExpand},
-		{"controllerPublish", want.ControllerPublishSecretRef, f.ControllerPublish},
-		{"nodeExpand", want.NodeExpandSecretRef, f.NodeExpand},
-		{"nodePublish", want.NodePublishSecretRef, f.NodePublish},
-		{"nodeStage", want.NodeStageSecretRef, f.NodeStage},
-	} {
-		if r.want != r.have && (r.want == nil || r.have == nil || *r.want != *r.have) {
-			o.refs = append(o.refs, refOverride{slot: r.slot, ref: r.want})
-		}
-	}
+	o.refs = appendRefOverride(o.refs, "controllerExpand", want.ControllerExpandSecretRef, f.ControllerExpand)
+	o.refs = appendRefOverride(o.refs, "controllerPublish", want.ControllerPublishSecretRef, f.ControllerPublish)
+	o.refs = appendRefOverride(o.refs, "nodeExpand", want.NodeExpandSecretRef, f.NodeExpand)
+	o.refs = appendRefOverride(o.refs, "nodePublish", want.NodePublishSecretRef, f.NodePublish)
+	o.refs = appendRefOverride(o.refs, "nodeStage", want.NodeStageSecretRef, f.NodeStage)
 	if !equalModes(csiPV.Spec.AccessModes, f.AccessModes) {
 		o.accessModes = true
 		o.modes = csiPV.Spec.AccessModes
@@ -215,10 +198,28 @@ type attrOverride struct {
 	remove     bool
 }
 
-// refOverride is one secret reference to set (nil: remove).
+// refOverride is one secret reference to set, or to remove.
 type refOverride struct {
-	slot string
-	ref  *v1.SecretReference
+	slot   string
+	ref    v1.SecretReference
+	remove bool
+}
+
+// appendRefOverride appends to dst the override of slot when want, the CSI
+// source's reference, differs from have, the one a forward translation sets.
+func appendRefOverride(dst []refOverride, slot string, want, have *v1.SecretReference) []refOverride {
+	if want == have || (want != nil && have != nil && *want == *have) {
+		return dst
+	}
+	return append(dst, refOverrideOf(slot, want))
+}
+
+// refOverrideOf records ref (nil: remove) for slot.
+func refOverrideOf(slot string, ref *v1.SecretReference) refOverride {
+	if ref == nil {
+		return refOverride{slot: slot, remove: true}
+	}
+	return refOverride{slot: slot, ref: *ref}
 }
 
 // sortAttrs sorts a by key (insertion sort: there are a few).
@@ -236,12 +237,47 @@ func (o *overrides) empty() bool {
 }
 
 // ApplyOverrides applies and removes [AnnCSIOverrides] on out, a PV that a
-// forward translation produced. An unreadable annotation is an error that
-// names it.
+// forward translation produced (with spec.csi set). An unreadable annotation
+// is an error that names it.
+//
+// The form a reverse translation writes is read directly; any other JSON the
+// annotation may hold after a person edited it (whitespace, escapes, other
+// member order) is read with encoding/json, with the same meaning.
 func ApplyOverrides(out *v1.PersistentVolume) error {
 	raw, ok := TakeAnnotation(out, AnnCSIOverrides)
 	if !ok {
 		return nil
+	}
+	if out.Spec.CSI == nil {
+		return Invalid("PersistentVolume", out.Name, field.Required(field.NewPath("spec", "csi"),
+			"the annotation "+AnnCSIOverrides+" applies to a CSI volume source"))
+	}
+	return applyAnnotation(out, raw, nil, false)
+}
+
+// FinishForward completes a forward translation: it sets the volume
+// attributes of out's CSI source to attrs (each key once) and applies and
+// removes [AnnCSIOverrides] as [ApplyOverrides] does, building the attribute
+// map once, with the recorded attributes merged in.
+func FinishForward(out *v1.PersistentVolume, attrs []Attribute) error {
+	if out.Spec.CSI == nil {
+		return Invalid("PersistentVolume", out.Name, field.Required(field.NewPath("spec", "csi"),
+			"a forward translation sets a CSI volume source"))
+	}
+	raw, ok := TakeAnnotation(out, AnnCSIOverrides)
+	if !ok {
+		out.Spec.CSI.VolumeAttributes = AttributeMap(attrs)
+		return nil
+	}
+	return applyAnnotation(out, raw, attrs, true)
+}
+
+// applyAnnotation decodes the overrides annotation raw and applies it to out,
+// whose attributes are base when withBase (else its attribute map).
+func applyAnnotation(out *v1.PersistentVolume, raw string, base []Attribute, withBase bool) error {
+	var buf overridesBuf
+	if o, ok := decodeOverrides(raw, &buf); ok {
+		return applyOverrides(out, &o, base, withBase)
 	}
 	var o csiOverrides
 	if err := json.Unmarshal([]byte(raw), &o); err != nil {
@@ -249,49 +285,128 @@ func ApplyOverrides(out *v1.PersistentVolume) error {
 			field.NewPath("metadata", "annotations").Key(AnnCSIOverrides), raw,
 			"must be the JSON object a reverse translation by csimigrate writes: "+err.Error()))
 	}
-	c := out.Spec.CSI
-	if o.VolumeHandle != nil {
-		c.VolumeHandle = *o.VolumeHandle
-	}
-	if o.ReadOnly != nil {
-		c.ReadOnly = *o.ReadOnly
-	}
-	if o.FSType != nil {
-		c.FSType = *o.FSType
-	}
-	if len(o.VolumeAttributes) > 0 {
-		attrs := maps.Clone(c.VolumeAttributes)
-		if attrs == nil {
-			attrs = make(map[string]string, len(o.VolumeAttributes))
+	return applyOverrides(out, o.sorted(), base, withBase)
+}
+
+// sorted returns o as overrides, its attributes and references sorted.
+func (o *csiOverrides) sorted() *overrides {
+	w := &overrides{volumeHandle: o.VolumeHandle, readOnly: o.ReadOnly, fsType: o.FSType}
+	for _, k := range slices.Sorted(maps.Keys(o.VolumeAttributes)) {
+		if v := o.VolumeAttributes[k]; v == nil {
+			w.attrs = append(w.attrs, attrOverride{key: k, remove: true})
+		} else {
+			w.attrs = append(w.attrs, attrOverride{key: k, value: *v})
 		}
-		for k, v := range o.VolumeAttributes {
-			if v == nil {
-				delete(attrs, k)
+	}
+	for _, k := range slices.Sorted(maps.Keys(o.SecretRefs)) {
+		w.refs = append(w.refs, refOverrideOf(k, o.SecretRefs[k]))
+	}
+	if o.AccessModes != nil {
+		w.accessModes, w.modes = true, *o.AccessModes
+	}
+	return w
+}
+
+// applyOverrides applies o to out's CSI source and access modes. The
+// attributes it starts from are base when withBase, else the source's map.
+// Attributes and references apply in order (a later one for the same key
+// wins).
+func applyOverrides(out *v1.PersistentVolume, o *overrides, base []Attribute, withBase bool) error {
+	// Every slot is checked before anything changes.
+	for _, r := range o.refs {
+		if refSlot(out.Spec.CSI, r.slot) == nil {
+			return Invalid("PersistentVolume", out.Name, field.NotSupported(
+				field.NewPath("metadata", "annotations").Key(AnnCSIOverrides).Child("secretRefs"), r.slot,
+				[]string{"controllerExpand", "controllerPublish", "nodeExpand", "nodePublish", "nodeStage"}))
+		}
+	}
+	c := out.Spec.CSI
+	if o.volumeHandle != nil {
+		c.VolumeHandle = *o.volumeHandle
+	}
+	if o.readOnly != nil {
+		c.ReadOnly = *o.readOnly
+	}
+	if o.fsType != nil {
+		c.FSType = *o.fsType
+	}
+	switch {
+	case len(o.attrs) > 0:
+		// One new map sized for the result: adding to a full one would grow
+		// (and rehash) it.
+		n := len(c.VolumeAttributes)
+		if withBase {
+			n = len(base)
+		}
+		for _, a := range o.attrs {
+			if a.remove {
+				continue
+			}
+			found := false
+			if withBase {
+				found = slices.IndexFunc(base, func(b Attribute) bool { return b.Key == a.key }) >= 0
 			} else {
-				attrs[k] = *v
+				_, found = c.VolumeAttributes[a.key]
+			}
+			if !found {
+				n++
+			}
+		}
+		attrs := make(map[string]string, n)
+		if withBase {
+			for _, b := range base {
+				attrs[b.Key] = b.Value
+			}
+		} else {
+			for k, v := range c.VolumeAttributes {
+				attrs[k] = v
+			}
+		}
+		for _, a := range o.attrs {
+			if a.remove {
+				delete(attrs, a.key)
+			} else {
+				attrs[a.key] = a.value
 			}
 		}
 		if len(attrs) == 0 {
 			attrs = nil
 		}
 		c.VolumeAttributes = attrs
+	case withBase:
+		c.VolumeAttributes = AttributeMap(base)
 	}
-	slots := secretRefSlots(c)
-	for k, ref := range o.SecretRefs {
-		slot, ok := slots[k]
-		if !ok {
-			return Invalid("PersistentVolume", out.Name, field.NotSupported(
-				field.NewPath("metadata", "annotations").Key(AnnCSIOverrides).Child("secretRefs"), k,
-				[]string{"controllerExpand", "controllerPublish", "nodeExpand", "nodePublish", "nodeStage"}))
+	for _, r := range o.refs {
+		slot := refSlot(c, r.slot)
+		*slot = nil
+		if !r.remove {
+			ref := r.ref
+			*slot = &ref
 		}
-		*slot = CopySecretRef(ref)
 	}
-	if o.AccessModes != nil {
-		if len(*o.AccessModes) == 0 {
-			out.Spec.AccessModes = nil
-		} else {
-			out.Spec.AccessModes = *o.AccessModes
+	if o.accessModes {
+		out.Spec.AccessModes = nil
+		if len(o.modes) > 0 {
+			out.Spec.AccessModes = slices.Clone(o.modes)
 		}
+	}
+	return nil
+}
+
+// refSlot returns the field of c that holds the secret reference named slot
+// in the overrides annotation, or nil.
+func refSlot(c *v1.CSIPersistentVolumeSource, slot string) **v1.SecretReference {
+	switch slot {
+	case "controllerExpand":
+		return &c.ControllerExpandSecretRef
+	case "controllerPublish":
+		return &c.ControllerPublishSecretRef
+	case "nodeExpand":
+		return &c.NodeExpandSecretRef
+	case "nodePublish":
+		return &c.NodePublishSecretRef
+	case "nodeStage":
+		return &c.NodeStageSecretRef
 	}
 	return nil
 }

@@ -493,7 +493,6 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 		Driver:             DriverName,
 		VolumeHandle:       f.VolumeHandle,
 		ReadOnly:           f.ReadOnly,
-		VolumeAttributes:   plugins.AttributeMap(attrs[:n]),
 		NodeStageSecretRef: &blk.stage,
 	}
 	out.Spec.CSI = &blk.csi
@@ -511,7 +510,7 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 	if src.SecretRef != nil {
 		plugins.SetAnnotation(out, AnnSecretRef, ref.of(text))
 	}
-	if err := plugins.ApplyOverrides(out); err != nil {
+	if err := plugins.FinishForward(out, attrs[:n]); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -300,11 +300,10 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 	out := plugins.CopyPVInto(&blk.pv, pv, extra)
 	csi := &blk.csi
 	*csi = v1.CSIPersistentVolumeSource{
-		Driver:           DriverName,
-		VolumeHandle:     f.VolumeHandle,
-		FSType:           f.FSType,
-		ReadOnly:         f.ReadOnly,
-		VolumeAttributes: plugins.AttributeMap(attrs[:n]),
+		Driver:       DriverName,
+		VolumeHandle: f.VolumeHandle,
+		FSType:       f.FSType,
+		ReadOnly:     f.ReadOnly,
 	}
 	if src.SecretRef != nil {
 		refs := &blk.refs
@@ -324,7 +323,7 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 	if src.Keyring != "" {
 		plugins.SetAnnotation(out, AnnKeyring, src.Keyring)
 	}
-	if err := plugins.ApplyOverrides(out); err != nil {
+	if err := plugins.FinishForward(out, attrs[:n]); err != nil {
 		return nil, err
 	}
 	return out, nil
