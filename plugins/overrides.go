@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -222,8 +223,12 @@ func refOverrideOf(slot string, ref *v1.SecretReference) refOverride {
 	return refOverride{slot: slot, ref: *ref}
 }
 
-// sortAttrs sorts a by key (insertion sort: there are a few).
+// sortAttrs sorts a by key: by insertion when there are a few, as usual.
 func sortAttrs(a []attrOverride) {
+	if len(a) > 12 {
+		slices.SortFunc(a, func(x, y attrOverride) int { return strings.Compare(x.key, y.key) })
+		return
+	}
 	for i := 1; i < len(a); i++ {
 		for j := i; j > 0 && a[j].key < a[j-1].key; j-- {
 			a[j], a[j-1] = a[j-1], a[j]
