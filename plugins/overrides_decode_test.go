@@ -83,3 +83,34 @@ func TestDecodeOverridesMatchesEncodingJSON(t *testing.T) {
 		}
 	})
 }
+
+// FinishReverseFrom writes the attributes it records in encoding/json's
+// order (sorted keys), few or many.
+func TestFinishReverseFromSortsAttributes(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		extra := rapid.MapOfN(rapid.String(), rapid.String(), 0, 40).Draw(t, "attrs")
+		csiPV := basePV()
+		for k, v := range extra {
+			csiPV.Spec.CSI.VolumeAttributes[k] = v
+		}
+		inTree := &v1.PersistentVolume{}
+		f := &Forwarded{VolumeHandle: "h", NodeStage: csiPV.Spec.CSI.NodeStageSecretRef,
+			AccessModes: csiPV.Spec.AccessModes, Attributes: []Attribute{{"a", "1"}, {"gone", "x"}}}
+		if err := FinishReverseFrom(inTree, csiPV, f); err != nil {
+			t.Fatal(err)
+		}
+		want := csiOverrides{VolumeAttributes: map[string]*string{"gone": nil}}
+		for k, v := range csiPV.Spec.CSI.VolumeAttributes {
+			if k != "a" || v != "1" {
+				want.VolumeAttributes[k] = &v
+			}
+		}
+		b, err := json.Marshal(&want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := inTree.Annotations[AnnCSIOverrides]; got != string(b) {
+			t.Fatalf("got  %s\nwant %s", got, b)
+		}
+	})
+}
