@@ -3,6 +3,7 @@ package secrets
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -27,10 +28,16 @@ const (
 	NodePublish       Kind = "node-publish"
 	ControllerExpand  Kind = "controller-expand"
 	NodeExpand        Kind = "node-expand"
+	// ControllerModify is the secret external-provisioner v6 records on a
+	// PV for external-resizer's ControllerModifyVolume (VolumeAttributesClass
+	// changes), in the annotations
+	// volume.kubernetes.io/controller-modify-secret-name and -namespace; a
+	// CSI PV source has no field for it.
+	ControllerModify Kind = "controller-modify"
 )
 
 // Kinds lists every kind.
-var Kinds = []Kind{Provisioner, ControllerPublish, NodeStage, NodePublish, ControllerExpand, NodeExpand}
+var Kinds = []Kind{Provisioner, ControllerPublish, NodeStage, NodePublish, ControllerExpand, NodeExpand, ControllerModify}
 
 // Keys are a kind's StorageClass parameter keys.
 type Keys struct {
@@ -215,9 +222,10 @@ func tokenError(kind Kind, keys []string, tmpl string, missing []string, noClaim
 }
 
 // Refs are the references a CSI PV carries (the provisioner's is used only
-// for CreateVolume and DeleteVolume).
+// for CreateVolume and DeleteVolume, the controller-modify one only by
+// external-resizer, through PV annotations).
 type Refs struct {
-	Provisioner, ControllerPublish, NodeStage, NodePublish, ControllerExpand, NodeExpand *v1.SecretReference
+	Provisioner, ControllerPublish, NodeStage, NodePublish, ControllerExpand, NodeExpand, ControllerModify *v1.SecretReference
 }
 
 // ResolveAll resolves every kind. The first error is returned; every error
@@ -225,7 +233,7 @@ type Refs struct {
 func ResolveAll(params map[string]string, c Claim) (Refs, error) {
 	var r Refs
 	dst := map[Kind]**v1.SecretReference{Provisioner: &r.Provisioner, ControllerPublish: &r.ControllerPublish, NodeStage: &r.NodeStage,
-		NodePublish: &r.NodePublish, ControllerExpand: &r.ControllerExpand, NodeExpand: &r.NodeExpand}
+		NodePublish: &r.NodePublish, ControllerExpand: &r.ControllerExpand, NodeExpand: &r.NodeExpand, ControllerModify: &r.ControllerModify}
 	for _, k := range Kinds {
 		ref, err := Resolve(k, params, c)
 		if err != nil {
@@ -237,7 +245,8 @@ func ResolveAll(params map[string]string, c Claim) (Refs, error) {
 }
 
 // ApplyTo sets the references a CSI PV source carries (all but the
-// provisioner's).
+// provisioner's and the controller-modify one, which external-provisioner
+// writes as PV annotations).
 func (r Refs) ApplyTo(src *v1.CSIPersistentVolumeSource) {
 	src.ControllerPublishSecretRef = r.ControllerPublish
 	src.NodeStageSecretRef = r.NodeStage
@@ -266,6 +275,14 @@ var reservedKeys = func() map[string]bool {
 	}
 	return m
 }()
+
+// ReservedKeys returns, sorted, the StorageClass parameters under the
+// csi.storage.k8s.io/ prefix that external-provisioner (v6.4) consumes
+// itself: fstype and the name and namespace keys of every kind and of the
+// Default pair. Any other key under the prefix makes it refuse the class.
+func ReservedKeys() []string {
+	return slices.Sorted(maps.Keys(reservedKeys))
+}
 
 // StripReserved returns the parameters a driver receives: a copy without the
 // csi.storage.k8s.io/ keys external-provisioner consumes. An unknown key
