@@ -31,6 +31,16 @@ import (
 // "accessModes".
 const AnnCSIOverrides = "csimigrate.io/csi-overrides"
 
+// AnnOriginalVolumeHandle is set on a CSI PV by the forward translation of
+// a plugin whose in-tree plugin csi-translation-lib also translates (RBD,
+// vSphere), when [AnnCSIOverrides] recorded a volume handle other than the
+// one csi-translation-lib computes for the same in-tree PV. The PV gets the
+// stock handle, so that every component agrees on the VolumeAttachment name
+// and the kubelet's volume name whichever library it runs, and the recorded
+// handle is kept here; a reverse translation records it again. See
+// [KeepStockHandle].
+const AnnOriginalVolumeHandle = "csimigrate.io/original-volume-handle"
+
 type csiOverrides struct {
 	VolumeHandle     *string                          `json:"volumeHandle,omitempty"`
 	ReadOnly         *bool                            `json:"readOnly,omitempty"`
@@ -113,12 +123,19 @@ func FinishReverse(inTree, csiPV *v1.PersistentVolume, forward ForwardFunc) erro
 // [AnnCSIOverrides], which is removed here) would set. When that is csiPV's
 // CSI source and access modes, as for every PV a forward translation
 // produced, it only removes the annotation.
+//
+// A CSI PV that carries [AnnOriginalVolumeHandle] and the handle the forward
+// translation computes has that annotation's handle recorded instead.
 func FinishReverseFrom(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
 	TakeAnnotation(inTree, AnnCSIOverrides)
 	want := csiPV.Spec.CSI
 	var o overrides
-	if want.VolumeHandle != f.VolumeHandle {
+	original, hasOriginal := TakeAnnotation(inTree, AnnOriginalVolumeHandle)
+	switch {
+	case want.VolumeHandle != f.VolumeHandle:
 		o.volumeHandle = &want.VolumeHandle
+	case hasOriginal && original != f.VolumeHandle:
+		o.volumeHandle = &original
 	}
 	if want.ReadOnly != f.ReadOnly {
 		o.readOnly = &want.ReadOnly
@@ -258,6 +275,23 @@ func ApplyOverrides(out *v1.PersistentVolume) error {
 			"the annotation "+AnnCSIOverrides+" applies to a CSI volume source"))
 	}
 	return applyAnnotation(out, raw, nil, false)
+}
+
+// KeepStockHandle enforces the handle contract of plugins whose in-tree
+// plugin csi-translation-lib also translates: after [ApplyOverrides] or
+// [FinishForward], when out's handle is not stock, the handle
+// csi-translation-lib computes for the same in-tree PV, out gets stock and
+// its handle moves to [AnnOriginalVolumeHandle]. Components running either
+// library then compute the same VolumeAttachment and kubelet volume names
+// for one stored PV; the handle a reverse translation recorded stays where
+// the next reverse translation finds it.
+func KeepStockHandle(out *v1.PersistentVolume, stock string) {
+	c := out.Spec.CSI
+	if c == nil || c.VolumeHandle == stock {
+		return
+	}
+	SetAnnotation(out, AnnOriginalVolumeHandle, c.VolumeHandle)
+	c.VolumeHandle = stock
 }
 
 // FinishForward completes a forward translation: it sets the volume

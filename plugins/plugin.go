@@ -15,7 +15,17 @@
 //     field.ErrorList, matched by errors.Is(err, [ErrInvalid])), carry the bad
 //     value where it is not secret, and say what would be accepted;
 //   - translation is lossless: what the CSI side has no field for is carried in
-//     documented annotations, so CSI to in-tree and back gives the same object.
+//     documented annotations, so CSI to in-tree and back gives the same object;
+//   - the handle contract: where csi-translation-lib translates the same
+//     in-tree plugin (vSphere in every release, RBD up to v0.30), forward
+//     translation of any in-tree PV gives the driver and volume handle it
+//     gives (v0.30.14 for RBD, the newest release for vSphere), including the
+//     in-tree PVs a reverse translation or a provisioning round trip stored.
+//     Stock kubelets and kube-controller-managers beside components on this
+//     library then compute the same VolumeAttachment and kubelet volume names.
+//     Where losslessness would restore another handle (a vSphere volume the
+//     driver provisioned: its FCD ID), the stock handle wins and the other is
+//     kept in [AnnOriginalVolumeHandle] for the next reverse translation.
 package plugins
 
 import (
@@ -34,7 +44,9 @@ import (
 //
 // Implementations in this module additionally guarantee: arguments are never
 // modified, no method panics for any input, outputs share no memory with
-// inputs, and errors name the offending field.
+// inputs, errors name the offending field, and TranslateInTreePVToCSI gives
+// the driver and handle csi-translation-lib gives for the same PV where it
+// has a translator for the plugin (see the package documentation).
 type InTreePlugin interface {
 	// TranslateInTreeStorageClassToCSI translates the parameters of a
 	// StorageClass of the in-tree provisioner to those of the CSI driver.

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
 )
@@ -99,15 +100,19 @@ func TestSecretReferencesSurviveProvisioning(t *testing.T) {
 		sc     *storage.StorageClass
 		handle string
 		ctx    map[string]string
+		// stock is the handle csi-translation-lib computes for the stored
+		// in-tree PV, when it is not the provisioned one.
+		stock string
 	}{
 		{"rbd", csiRBD, "0001-0020-c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1-0000000000000002-c867ff35-3f04-11ec-b823-0242ac110003",
-			map[string]string{"imageName": "csi-vol-c867ff35-3f04-11ec-b823-0242ac110003", "journalPool": "kube"}},
+			map[string]string{"imageName": "csi-vol-c867ff35-3f04-11ec-b823-0242ac110003", "journalPool": "kube"}, ""},
 		{"rbd custom node-expand", custom, "0001-0020-c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1-0000000000000002-c867ff35-3f04-11ec-b823-0242ac110004",
-			map[string]string{"imageName": "csi-vol-c867ff35-3f04-11ec-b823-0242ac110004"}},
+			map[string]string{"imageName": "csi-vol-c867ff35-3f04-11ec-b823-0242ac110004"}, ""},
 		{"vsphere", csiVS, "9d5d0d4c-1111-2222-3333-444455556666",
-			map[string]string{"initialvolumefilepath": "[vsanDatastore] fcd/9d5d0d4c.vmdk", "type": "vSphere CNS Block Volume"}},
+			map[string]string{"initialvolumefilepath": "[vsanDatastore] fcd/9d5d0d4c.vmdk", "type": "vSphere CNS Block Volume"},
+			"[vsanDatastore] fcd/9d5d0d4c.vmdk"},
 		{"cephfs", cephfsSC, "0001-0002-c1-0000000000000001-5f9b2d1e-3f04-11ec-b823-0242ac110003",
-			map[string]string{"subvolumeName": "csi-vol-5f9b2d1e", "subvolumePath": "/volumes/csi/csi-vol-5f9b2d1e/abc"}},
+			map[string]string{"subvolumeName": "csi-vol-5f9b2d1e", "subvolumePath": "/volumes/csi/csi-vol-5f9b2d1e/abc"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			csiPV := provision(t, tc.sc, pvc, tc.handle, tc.ctx)
@@ -128,8 +133,24 @@ func TestSecretReferencesSurviveProvisioning(t *testing.T) {
 			if diff := cmp.Diff(refsOf(csiPV), refsOf(again)); diff != "" {
 				t.Errorf("references after the provisioner's round trip (-provisioned +kubelet's view):\n%s", diff)
 			}
-			if diff := cmp.Diff(csiPV.Spec.CSI, again.Spec.CSI); diff != "" {
+			want := csiPV.Spec.CSI.DeepCopy()
+			if tc.stock != "" {
+				// Stock components compute the volume path from the stored
+				// PV; the provisioned handle is kept beside it.
+				want.VolumeHandle = tc.stock
+				if got := again.Annotations[plugins.AnnOriginalVolumeHandle]; got != tc.handle {
+					t.Errorf("annotation %s = %q, want the provisioned handle %q", plugins.AnnOriginalVolumeHandle, got, tc.handle)
+				}
+			}
+			if diff := cmp.Diff(want, again.Spec.CSI); diff != "" {
 				t.Errorf("CSI source (-provisioned +round trip):\n%s", diff)
+			}
+			storedAgain, err := tr.TranslateCSIPVToInTree(again)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(stored, storedAgain); diff != "" {
+				t.Errorf("the stored PV changes when translated forward and back (-first +second):\n%s", diff)
 			}
 		})
 	}

@@ -4,6 +4,7 @@
 package gen
 
 import (
+	"crypto/md5"
 	"fmt"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"pgregory.net/rapid"
 )
 
@@ -335,4 +337,121 @@ func VSphereStorageClass(t *rapid.T) *storagev1.StorageClass {
 		}), 1, 2).Draw(t, "terms")
 	}
 	return sc
+}
+
+// UUID generates lowercase RFC 4122 text.
+func UUID() *rapid.Generator[string] {
+	return rapid.StringMatching(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+}
+
+// provisionedMeta is what external-provisioner sets on a PV it creates.
+func provisionedMeta(t *rapid.T, driver string) (metav1.ObjectMeta, v1.PersistentVolumeSpec) {
+	uid := UUID().Draw(t, "claimUID")
+	m := metav1.ObjectMeta{Name: "pvc-" + uid, Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": driver}}
+	fs := v1.PersistentVolumeFilesystem
+	s := v1.PersistentVolumeSpec{
+		Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse(fmt.Sprintf("%dGi", rapid.IntRange(1, 2048).Draw(t, "gi")))},
+		AccessModes:                   []v1.PersistentVolumeAccessMode{rapid.SampledFrom([]v1.PersistentVolumeAccessMode{v1.ReadWriteOnce, v1.ReadOnlyMany}).Draw(t, "mode")},
+		PersistentVolumeReclaimPolicy: rapid.SampledFrom([]v1.PersistentVolumeReclaimPolicy{v1.PersistentVolumeReclaimRetain, v1.PersistentVolumeReclaimDelete}).Draw(t, "reclaim"),
+		StorageClassName:              DNSSubdomain().Draw(t, "sc"),
+		VolumeMode:                    &fs,
+		ClaimRef: &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: DNSLabel().Draw(t, "claimNS"),
+			Name: DNSSubdomain().Draw(t, "claimName"), UID: types.UID(uid)},
+	}
+	return m, s
+}
+
+// RBDProvisionedPV generates the CSI PV external-provisioner builds when Ceph
+// CSI provisions a volume for a migrated in-tree RBD StorageClass, before it
+// translates the PV back to in-tree to store it: a Ceph CSI volume ID as the
+// handle, the class's parameters and what Ceph CSI adds in the volume
+// context, the admin secret as every reference.
+func RBDProvisionedPV(t *rapid.T) *v1.PersistentVolume {
+	m, s := provisionedMeta(t, "rbd.csi.ceph.com")
+	mons := strings.Join(Monitors(t), rapid.SampledFrom([]string{",", ", "}).Draw(t, "sep"))
+	clusterID := fmt.Sprintf("%x", md5.Sum([]byte(mons)))
+	uuid := UUID().Draw(t, "imageUUID")
+	pool := rapid.SampledFrom([]string{"rbd", "kube", "replica.pool-2"}).Draw(t, "pool")
+	handle := fmt.Sprintf("0001-%04x-%s-%016x-%s", len(clusterID), clusterID, rapid.IntRange(1, 300).Draw(t, "poolID"), uuid)
+	attrs := map[string]string{"clusterID": clusterID, "pool": pool, "imageName": "csi-vol-" + uuid, "migration": "true",
+		"monitors": mons, "imageFeatures": "layering"}
+	if rapid.Bool().Draw(t, "journalPool") {
+		attrs["journalPool"] = pool
+	}
+	if rapid.Bool().Draw(t, "imageFormat") {
+		attrs["imageFormat"] = "2"
+	}
+	if rapid.Bool().Draw(t, "adminId") {
+		attrs["adminId"] = rapid.SampledFrom([]string{"admin", "kube"}).Draw(t, "admin")
+	}
+	s.PersistentVolumeSource.CSI = &v1.CSIPersistentVolumeSource{Driver: "rbd.csi.ceph.com", VolumeHandle: handle,
+		FSType: rapid.SampledFrom([]string{"", "ext4", "xfs"}).Draw(t, "fsType"), VolumeAttributes: attrs}
+	if rapid.IntRange(0, 4).Draw(t, "secret") > 0 {
+		ref := SecretRef(t)
+		c := s.PersistentVolumeSource.CSI
+		c.NodeStageSecretRef, c.ControllerExpandSecretRef = ref, &v1.SecretReference{Name: ref.Name, Namespace: ref.Namespace}
+		if rapid.Bool().Draw(t, "nodeExpand") {
+			c.NodeExpandSecretRef = &v1.SecretReference{Name: ref.Name, Namespace: ref.Namespace}
+		}
+		m.Annotations["volume.kubernetes.io/provisioner-deletion-secret-name"] = ref.Name
+		m.Annotations["volume.kubernetes.io/provisioner-deletion-secret-namespace"] = ref.Namespace
+	}
+	return &v1.PersistentVolume{ObjectMeta: m, Spec: s}
+}
+
+// VSphereProvisionedPV generates the CSI PV external-provisioner builds when
+// the vSphere CSI driver provisions a volume for a migrated in-tree
+// StorageClass: the FCD ID as the handle, the .vmdk path in
+// initialvolumefilepath, the driver's topology keys in node affinity.
+func VSphereProvisionedPV(t *rapid.T) *v1.PersistentVolume {
+	m, s := provisionedMeta(t, "csi.vsphere.vmware.com")
+	id := UUID().Draw(t, "fcd")
+	attrs := map[string]string{"type": "vSphere CNS Block Volume",
+		"initialvolumefilepath": fmt.Sprintf("[%s] fcd/%s.vmdk", rapid.SampledFrom([]string{"vsanDatastore", "ds 1", "DatastoreCluster/ds2"}).Draw(t, "ds"), strings.ReplaceAll(id, "-", ""))}
+	if rapid.Bool().Draw(t, "policy") {
+		attrs["storagepolicyname"] = rapid.SampledFrom([]string{"gold", "vSAN Default Storage Policy"}).Draw(t, "policyName")
+	}
+	s.PersistentVolumeSource.CSI = &v1.CSIPersistentVolumeSource{Driver: "csi.vsphere.vmware.com", VolumeHandle: id,
+		FSType: rapid.SampledFrom([]string{"", "ext4", "xfs"}).Draw(t, "fsType"), VolumeAttributes: attrs}
+	if rapid.Bool().Draw(t, "topology") {
+		var exprs []v1.NodeSelectorRequirement
+		if rapid.Bool().Draw(t, "zone") {
+			exprs = append(exprs, v1.NodeSelectorRequirement{Key: "topology.csi.vmware.com/zone", Operator: v1.NodeSelectorOpIn, Values: []string{rapid.StringMatching(`zone-[a-c]`).Draw(t, "zoneValue")}})
+		}
+		if len(exprs) == 0 || rapid.Bool().Draw(t, "region") {
+			exprs = append(exprs, v1.NodeSelectorRequirement{Key: "topology.csi.vmware.com/region", Operator: v1.NodeSelectorOpIn, Values: []string{rapid.StringMatching(`region-[1-2]`).Draw(t, "regionValue")}})
+		}
+		s.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: exprs}}}}
+	}
+	return &v1.PersistentVolume{ObjectMeta: m, Spec: s}
+}
+
+// RBDInline generates a pod's inline rbd volume, every optional field
+// absent or present.
+func RBDInline(t *rapid.T) *v1.Volume {
+	src := &v1.RBDVolumeSource{
+		CephMonitors: Monitors(t),
+		RBDImage:     RBDImage(t),
+		RBDPool:      rapid.SampledFrom([]string{"", "rbd", "kube"}).Draw(t, "pool"),
+		RadosUser:    rapid.SampledFrom([]string{"", "admin", "kube"}).Draw(t, "user"),
+		Keyring:      rapid.SampledFrom([]string{"", "/etc/ceph/keyring"}).Draw(t, "keyring"),
+		FSType:       rapid.SampledFrom([]string{"", "ext4", "xfs"}).Draw(t, "fsType"),
+		ReadOnly:     rapid.Bool().Draw(t, "readOnly"),
+	}
+	if rapid.Bool().Draw(t, "secret") {
+		src.SecretRef = &v1.LocalObjectReference{Name: DNSSubdomain().Draw(t, "secretName")}
+	}
+	return &v1.Volume{Name: DNSLabel().Draw(t, "volume"), VolumeSource: v1.VolumeSource{RBD: src}}
+}
+
+// VSphereInline generates a pod's inline vsphereVolume, every optional field
+// absent or present.
+func VSphereInline(t *rapid.T) *v1.Volume {
+	src := &v1.VsphereVirtualDiskVolumeSource{
+		VolumePath:        rapid.StringMatching(`\[[a-zA-Z][a-zA-Z0-9 ]{0,10}\] kubevols/[a-z0-9-]{1,20}\.vmdk`).Draw(t, "volumePath"),
+		FSType:            rapid.SampledFrom([]string{"", "ext4"}).Draw(t, "fsType"),
+		StoragePolicyName: rapid.SampledFrom([]string{"", "gold"}).Draw(t, "policyName"),
+		StoragePolicyID:   rapid.SampledFrom([]string{"", "aa6d5a82-1c88-45da-85d3-3d74b91a5bad"}).Draw(t, "policyID"),
+	}
+	return &v1.Volume{Name: DNSLabel().Draw(t, "volume"), VolumeSource: v1.VolumeSource{VsphereVolume: src}}
 }

@@ -326,6 +326,7 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 	if err := plugins.FinishForward(out, attrs[:n]); err != nil {
 		return nil, err
 	}
+	plugins.KeepStockHandle(out, f.VolumeHandle)
 	return out, nil
 }
 

@@ -321,6 +321,10 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 	if err := plugins.ApplyOverrides(out); err != nil {
 		return nil, err
 	}
+	// The handle is the volume path, as csi-translation-lib computes it,
+	// also for a volume the driver provisioned (its FCD ID then stays in
+	// plugins.AnnOriginalVolumeHandle; the driver maps the path to it).
+	plugins.KeepStockHandle(out, f.VolumeHandle)
 	return out, nil
 }
 

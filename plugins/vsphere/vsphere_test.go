@@ -114,7 +114,9 @@ func TestReverseVolumePath(t *testing.T) {
 }
 
 // A CSI PV the driver created: reverse adds upstream's labels, and forward
-// gives the CSI PV back.
+// gives the CSI PV back with the handle csi-translation-lib computes for the
+// stored in-tree PV (the volume path), the FCD ID kept in an annotation from
+// which the next reverse translation takes it.
 func TestReverseProvisioned(t *testing.T) {
 	p := vsphere.New(vsphere.Options{})
 	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv"}, Spec: v1.PersistentVolumeSpec{
@@ -139,8 +141,20 @@ func TestReverseProvisioned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(pv.Spec.CSI, again.Spec.CSI); diff != "" {
+	want := pv.Spec.CSI.DeepCopy()
+	want.VolumeHandle = path
+	if diff := cmp.Diff(want, again.Spec.CSI); diff != "" {
 		t.Errorf("CSI source after the round trip (-want +got):\n%s", diff)
+	}
+	if got := again.Annotations[plugins.AnnOriginalVolumeHandle]; got != pv.Spec.CSI.VolumeHandle {
+		t.Errorf("annotation %s = %q, want the FCD ID %q", plugins.AnnOriginalVolumeHandle, got, pv.Spec.CSI.VolumeHandle)
+	}
+	backAgain, err := p.TranslateCSIPVToInTree(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(back, backAgain); diff != "" {
+		t.Errorf("the in-tree PV changes through forward and reverse (-first +second):\n%s", diff)
 	}
 }
 

@@ -1,0 +1,86 @@
+package compat
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	upstream "k8s.io/csi-translation-lib/plugins"
+
+	"github.com/csimigrate/csimigrate/internal/gen"
+	"github.com/csimigrate/csimigrate/internal/peertest"
+	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/plugins/rbd"
+	"github.com/csimigrate/csimigrate/plugins/vsphere"
+)
+
+func stockOf(p upstream.InTreePlugin) peertest.Stock {
+	return peertest.Stock{Forward: p.TranslateInTreePVToCSI, Reverse: p.TranslateCSIPVToInTree, Inline: p.TranslateInTreeInlineVolumeToCSI}
+}
+
+// rbdCase runs csimigrate's RBD plugin as a cluster would: with Ceph CSI's
+// cluster config holding the monitors of the volume.
+var rbdCase = peertest.Case{
+	Ours: func(inTree *v1.PersistentVolume) plugins.InTreePlugin {
+		var cfg ceph.ClusterConfig
+		if inTree != nil {
+			var err error
+			if cfg, err = ceph.NewClusterConfig(ceph.EntryFor(inTree.Spec.RBD.CephMonitors)); err != nil {
+				panic(err)
+			}
+		}
+		return rbd.New(rbd.Options{ClusterConfig: cfg})
+	},
+	Stock:       stockOf(upstream.NewRBDCSITranslator()),
+	InTree:      gen.RBDPV,
+	Provisioned: gen.RBDProvisionedPV,
+	Inline:      gen.RBDInline,
+	StockRejects: func(pv *v1.PersistentVolume) (string, bool) {
+		if pv.Spec.RBD == nil || pv.Spec.RBD.RBDImage == "" {
+			return "spec.rbd.image is empty", true
+		}
+		return "", false
+	},
+}
+
+var vsphereCase = peertest.Case{
+	Ours:        func(*v1.PersistentVolume) plugins.InTreePlugin { return vsphere.New(vsphere.Options{}) },
+	Stock:       stockOf(upstream.NewvSphereCSITranslator()),
+	InTree:      gen.VSpherePV,
+	Provisioned: gen.VSphereProvisionedPV,
+	Inline:      gen.VSphereInline,
+	StockRejects: func(pv *v1.PersistentVolume) (string, bool) {
+		if pv.Spec.VsphereVolume == nil || pv.Spec.VsphereVolume.VolumePath == "" {
+			return "spec.vsphereVolume.volumePath is empty", true
+		}
+		return "", false
+	},
+}
+
+// Whatever library a component runs, a stored in-tree PV names one volume:
+// the same driver and handle, VolumeAttachment and kubelet volume name.
+func TestRBDHandlesAgreeWithUpstream(t *testing.T) {
+	n := peertest.Handles(t, rbdCase)
+	if n.StockReverse == 0 {
+		t.Errorf("no stock reverse translation was checked: %+v", n)
+	}
+}
+
+func TestVSphereHandlesAgreeWithUpstream(t *testing.T) {
+	n := peertest.Handles(t, vsphereCase)
+	if n.StockReverse == 0 || n.StockRejected == 0 {
+		t.Errorf("a check was never reached: %+v", n)
+	}
+}
+
+func TestRBDInlineHandlesAgreeWithUpstream(t *testing.T) {
+	if failed := peertest.Inline(t, rbdCase); failed != 0 {
+		t.Errorf("the stock translator failed on %d inline RBD volumes", failed)
+	}
+}
+
+func TestVSphereInlineHandlesAgreeWithUpstream(t *testing.T) {
+	// csi-translation-lib panics on inline volumes with a storage policy
+	// (a nil PV dereferenced); the rest must agree.
+	peertest.Inline(t, vsphereCase)
+}
