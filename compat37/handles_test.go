@@ -22,7 +22,9 @@ var vsphereCase = func() peertest.Case {
 	return peertest.Case{
 		Ours: func(*v1.PersistentVolume) plugins.InTreePlugin { return vsphere.New(vsphere.Options{}) },
 		Stock: peertest.Stock{
-			Forward: func(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) { return p.TranslateInTreePVToCSI(logger, pv) },
+			Forward: func(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+				return p.TranslateInTreePVToCSI(logger, pv)
+			},
 			Reverse: p.TranslateCSIPVToInTree,
 			Inline: func(vol *v1.Volume, ns string) (*v1.PersistentVolume, error) {
 				return p.TranslateInTreeInlineVolumeToCSI(logger, vol, ns)
