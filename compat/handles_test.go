@@ -24,10 +24,7 @@ var rbdCase = peertest.Case{
 	Ours: func(inTree *v1.PersistentVolume) plugins.InTreePlugin {
 		var cfg ceph.ClusterConfig
 		if inTree != nil {
-			var err error
-			if cfg, err = ceph.NewClusterConfig(ceph.EntryFor(inTree.Spec.RBD.CephMonitors)); err != nil {
-				panic(err)
-			}
+			cfg = ceph.NewClusterConfig(ceph.EntryFor(inTree.Spec.RBD.CephMonitors))
 		}
 		return rbd.New(rbd.Options{ClusterConfig: cfg})
 	},

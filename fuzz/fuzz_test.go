@@ -257,7 +257,7 @@ func FuzzParseClusterConfig(f *testing.F) {
 }
 
 var translators = func() []*translate.Translator {
-	cfg, _ := ceph.NewClusterConfig(ceph.ClusterEntry{ClusterID: "b7f67366bb43f32e07d8a261a7840da9", Monitors: []string{"10.70.53.126:6789"}})
+	cfg := ceph.NewClusterConfig(ceph.ClusterEntry{ClusterID: "b7f67366bb43f32e07d8a261a7840da9", Monitors: []string{"10.70.53.126:6789"}})
 	t1 := translate.Default()
 	t2, _ := translate.New(translate.WithCephClusterConfig(cfg), translate.WithNodeExpandSecret(false))
 	return []*translate.Translator{t1, t2}

@@ -185,6 +185,9 @@ type MissingInformationError struct {
 	Object string
 	// Detail says where the information was looked for and how to supply it.
 	Detail string
+	// Err is the cause where there is one (for example a
+	// *ceph.LookupError), or nil.
+	Err error
 }
 
 // Error implements error.
@@ -192,8 +195,13 @@ func (e *MissingInformationError) Error() string {
 	return e.Object + ": cannot determine " + e.Field + ": " + e.Detail
 }
 
-// Unwrap returns ErrMissingInformation.
-func (e *MissingInformationError) Unwrap() error { return ErrMissingInformation }
+// Unwrap returns ErrMissingInformation and the cause, if any.
+func (e *MissingInformationError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrMissingInformation}
+	}
+	return []error{ErrMissingInformation, e.Err}
+}
 
 // UnsupportedError reports a translation the plugin does not offer.
 type UnsupportedError struct {

@@ -50,11 +50,7 @@ func createPV(pv *v1.PersistentVolume) error {
 var logger = klog.Background().V(100)
 
 func translator(t *testing.T) *translate.Translator {
-	cfg, err := ceph.NewClusterConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := translate.New(translate.WithCephClusterConfig(cfg))
+	tr, err := translate.New(translate.WithCephClusterConfig(ceph.NewClusterConfig()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,10 +58,7 @@ func refsOf(pv *v1.PersistentVolume) []*v1.SecretReference {
 // provisioner stores it) -> CSI PV: the references survive, node-expand
 // included, for every built-in plugin.
 func TestSecretReferencesSurviveProvisioning(t *testing.T) {
-	cfg, err := ceph.NewClusterConfig(ceph.ClusterEntry{ClusterID: "c1", Monitors: []string{"10.0.0.1:6789"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := ceph.NewClusterConfig(ceph.ClusterEntry{ClusterID: "c1", Monitors: []string{"10.0.0.1:6789"}})
 	tr, err := translate.New(translate.WithCephClusterConfig(cfg))
 	if err != nil {
 		t.Fatal(err)

@@ -77,6 +77,10 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	plan := pl.finish()
 	plan.FeatureGates = steps
+	for _, w := range c.cephWarnings {
+		plan.Hazards = append(plan.Hazards, plugins.Finding{Code: "CephConfigEntry", Severity: plugins.SeverityWarning, Field: "-ceph-config " + c.cephConfig,
+			Message: w, Remedy: "fix or remove the entry in Ceph CSI's config map; volumes of other clusterIDs are not affected"})
+	}
 	cm := cephConfigMap(plan.CephClusters, c.cephCSINamespace)
 	switch c.output {
 	case "json":

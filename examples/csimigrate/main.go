@@ -57,9 +57,12 @@ func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 type common struct {
-	files            stringList
-	output           string
-	cephConfig       string
+	files      stringList
+	output     string
+	cephConfig string
+	// cephWarnings are the -ceph-config entries Ceph CSI accepts but that
+	// look like mistakes (plan reports them).
+	cephWarnings     []string
 	cephCSINamespace string
 	k8sVersion       string
 	vsphereCats      string
@@ -110,8 +113,9 @@ func (c *common) translator() (*translate.Translator, error) {
 		}
 		cfg, err := ceph.ParseClusterConfig(b)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("-ceph-config %s: %w", c.cephConfig, err)
 		}
+		c.cephWarnings = cfg.Warnings()
 		opts = append(opts, translate.WithCephClusterConfig(cfg))
 	}
 	topo, err := c.vsphereTopology()

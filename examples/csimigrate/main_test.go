@@ -201,3 +201,29 @@ func TestRewriteKeepsClaim(t *testing.T) {
 		}
 	}
 }
+
+// A config.json Ceph CSI runs with is accepted; its doubtful entries are
+// hazards of the plan, and an unreadable one is a usage error naming the
+// file.
+func TestPlanCephConfigWarnings(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(cfg, []byte(`[{"clusterID":"fs-only","cephFS":{"subvolumeGroup":"csi"}},{"clusterID":"x","monitors":["10.0.0.1:6789"]},{"clusterID":"x","monitors":["10.0.0.2:6789"]}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runCmd(t, "", "plan", "-ceph-config", cfg)
+	if code != exitBlocked {
+		t.Fatalf("exit %d (the sample blocks by design), stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{`entry 0: clusterID "fs-only" has no monitors`, `entry 2: clusterID "x" again, with monitors ["10.0.0.2:6789"] other than those of entry 1`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the plan does not report %q:\n%s", want, out)
+		}
+	}
+	if err := os.WriteFile(cfg, []byte(`{"clusterID":"x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCmd(t, "", "plan", "-ceph-config", cfg); code != exitUsage || !strings.Contains(stderr, cfg) {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}

@@ -6,6 +6,7 @@ package ceph
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,43 +23,140 @@ type ClusterEntry struct {
 	Monitors []string `json:"monitors"`
 }
 
-// ClusterConfig maps Ceph CSI clusterIDs to monitors. The zero value is empty
-// and usable.
+// Error kinds of [ClusterConfig.Lookup], for errors.Is.
+var (
+	// ErrNoClusterEntry: no entry has the clusterID (Ceph CSI: "missing
+	// configuration for cluster ID").
+	ErrNoClusterEntry = errors.New("no entry for the clusterID in the Ceph CSI cluster config")
+	// ErrNoMonitors: the first entry with the clusterID, the one Ceph CSI
+	// uses, has no monitors (Ceph CSI: "empty monitor list for cluster ID").
+	ErrNoMonitors = errors.New("the Ceph CSI cluster config entry has no monitors")
+	// ErrAmbiguousClusterID: two entries with monitors have the clusterID
+	// and different monitors. Ceph CSI uses the first; a translation does not
+	// guess which one the volume's monitors are.
+	ErrAmbiguousClusterID = errors.New("the clusterID has two entries with different monitors in the Ceph CSI cluster config")
+)
+
+// LookupError says why [ClusterConfig.Lookup] found no monitors.
+type LookupError struct {
+	// ClusterID is the clusterID looked up.
+	ClusterID string
+	// Entries are the indexes of the entries involved (none for
+	// ErrNoClusterEntry).
+	Entries []int
+	// Err is one of ErrNoClusterEntry, ErrNoMonitors, ErrAmbiguousClusterID.
+	Err error
+}
+
+// Error implements error.
+func (e *LookupError) Error() string {
+	s := fmt.Sprintf("clusterID %q: %v", e.ClusterID, e.Err)
+	if len(e.Entries) > 0 {
+		s += fmt.Sprintf(" (entries %v of config.json)", e.Entries)
+	}
+	return s
+}
+
+// Unwrap returns the error kind.
+func (e *LookupError) Unwrap() error { return e.Err }
+
+// ClusterConfig maps Ceph CSI clusterIDs to monitors as Ceph CSI reads its
+// config.json: a lookup takes the first entry with the clusterID and needs
+// its monitors; no other entry matters to it. The zero value is empty and
+// usable.
 type ClusterConfig struct {
 	entries []ClusterEntry
-	byID    map[string]int
+	// first is the index of the first entry of each clusterID.
+	first map[string]int
+	// ambiguous holds the clusterIDs that have two entries with different,
+	// non-empty monitor lists, with the index of the second.
+	ambiguous map[string]int
 }
 
 // ParseClusterConfig parses the content of Ceph CSI's config.json: a JSON
 // list of objects with "clusterID" and "monitors" (other members, such as
-// "cephFS" or "rbd" settings, are ignored). Duplicate or empty clusterIDs
-// and entries without monitors are errors.
+// "cephFS" or "rbd" settings, are not read). Like Ceph CSI, it refuses only
+// what JSON cannot decode (empty input included); entries without a
+// clusterID or monitors, and clusterIDs listed twice, are kept and reported
+// by [ClusterConfig.Warnings], and only a lookup of such a clusterID fails.
 func ParseClusterConfig(data []byte) (ClusterConfig, error) {
 	var entries []ClusterEntry
 	if err := json.Unmarshal(data, &entries); err != nil {
 		return ClusterConfig{}, fmt.Errorf("ceph-csi config.json: want a JSON list of {\"clusterID\": ..., \"monitors\": [...]}: %w", err)
 	}
-	return NewClusterConfig(entries...)
+	if entries == nil {
+		return ClusterConfig{}, errors.New("ceph-csi config.json: want a JSON list of {\"clusterID\": ..., \"monitors\": [...]}, got null")
+	}
+	return NewClusterConfig(entries...), nil
 }
 
-// NewClusterConfig builds a ClusterConfig from entries, checked as
-// ParseClusterConfig checks them.
-func NewClusterConfig(entries ...ClusterEntry) (ClusterConfig, error) {
-	c := ClusterConfig{byID: make(map[string]int, len(entries))}
+// NewClusterConfig builds a ClusterConfig from entries, kept as given (see
+// [ParseClusterConfig]).
+func NewClusterConfig(entries ...ClusterEntry) ClusterConfig {
+	c := ClusterConfig{first: make(map[string]int, len(entries))}
 	for i, e := range entries {
-		switch {
-		case e.ClusterID == "":
-			return ClusterConfig{}, fmt.Errorf("ceph-csi config.json: entry %d: clusterID is empty", i)
-		case len(e.Monitors) == 0:
-			return ClusterConfig{}, fmt.Errorf("ceph-csi config.json: entry %d (clusterID %q): monitors is empty", i, e.ClusterID)
-		}
-		if _, dup := c.byID[e.ClusterID]; dup {
-			return ClusterConfig{}, fmt.Errorf("ceph-csi config.json: clusterID %q appears twice", e.ClusterID)
-		}
-		c.byID[e.ClusterID] = len(c.entries)
 		c.entries = append(c.entries, ClusterEntry{ClusterID: e.ClusterID, Monitors: slices.Clone(e.Monitors)})
+		j, dup := c.first[e.ClusterID]
+		if !dup {
+			c.first[e.ClusterID] = i
+			continue
+		}
+		if len(e.Monitors) > 0 && len(entries[j].Monitors) > 0 && !slices.Equal(e.Monitors, entries[j].Monitors) {
+			if _, ok := c.ambiguous[e.ClusterID]; !ok {
+				if c.ambiguous == nil {
+					c.ambiguous = map[string]int{}
+				}
+				c.ambiguous[e.ClusterID] = i
+			}
+		}
 	}
-	return c, nil
+	return c
+}
+
+// Lookup returns a copy of the monitors of clusterID: those of the first
+// entry with it, as Ceph CSI connects to them. Errors are *LookupError
+// matching ErrNoClusterEntry, ErrNoMonitors (Ceph CSI fails there too) or
+// ErrAmbiguousClusterID (a later entry has other monitors: Ceph CSI would use
+// the first, which may not be the cluster the volume is on).
+func (c ClusterConfig) Lookup(clusterID string) ([]string, error) {
+	i, ok := c.first[clusterID]
+	if !ok {
+		return nil, &LookupError{ClusterID: clusterID, Err: ErrNoClusterEntry}
+	}
+	if len(c.entries[i].Monitors) == 0 {
+		return nil, &LookupError{ClusterID: clusterID, Entries: []int{i}, Err: ErrNoMonitors}
+	}
+	if j, ok := c.ambiguous[clusterID]; ok {
+		return nil, &LookupError{ClusterID: clusterID, Entries: []int{i, j}, Err: ErrAmbiguousClusterID}
+	}
+	return slices.Clone(c.entries[i].Monitors), nil
+}
+
+// Warnings describes the entries Ceph CSI accepts but that are likely
+// mistakes, in entry order: an empty clusterID, no monitors, an empty
+// monitor address, a clusterID listed again (ignored by Ceph CSI; an error
+// for lookups when its monitors differ).
+func (c ClusterConfig) Warnings() []string {
+	var out []string
+	for i, e := range c.entries {
+		switch first := c.first[e.ClusterID]; {
+		case first != i && c.ambiguous[e.ClusterID] == i:
+			out = append(out, fmt.Sprintf("entry %d: clusterID %q again, with monitors %q other than those of entry %d; Ceph CSI uses entry %d, translations that need this clusterID fail", i, e.ClusterID, e.Monitors, first, first))
+			continue
+		case first != i:
+			out = append(out, fmt.Sprintf("entry %d: clusterID %q again (entry %d); Ceph CSI ignores this entry", i, e.ClusterID, first))
+			continue
+		}
+		if e.ClusterID == "" {
+			out = append(out, fmt.Sprintf("entry %d: clusterID is empty; no volume can use it", i))
+		}
+		if len(e.Monitors) == 0 {
+			out = append(out, fmt.Sprintf("entry %d: clusterID %q has no monitors; Ceph CSI fails every volume of this cluster", i, e.ClusterID))
+		} else if slices.Contains(e.Monitors, "") {
+			out = append(out, fmt.Sprintf("entry %d: clusterID %q has an empty monitor address", i, e.ClusterID))
+		}
+	}
+	return out
 }
 
 // EntryFor returns the entry migration needs for a monitor list: the clusterID
@@ -67,15 +165,6 @@ func NewClusterConfig(entries ...ClusterEntry) (ClusterConfig, error) {
 // monitors change, because their handles embed the clusterID.
 func EntryFor(monitors []string) ClusterEntry {
 	return ClusterEntry{ClusterID: volumeid.ClusterIDFromList(monitors), Monitors: slices.Clone(monitors)}
-}
-
-// Monitors returns a copy of the monitors of clusterID.
-func (c ClusterConfig) Monitors(clusterID string) ([]string, bool) {
-	i, ok := c.byID[clusterID]
-	if !ok {
-		return nil, false
-	}
-	return slices.Clone(c.entries[i].Monitors), true
 }
 
 // Entries returns a copy of the entries in their original order.
@@ -124,18 +213,22 @@ func ResolveMonitors(pvName, carried string, carriedOK bool, attrs map[string]st
 	if s := attrs["monitors"]; s != "" {
 		return strings.Split(s, ","), s, SourceAttribute, nil
 	}
-	if mons, ok := cfg.Monitors(clusterID); ok {
-		return mons, strings.Join(mons, ","), SourceConfig, nil
-	}
 	detail := "no carried annotation, no \"monitors\" volume attribute"
+	var cause error
 	if clusterID == "" {
 		detail += ", and no clusterID to look up"
 	} else {
-		detail += fmt.Sprintf(", and clusterID %q is not in the Ceph CSI cluster config", clusterID)
+		mons, err := cfg.Lookup(clusterID)
+		if err == nil {
+			return mons, strings.Join(mons, ","), SourceConfig, nil
+		}
+		cause = err
+		detail += ", and in the Ceph CSI cluster config " + err.Error()
 	}
 	return nil, "", "", &plugins.MissingInformationError{
 		Field:  fieldPath,
 		Object: `PersistentVolume "` + pvName + `"`,
-		Detail: detail + "; supply Ceph CSI's config.json as an option (it never yields monitors [\"\"])",
+		Detail: detail + "; supply Ceph CSI's config.json as an option, with one entry for the clusterID (it never yields monitors [\"\"])",
+		Err:    cause,
 	}
 }

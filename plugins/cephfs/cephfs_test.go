@@ -136,7 +136,7 @@ func TestReverseNative(t *testing.T) {
 	if _, err := p.TranslateCSIPVToInTree(csi); !errors.Is(err, plugins.ErrMissingInformation) {
 		t.Fatalf("err = %v", err)
 	}
-	cfg, _ := ceph.NewClusterConfig(ceph.ClusterEntry{ClusterID: "c1", Monitors: []string{"m:6789"}})
+	cfg := ceph.NewClusterConfig(ceph.ClusterEntry{ClusterID: "c1", Monitors: []string{"m:6789"}})
 	p = cephfs.New(cephfs.Options{ClusterConfig: cfg})
 	back, err := p.TranslateCSIPVToInTree(csi)
 	if err != nil {
