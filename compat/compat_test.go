@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/csimigrate/csimigrate/internal/gen"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
 )
@@ -49,11 +50,17 @@ func TestRBDForwardMatchesUpstream(t *testing.T) {
 				t.Fatalf("attribute %s = %q (present %v), upstream %q", k, g, ok, v)
 			}
 		}
-		if diff := cmp.Diff(want.Spec.CSI.NodeStageSecretRef, got.Spec.CSI.NodeStageSecretRef); diff != "" {
-			t.Fatalf("node-stage secret (-upstream +ours):\n%s", diff)
+		// Upstream copies the in-tree reference verbatim; ours resolves it as
+		// the in-tree plugin did (an empty name is no secret, an empty
+		// namespace the claim's), which the API server requires of the
+		// controller-expand reference.
+		wantRef, _ := ceph.InTreeSecretRef(want.Spec.CSI.NodeStageSecretRef, ceph.ClaimNamespace(pv), nil)
+		if diff := cmp.Diff(wantRef, got.Spec.CSI.NodeStageSecretRef); diff != "" {
+			t.Fatalf("node-stage secret (-upstream resolved +ours):\n%s", diff)
 		}
-		if diff := cmp.Diff(want.Spec.CSI.ControllerExpandSecretRef, got.Spec.CSI.ControllerExpandSecretRef); diff != "" {
-			t.Fatalf("controller-expand secret (-upstream +ours):\n%s", diff)
+		wantRef, _ = ceph.InTreeSecretRef(want.Spec.CSI.ControllerExpandSecretRef, ceph.ClaimNamespace(pv), nil)
+		if diff := cmp.Diff(wantRef, got.Spec.CSI.ControllerExpandSecretRef); diff != "" {
+			t.Fatalf("controller-expand secret (-upstream resolved +ours):\n%s", diff)
 		}
 		if diff := cmp.Diff(want.Spec.AccessModes, got.Spec.AccessModes); diff != "" {
 			t.Fatalf("access modes (-upstream +ours):\n%s", diff)

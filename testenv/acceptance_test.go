@@ -5,16 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	"pgregory.net/rapid"
 
 	"github.com/csimigrate/csimigrate/internal/gen"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/plugins/cephfs"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
 )
@@ -98,6 +101,41 @@ func TestPVsAccepted(t *testing.T) {
 	}
 }
 
+// CSI PVs a driver provisioned for a migrated in-tree StorageClass are valid
+// (the generators' premise); the in-tree PV external-provisioner stores, our
+// reverse translation, is accepted, and so is its forward translation, which
+// every attacher, resizer and kubelet computes.
+func TestProvisionedPVsAccepted(t *testing.T) {
+	tr := translator(t)
+	for name, g := range map[string]*rapid.Generator[*v1.PersistentVolume]{
+		"rbd":     rapid.Custom(gen.RBDProvisionedPV),
+		"vsphere": rapid.Custom(gen.VSphereProvisionedPV),
+	} {
+		t.Run(name, func(t *testing.T) {
+			for i := 0; i < perPlugin; i++ {
+				pv := g.Example(i)
+				if err := createPV(pv); err != nil {
+					t.Fatalf("example %d: the generated CSI PV is rejected: %v\n%+v", i, err, pv)
+				}
+				stored, err := tr.TranslateCSIPVToInTree(pv)
+				if err != nil {
+					t.Fatalf("example %d: reverse: %v", i, err)
+				}
+				if err := createPV(stored); err != nil {
+					t.Fatalf("example %d: the API server rejects the stored in-tree PV: %v\n%+v", i, err, stored)
+				}
+				again, err := tr.TranslateInTreePVToCSI(logger, stored)
+				if err != nil {
+					t.Fatalf("example %d: forward of the stored PV: %v", i, err)
+				}
+				if err := createPV(again); err != nil {
+					t.Fatalf("example %d: the API server rejects the forward translation of the stored PV: %v\n%+v", i, err, again.Spec.CSI)
+				}
+			}
+		})
+	}
+}
+
 // PVs whose source holds odd but API-valid values: whatever the translator
 // produces, the server accepts; otherwise the translator must refuse.
 func TestOddPVsAcceptedOrRefused(t *testing.T) {
@@ -112,11 +150,20 @@ func TestOddPVsAcceptedOrRefused(t *testing.T) {
 			pv.Spec.RBD.RBDPool = odd.Draw(t, "pool")
 			pv.Spec.RBD.RadosUser = odd.Draw(t, "user")
 			pv.Spec.RBD.CephMonitors = rapid.SliceOfN(odd, 1, 3).Draw(t, "mons")
+			if rapid.IntRange(0, 3).Draw(t, "unboundNoNamespace") == 0 {
+				// The namespace in-tree took from the pod: no claim says which.
+				pv.Spec.ClaimRef = nil
+				pv.Spec.RBD.SecretRef = &v1.SecretReference{Name: "ceph-secret"}
+			}
 		case 1:
 			pv = gen.CephFSPV(t, true)
 			pv.Spec.CephFS.Path = odd.Draw(t, "path")
 			pv.Spec.CephFS.User = odd.Draw(t, "user")
 			pv.Spec.MountOptions = rapid.SliceOf(odd).Draw(t, "mountOptions")
+			if rapid.IntRange(0, 3).Draw(t, "unboundNoNamespace") == 0 {
+				pv.Spec.ClaimRef = nil
+				pv.Spec.CephFS.SecretRef = &v1.SecretReference{Name: "ceph-secret"}
+			}
 		default:
 			pv = gen.VSpherePV(t)
 			pv.Spec.VsphereVolume.VolumePath = odd.Draw(t, "path")
@@ -124,7 +171,7 @@ func TestOddPVsAcceptedOrRefused(t *testing.T) {
 		}
 		return pv
 	})
-	accepted, refused := 0, 0
+	accepted, refused, noNamespace := 0, 0, 0
 	for i := 0; i < perPlugin*3; i++ {
 		pv := g.Example(i)
 		if createPV(pv) != nil {
@@ -133,6 +180,19 @@ func TestOddPVsAcceptedOrRefused(t *testing.T) {
 		accepted++
 		csi, err := tr.TranslateInTreePVToCSI(logger, pv)
 		if err != nil {
+			// A refusal names the field to set; a CephFS volume with only a
+			// secret file has its own error, with the annotation to set.
+			var fe *field.Error
+			if !errors.As(err, &fe) && !errors.Is(err, cephfs.ErrSecretFileOnly) {
+				t.Errorf("example %d: refused without naming a field: %v", i, err)
+			}
+			if pv.Spec.ClaimRef == nil && (pv.Spec.RBD != nil && pv.Spec.RBD.SecretRef != nil && pv.Spec.RBD.SecretRef.Namespace == "" ||
+				pv.Spec.CephFS != nil && pv.Spec.CephFS.SecretRef != nil && pv.Spec.CephFS.SecretRef.Namespace == "" && pv.Spec.CephFS.SecretRef.Name != "") {
+				noNamespace++
+				if fe == nil || !strings.HasSuffix(fe.Field, "secretRef.namespace") {
+					t.Errorf("example %d: a secret reference without a namespace on an unbound PV: %v", i, err)
+				}
+			}
 			refused++
 			continue
 		}
@@ -140,9 +200,9 @@ func TestOddPVsAcceptedOrRefused(t *testing.T) {
 			t.Errorf("example %d: translated, but the API server rejects it: %v\nin-tree: %+v\nCSI: %+v", i, err, pv.Spec.PersistentVolumeSource, csi.Spec.CSI)
 		}
 	}
-	t.Logf("%d odd PVs were valid in-tree objects; the translator refused %d of them", accepted, refused)
-	if accepted == 0 {
-		t.Fatal("no odd PV was a valid object: the test checks nothing")
+	t.Logf("%d odd PVs were valid in-tree objects; the translator refused %d of them (%d for a secret namespace no claim gives)", accepted, refused, noNamespace)
+	if accepted == 0 || noNamespace == 0 {
+		t.Fatal("no odd PV was a valid object, or none lacked a secret namespace: the test checks too little")
 	}
 }
 

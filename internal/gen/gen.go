@@ -56,7 +56,11 @@ func Spec(t *rapid.T, s *v1.PersistentVolumeSpec) {
 	s.PersistentVolumeReclaimPolicy = rapid.SampledFrom([]v1.PersistentVolumeReclaimPolicy{v1.PersistentVolumeReclaimRetain, v1.PersistentVolumeReclaimDelete}).Draw(t, "reclaim")
 	if rapid.Bool().Draw(t, "bound") {
 		s.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1",
-			Namespace: DNSLabel().Draw(t, "claimNS"), Name: DNSSubdomain().Draw(t, "claimName"), UID: "4b0a9c1e-6f0e-4e47-9d1a-6d1c2c7f0b21"}
+			Namespace: DNSLabel().Draw(t, "claimNS"), Name: DNSSubdomain().Draw(t, "claimName")}
+		if rapid.IntRange(0, 3).Draw(t, "claimUID") > 0 {
+			// Without a uid: pre-bound by an administrator, not yet bound.
+			s.ClaimRef.UID = "4b0a9c1e-6f0e-4e47-9d1a-6d1c2c7f0b21"
+		}
 	}
 	if rapid.Bool().Draw(t, "hasSC") {
 		s.StorageClassName = DNSSubdomain().Draw(t, "sc")
@@ -64,8 +68,7 @@ func Spec(t *rapid.T, s *v1.PersistentVolumeSpec) {
 	if rapid.Bool().Draw(t, "hasMountOptions") {
 		s.MountOptions = rapid.SliceOfN(rapid.SampledFrom([]string{"noatime", "discard", "rw", "nodiratime"}), 1, 2).Draw(t, "mountOptions")
 	}
-	if rapid.Bool().Draw(t, "hasVolumeMode") {
-		m := v1.PersistentVolumeFilesystem
+	if m := rapid.SampledFrom([]v1.PersistentVolumeMode{"", v1.PersistentVolumeFilesystem, v1.PersistentVolumeBlock}).Draw(t, "volumeMode"); m != "" {
 		s.VolumeMode = &m
 	}
 }
@@ -84,6 +87,31 @@ func Monitors(t *rapid.T) []string {
 // SecretRef generates a valid PV secret reference.
 func SecretRef(t *rapid.T) *v1.SecretReference {
 	return &v1.SecretReference{Name: DNSSubdomain().Draw(t, "secretName"), Namespace: DNSLabel().Draw(t, "secretNS")}
+}
+
+// InTreeSecretRef generates the secretRef of an in-tree RBD or CephFS PV in
+// every form the API server accepts: absent, empty, without a name (no
+// secret, in-tree), without a namespace (the pod's, in-tree: generated only
+// when claim is set, whose namespace it then is), or whole. named requires
+// a name.
+func InTreeSecretRef(t *rapid.T, claim *v1.ObjectReference, named bool) *v1.SecretReference {
+	forms := []string{"whole", "whole", "whole", "noNamespace"}
+	if !named {
+		forms = append(forms, "absent", "empty", "noName")
+	}
+	switch rapid.SampledFrom(forms).Draw(t, "secretRefForm") {
+	case "absent":
+		return nil
+	case "empty":
+		return &v1.SecretReference{}
+	case "noName":
+		return &v1.SecretReference{Namespace: DNSLabel().Draw(t, "secretNS")}
+	case "noNamespace":
+		if claim != nil {
+			return &v1.SecretReference{Name: DNSSubdomain().Draw(t, "secretName")}
+		}
+	}
+	return SecretRef(t)
 }
 
 // RBDImage generates image names: dynamic ones, and static ones with any
@@ -109,9 +137,7 @@ func RBDPV(t *rapid.T) *v1.PersistentVolume {
 		FSType:       rapid.SampledFrom([]string{"", "ext4", "xfs"}).Draw(t, "fsType"),
 		ReadOnly:     rapid.Bool().Draw(t, "readOnly"),
 	}
-	if rapid.IntRange(0, 4).Draw(t, "secret") > 0 {
-		src.SecretRef = SecretRef(t)
-	}
+	src.SecretRef = InTreeSecretRef(t, pv.Spec.ClaimRef, false)
 	pv.Spec.RBD = src
 	if rapid.IntRange(0, 5).Draw(t, "rbdAnnotations") == 0 {
 		if pv.Annotations == nil {
@@ -136,16 +162,10 @@ func CephFSPV(t *rapid.T, allowSecretFileOnly bool) *v1.PersistentVolume {
 		SecretFile: rapid.SampledFrom([]string{"", "/etc/ceph/admin.secret"}).Draw(t, "secretFile"),
 		ReadOnly:   rapid.Bool().Draw(t, "readOnly"),
 	}
-	if !allowSecretFileOnly || rapid.IntRange(0, 4).Draw(t, "secret") > 0 {
-		ref := SecretRef(t)
-		if rapid.IntRange(0, 3).Draw(t, "emptyNS") == 0 {
-			ref.Namespace = ""
-			if pv.Spec.ClaimRef == nil {
-				pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: DNSLabel().Draw(t, "claimNS"), Name: DNSSubdomain().Draw(t, "claimName")}
-			}
-		}
-		src.SecretRef = ref
+	if rapid.IntRange(0, 3).Draw(t, "emptyNS") == 0 && pv.Spec.ClaimRef == nil {
+		pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: DNSLabel().Draw(t, "claimNS"), Name: DNSSubdomain().Draw(t, "claimName")}
 	}
+	src.SecretRef = InTreeSecretRef(t, pv.Spec.ClaimRef, !allowSecretFileOnly)
 	if rapid.Bool().Draw(t, "fsName") {
 		opt := rapid.SampledFrom([]string{"mds_namespace=", "fs="}).Draw(t, "fsOpt") + rapid.StringMatching(`[a-z][a-z0-9]{0,8}`).Draw(t, "fs")
 		pv.Spec.MountOptions = append(pv.Spec.MountOptions, opt)

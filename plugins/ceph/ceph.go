@@ -11,6 +11,9 @@ import (
 	"slices"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/volumeid"
 )
@@ -231,4 +234,35 @@ func ResolveMonitors(pvName, carried string, carriedOK bool, attrs map[string]st
 		Detail: detail + "; supply Ceph CSI's config.json as an option, with one entry for the clusterID (it never yields monitors [\"\"])",
 		Err:    cause,
 	}
+}
+
+// InTreeSecretRef resolves the secretRef of an in-tree RBD or CephFS PV as
+// the in-tree plugins did when they mounted it (getSecretNameAndNamespace
+// and NewMounter in pkg/volume/rbd and pkg/volume/cephfs): a nil reference
+// or one with an empty name is no secret (the plugin then read a keyring or
+// secret file on the node); an empty namespace is the pod's, which for a PV
+// is the namespace of its claim. It returns nil for no secret, and a field
+// error at fp when the namespace is empty and the PV has no claim to take it
+// from. claimNamespace is the namespace of the PV's claimRef ("" for none).
+// ref is not modified.
+func InTreeSecretRef(ref *v1.SecretReference, claimNamespace string, fp *field.Path) (*v1.SecretReference, *field.Error) {
+	if ref == nil || ref.Name == "" {
+		return nil, nil
+	}
+	if ref.Namespace != "" {
+		return ref, nil
+	}
+	if claimNamespace == "" {
+		return nil, field.Required(fp.Child("namespace"),
+			"the in-tree plugin took an empty namespace from the pod using the volume; set it, or bind the PV to a claim (spec.claimRef) in the pod's namespace")
+	}
+	return &v1.SecretReference{Name: ref.Name, Namespace: claimNamespace}, nil
+}
+
+// ClaimNamespace returns the namespace of pv's claimRef, "" when it has none.
+func ClaimNamespace(pv *v1.PersistentVolume) string {
+	if pv == nil || pv.Spec.ClaimRef == nil {
+		return ""
+	}
+	return pv.Spec.ClaimRef.Namespace
 }

@@ -175,13 +175,14 @@ func hasFSOption(entry string) bool {
 	return false
 }
 
-// parseRef parses "namespace/name"; "" is no reference (ok, has false).
+// parseRef parses "namespace/name", either part possibly empty; "" is no
+// reference (ok, has false).
 func parseRef(s string) (ref v1.SecretReference, has, ok bool) {
 	if s == "" {
 		return v1.SecretReference{}, false, true
 	}
 	ns, name, found := strings.Cut(s, "/")
-	if !found || name == "" {
+	if !found {
 		return v1.SecretReference{}, false, false
 	}
 	return v1.SecretReference{Namespace: ns, Name: name}, true, true
@@ -211,20 +212,20 @@ func stageSecret(kind, name string, fp func() *field.Path, s source, stageOverri
 	switch {
 	case stageOverride != "":
 		r, has, ok := parseRef(stageOverride)
-		if !ok || !has || r.Namespace == "" {
+		if !ok || !has || r.Namespace == "" || r.Name == "" {
 			errs = append(errs, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnNodeStageSecret), stageOverride, `want "namespace/name"`))
 		}
 		stage = r
-	case s.secretRef != nil:
-		ns := s.secretRef.Namespace
-		if ns == "" {
-			ns = claimNS
+	case s.secretRef != nil && s.secretRef.Name != "":
+		// An empty name was no secret in-tree: the volume used its secret
+		// file, and is secretFile-only here.
+		r, ferr := ceph.InTreeSecretRef(s.secretRef, claimNS, fp().Child("secretRef"))
+		if ferr != nil {
+			errs = append(errs, ferr)
+		} else {
+			stage = v1.SecretReference{Namespace: r.Namespace}
 		}
-		if ns == "" {
-			errs = append(errs, field.Required(fp().Child("secretRef", "namespace"),
-				"the secret's namespace is empty (in-tree: the pod's) and the PV has no claimRef to take it from"))
-		}
-		stage, derived = v1.SecretReference{Namespace: ns}, true
+		derived = true
 	case len(errs) == 0:
 		return stage, false, &secretFileOnlyError{object: kind + " \"" + name + "\""}
 	}
@@ -360,16 +361,9 @@ type inlineBlock struct {
 	stage v1.SecretReference
 }
 
-// pvSource and claimNamespace read what translate needs from a PV.
+// pvSource reads what translate needs from a PV.
 func pvSource(src *v1.CephFSPersistentVolumeSource) source {
 	return source{mons: src.Monitors, path: src.Path, user: src.User, secretFile: src.SecretFile, secretRef: src.SecretRef, readOnly: src.ReadOnly}
-}
-
-func claimNamespace(pv *v1.PersistentVolume) string {
-	if pv.Spec.ClaimRef == nil {
-		return ""
-	}
-	return pv.Spec.ClaimRef.Namespace
 }
 
 func cephfsPath() *field.Path { return field.NewPath("spec", "cephfs") }
@@ -447,7 +441,7 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 	// Every string this translation derives is built here and converted once.
 	var buf [textSize]byte
 	d, b, err := describe(buf[:0], "PersistentVolume", pv.Name, cephfsPath, pvSource(src), fsName,
-		pv.Annotations[AnnNodeStageSecret], claimNamespace(pv))
+		pv.Annotations[AnnNodeStageSecret], ceph.ClaimNamespace(pv))
 	if err != nil {
 		return nil, err
 	}
@@ -579,7 +573,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	fsName, _ := fsNameOf(out.Spec.MountOptions)
 	var buf [textSize]byte
 	d, b, err := describe(buf[:0], "PersistentVolume", pv.Name, cephfsPath, pvSource(out.Spec.CephFS), fsName,
-		out.Annotations[AnnNodeStageSecret], claimNamespace(out))
+		out.Annotations[AnnNodeStageSecret], ceph.ClaimNamespace(out))
 	if err != nil {
 		return nil, fmt.Errorf("checking the reverse translation: %w", err)
 	}
@@ -608,7 +602,7 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 	}
 	src := vol.CephFS
 	var ref *v1.SecretReference
-	if src.SecretRef != nil {
+	if src.SecretRef != nil && src.SecretRef.Name != "" {
 		ref = &v1.SecretReference{Name: src.SecretRef.Name, Namespace: podNamespace}
 	}
 	csi, err := translate("Volume", vol.Name, func() *field.Path { return field.NewPath("volumes").Key(vol.Name).Child("cephfs") },
@@ -643,7 +637,7 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 		return nil
 	}
 	ref, derived, err := stageSecret("PersistentVolume", pv.Name, cephfsPath, pvSource(pv.Spec.CephFS),
-		pv.Annotations[AnnNodeStageSecret], claimNamespace(pv))
+		pv.Annotations[AnnNodeStageSecret], ceph.ClaimNamespace(pv))
 	if derived {
 		ref.Name = secrets.CephFSCSISecretName(pv.Spec.CephFS.SecretRef.Name, pv.Spec.CephFS.User)
 	}

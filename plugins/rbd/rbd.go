@@ -15,7 +15,10 @@
 //	user                      annotation rbd.csimigrate.io/user
 //	keyring                   annotation rbd.csimigrate.io/keyring (when set)
 //	secretRef                 nodeStageSecretRef, controllerExpandSecretRef,
-//	                          nodeExpandSecretRef (unless disabled)
+//	                          nodeExpandSecretRef (unless disabled); an empty
+//	                          namespace is the claim's, an empty name no
+//	                          secret, as in-tree (the original in annotation
+//	                          rbd.csimigrate.io/secret-ref)
 //	fsType                    fsType
 //	readOnly                  readOnly; access modes [ReadOnlyMany]
 //	accessModes               [ReadWriteOnce] or [ReadOnlyMany]; the originals in
@@ -86,6 +89,11 @@ const (
 	AnnUser = "rbd.csimigrate.io/user"
 	// AnnKeyring carries the in-tree keyring path when it is set.
 	AnnKeyring = "rbd.csimigrate.io/keyring"
+	// AnnSecretRef carries the in-tree secretRef, as the JSON of a
+	// SecretReference, when the CSI references are not that reference
+	// verbatim: an empty name (no secret, as in-tree), or an empty namespace
+	// (the claim's, as in-tree; see ceph.InTreeSecretRef).
+	AnnSecretRef = "rbd.csimigrate.io/secret-ref"
 	// AnnDroppedParameters is set on a translated StorageClass to the
 	// in-tree parameters that Ceph CSI has no counterpart for, as a JSON
 	// object of key to value (userId, userSecretName, userSecretNamespace,
@@ -233,7 +241,7 @@ func (p *Plugin) describe(pv *v1.PersistentVolume, attrs *[9]plugins.Attribute, 
 		plugins.Attribute{Key: attrJournalPool, Value: pv.Annotations[AnnJournalPool]},
 		plugins.Attribute{Key: attrMigration, Value: "true"},
 		plugins.Attribute{Key: attrTryOtherMounters, Value: "true"})
-	if ref := src.SecretRef; ref != nil {
+	if ref, _ := ceph.InTreeSecretRef(src.SecretRef, ceph.ClaimNamespace(pv), nil); ref != nil {
 		f.NodeStage, f.ControllerExpand = ref, ref
 		if !p.opts.DisableNodeExpandSecret {
 			f.NodeExpand = ref
@@ -259,6 +267,11 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 	src := pv.Spec.RBD
 	if len(src.CephMonitors) == 0 || src.RBDImage == "" {
 		return nil, plugins.Invalid("PersistentVolume", pv.Name, validateSource(field.NewPath("spec", "rbd"), src.CephMonitors, src.RBDImage)...)
+	}
+	if src.SecretRef != nil && src.SecretRef.Namespace == "" {
+		if _, ferr := ceph.InTreeSecretRef(src.SecretRef, ceph.ClaimNamespace(pv), field.NewPath("spec", "rbd", "secretRef")); ferr != nil {
+			return nil, plugins.Invalid("PersistentVolume", pv.Name, ferr)
+		}
 	}
 	// The joined monitors, the handle and the monitors annotation are built
 	// in one buffer and converted once.
@@ -305,10 +318,10 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 		FSType:       f.FSType,
 		ReadOnly:     f.ReadOnly,
 	}
-	if src.SecretRef != nil {
+	if f.NodeStage != nil {
 		refs := &blk.refs
 		for i := range refs {
-			refs[i] = *src.SecretRef
+			refs[i] = *f.NodeStage
 		}
 		csi.NodeStageSecretRef = &refs[0]
 		csi.ControllerExpandSecretRef = &refs[1]
@@ -322,6 +335,10 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 	plugins.SetAnnotation(out, AnnUser, src.RadosUser)
 	if src.Keyring != "" {
 		plugins.SetAnnotation(out, AnnKeyring, src.Keyring)
+	}
+	if r := src.SecretRef; r != nil && (f.NodeStage == nil || *f.NodeStage != *r) {
+		b, _ := json.Marshal(r)
+		plugins.SetAnnotation(out, AnnSecretRef, string(b))
 	}
 	if err := plugins.FinishForward(out, attrs[:n]); err != nil {
 		return nil, err
@@ -395,7 +412,13 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		Keyring:      keyring,
 		ReadOnly:     c.ReadOnly,
 	}
-	if c.NodeStageSecretRef != nil {
+	if raw, ok := plugins.TakeAnnotation(out, AnnSecretRef); ok {
+		if err := json.Unmarshal([]byte(raw), &blk.ref); err != nil {
+			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnSecretRef), raw,
+				`must be the JSON of a SecretReference, {"name": ..., "namespace": ...}: `+err.Error()))
+		}
+		blk.rbd.SecretRef = &blk.ref
+	} else if c.NodeStageSecretRef != nil {
 		blk.ref = *c.NodeStageSecretRef
 		blk.rbd.SecretRef = &blk.ref
 	}
@@ -436,8 +459,8 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 
 // TranslateInTreeInlineVolumeToCSI translates a pod's inline rbd volume to a
 // PV for rbd.csi.ceph.com that Ceph CSI stages as a static volume: the handle
-// is the image name, as upstream. A nil secret reference stays nil; a set one
-// gets the pod's namespace.
+// is the image name, as upstream. A secret reference gets the pod's
+// namespace; one with an empty name is no secret, as in-tree.
 func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume, podNamespace string) (*v1.PersistentVolume, error) {
 	if vol == nil || vol.RBD == nil {
 		return nil, plugins.Invalid("Volume", "", field.Required(field.NewPath("rbd"), "an inline RBD volume source is required"))
@@ -445,7 +468,7 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 	src := vol.RBD
 	fp := field.NewPath("volumes").Key(vol.Name).Child("rbd")
 	errs := validateSource(fp, src.CephMonitors, src.RBDImage)
-	if src.SecretRef != nil && podNamespace == "" {
+	if src.SecretRef != nil && src.SecretRef.Name != "" && podNamespace == "" {
 		errs = append(errs, field.Required(field.NewPath("podNamespace"), "the pod's namespace is needed for the secret reference of an inline volume"))
 	}
 	if len(errs) > 0 {
@@ -468,7 +491,7 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 			attrImageName:     src.RBDImage,
 		},
 	}
-	if src.SecretRef != nil {
+	if src.SecretRef != nil && src.SecretRef.Name != "" {
 		csi.NodeStageSecretRef = &v1.SecretReference{Name: src.SecretRef.Name, Namespace: podNamespace}
 		csi.ControllerExpandSecretRef = &v1.SecretReference{Name: src.SecretRef.Name, Namespace: podNamespace}
 	}
@@ -691,7 +714,11 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 			Message: msg,
 			Remedy:  "set persistentVolumeReclaimPolicy: Retain before migrating, and delete the image by hand when the volume is released; or set annotation " + AnnVolumeHandle + " to a handle Ceph CSI resolves to this image"})
 	}
-	if src.SecretRef == nil {
+	ref, ferr := ceph.InTreeSecretRef(src.SecretRef, ceph.ClaimNamespace(pv), field.NewPath("spec", "rbd", "secretRef"))
+	if ferr != nil {
+		out = append(out, plugins.Finding{Code: FindingInvalid, Severity: plugins.SeverityBlocker, Field: ferr.Field, Message: ferr.Detail,
+			Remedy: "set spec.rbd.secretRef.namespace to the namespace of the pods using the volume"})
+	} else if ref == nil {
 		out = append(out, plugins.Finding{Code: FindingNoSecret, Severity: plugins.SeverityBlocker, Field: "spec.rbd.secretRef",
 			Message: "the volume has no secret reference (in-tree read the keyring file " + keyringOrDefault(src.Keyring) + " on the node); Ceph CSI needs a Secret",
 			Remedy:  "create a Secret with the user's key under \"key\" (and \"adminId\" for a non-admin user) and set spec.rbd.secretRef before migrating"})
