@@ -41,6 +41,17 @@ const AnnCSIOverrides = "csimigrate.io/csi-overrides"
 // [KeepStockHandle].
 const AnnOriginalVolumeHandle = "csimigrate.io/original-volume-handle"
 
+// AnnOriginalProvisionedBy records, on a CSI PV that replaced an in-tree PV
+// (csimigrate rewrite), the in-tree PV's pv.kubernetes.io/provisioned-by
+// ("" when it had none): the replacement names its CSI driver there, which
+// external-provisioner requires before it deletes a released volume. A
+// reverse translation restores the original.
+const AnnOriginalProvisionedBy = "csimigrate.io/original-provisioned-by"
+
+// annProvisionedBy is the annotation provisioners and the PV controller
+// decide ownership on.
+const annProvisionedBy = "pv.kubernetes.io/provisioned-by"
+
 type csiOverrides struct {
 	VolumeHandle     *string                          `json:"volumeHandle,omitempty"`
 	ReadOnly         *bool                            `json:"readOnly,omitempty"`
@@ -125,11 +136,19 @@ func FinishReverse(inTree, csiPV *v1.PersistentVolume, forward ForwardFunc) erro
 // produced, it only removes the annotation.
 //
 // A CSI PV that carries [AnnOriginalVolumeHandle] and the handle the forward
-// translation computes has that annotation's handle recorded instead.
+// translation computes has that annotation's handle recorded instead; one
+// that carries [AnnOriginalProvisionedBy] gets its original
+// pv.kubernetes.io/provisioned-by back.
 func FinishReverseFrom(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
 	TakeAnnotation(inTree, AnnCSIOverrides)
 	want := csiPV.Spec.CSI
 	var o overrides
+	if by, ok := TakeAnnotation(inTree, AnnOriginalProvisionedBy); ok {
+		TakeAnnotation(inTree, annProvisionedBy)
+		if by != "" {
+			SetAnnotation(inTree, annProvisionedBy, by)
+		}
+	}
 	original, hasOriginal := TakeAnnotation(inTree, AnnOriginalVolumeHandle)
 	switch {
 	case want.VolumeHandle != f.VolumeHandle:

@@ -8,13 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -23,11 +25,19 @@ import (
 )
 
 // The rewrite keeps its state in the cluster, never in a local file: the
-// PVs themselves and, between deleting an in-tree PV and creating its CSI
-// replacement, a ConfigMap holding the replacement's manifest.
+// PVs themselves and, from just before an in-tree PV is deleted until its
+// CSI replacement exists, a ConfigMap holding the replacement and what it
+// was built from.
 const (
-	stateKey   = "pv.json"
+	stateKey = "state.json"
+	// stateLabel names the PV a state ConfigMap belongs to.
 	stateLabel = "csimigrate.io/rewrite-of"
+	// annStateSHA256 is the SHA-256 of the state, to refuse a hand-edited
+	// ConfigMap.
+	annStateSHA256 = "csimigrate.io/state-sha256"
+	// pvProtection is the only finalizer the rewrite ever removes, and only
+	// from the object it deleted.
+	pvProtection = "kubernetes.io/pv-protection"
 )
 
 // stateName is the ConfigMap name for a PV.
@@ -40,7 +50,74 @@ func stateName(pv string) string {
 	return "csimigrate-rewrite-" + hex.EncodeToString(sum[:16])
 }
 
+// rewriteState is what a run saves before it deletes an in-tree PV: the
+// replacement, and what proves on resuming that the cluster is still what
+// the replacement was built from.
+type rewriteState struct {
+	PV string `json:"pv"`
+	// UID and ResourceVersion are the in-tree PV's when the state was
+	// saved; the delete carries them as preconditions.
+	UID             types.UID `json:"uid"`
+	ResourceVersion string    `json:"resourceVersion"`
+	// The claim the PV was bound to ("" when unbound), which must still be
+	// there, with this uid and bound to the PV, when the replacement is
+	// created.
+	ClaimNamespace string    `json:"claimNamespace,omitempty"`
+	ClaimName      string    `json:"claimName,omitempty"`
+	ClaimUID       types.UID `json:"claimUID,omitempty"`
+	// What the replacement must keep.
+	Capacity    string               `json:"capacity"`
+	Driver      string               `json:"driver"`
+	Handle      string               `json:"handle"`
+	Replacement *v1.PersistentVolume `json:"replacement"`
+}
+
+// check compares the replacement with what the state says it keeps.
+func (s *rewriteState) check() error {
+	r := s.Replacement
+	if r == nil || r.Spec.CSI == nil {
+		return errors.New("the saved replacement has no CSI source")
+	}
+	var diffs []string
+	if r.Name != s.PV {
+		diffs = append(diffs, fmt.Sprintf("name %q, state %q", r.Name, s.PV))
+	}
+	if r.Spec.CSI.Driver != s.Driver || r.Spec.CSI.VolumeHandle != s.Handle {
+		diffs = append(diffs, fmt.Sprintf("driver/handle %s/%s, state %s/%s", r.Spec.CSI.Driver, r.Spec.CSI.VolumeHandle, s.Driver, s.Handle))
+	}
+	q := r.Spec.Capacity[v1.ResourceStorage]
+	if q.String() != s.Capacity {
+		diffs = append(diffs, fmt.Sprintf("capacity %s, state %s", q.String(), s.Capacity))
+	}
+	var ns, name string
+	var uid types.UID
+	if c := r.Spec.ClaimRef; c != nil {
+		ns, name, uid = c.Namespace, c.Name, c.UID
+	}
+	if ns != s.ClaimNamespace || name != s.ClaimName || uid != s.ClaimUID {
+		diffs = append(diffs, fmt.Sprintf("claim %s/%s (uid %s), state %s/%s (uid %s)", ns, name, uid, s.ClaimNamespace, s.ClaimName, s.ClaimUID))
+	}
+	if len(diffs) > 0 {
+		return errors.New("the saved replacement does not match its state: " + strings.Join(diffs, "; "))
+	}
+	return nil
+}
+
 var errInterrupted = errors.New("interrupted (step limit)")
+
+// refusal is a PV the rewrite leaves exactly as it was, and why.
+type refusal struct{ reason string }
+
+func (r *refusal) Error() string { return r.reason }
+
+func refuse(format string, args ...any) error { return &refusal{fmt.Sprintf(format, args...)} }
+
+// target is a PV the user named for the rewrite: by its name and, when it
+// comes from reviewed input, the uid it had there.
+type target struct {
+	name string
+	uid  types.UID
+}
 
 // applier carries out the rewrite against a live cluster. Every call to
 // rewrite observes the cluster and takes the next step, so it can be run
@@ -64,14 +141,137 @@ func (a *applier) step(pv, what string) error {
 	return nil
 }
 
-// prepare builds the CSI replacement of a live in-tree PV.
-func (a *applier) prepare(cur *v1.PersistentVolume) (*v1.PersistentVolume, error) {
-	r, err := replacement(a.tr, a.logger, cur)
-	return r.CSI, err
+// storageClass returns the live StorageClass of a PV, nil when it has none
+// or the class is gone.
+func (a *applier) storageClass(ctx context.Context, pv *v1.PersistentVolume) (*storagev1.StorageClass, error) {
+	if pv.Spec.StorageClassName == "" {
+		return nil, nil
+	}
+	sc, err := a.client.StorageV1().StorageClasses().Get(ctx, pv.Spec.StorageClassName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return sc, err
+}
+
+// check runs every check on a live in-tree PV before the first write to it
+// and returns its replacement; a refusal says why the PV is left alone.
+func (a *applier) check(ctx context.Context, cur *v1.PersistentVolume) (RewritePV, error) {
+	if cur.DeletionTimestamp != nil {
+		return RewritePV{}, refuse("being deleted (since %s); a rewrite would undo that delete", cur.DeletionTimestamp.UTC().Format(time.RFC3339))
+	}
+	if others := slices.DeleteFunc(slices.Clone(cur.Finalizers), func(f string) bool { return f == pvProtection }); len(others) > 0 {
+		return RewritePV{}, refuse("finalizers %q: csimigrate removes only %s; remove them or wait for their owners", others, pvProtection)
+	}
+	var pvc *v1.PersistentVolumeClaim
+	if c := cur.Spec.ClaimRef; c != nil {
+		if c.UID == "" {
+			return RewritePV{}, refuse("pre-bound to claim %s/%s but not bound yet; bind it or clear spec.claimRef first", c.Namespace, c.Name)
+		}
+		var err error
+		pvc, err = a.client.CoreV1().PersistentVolumeClaims(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return RewritePV{}, refuse("its claim %s/%s does not exist (the PV is released); reclaim or re-bind it first", c.Namespace, c.Name)
+		case err != nil:
+			return RewritePV{}, err
+		case pvc.UID != c.UID:
+			return RewritePV{}, refuse("claim %s/%s has uid %s, the PV names uid %s (a new claim of the same name)", c.Namespace, c.Name, pvc.UID, c.UID)
+		case pvc.DeletionTimestamp != nil:
+			return RewritePV{}, refuse("its claim %s/%s is being deleted; the PV will be released", c.Namespace, c.Name)
+		case pvc.Spec.VolumeName != cur.Name:
+			return RewritePV{}, refuse("claim %s/%s is bound to volume %q, not to this PV", c.Namespace, c.Name, pvc.Spec.VolumeName)
+		}
+		pods, err := a.podsUsing(ctx, c.Namespace, c.Name)
+		if err != nil {
+			return RewritePV{}, err
+		}
+		if len(pods) > 0 {
+			return RewritePV{}, refuse("in use by pods %s of claim %s/%s; stop them first (csimigrate plan lists them)", strings.Join(pods, ", "), c.Namespace, c.Name)
+		}
+	}
+	sc, err := a.storageClass(ctx, cur)
+	if err != nil {
+		return RewritePV{}, err
+	}
+	r, err := replacement(a.tr, a.logger, cur, sc, pvc)
+	if err != nil {
+		return RewritePV{}, refuse("%v", err)
+	}
+	return r, nil
+}
+
+// podsUsing lists the pods of a namespace, not finished, that use a claim.
+func (a *applier) podsUsing(ctx context.Context, ns, claim string) ([]string, error) {
+	var out []string
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := a.client.CoreV1().Pods(ns).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, pod := range list.Items {
+			if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+				continue
+			}
+			for _, vol := range pod.Spec.Volumes {
+				if vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ClaimName == claim {
+					out = append(out, pod.Name)
+					break
+				}
+			}
+		}
+		if list.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+// loadState reads and verifies a state ConfigMap.
+func (a *applier) loadState(cm *v1.ConfigMap) (*rewriteState, error) {
+	where := fmt.Sprintf("ConfigMap %s/%s", a.stateNS, cm.Name)
+	raw := cm.Data[stateKey]
+	sum := sha256.Sum256([]byte(raw))
+	if want := cm.Annotations[annStateSHA256]; want != hex.EncodeToString(sum[:]) {
+		return nil, fmt.Errorf("%s was changed after csimigrate saved it (SHA-256 %s, saved %s); nothing is created from it: restore it, or delete it and check the PV by hand", where, hex.EncodeToString(sum[:]), want)
+	}
+	var s rewriteState
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	return &s, nil
+}
+
+// saveState stores the state of a PV about to be deleted.
+func (a *applier) saveState(ctx context.Context, cur *v1.PersistentVolume, r RewritePV) error {
+	s := rewriteState{PV: cur.Name, UID: cur.UID, ResourceVersion: cur.ResourceVersion, Driver: r.CSI.Spec.CSI.Driver, Handle: r.CSI.Spec.CSI.VolumeHandle,
+		Replacement: r.CSI}
+	q := r.CSI.Spec.Capacity[v1.ResourceStorage]
+	s.Capacity = q.String()
+	if c := r.CSI.Spec.ClaimRef; c != nil {
+		s.ClaimNamespace, s.ClaimName, s.ClaimUID = c.Namespace, c.Name, c.UID
+	}
+	b, err := json.Marshal(&s)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(b)
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: stateName(cur.Name), Namespace: a.stateNS,
+		Labels:      map[string]string{"app.kubernetes.io/managed-by": "csimigrate"},
+		Annotations: map[string]string{stateLabel: cur.Name, annStateSHA256: hex.EncodeToString(sum[:])}},
+		Data: map[string]string{stateKey: string(b)}}
+	_, err = a.client.CoreV1().ConfigMaps(a.stateNS).Create(ctx, cm, metav1.CreateOptions{})
+	return err
 }
 
 // rewrite replaces one PV, resuming from whatever state the cluster is in.
-func (a *applier) rewrite(ctx context.Context, name, driver string) error {
+// A *refusal means the PV was left exactly as it was.
+func (a *applier) rewrite(ctx context.Context, t target) error {
+	name := t.name
 	pvs := a.client.CoreV1().PersistentVolumes()
 	cms := a.client.CoreV1().ConfigMaps(a.stateNS)
 	for attempt := 0; attempt < 50; attempt++ {
@@ -79,26 +279,50 @@ func (a *applier) rewrite(ctx context.Context, name, driver string) error {
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		cm, cmErr := cms.Get(ctx, stateName(name), metav1.GetOptions{})
-		if cmErr != nil && !apierrors.IsNotFound(cmErr) {
-			return cmErr
+		if apierrors.IsNotFound(err) {
+			cur = nil
 		}
-		haveCM := cmErr == nil
+		cm, err := cms.Get(ctx, stateName(name), metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		var state *rewriteState
+		if err == nil {
+			if state, err = a.loadState(cm); err != nil {
+				return err
+			}
+			if t.uid != "" && state.UID != t.uid {
+				return fmt.Errorf("ConfigMap %s/%s was saved for uid %s, the reviewed PV has uid %s; nothing is created from it", a.stateNS, cm.Name, state.UID, t.uid)
+			}
+		}
 		switch {
-		case apierrors.IsNotFound(err) && !haveCM:
-			return fmt.Errorf("pv/%s: not found, and no saved replacement (ConfigMap %s/%s)", name, a.stateNS, stateName(name))
-		case apierrors.IsNotFound(err):
-			var csi v1.PersistentVolume
-			if err := json.Unmarshal([]byte(cm.Data[stateKey]), &csi); err != nil {
-				return fmt.Errorf("pv/%s: saved replacement in ConfigMap %s/%s: %w", name, a.stateNS, cm.Name, err)
+		case cur == nil && state == nil:
+			return refuse("not found, and no saved replacement (ConfigMap %s/%s)", a.stateNS, stateName(name))
+
+		case cur == nil:
+			// Deleted by this rewrite: create the replacement if the claim
+			// is still the one it was built for.
+			if err := a.claimStillThere(ctx, state); err != nil {
+				return fmt.Errorf("ConfigMap %s/%s: %w; nothing is created from it", a.stateNS, cm.Name, err)
 			}
 			if err := a.step(name, "create the CSI PV (reclaim policy Retain for now)"); err != nil {
 				return err
 			}
-			if _, err := pvs.Create(ctx, &csi, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			csi := state.Replacement.DeepCopy()
+			if _, err := pvs.Create(ctx, csi, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				return err
 			}
-		case cur.Spec.CSI != nil && cur.Spec.CSI.Driver == driver:
+
+		case cur.Spec.CSI != nil:
+			if cur.Annotations[AnnMigratedFrom] == "" {
+				if state != nil {
+					return fmt.Errorf("pv/%s is a CSI PV csimigrate did not create, and ConfigMap %s/%s holds a replacement for it; not touching either", name, a.stateNS, cm.Name)
+				}
+				return refuse("a CSI PV csimigrate did not create")
+			}
+			if state != nil && (cur.Spec.CSI.Driver != state.Driver || cur.Spec.CSI.VolumeHandle != state.Handle) {
+				return fmt.Errorf("pv/%s is %s %q, ConfigMap %s/%s saved %s %q; not touching either", name, cur.Spec.CSI.Driver, cur.Spec.CSI.VolumeHandle, a.stateNS, cm.Name, state.Driver, state.Handle)
+			}
 			if want, ok := cur.Annotations[AnnReclaimPolicy]; ok {
 				if err := a.step(name, "restore reclaim policy "+want); err != nil {
 					return err
@@ -111,55 +335,54 @@ func (a *applier) rewrite(ctx context.Context, name, driver string) error {
 				}
 				continue
 			}
-			if haveCM {
+			if state != nil {
 				if err := a.step(name, "remove the saved replacement"); err != nil {
 					return err
 				}
-				if err := cms.Delete(ctx, cm.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				uid := cm.UID
+				if err := cms.Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
 					return err
 				}
 				continue
 			}
 			return nil
-		case plugins.InTreeNameOfPV(cur) == "":
-			return fmt.Errorf("pv/%s: neither the in-tree PV nor a %s PV; not touching it", name, driver)
-		case cur.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain:
-			if cur.DeletionTimestamp != nil {
-				return fmt.Errorf("pv/%s: being deleted with reclaim policy %s; not touching it", name, cur.Spec.PersistentVolumeReclaimPolicy)
+
+		case plugins.InTreeNameOfPV(cur) == "" || !a.tr.IsPVMigratable(cur):
+			return refuse("neither an in-tree PV csimigrate translates nor a CSI PV it created")
+
+		case t.uid != "" && cur.UID != t.uid:
+			return refuse("the live PV has uid %s, the reviewed one %s (replaced since the review)", cur.UID, t.uid)
+
+		case state != nil && cur.UID != state.UID:
+			return fmt.Errorf("ConfigMap %s/%s was saved for uid %s, pv/%s now has uid %s; nothing is done with it: delete it once the PV is checked", a.stateNS, cm.Name, state.UID, name, cur.UID)
+
+		case state != nil && cur.DeletionTimestamp != nil:
+			// Deleted by this rewrite (Retain is in force: the policy was
+			// checked before the state was saved): only pv-protection may
+			// hold it, and only that is removed.
+			if others := slices.DeleteFunc(slices.Clone(cur.Finalizers), func(f string) bool { return f == pvProtection }); len(others) > 0 {
+				return fmt.Errorf("pv/%s is being deleted and held by finalizers %q besides %s; csimigrate removes only that one: remove the others or wait for their owners, then run again", name, others, pvProtection)
 			}
-			if err := a.step(name, "set reclaim policy Retain (was "+string(cur.Spec.PersistentVolumeReclaimPolicy)+")"); err != nil {
+			if len(cur.Finalizers) == 0 {
+				time.Sleep(100 * time.Millisecond) // deletion in progress
+				continue
+			}
+			if err := a.step(name, "remove finalizer "+pvProtection+" from the deleted in-tree PV (Retain is in force)"); err != nil {
 				return err
 			}
 			upd := cur.DeepCopy()
-			if upd.Annotations == nil {
-				upd.Annotations = map[string]string{}
-			}
-			upd.Annotations[AnnReclaimPolicy] = string(cur.Spec.PersistentVolumeReclaimPolicy)
-			upd.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
-			// The update carries cur's resourceVersion: it applies to this
-			// exact object or fails.
-			if _, err := pvs.Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+			upd.Finalizers = nil
+			if _, err := pvs.Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 				return err
 			}
-		case !haveCM:
-			csi, err := a.prepare(cur)
-			if err != nil {
-				return fmt.Errorf("pv/%s: %w", name, err)
+
+		case state != nil && cur.ResourceVersion != state.ResourceVersion:
+			return fmt.Errorf("pv/%s changed after its replacement was saved in ConfigMap %s/%s (resourceVersion %s, saved %s); nothing is done with it: delete the ConfigMap and run again to rebuild it", name, a.stateNS, cm.Name, cur.ResourceVersion, state.ResourceVersion)
+
+		case state != nil:
+			if cur.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
+				return fmt.Errorf("pv/%s has reclaim policy %s although its replacement was saved; not deleting it", name, cur.Spec.PersistentVolumeReclaimPolicy)
 			}
-			b, err := json.Marshal(csi)
-			if err != nil {
-				return err
-			}
-			if err := a.step(name, fmt.Sprintf("save the CSI replacement in ConfigMap %s/%s", a.stateNS, stateName(name))); err != nil {
-				return err
-			}
-			state := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: stateName(name), Namespace: a.stateNS, Labels: map[string]string{"app.kubernetes.io/managed-by": "csimigrate"},
-				Annotations: map[string]string{stateLabel: name}}, Data: map[string]string{stateKey: string(b)}}
-			if _, err := cms.Create(ctx, state, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return err
-			}
-		case cur.DeletionTimestamp == nil:
-			// Retain is in force on this exact object (uid precondition).
 			if err := a.step(name, "delete the in-tree PV object (Retain: the volume is kept)"); err != nil {
 				return err
 			}
@@ -168,92 +391,170 @@ func (a *applier) rewrite(ctx context.Context, name, driver string) error {
 				!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 				return err
 			}
-		case len(cur.Finalizers) > 0:
-			if err := a.step(name, fmt.Sprintf("remove finalizers %v from the deleted in-tree PV (Retain is in force)", cur.Finalizers)); err != nil {
-				return err
-			}
-			upd := cur.DeepCopy()
-			upd.Finalizers = nil
-			if _, err := pvs.Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				return err
-			}
+
 		default:
-			time.Sleep(100 * time.Millisecond) // deletion in progress
+			// No state yet: every check on the live object, then the first
+			// write.
+			r, err := a.check(ctx, cur)
+			if err != nil {
+				return err
+			}
+			if cur.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
+				if err := a.step(name, "set reclaim policy Retain (was "+string(cur.Spec.PersistentVolumeReclaimPolicy)+")"); err != nil {
+					return err
+				}
+				upd := cur.DeepCopy()
+				if upd.Annotations == nil {
+					upd.Annotations = map[string]string{}
+				}
+				upd.Annotations[AnnReclaimPolicy] = string(cur.Spec.PersistentVolumeReclaimPolicy)
+				upd.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
+				// The update carries cur's resourceVersion: it applies to
+				// this exact object or fails.
+				if _, err := pvs.Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+					return err
+				}
+				continue
+			}
+			if err := a.step(name, fmt.Sprintf("save the CSI replacement in ConfigMap %s/%s", a.stateNS, stateName(name))); err != nil {
+				return err
+			}
+			if err := a.saveState(ctx, cur, r); err != nil && !apierrors.IsAlreadyExists(err) {
+				return err
+			}
 		}
 	}
 	return fmt.Errorf("pv/%s: did not converge", name)
 }
 
-// rewriteAll rewrites every in-tree PV the translator handles.
-func (a *applier) rewriteAll(ctx context.Context) (int, error) {
-	list, err := a.client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, err
+// claimStillThere checks, before a replacement is created, that its claim
+// is the one it was built for and still bound to the PV's name.
+func (a *applier) claimStillThere(ctx context.Context, s *rewriteState) error {
+	if s.ClaimName == "" {
+		return nil
 	}
-	names := map[string]string{}
-	for i := range list.Items {
-		pv := &list.Items[i]
-		if name := plugins.InTreeNameOfPV(pv); name != "" && a.tr.IsPVMigratable(pv) {
-			names[pv.Name], _ = a.tr.GetCSINameFromInTreeName(name)
-		}
+	pvc, err := a.client.CoreV1().PersistentVolumeClaims(s.ClaimNamespace).Get(ctx, s.ClaimName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("claim %s/%s is gone (a replacement bound to it would be released and reclaimed)", s.ClaimNamespace, s.ClaimName)
+	case err != nil:
+		return err
+	case pvc.UID != s.ClaimUID:
+		return fmt.Errorf("claim %s/%s has uid %s, saved %s (a new claim of the same name)", s.ClaimNamespace, s.ClaimName, pvc.UID, s.ClaimUID)
+	case pvc.Spec.VolumeName != s.PV:
+		return fmt.Errorf("claim %s/%s is bound to volume %q now, not %q", s.ClaimNamespace, s.ClaimName, pvc.Spec.VolumeName, s.PV)
+	case pvc.DeletionTimestamp != nil:
+		return fmt.Errorf("claim %s/%s is being deleted (a replacement bound to it would be released and reclaimed)", s.ClaimNamespace, s.ClaimName)
 	}
-	// PVs whose rewrite was interrupted after the delete exist only as
-	// saved replacements.
-	cms, err := a.client.CoreV1().ConfigMaps(a.stateNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"})
-	if err != nil {
-		return 0, err
-	}
-	for _, cm := range cms.Items {
-		var csi v1.PersistentVolume
-		if pv := cm.Annotations[stateLabel]; pv != "" && json.Unmarshal([]byte(cm.Data[stateKey]), &csi) == nil && csi.Spec.CSI != nil {
-			names[pv] = csi.Spec.CSI.Driver
-		}
-	}
-	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(names)) {
-		if err := a.rewrite(ctx, name, names[name]); err != nil {
-			if errors.Is(err, errInterrupted) {
-				return len(names), err
-			}
-			errs = append(errs, err)
-		}
-	}
-	return len(names), errors.Join(errs...)
+	return nil
 }
 
-// dryRun sends each step of every rewrite to the API server with
-// server-side dry run (the replacement is validated under a temporary name,
-// since the original still exists).
-func (a *applier) dryRun(ctx context.Context) error {
-	list, err := a.client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err
+// liveTargets lists the in-tree PVs of the live cluster csimigrate
+// translates, and the PVs whose rewrite was interrupted after the delete
+// (they exist only as saved state).
+func (a *applier) liveTargets(ctx context.Context) ([]target, error) {
+	seen := map[string]bool{}
+	var out []target
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := a.client.CoreV1().PersistentVolumes().List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			pv := &list.Items[i]
+			if plugins.InTreeNameOfPV(pv) != "" && a.tr.IsPVMigratable(pv) && !seen[pv.Name] {
+				seen[pv.Name] = true
+				out = append(out, target{name: pv.Name})
+			}
+		}
+		if list.Continue == "" {
+			break
+		}
+		opts.Continue = list.Continue
 	}
+	cms, err := a.client.CoreV1().ConfigMaps(a.stateNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"})
+	if err != nil {
+		return nil, err
+	}
+	for _, cm := range cms.Items {
+		if pv := cm.Annotations[stateLabel]; pv != "" && !seen[pv] {
+			seen[pv] = true
+			out = append(out, target{name: pv})
+		}
+	}
+	slices.SortFunc(out, func(x, y target) int { return strings.Compare(x.name, y.name) })
+	return out, nil
+}
+
+// result counts what a run did.
+type result struct {
+	done, refused int
+	errs          []error
+}
+
+// rewriteAll rewrites every target, in order. A refused PV is reported and
+// left as it was; the others go on.
+func (a *applier) rewriteAll(ctx context.Context, targets []target) (result, error) {
+	var r result
+	for _, t := range targets {
+		err := a.rewrite(ctx, t)
+		var ref *refusal
+		switch {
+		case errors.Is(err, errInterrupted):
+			return r, err
+		case errors.As(err, &ref):
+			r.refused++
+			fmt.Fprintf(a.out, "pv/%s: refused, left as it was: %s\n", t.name, ref.reason)
+			r.errs = append(r.errs, fmt.Errorf("pv/%s: %w", t.name, err))
+		case err != nil:
+			r.errs = append(r.errs, fmt.Errorf("pv/%s: %w", t.name, err))
+		default:
+			r.done++
+		}
+	}
+	return r, errors.Join(r.errs...)
+}
+
+// dryRun runs every check and sends each step of every rewrite to the API
+// server with server-side dry run (the replacement is validated under a
+// temporary name, since the original still exists).
+func (a *applier) dryRun(ctx context.Context, targets []target) error {
 	dry := []string{metav1.DryRunAll}
 	var errs []error
-	for i := range list.Items {
-		cur := &list.Items[i]
-		if plugins.InTreeNameOfPV(cur) == "" || !a.tr.IsPVMigratable(cur) {
+	for _, t := range targets {
+		cur, err := a.client.CoreV1().PersistentVolumes().Get(ctx, t.name, metav1.GetOptions{})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pv/%s: %w", t.name, err))
 			continue
 		}
-		csi, err := a.prepare(cur)
+		if plugins.InTreeNameOfPV(cur) == "" {
+			fmt.Fprintf(a.out, "pv/%s: not an in-tree PV; nothing to do\n", t.name)
+			continue
+		}
+		if t.uid != "" && cur.UID != t.uid {
+			errs = append(errs, fmt.Errorf("pv/%s: the live PV has uid %s, the reviewed one %s", t.name, cur.UID, t.uid))
+			continue
+		}
+		r, err := a.check(ctx, cur)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("pv/%s: %w", cur.Name, err))
+			errs = append(errs, fmt.Errorf("pv/%s: %w", t.name, err))
 			continue
 		}
 		upd := cur.DeepCopy()
 		upd.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
 		if _, err := a.client.CoreV1().PersistentVolumes().Update(ctx, upd, metav1.UpdateOptions{DryRun: dry}); err != nil {
-			errs = append(errs, fmt.Errorf("pv/%s: Retain: %w", cur.Name, err))
+			errs = append(errs, fmt.Errorf("pv/%s: Retain: %w", t.name, err))
 		}
 		if err := a.client.CoreV1().PersistentVolumes().Delete(ctx, cur.Name, metav1.DeleteOptions{DryRun: dry}); err != nil {
-			errs = append(errs, fmt.Errorf("pv/%s: delete: %w", cur.Name, err))
+			errs = append(errs, fmt.Errorf("pv/%s: delete: %w", t.name, err))
 		}
+		csi := r.CSI.DeepCopy()
 		csi.Name = "csimigrate-dry-run-" + string(cur.UID)
 		if _, err := a.client.CoreV1().PersistentVolumes().Create(ctx, csi, metav1.CreateOptions{DryRun: dry}); err != nil {
-			errs = append(errs, fmt.Errorf("pv/%s: create CSI PV: %w", cur.Name, err))
+			errs = append(errs, fmt.Errorf("pv/%s: create CSI PV: %w", t.name, err))
 		} else {
-			fmt.Fprintf(a.out, "pv/%s: Retain, delete and create as %s would be accepted\n", cur.Name, csi.Spec.CSI.Driver)
+			fmt.Fprintf(a.out, "pv/%s: Retain, delete and create as %s would be accepted\n", t.name, csi.Spec.CSI.Driver)
 		}
 	}
 	return errors.Join(errs...)

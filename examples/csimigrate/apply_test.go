@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -44,6 +45,11 @@ func seed(t *testing.T, c kubernetes.Interface, ns string) []string {
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The in-tree class the dynamic RBD PV came from, with its admin secret.
+	if _, err := c.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "rbd-" + ns}, Provisioner: "kubernetes.io/rbd",
+		Parameters: map[string]string{"monitors": "10.70.53.126:6789", "adminSecretName": "ceph-admin", "adminSecretNamespace": "kube-system", "pool": "rbd"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	sources := map[string]v1.PersistentVolumeSource{
 		"rbd": {RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.70.53.126:6789"}, RBDImage: "kubernetes-dynamic-pvc-" + ns, RBDPool: "rbd",
 			RadosUser: "kube", SecretRef: &v1.SecretReference{Name: "ceph", Namespace: ns}}},
@@ -72,6 +78,10 @@ func seed(t *testing.T, c kubernetes.Interface, ns string) []string {
 				ClaimRef:                      &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: kind, UID: pvc.UID},
 				PersistentVolumeSource:        sources[kind],
 			},
+		}
+		if kind == "rbd" {
+			pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/rbd"}
+			pv.Spec.StorageClassName = "rbd-" + ns
 		}
 		if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("seeding %s: %v", name, err)
@@ -126,6 +136,14 @@ func endState(t *testing.T, c kubernetes.Interface, ns string, names []string) m
 	return out
 }
 
+func targetsOf(names []string) []target {
+	out := make([]target, len(names))
+	for i, n := range names {
+		out[i] = target{name: n}
+	}
+	return out
+}
+
 func newApplier(c kubernetes.Interface, out *bytes.Buffer) *applier {
 	var cm common
 	tr, _ := cm.translator()
@@ -169,6 +187,8 @@ func TestRewriteApplyEndToEnd(t *testing.T) {
 		t.Fatalf("rewrite -apply: exit %d: %s\n%s", code, stderr, out)
 	}
 	want := endState(t, c, "full", names)
+	// The static RBD image has a handle Ceph CSI resolves elsewhere, and no
+	// class to take a deletion secret from: Retain.
 	wantPolicies := map[string]v1.PersistentVolumeReclaimPolicy{"rbd": "Delete", "rbd-static": "Retain", "cephfs": "Delete", "vsphere": "Delete"}
 	for k, s := range want {
 		if s.Policy != wantPolicies[k] || s.Pending || s.Capacity != "1Gi" || s.Claim != k {
@@ -187,12 +207,12 @@ func TestRewriteApplyEndToEnd(t *testing.T) {
 		names := seed(t, c, ns)
 		cut := newApplier(c, &bytes.Buffer{})
 		cut.stepLimit = k
-		if _, err := cut.rewriteAll(ctx); !errors.Is(err, errInterrupted) {
+		if _, err := cut.rewriteAll(ctx, targetsOf(names)); !errors.Is(err, errInterrupted) {
 			t.Fatalf("k=%d: the interrupted run returned %v", k, err)
 		}
 		var out bytes.Buffer
 		resume := newApplier(c, &out)
-		if _, err := resume.rewriteAll(ctx); err != nil {
+		if _, err := resume.rewriteAll(ctx, targetsOf(names)); err != nil {
 			t.Fatalf("k=%d: resume: %v\n%s", k, err, out.String())
 		}
 		got := endState(t, c, ns, names)

@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -16,6 +19,7 @@ import (
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
+	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -46,13 +50,30 @@ type RewritePV struct {
 	CSI           *v1.PersistentVolume
 }
 
+// Annotations external-provisioner reads on a PV it deletes.
+const (
+	annProvisionedBy           = "pv.kubernetes.io/provisioned-by"
+	annDeletionSecretName      = "volume.kubernetes.io/provisioner-deletion-secret-name"
+	annDeletionSecretNamespace = "volume.kubernetes.io/provisioner-deletion-secret-namespace"
+)
+
 // replacement builds the CSI PV that replaces an in-tree PV: translated,
 // cleared of server-set fields and finalizers, reclaim policy Retain until the
 // last step, and the policy to restore recorded in AnnReclaimPolicy. The
 // policy to restore is the one recorded by an earlier Retain step, else the
 // PV's own; it stays Retain for RBD images whose handle Ceph CSI resolves to
 // another image. A blocking finding is an error.
-func replacement(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolume) (RewritePV, error) {
+//
+// The replacement stays deletable by external-provisioner, which from 1.31
+// is the only component that deletes it: a pv.kubernetes.io/provisioned-by
+// naming the in-tree plugin names the CSI driver instead (the original kept
+// in plugins.AnnOriginalProvisionedBy), and the provisioner secret of sc, the
+// PV's in-tree StorageClass (nil when it is gone), becomes the
+// deletion-secret annotations, so the volume is deleted with the right
+// credentials even after the class is replaced or removed. An RBD volume to
+// be deleted with no known secret keeps Retain (Ceph CSI cannot delete an
+// image without credentials). pvc is the bound claim, for secret templates.
+func replacement(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolume, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (RewritePV, error) {
 	csi, err := tr.TranslateInTreePVToCSI(logger, pv)
 	if err != nil {
 		return RewritePV{}, err
@@ -82,11 +103,40 @@ func replacement(tr *translate.Translator, logger klog.Logger, pv *v1.Persistent
 	if csi.Annotations == nil {
 		csi.Annotations = map[string]string{}
 	}
+	inTree := plugins.InTreeNameOfPV(pv)
+	if by, ok := pv.Annotations[annProvisionedBy]; ok && by != csi.Spec.CSI.Driver {
+		csi.Annotations[plugins.AnnOriginalProvisionedBy] = by
+		csi.Annotations[annProvisionedBy] = csi.Spec.CSI.Driver
+	}
+	if _, ok := pv.Annotations[annDeletionSecretName]; !ok && sc != nil && sc.Provisioner == inTree {
+		ref, err := provisionerSecret(tr, logger, pv, sc, pvc)
+		if err != nil {
+			return RewritePV{}, fmt.Errorf("the provisioner secret of StorageClass %s, for deleting the volume: %w", sc.Name, err)
+		}
+		if ref != nil {
+			csi.Annotations[annDeletionSecretName] = ref.Name
+			csi.Annotations[annDeletionSecretNamespace] = ref.Namespace
+		}
+	}
+	if _, ok := csi.Annotations[annDeletionSecretName]; !ok && inTree == rbd.PluginName && restore == v1.PersistentVolumeReclaimDelete {
+		restore = v1.PersistentVolumeReclaimRetain
+		hazard = append(hazard, "reclaim policy kept at Retain: no provisioner secret is known (the PV's StorageClass is gone or names none), and Ceph CSI cannot delete an image without one")
+	}
 	csi.Annotations[AnnReclaimPolicy] = string(restore)
-	csi.Annotations[AnnMigratedFrom] = plugins.InTreeNameOfPV(pv)
+	csi.Annotations[AnnMigratedFrom] = inTree
 	csi.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
 	return RewritePV{Name: pv.Name, Driver: csi.Spec.CSI.Driver, OriginalPolicy: pv.Spec.PersistentVolumeReclaimPolicy,
 		RestorePolicy: restore, Hazard: strings.Join(hazard, "; "), CSI: csi}, nil
+}
+
+// provisionerSecret is the provisioner secret external-provisioner resolves
+// from the translated in-tree StorageClass for a PV and its claim.
+func provisionerSecret(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolume, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (*v1.SecretReference, error) {
+	out, err := tr.TranslateInTreeStorageClassToCSI(logger, sc.Provisioner, sc)
+	if err != nil {
+		return nil, err
+	}
+	return secrets.Resolve(secrets.Provisioner, out.Parameters, secrets.Claim{PVName: pv.Name, PVC: pvc})
 }
 
 // buildRewrite prepares the replacement of every migratable in-tree PV.
@@ -94,11 +144,23 @@ func buildRewrite(inv *Inventory, tr *translate.Translator) (*RewritePlan, []err
 	logger := klog0()
 	var rp RewritePlan
 	var errs []error
+	classes := map[string]*storagev1.StorageClass{}
+	for _, sc := range inv.StorageClasses {
+		classes[sc.Name] = sc
+	}
+	claims := map[string]*v1.PersistentVolumeClaim{}
+	for _, pvc := range inv.PVCs {
+		claims[claimKey(pvc.Namespace, pvc.Name)] = pvc
+	}
 	for _, pv := range inv.PVs {
 		if plugins.InTreeNameOfPV(pv) == "" || !tr.IsPVMigratable(pv) {
 			continue
 		}
-		r, err := replacement(tr, logger, pv)
+		var pvc *v1.PersistentVolumeClaim
+		if c := pv.Spec.ClaimRef; c != nil {
+			pvc = claims[claimKey(c.Namespace, c.Name)]
+		}
+		r, err := replacement(tr, logger, pv, classes[pv.Spec.StorageClassName], pvc)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("PersistentVolume %s: %w", pv.Name, err))
 			continue
@@ -173,15 +235,35 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"Retain, save the replacement, delete the old PV object, create the CSI PV with the same name, claimRef and\n"+
 		"capacity, restore the reclaim policy. By default prints the steps for review (-o script: a bash script that\n"+
 		"reads the cluster before every step; -o yaml: the CSI PVs). With -apply it carries them out against the\n"+
-		"cluster of -kubeconfig; every run derives its state from the cluster (the PVs and a ConfigMap per PV in\n"+
-		"-state-namespace), so an interrupted run is resumed by running it again. -dry-run sends every step with\n"+
-		"the API server's server-side dry run instead.", stderr)
+		"cluster of -kubeconfig, on the PVs of -f (the reviewed input, each only while its live uid is the reviewed\n"+
+		"one) or, without -f, on every in-tree PV of the cluster; PV names after the flags narrow that further.\n"+
+		"Every check runs before the first write to a PV; a PV that fails one is reported and left as it was. Every\n"+
+		"run derives its state from the cluster (the PVs and a ConfigMap per PV in -state-namespace), so an\n"+
+		"interrupted run is resumed by running it again. -dry-run sends every step with the API server's\n"+
+		"server-side dry run instead.\n\nUsage: csimigrate rewrite [flags] [-apply [-dry-run] [PV name...]]", stderr)
 	c.register(fs, "script|yaml")
 	apply := fs.Bool("apply", false, "carry out the rewrite against the cluster of -kubeconfig")
 	dry := fs.Bool("dry-run", false, "with -apply: use the API server's server-side dry run")
-	stateNS := fs.String("state-namespace", "kube-system", "namespace of the ConfigMaps that hold replacements between steps")
-	if code, ok := parse(fs, args); !ok {
-		return code
+	stateNS := fs.String("state-namespace", "kube-system", "with -apply: namespace of the ConfigMaps that hold replacements between steps")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	names := fs.Args()
+	if !*apply {
+		var applyOnly []string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "dry-run" || f.Name == "state-namespace" {
+				applyOnly = append(applyOnly, "-"+f.Name)
+			}
+		})
+		if len(applyOnly) > 0 || len(names) > 0 {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %s only with -apply (without it, rewrite prints the steps for review)\n",
+				strings.Join(append(applyOnly, quoteAll(names)...), ", "))
+			return exitUsage
+		}
 	}
 	tr, err := c.translator()
 	if err != nil {
@@ -189,25 +271,7 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if *apply {
-		client, err := clientFor(c.kubeconfig)
-		if err != nil {
-			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-			return exitUsage
-		}
-		a := &applier{client: client, tr: tr, logger: c.logger(stderr), stateNS: *stateNS, out: stdout}
-		ctx := context.Background()
-		if *dry {
-			err = a.dryRun(ctx)
-		} else {
-			var n int
-			n, err = a.rewriteAll(ctx)
-			fmt.Fprintf(stdout, "%d PersistentVolumes rewritten or checked, %d steps taken\n", n, a.steps)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-			return exitBlocked
-		}
-		return exitOK
+		return runApply(&c, tr, *dry, *stateNS, names, stdin, stdout, stderr)
 	}
 	if c.output != "script" && c.output != "yaml" {
 		fmt.Fprintf(stderr, "csimigrate rewrite: -o %q: want script or yaml\n", c.output)
@@ -236,6 +300,75 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInput
 	}
 	if len(errs) > 0 {
+		return exitBlocked
+	}
+	return exitOK
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = fmt.Sprintf("PV name %q", v)
+	}
+	return out
+}
+
+// runApply carries out the rewrite on the targets: the in-tree PVs of the
+// reviewed input, or of the live cluster, narrowed to names.
+func runApply(c *common, tr *translate.Translator, dry bool, stateNS string, names []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if c.live {
+		fmt.Fprintln(stderr, "csimigrate rewrite: -apply reads the live cluster itself; give -f for reviewed input, or neither")
+		return exitUsage
+	}
+	client, err := clientFor(c.kubeconfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitUsage
+	}
+	a := &applier{client: client, tr: tr, logger: c.logger(stderr), stateNS: stateNS, out: stdout}
+	ctx := context.Background()
+	var targets []target
+	if len(c.files) > 0 {
+		inv := &Inventory{}
+		if err := c.read(stdin, stderr, inv); err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+			return exitInput
+		}
+		for _, pv := range inv.PVs {
+			if plugins.InTreeNameOfPV(pv) != "" && tr.IsPVMigratable(pv) {
+				targets = append(targets, target{name: pv.Name, uid: pv.UID})
+			}
+		}
+		fmt.Fprintf(stdout, "%d in-tree PersistentVolumes in the reviewed input\n", len(targets))
+	} else {
+		if targets, err = a.liveTargets(ctx); err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+			return exitBlocked
+		}
+		fmt.Fprintf(stdout, "%d in-tree PersistentVolumes (or interrupted rewrites) in the cluster\n", len(targets))
+	}
+	if len(names) > 0 {
+		var narrowed []target
+		for _, n := range names {
+			i := slices.IndexFunc(targets, func(t target) bool { return t.name == n })
+			if i < 0 {
+				fmt.Fprintf(stderr, "csimigrate rewrite: PV %q is not an in-tree PV of the %s\n", n, map[bool]string{true: "reviewed input", false: "cluster"}[len(c.files) > 0])
+				return exitUsage
+			}
+			narrowed = append(narrowed, targets[i])
+		}
+		targets = narrowed
+		fmt.Fprintf(stdout, "%d of them named\n", len(targets))
+	}
+	if dry {
+		err = a.dryRun(ctx, targets)
+	} else {
+		var r result
+		r, err = a.rewriteAll(ctx, targets)
+		fmt.Fprintf(stdout, "%d PersistentVolumes rewritten or already done, %d refused and left as they were, %d steps taken\n", r.done, r.refused, a.steps)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitBlocked
 	}
 	return exitOK

@@ -42,10 +42,13 @@ kind: PersistentVolume
 metadata:
   annotations:
     csimigrate.io/migrated-from: kubernetes.io/rbd
+    csimigrate.io/original-provisioned-by: kubernetes.io/rbd
     csimigrate.io/original-reclaim-policy: Delete
-    pv.kubernetes.io/provisioned-by: kubernetes.io/rbd
+    pv.kubernetes.io/provisioned-by: rbd.csi.ceph.com
     rbd.csimigrate.io/monitors: 10.70.53.126:6789,10.70.53.127:6789
     rbd.csimigrate.io/user: kube
+    volume.kubernetes.io/provisioner-deletion-secret-name: ceph-admin
+    volume.kubernetes.io/provisioner-deletion-secret-namespace: kube-system
   name: pvc-6f1c2a4e-0d1b-4b53-9a61-2b0c1d9a7e11
 spec:
   accessModes:
@@ -171,8 +174,9 @@ kind: PersistentVolume
 metadata:
   annotations:
     csimigrate.io/migrated-from: kubernetes.io/vsphere-volume
+    csimigrate.io/original-provisioned-by: kubernetes.io/vsphere-volume
     csimigrate.io/original-reclaim-policy: Delete
-    pv.kubernetes.io/provisioned-by: kubernetes.io/vsphere-volume
+    pv.kubernetes.io/provisioned-by: csi.vsphere.vmware.com
     vsphere.csimigrate.io/topology: zone=affinity-ga,region=affinity-ga
   labels:
     topology.kubernetes.io/region: region-1

@@ -1,0 +1,368 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/csimigrate/csimigrate/plugins"
+)
+
+// mkPV creates a bound in-tree RBD PV with its claim in namespace ns and
+// returns the PV as created.
+func mkPV(t *testing.T, c kubernetes.Interface, ns, name string, edit func(*v1.PersistentVolume)) *v1.PersistentVolume {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// Pods need it (no controller-manager creates it here).
+		if _, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, VolumeName: name,
+			StorageClassName: ptr(""), Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{pvProtection}},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+			ClaimRef:                      &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: name, UID: pvc.UID},
+			PersistentVolumeSource: v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.70.53.126:6789"},
+				RBDImage: "kubernetes-dynamic-pvc-" + name, RBDPool: "rbd", SecretRef: &v1.SecretReference{Name: "ceph", Namespace: ns}}},
+		},
+	}
+	if edit != nil {
+		edit(pv)
+	}
+	out, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func getPV(t *testing.T, c kubernetes.Interface, name string) *v1.PersistentVolume {
+	t.Helper()
+	pv, err := c.CoreV1().PersistentVolumes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("pv/%s: %v", name, err)
+	}
+	return pv
+}
+
+// unchanged fails unless the live PV is exactly before (same
+// resourceVersion, so no write happened at all).
+func unchanged(t *testing.T, c kubernetes.Interface, before *v1.PersistentVolume) {
+	t.Helper()
+	now := getPV(t, c, before.Name)
+	if diff := cmp.Diff(before, now); diff != "" {
+		t.Errorf("pv/%s was changed (-before +now):\n%s", before.Name, diff)
+	}
+}
+
+// noState fails if a state ConfigMap exists for the PV.
+func noState(t *testing.T, c kubernetes.Interface, name string) {
+	t.Helper()
+	if _, err := c.CoreV1().ConfigMaps("kube-system").Get(context.Background(), stateName(name), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ConfigMap for %s: %v (want none)", name, err)
+	}
+}
+
+func writeJSONFile(t *testing.T, objs ...any) string {
+	t.Helper()
+	list := map[string]any{"apiVersion": "v1", "kind": "List", "items": objs}
+	b, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "reviewed.json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func asListItem(pv *v1.PersistentVolume) *v1.PersistentVolume {
+	pv = pv.DeepCopy()
+	pv.APIVersion, pv.Kind = "v1", "PersistentVolume"
+	return pv
+}
+
+func TestRewriteApplySafety(t *testing.T) {
+	c, kc := startServer(t)
+	ctx := context.Background()
+	apply := func(args ...string) (string, string, int) {
+		return runCmd(t, "", append([]string{"rewrite", "-apply", "-kubeconfig", kc}, args...)...)
+	}
+
+	t.Run("usage", func(t *testing.T) {
+		for _, args := range [][]string{{"rewrite", "-dry-run"}, {"rewrite", "-state-namespace", "x"}, {"rewrite", "pv-a"}, {"rewrite", "-apply", "-live", "-kubeconfig", kc}} {
+			if _, stderr, code := runCmd(t, "", args...); code != exitUsage {
+				t.Errorf("%q: exit %d, want %d: %s", args, code, exitUsage, stderr)
+			}
+		}
+	})
+
+	t.Run("scope", func(t *testing.T) {
+		a := mkPV(t, c, "scope", "scope-a", nil)
+		b := mkPV(t, c, "scope", "scope-b", nil)
+		other := mkPV(t, c, "scope", "scope-c", nil)
+		reviewed := writeJSONFile(t, asListItem(a), asListItem(b))
+		// Names narrow the reviewed input.
+		if out, stderr, code := apply("-f", reviewed, "scope-a"); code != exitOK {
+			t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+		}
+		if getPV(t, c, "scope-a").Spec.CSI == nil {
+			t.Error("scope-a was not rewritten")
+		}
+		unchanged(t, c, b)
+		unchanged(t, c, other)
+		// A PV named but not in the reviewed input is a usage error.
+		if _, _, code := apply("-f", reviewed, "scope-c"); code != exitUsage {
+			t.Errorf("a name outside the input: exit %d", code)
+		}
+		unchanged(t, c, other)
+		// A reviewed PV replaced since the review (same name, new uid).
+		if err := c.CoreV1().PersistentVolumes().Delete(ctx, "scope-b", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pvb := getPV(t, c, "scope-b")
+		pvb.Finalizers = nil
+		if _, err := c.CoreV1().PersistentVolumes().Update(ctx, pvb, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, c, "scope-b")
+		deletePVC(t, c, "scope", "scope-b")
+		b2 := mkPV(t, c, "scope", "scope-b", nil)
+		out, _, code := apply("-f", reviewed)
+		if code != exitBlocked || !strings.Contains(out, "pv/scope-b: refused") || !strings.Contains(out, "reviewed one "+string(b.UID)) {
+			t.Errorf("exit %d:\n%s", code, out)
+		}
+		unchanged(t, c, b2)
+		unchanged(t, c, other)
+	})
+
+	refusedCases := []struct {
+		name, why string
+		edit      func(*v1.PersistentVolume)
+		after     func(t *testing.T, pv *v1.PersistentVolume) *v1.PersistentVolume
+	}{
+		{name: "extra-finalizer", why: `finalizers ["example.com/hold"]`, edit: func(pv *v1.PersistentVolume) {
+			pv.Finalizers = append(pv.Finalizers, "example.com/hold")
+		}},
+		{name: "deleting", why: "being deleted", edit: func(pv *v1.PersistentVolume) {
+			pv.Finalizers = append(pv.Finalizers, "example.com/hold")
+		}, after: func(t *testing.T, pv *v1.PersistentVolume) *v1.PersistentVolume {
+			// An admin's delete, held by a third-party finalizer.
+			if err := c.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			return getPV(t, c, pv.Name)
+		}},
+		{name: "blocked", why: "CephFS volume uses only a secretFile", edit: func(pv *v1.PersistentVolume) {
+			pv.Spec.RBD = nil
+			pv.Spec.CephFS = &v1.CephFSPersistentVolumeSource{Monitors: []string{"10.70.53.126:6789"}, SecretFile: "/etc/ceph/admin.secret"}
+		}},
+		{name: "claim-deleting", why: "is being deleted", after: func(t *testing.T, pv *v1.PersistentVolume) *v1.PersistentVolume {
+			// Held by pvc-protection, which admission adds.
+			if err := c.CoreV1().PersistentVolumeClaims(pv.Spec.ClaimRef.Namespace).Delete(ctx, pv.Spec.ClaimRef.Name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			return pv
+		}},
+		{name: "claim-gone", why: "does not exist", after: func(t *testing.T, pv *v1.PersistentVolume) *v1.PersistentVolume {
+			deletePVC(t, c, pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name)
+			return pv
+		}},
+		{name: "in-use", why: "in use by pods app-0", after: func(t *testing.T, pv *v1.PersistentVolume) *v1.PersistentVolume {
+			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app-0", Namespace: pv.Spec.ClaimRef.Namespace}, Spec: v1.PodSpec{
+				Containers: []v1.Container{{Name: "app", Image: "registry.example/app:1"}},
+				Volumes:    []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: pv.Spec.ClaimRef.Name}}}}}}
+			if _, err := c.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			return pv
+		}},
+	}
+	for _, tc := range refusedCases {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "ref-" + tc.name
+			pv := mkPV(t, c, "refused", name, tc.edit)
+			if tc.after != nil {
+				pv = tc.after(t, pv)
+			}
+			out, _, code := apply(name)
+			if code != exitBlocked || !strings.Contains(out, "pv/"+name+": refused, left as it was") || !strings.Contains(out, tc.why) {
+				t.Errorf("exit %d, want %d and %q:\n%s", code, exitBlocked, tc.why, out)
+			}
+			unchanged(t, c, pv)
+			noState(t, c, name)
+		})
+	}
+
+	// Interrupted runs resumed only when the cluster is provably what the
+	// saved replacement was built from.
+	interrupt := func(t *testing.T, name string, steps int) {
+		t.Helper()
+		cut := newApplier(c, &bytes.Buffer{})
+		cut.stepLimit = steps
+		if _, err := cut.rewriteAll(ctx, targetsOf([]string{name})); !errors.Is(err, errInterrupted) {
+			t.Fatalf("the interrupted run returned %v", err)
+		}
+	}
+	resume := func(t *testing.T, name string) error {
+		var out bytes.Buffer
+		_, err := newApplier(c, &out).rewriteAll(ctx, targetsOf([]string{name}))
+		return err
+	}
+	t.Run("stale-state", func(t *testing.T) {
+		mkPV(t, c, "stale", "stale", nil)
+		interrupt(t, "stale", 2) // Retain, save
+		pv := getPV(t, c, "stale")
+		pv.Labels = map[string]string{"changed": "by-an-admin"}
+		pv, err := c.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = resume(t, "stale")
+		if err == nil || !strings.Contains(err.Error(), "changed after its replacement was saved in ConfigMap kube-system/"+stateName("stale")) {
+			t.Fatalf("resume: %v", err)
+		}
+		unchanged(t, c, pv)
+	})
+	t.Run("hand-edited-state", func(t *testing.T) {
+		mkPV(t, c, "edited", "edited", nil)
+		interrupt(t, "edited", 4) // Retain, save, delete, finalizer: the PV is gone
+		waitGone(t, c, "edited")
+		cm, err := c.CoreV1().ConfigMaps("kube-system").Get(ctx, stateName("edited"), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data[stateKey] = strings.Replace(cm.Data[stateKey], `"1Gi"`, `"2Gi"`, -1)
+		if _, err := c.CoreV1().ConfigMaps("kube-system").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err = resume(t, "edited")
+		if err == nil || !strings.Contains(err.Error(), "was changed after csimigrate saved it") {
+			t.Fatalf("resume: %v", err)
+		}
+		if _, err := c.CoreV1().PersistentVolumes().Get(ctx, "edited", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("a PV was created from the edited state: %v", err)
+		}
+	})
+	t.Run("claim-rebound", func(t *testing.T) {
+		mkPV(t, c, "rebound", "rebound", nil)
+		interrupt(t, "rebound", 4)
+		waitGone(t, c, "rebound")
+		// The claim is deleted and a new one of the same name created.
+		deletePVC(t, c, "rebound", "rebound")
+		if _, err := c.CoreV1().PersistentVolumeClaims("rebound").Create(ctx, &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "rebound"},
+			Spec: v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, VolumeName: "rebound", StorageClassName: ptr(""),
+				Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err := resume(t, "rebound")
+		if err == nil || !strings.Contains(err.Error(), "claim rebound/rebound has uid") || !strings.Contains(err.Error(), "nothing is created from it") {
+			t.Fatalf("resume: %v", err)
+		}
+		if _, err := c.CoreV1().PersistentVolumes().Get(ctx, "rebound", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("a PV was created for another claim: %v", err)
+		}
+	})
+
+	t.Run("deletable", func(t *testing.T) {
+		if _, err := c.StorageV1().StorageClasses().Create(ctx, &storagev1StorageClass, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		mkPV(t, c, "deletable", "deletable", func(pv *v1.PersistentVolume) {
+			pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/rbd"}
+			pv.Spec.StorageClassName = storagev1StorageClass.Name
+		})
+		if out, stderr, code := apply("deletable"); code != exitOK {
+			t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+		}
+		pv := getPV(t, c, "deletable")
+		want := map[string]string{"pv.kubernetes.io/provisioned-by": "rbd.csi.ceph.com", plugins.AnnOriginalProvisionedBy: "kubernetes.io/rbd",
+			annDeletionSecretName: "ceph-admin", annDeletionSecretNamespace: "ceph"}
+		for k, v := range want {
+			if pv.Annotations[k] != v {
+				t.Errorf("annotation %s = %q, want %q", k, pv.Annotations[k], v)
+			}
+		}
+		if pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
+			t.Errorf("reclaim policy %s", pv.Spec.PersistentVolumeReclaimPolicy)
+		}
+		// The reverse translation gives the in-tree PV its annotation back.
+		tr, _ := (&common{}).translator()
+		back, err := tr.TranslateCSIPVToInTree(pv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := back.Annotations["pv.kubernetes.io/provisioned-by"]; got != "kubernetes.io/rbd" {
+			t.Errorf("reverse: provisioned-by %q", got)
+		}
+	})
+}
+
+func waitGone(t *testing.T, c kubernetes.Interface, name string) {
+	t.Helper()
+	for i := 0; i < 100; i++ {
+		if _, err := c.CoreV1().PersistentVolumes().Get(context.Background(), name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return
+		}
+		sleep()
+	}
+	t.Fatalf("pv/%s is still there", name)
+}
+
+var storagev1StorageClass = storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "rbd-deletable"}, Provisioner: "kubernetes.io/rbd",
+	Parameters: map[string]string{"monitors": "10.70.53.126:6789", "adminSecretName": "ceph-admin", "adminSecretNamespace": "ceph"}}
+
+func sleep() { time.Sleep(50 * time.Millisecond) }
+
+// deletePVC deletes a claim for good (no controller-manager removes
+// pvc-protection here).
+func deletePVC(t *testing.T, c kubernetes.Interface, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	pvcs := c.CoreV1().PersistentVolumeClaims(ns)
+	if err := pvcs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		pvc, err := pvcs.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if err == nil && len(pvc.Finalizers) > 0 {
+			pvc.Finalizers = nil
+			_, _ = pvcs.Update(ctx, pvc, metav1.UpdateOptions{})
+		}
+		sleep()
+	}
+	t.Fatalf("pvc %s/%s is still there", ns, name)
+}
