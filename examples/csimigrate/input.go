@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,9 +13,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -71,12 +74,36 @@ type typeMeta struct {
 	Items      []json.RawMessage `json:"items"`
 }
 
+// reader reads input documents into a sink, refusing what it cannot read
+// whole: invalid documents, invalid UTF-8, duplicate objects.
+type reader struct {
+	sink     Sink
+	progress func(int)
+	seen     map[[16]byte]struct{}
+	// objects counts the objects read, of every kind.
+	objects int
+}
+
+// errNoObjects is returned for input without a single object (a failed
+// kubectl in a pipeline gives empty input, which must not plan "ready").
+var errNoObjects = errors.New("no objects in the input")
+
 // readInputs reads files, directories (recursively, *.yaml, *.yml, *.json) and
-// "-" for standard input.
-func readInputs(paths []string, stdin io.Reader, inv Sink, progress func(int)) error {
+// "-" for standard input; input without any object is errNoObjects.
+func (rd *reader) readInputs(paths []string, stdin io.Reader) error {
+	if err := rd.readPaths(paths, stdin); err != nil {
+		return err
+	}
+	if rd.objects == 0 {
+		return fmt.Errorf("%w (%s)", errNoObjects, strings.Join(paths, ", "))
+	}
+	return nil
+}
+
+func (rd *reader) readPaths(paths []string, stdin io.Reader) error {
 	for _, p := range paths {
 		if p == "-" {
-			if err := readStream("<stdin>", stdin, inv, progress); err != nil {
+			if err := rd.readStream("<stdin>", stdin); err != nil {
 				return err
 			}
 			continue
@@ -86,7 +113,7 @@ func readInputs(paths []string, stdin io.Reader, inv Sink, progress func(int)) e
 			return err
 		}
 		if !st.IsDir() {
-			if err := readFile(p, inv, progress); err != nil {
+			if err := rd.readFile(p); err != nil {
 				return err
 			}
 			continue
@@ -109,7 +136,7 @@ func readInputs(paths []string, stdin io.Reader, inv Sink, progress func(int)) e
 		}
 		sort.Strings(files)
 		for _, f := range files {
-			if err := readFile(f, inv, progress); err != nil {
+			if err := rd.readFile(f); err != nil {
 				return err
 			}
 		}
@@ -117,19 +144,21 @@ func readInputs(paths []string, stdin io.Reader, inv Sink, progress func(int)) e
 	return nil
 }
 
-func readFile(path string, inv Sink, progress func(int)) error {
+func (rd *reader) readFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return readStream(path, f, inv, progress)
+	return rd.readStream(path, f)
 }
 
 // readStream reads JSON (`kubectl get -o json`: a List whose items are
 // decoded one at a time, so memory does not grow with the input) or YAML
-// split into documents at "---" lines (a YAML List document is read whole).
-func readStream(source string, r io.Reader, inv Sink, progress func(int)) error {
+// split into documents at its document markers: a line "---", possibly
+// followed by a comment or by the document's first content, and a line
+// "..." (document end). A YAML List document is read whole.
+func (rd *reader) readStream(source string, r io.Reader) error {
 	br := bufio.NewReaderSize(r, 1<<16)
 	for {
 		b, err := br.Peek(1)
@@ -141,7 +170,7 @@ func readStream(source string, r io.Reader, inv Sink, progress func(int)) error 
 			continue
 		}
 		if b[0] == '{' || b[0] == '[' {
-			return readJSON(source, br, inv, progress)
+			return rd.readJSON(source, br)
 		}
 		break
 	}
@@ -155,7 +184,7 @@ func readStream(source string, r io.Reader, inv Sink, progress func(int)) error 
 			return nil
 		}
 		n++
-		err := decodeDoc(doc.Bytes(), inv, progress)
+		err := rd.decodeDoc(doc.Bytes())
 		doc.Reset()
 		if err != nil {
 			return &InputError{Source: source, Doc: n, Err: err}
@@ -164,7 +193,22 @@ func readStream(source string, r io.Reader, inv Sink, progress func(int)) error 
 	}
 	for sc.Scan() {
 		line := sc.Bytes()
-		if bytes.HasPrefix(line, []byte("---")) && len(bytes.TrimSpace(line[3:])) == 0 {
+		if rest, ok := documentMarker(line, "---"); ok {
+			if err := flush(); err != nil {
+				return err
+			}
+			// "--- # comment" starts an empty line; "--- key: v" or
+			// "--- |" start the document with that content.
+			if t := bytes.TrimSpace(rest); len(t) > 0 && t[0] != '#' {
+				doc.Write(t)
+				doc.WriteByte('\n')
+			}
+			continue
+		}
+		if rest, ok := documentMarker(line, "..."); ok {
+			if t := bytes.TrimSpace(rest); len(t) > 0 && t[0] != '#' {
+				return &InputError{Source: source, Doc: n + 1, Err: fmt.Errorf("content %q after the document end marker \"...\"", t)}
+			}
 			if err := flush(); err != nil {
 				return err
 			}
@@ -179,9 +223,22 @@ func readStream(source string, r io.Reader, inv Sink, progress func(int)) error 
 	return flush()
 }
 
+// documentMarker reports whether line is the YAML marker m ("---" or
+// "...") at column 0, alone or followed by white space and the rest.
+func documentMarker(line []byte, m string) (rest []byte, ok bool) {
+	if !bytes.HasPrefix(line, []byte(m)) {
+		return nil, false
+	}
+	rest = line[len(m):]
+	if len(rest) > 0 && rest[0] != ' ' && rest[0] != '\t' && rest[0] != '\r' {
+		return nil, false // "---x" is a plain scalar
+	}
+	return rest, true
+}
+
 // readJSON decodes a stream of JSON values; a List's items are decoded one
 // by one.
-func readJSON(source string, r io.Reader, inv Sink, progress func(int)) error {
+func (rd *reader) readJSON(source string, r io.Reader) error {
 	dec := json.NewDecoder(r)
 	n := 0
 	for {
@@ -196,7 +253,7 @@ func readJSON(source string, r io.Reader, inv Sink, progress func(int)) error {
 		if d, ok := tok.(json.Delim); !ok || d != '{' {
 			return &InputError{Source: source, Doc: n, Err: fmt.Errorf("want a JSON object, found %v", tok)}
 		}
-		if err := readJSONObject(dec, inv, progress); err != nil {
+		if err := rd.readJSONObject(dec); err != nil {
 			return &InputError{Source: source, Doc: n, Err: err}
 		}
 	}
@@ -204,7 +261,7 @@ func readJSON(source string, r io.Reader, inv Sink, progress func(int)) error {
 
 // readJSONObject reads the members of an object whose "{" was consumed. A
 // List's items are streamed; any other object is buffered and decoded.
-func readJSONObject(dec *json.Decoder, inv Sink, progress func(int)) error {
+func (rd *reader) readJSONObject(dec *json.Decoder) error {
 	fields := map[string]json.RawMessage{}
 	streamed := false
 	for dec.More() {
@@ -224,7 +281,7 @@ func readJSONObject(dec *json.Decoder, inv Sink, progress func(int)) error {
 				if err := dec.Decode(&item); err != nil {
 					return fmt.Errorf("items[%d]: %w", i, err)
 				}
-				if err := decodeObject(item, inv, progress); err != nil {
+				if err := rd.decodeObject(item); err != nil {
 					return fmt.Errorf("items[%d]: %w", i, err)
 				}
 			}
@@ -250,10 +307,13 @@ func readJSONObject(dec *json.Decoder, inv Sink, progress func(int)) error {
 	if err != nil {
 		return err
 	}
-	return decodeObject(b, inv, progress)
+	return rd.decodeObject(b)
 }
 
-func decodeDoc(y []byte, inv Sink, progress func(int)) error {
+func (rd *reader) decodeDoc(y []byte) error {
+	if !utf8.Valid(y) {
+		return errInvalidUTF8(y)
+	}
 	j, err := yaml.YAMLToJSON(y)
 	if err != nil {
 		return err
@@ -261,17 +321,35 @@ func decodeDoc(y []byte, inv Sink, progress func(int)) error {
 	if bytes.Equal(bytes.TrimSpace(j), []byte("null")) {
 		return nil
 	}
-	return decodeObject(j, inv, progress)
+	return rd.decodeObject(j)
 }
 
-func decodeObject(j []byte, inv Sink, progress func(int)) error {
+// errInvalidUTF8 says where b stops being UTF-8 (encoding/json would
+// silently put U+FFFD there).
+func errInvalidUTF8(b []byte) error {
+	i := 0
+	for i < len(b) {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 {
+			break
+		}
+		i += size
+	}
+	line := bytes.Count(b[:i], []byte("\n")) + 1
+	return fmt.Errorf("invalid UTF-8 at byte %d (line %d of the document)", i, line)
+}
+
+func (rd *reader) decodeObject(j []byte) error {
+	if !utf8.Valid(j) {
+		return errInvalidUTF8(j)
+	}
 	var tm typeMeta
 	if err := json.Unmarshal(j, &tm); err != nil {
 		return err
 	}
 	if strings.HasSuffix(tm.Kind, "List") {
 		for i, item := range tm.Items {
-			if err := decodeObject(item, inv, progress); err != nil {
+			if err := rd.decodeObject(item); err != nil {
 				return fmt.Errorf("items[%d]: %w", i, err)
 			}
 		}
@@ -294,15 +372,45 @@ func decodeObject(j []byte, inv Sink, progress func(int)) error {
 	case "":
 		return errors.New("object has no kind")
 	default:
-		inv.Add(nil)
+		rd.objects++
+		rd.sink.Add(nil)
 		return nil
 	}
 	if err := json.Unmarshal(j, target); err != nil {
 		return fmt.Errorf("%s: %w", tm.Kind, err)
 	}
-	inv.Add(target)
-	if progress != nil {
-		progress(1)
+	if err := rd.once(tm.Kind, target.(metav1.Object)); err != nil {
+		return err
 	}
+	rd.objects++
+	rd.sink.Add(target)
+	if rd.progress != nil {
+		rd.progress(1)
+	}
+	return nil
+}
+
+// once refuses a second object of one kind, namespace and name: which of
+// the two a command used would depend on the order of the input. Keys are
+// kept as 16-byte hashes, so memory grows little with the input.
+func (rd *reader) once(kind string, o metav1.Object) error {
+	h := sha256.New()
+	for _, part := range []string{kind, o.GetNamespace(), o.GetName()} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	var key [16]byte
+	copy(key[:], h.Sum(nil))
+	if _, dup := rd.seen[key]; dup {
+		id := o.GetName()
+		if ns := o.GetNamespace(); ns != "" {
+			id = ns + "/" + id
+		}
+		return fmt.Errorf("%s %s appears twice in the input; give each object once", kind, id)
+	}
+	if rd.seen == nil {
+		rd.seen = map[[16]byte]struct{}{}
+	}
+	rd.seen[key] = struct{}{}
 	return nil
 }

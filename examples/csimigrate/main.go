@@ -153,9 +153,10 @@ func (c *common) read(stdin io.Reader, stderr io.Writer, inv Sink) error {
 		return readLive(context.Background(), client, inv, c.readSecrets, progress, stderr)
 	}
 	if len(c.files) == 0 {
-		return readStream("<embedded sample>", bytes.NewReader(sample), inv, progress)
+		rd := &reader{sink: inv, progress: progress}
+		return rd.readStream("<embedded sample>", bytes.NewReader(sample))
 	}
-	return readInputs(c.files, stdin, inv, progress)
+	return (&reader{sink: inv, progress: progress}).readInputs(c.files, stdin)
 }
 
 func main() {

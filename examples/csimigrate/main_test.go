@@ -144,7 +144,7 @@ func TestInputForms(t *testing.T) {
 // No command ever prints a secret value from the input.
 func TestNoSecretValues(t *testing.T) {
 	inv := &Inventory{}
-	if err := readStream("sample", bytes.NewReader(sample), inv, nil); err != nil {
+	if err := (&reader{sink: inv}).readStream("sample", bytes.NewReader(sample)); err != nil {
 		t.Fatal(err)
 	}
 	var values []string
@@ -170,7 +170,7 @@ func TestNoSecretValues(t *testing.T) {
 // until the last step.
 func TestRewriteKeepsClaim(t *testing.T) {
 	inv := &Inventory{}
-	if err := readStream("sample", bytes.NewReader(sample), inv, nil); err != nil {
+	if err := (&reader{sink: inv}).readStream("sample", bytes.NewReader(sample)); err != nil {
 		t.Fatal(err)
 	}
 	var c common
@@ -225,5 +225,59 @@ func TestPlanCephConfigWarnings(t *testing.T) {
 	}
 	if _, stderr, code := runCmd(t, "", "plan", "-ceph-config", cfg); code != exitUsage || !strings.Contains(stderr, cfg) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// Input is read whole or refused: every YAML document marker, empty input,
+// duplicates and invalid UTF-8.
+func TestInputReadWholeOrRefused(t *testing.T) {
+	pv := func(name string) string {
+		return "apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: " + name +
+			"\nspec:\n  capacity: {storage: 1Gi}\n  accessModes: [ReadWriteOnce]\n  vsphereVolume: {volumePath: \"[ds] kubevols/" + name + ".vmdk\"}\n"
+	}
+	names := func(out string) []string {
+		var p struct {
+			Volumes []struct{ Name string } `json:"volumes"`
+		}
+		if err := json.Unmarshal([]byte(out), &p); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		var n []string
+		for _, v := range p.Volumes {
+			n = append(n, v.Name)
+		}
+		return n
+	}
+	for name, in := range map[string]string{
+		"comment after ---":  pv("a") + "--- # the second\n" + pv("b"),
+		"document end ...":   pv("a") + "...\n---\n" + pv("b"),
+		"... then next":      pv("a") + "...\n" + pv("b"),
+		"content after ---":  "--- " + strings.TrimSuffix(strings.SplitN(pv("a"), "\n", 2)[0], "\n") + "\n" + strings.SplitN(pv("a"), "\n", 2)[1] + "---\t\n" + pv("b"),
+		"leading --- + CRLF": strings.ReplaceAll("---\n"+pv("a")+"---\n"+pv("b"), "\n", "\r\n"),
+	} {
+		out, stderr, code := runCmd(t, in, "plan", "-o", "json", "-f", "-")
+		if code != exitOK {
+			t.Errorf("%s: exit %d: %s", name, code, stderr)
+			continue
+		}
+		if diff := cmp.Diff([]string{"a", "b"}, names(out)); diff != "" {
+			t.Errorf("%s: volumes (-want +got):\n%s", name, diff)
+		}
+	}
+	for name, tc := range map[string]struct{ in, want string }{
+		"empty":             {"", "no objects in the input"},
+		"only separators":   {"---\n---\n# nothing\n", "no objects in the input"},
+		"empty JSON list":   {`{"apiVersion":"v1","kind":"List","items":[]}`, "no objects in the input"},
+		"duplicate":         {pv("a") + "---\n" + pv("a"), `PersistentVolume a appears twice`},
+		"duplicate in JSON": {`{"kind":"List","items":[{"kind":"PersistentVolume","metadata":{"name":"a"}},{"kind":"PersistentVolume","metadata":{"name":"a"}}]}`, "items[1]: PersistentVolume a appears twice"},
+		"invalid UTF-8 in JSON": {`{"kind":"List","items":[{"kind":"PersistentVolume","metadata":{"name":"a","annotations":{"x":"` + "\xff" + `"}}}]}`,
+			"invalid UTF-8"},
+		"invalid UTF-8 in YAML": {pv("a") + "---\n" + strings.Replace(pv("b"), "name: b", "name: b\n  annotations: {x: \"\xfe\"}", 1), "document 2: invalid UTF-8"},
+		"content after ...":     {pv("a") + "... junk\n", `content "junk" after the document end marker`},
+	} {
+		_, stderr, code := runCmd(t, tc.in, "plan", "-f", "-")
+		if code != exitInput || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "<stdin>") && name != "empty" && name != "only separators" && name != "empty JSON list" {
+			t.Errorf("%s: exit %d, want %d and %q: %s", name, code, exitInput, tc.want, stderr)
+		}
 	}
 }
