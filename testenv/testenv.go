@@ -41,8 +41,16 @@ type Server struct {
 	Config *rest.Config
 	Client kubernetes.Interface
 	dir    string
-	procs  []*exec.Cmd
+	procs  []*proc
 	logs   []*os.File
+}
+
+// proc is a started process; done is closed when it has exited, err then
+// holds what Wait returned.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
 }
 
 // repoRoot finds the repository from this file's location.
@@ -54,28 +62,41 @@ func repoRoot() string {
 // APIServerBinary returns the path of the cached kube-apiserver, building it
 // when missing. CSIMIGRATE_KUBE_APISERVER overrides the path.
 func APIServerBinary(log io.Writer) (string, error) {
-	if p := os.Getenv("CSIMIGRATE_KUBE_APISERVER"); p != "" {
+	return binary("kube-apiserver", "CSIMIGRATE_KUBE_APISERVER", log)
+}
+
+// ControllerManagerBinary returns the path of the cached
+// kube-controller-manager, building it when missing.
+// CSIMIGRATE_KUBE_CONTROLLER_MANAGER overrides the path.
+func ControllerManagerBinary(log io.Writer) (string, error) {
+	return binary("kube-controller-manager", "CSIMIGRATE_KUBE_CONTROLLER_MANAGER", log)
+}
+
+// binary returns the cached build of a tools/ command of the
+// k8s.io/kubernetes module, building it when missing.
+func binary(name, env string, log io.Writer) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		return p, nil
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(cache, "csimigrate", "kube-apiserver-"+KubernetesVersion)
+	bin := filepath.Join(cache, "csimigrate", name+"-"+KubernetesVersion)
 	if st, err := os.Stat(bin); err == nil && st.Mode().IsRegular() {
 		return bin, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(log, "building kube-apiserver %s into %s (a cold build takes minutes)\n", KubernetesVersion, bin)
+	fmt.Fprintf(log, "building %s %s into %s (a cold build takes minutes)\n", name, KubernetesVersion, bin)
 	tmp := bin + ".tmp"
 	cmd := exec.Command("go", "build", "-o", tmp, ".")
-	cmd.Dir = filepath.Join(repoRoot(), "tools", "kube-apiserver")
+	cmd.Dir = filepath.Join(repoRoot(), "tools", name)
 	cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building kube-apiserver: %w", err)
+		return "", fmt.Errorf("building %s: %w", name, err)
 	}
 	return bin, os.Rename(tmp, bin)
 }
@@ -174,7 +195,9 @@ func (s *Server) spawn(name, bin string, args ...string) error {
 		f.Close()
 		return fmt.Errorf("starting %s: %w", name, err)
 	}
-	s.procs = append(s.procs, cmd)
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	s.procs = append(s.procs, p)
 	s.logs = append(s.logs, f)
 	return nil
 }
@@ -207,14 +230,12 @@ func waitReady(cfg *rest.Config, timeout time.Duration) error {
 func (s *Server) Stop() {
 	for i := len(s.procs) - 1; i >= 0; i-- {
 		p := s.procs[i]
-		_ = p.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = p.Wait(); close(done) }()
+		_ = p.cmd.Process.Signal(os.Interrupt)
 		select {
-		case <-done:
+		case <-p.done:
 		case <-time.After(10 * time.Second):
-			_ = p.Process.Kill()
-			<-done
+			_ = p.cmd.Process.Kill()
+			<-p.done
 		}
 	}
 	for _, f := range s.logs {
@@ -225,7 +246,37 @@ func (s *Server) Stop() {
 	}
 }
 
-// Logs returns the tail of a process's log ("etcd" or "kube-apiserver").
+// VolumeControllers are the kube-controller-manager controllers that bind
+// claims to PVs and guard them: what a rewrite of PVs must keep satisfied.
+var VolumeControllers = []string{"persistentvolume-binder-controller", "persistentvolume-protection-controller", "persistentvolumeclaim-protection-controller"}
+
+// StartControllerManager starts kube-controller-manager against the server
+// with the given controllers; Stop stops it first. It fails when the process
+// exits within its first two seconds.
+func (s *Server) StartControllerManager(log io.Writer, controllers ...string) error {
+	bin, err := ControllerManagerBinary(log)
+	if err != nil {
+		return err
+	}
+	kc, err := s.WriteKubeconfig()
+	if err != nil {
+		return err
+	}
+	if err := s.spawn("kube-controller-manager", bin, "--kubeconfig="+kc, "--leader-elect=false", "--secure-port=0",
+		"--controllers="+strings.Join(controllers, ","), "--pvclaimbinder-sync-period=2s"); err != nil {
+		return err
+	}
+	p := s.procs[len(s.procs)-1]
+	select {
+	case <-p.done:
+		return fmt.Errorf("kube-controller-manager exited: %v\n%s", p.err, s.Logs("kube-controller-manager"))
+	case <-time.After(2 * time.Second):
+		return nil
+	}
+}
+
+// Logs returns the tail of a process's log ("etcd", "kube-apiserver" or
+// "kube-controller-manager").
 func (s *Server) Logs(name string) string {
 	b, _ := os.ReadFile(filepath.Join(s.dir, name+".log"))
 	if len(b) > 4000 {

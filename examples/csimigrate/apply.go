@@ -10,6 +10,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -39,6 +40,23 @@ const (
 	// from the object it deleted.
 	pvProtection = "kubernetes.io/pv-protection"
 )
+
+// deletionProtection are the finalizers with which Kubernetes' PV controller
+// (HonorPVReclaimPolicy, on by default from 1.31) and external-provisioner
+// hold a PV whose reclaim policy is Delete until they have deleted the
+// volume. Their owners remove them when the policy becomes Retain; the
+// rewrite waits for that and never removes them itself.
+var deletionProtection = []string{"kubernetes.io/pv-controller", "external-provisioner.volume.kubernetes.io/finalizer"}
+
+// finalizersWaitFor is how long a run waits for the owners of
+// deletionProtection finalizers to remove them once Retain is in force.
+var finalizersWaitFor = 60 * time.Second
+
+// known reports whether a finalizer is one the rewrite knows the owner and
+// meaning of.
+func knownFinalizer(f string) bool {
+	return f == pvProtection || slices.Contains(deletionProtection, f)
+}
 
 // stateName is the ConfigMap name for a PV.
 func stateName(pv string) string {
@@ -123,16 +141,37 @@ type target struct {
 // rewrite observes the cluster and takes the next step, so it can be run
 // again after an interruption at any point and converges to the same state.
 type applier struct {
-	client    kubernetes.Interface
-	tr        *translate.Translator
-	logger    klog.Logger
-	stateNS   string
-	out       io.Writer
-	stepLimit int // tests: stop after this many mutating steps (0: no limit)
-	steps     int
+	client  kubernetes.Interface
+	tr      *translate.Translator
+	logger  klog.Logger
+	stateNS string
+	out     io.Writer
+	// concurrency is how many PVs are rewritten at once (each PV's steps
+	// stay in order); 0 means 1.
+	concurrency int
+	stepLimit   int // tests: stop after this many mutating steps (0: no limit)
+
+	mu    sync.Mutex // guards what follows, and out
+	steps int
+	// Lists read for the checks, shared by the workers for a short while.
+	classes map[string]cached[*storagev1.StorageClass]
+	pods    map[string]cached[[]v1.Pod]
 }
 
+// cached is a value read from the cluster at a time.
+type cached[T any] struct {
+	v  T
+	at time.Time
+}
+
+// cacheFor is how long a StorageClass or a namespace's pod list is reused
+// by the checks of other PVs: long enough for thousands of PVs in a few
+// namespaces, short enough that a pod started during a run is seen.
+const cacheFor = 5 * time.Second
+
 func (a *applier) step(pv, what string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.stepLimit > 0 && a.steps >= a.stepLimit {
 		return errInterrupted
 	}
@@ -141,17 +180,39 @@ func (a *applier) step(pv, what string) error {
 	return nil
 }
 
+func (a *applier) say(format string, args ...any) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	fmt.Fprintf(a.out, format, args...)
+}
+
 // storageClass returns the live StorageClass of a PV, nil when it has none
 // or the class is gone.
 func (a *applier) storageClass(ctx context.Context, pv *v1.PersistentVolume) (*storagev1.StorageClass, error) {
-	if pv.Spec.StorageClassName == "" {
+	name := pv.Spec.StorageClassName
+	if name == "" {
 		return nil, nil
 	}
-	sc, err := a.client.StorageV1().StorageClasses().Get(ctx, pv.Spec.StorageClassName, metav1.GetOptions{})
+	a.mu.Lock()
+	c, ok := a.classes[name]
+	a.mu.Unlock()
+	if ok && time.Since(c.at) < cacheFor {
+		return c.v, nil
+	}
+	sc, err := a.client.StorageV1().StorageClasses().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, nil
+		sc, err = nil, nil
 	}
-	return sc, err
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	if a.classes == nil {
+		a.classes = map[string]cached[*storagev1.StorageClass]{}
+	}
+	a.classes[name] = cached[*storagev1.StorageClass]{sc, time.Now()}
+	a.mu.Unlock()
+	return sc, nil
 }
 
 // check runs every check on a live in-tree PV before the first write to it
@@ -160,8 +221,9 @@ func (a *applier) check(ctx context.Context, cur *v1.PersistentVolume) (RewriteP
 	if cur.DeletionTimestamp != nil {
 		return RewritePV{}, refuse("being deleted (since %s); a rewrite would undo that delete", cur.DeletionTimestamp.UTC().Format(time.RFC3339))
 	}
-	if others := slices.DeleteFunc(slices.Clone(cur.Finalizers), func(f string) bool { return f == pvProtection }); len(others) > 0 {
-		return RewritePV{}, refuse("finalizers %q: csimigrate removes only %s; remove them or wait for their owners", others, pvProtection)
+	if others := slices.DeleteFunc(slices.Clone(cur.Finalizers), knownFinalizer); len(others) > 0 {
+		return RewritePV{}, refuse("finalizers %q: csimigrate knows only %s (which it removes from the object it deleted) and %q (whose owners remove them once Retain is set); remove them or wait for their owners",
+			others, pvProtection, deletionProtection)
 	}
 	var pvc *v1.PersistentVolumeClaim
 	if c := cur.Spec.ClaimRef; c != nil {
@@ -203,29 +265,55 @@ func (a *applier) check(ctx context.Context, cur *v1.PersistentVolume) (RewriteP
 
 // podsUsing lists the pods of a namespace, not finished, that use a claim.
 func (a *applier) podsUsing(ctx context.Context, ns, claim string) ([]string, error) {
+	pods, err := a.podsIn(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
+	for _, pod := range pods {
+		if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+			continue
+		}
+		for _, vol := range pod.Spec.Volumes {
+			if vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ClaimName == claim {
+				out = append(out, pod.Name)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// podsIn lists the pods of a namespace, reusing a list younger than
+// cacheFor.
+func (a *applier) podsIn(ctx context.Context, ns string) ([]v1.Pod, error) {
+	a.mu.Lock()
+	c, ok := a.pods[ns]
+	a.mu.Unlock()
+	if ok && time.Since(c.at) < cacheFor {
+		return c.v, nil
+	}
+	at := time.Now()
+	var pods []v1.Pod
 	opts := metav1.ListOptions{Limit: 500}
 	for {
 		list, err := a.client.CoreV1().Pods(ns).List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
-		for _, pod := range list.Items {
-			if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
-				continue
-			}
-			for _, vol := range pod.Spec.Volumes {
-				if vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ClaimName == claim {
-					out = append(out, pod.Name)
-					break
-				}
-			}
-		}
+		pods = append(pods, list.Items...)
 		if list.Continue == "" {
-			return out, nil
+			break
 		}
 		opts.Continue = list.Continue
 	}
+	a.mu.Lock()
+	if a.pods == nil {
+		a.pods = map[string]cached[[]v1.Pod]{}
+	}
+	a.pods[ns] = cached[[]v1.Pod]{pods, at}
+	a.mu.Unlock()
+	return pods, nil
 }
 
 // loadState reads and verifies a state ConfigMap.
@@ -274,7 +362,8 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 	name := t.name
 	pvs := a.client.CoreV1().PersistentVolumes()
 	cms := a.client.CoreV1().ConfigMaps(a.stateNS)
-	for attempt := 0; attempt < 50; attempt++ {
+	var waitingSince time.Time
+	for attempt := 0; attempt < 1000; attempt++ {
 		cur, err := pvs.Get(ctx, name, metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
@@ -416,6 +505,17 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 				}
 				continue
 			}
+			if held := slices.DeleteFunc(slices.Clone(cur.Finalizers), func(f string) bool { return !slices.Contains(deletionProtection, f) }); len(held) > 0 {
+				// Retain is in force; the owners remove their finalizers.
+				if waitingSince.IsZero() {
+					waitingSince = time.Now()
+				}
+				if time.Since(waitingSince) > finalizersWaitFor {
+					return fmt.Errorf("pv/%s: finalizers %q are still there %s after Retain was set; their owners (kube-controller-manager's persistentvolume-binder, external-provisioner) remove them: is the owner running? csimigrate does not remove them; run again once they are gone", name, held, finalizersWaitFor)
+				}
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
 			if err := a.step(name, fmt.Sprintf("save the CSI replacement in ConfigMap %s/%s", a.stateNS, stateName(name))); err != nil {
 				return err
 			}
@@ -493,26 +593,54 @@ type result struct {
 	errs          []error
 }
 
-// rewriteAll rewrites every target, in order. A refused PV is reported and
-// left as it was; the others go on.
+// rewriteAll rewrites every target, a.concurrency at a time, each PV's
+// steps in order. A refused PV is reported and left as it was; the others
+// go on. Errors are sorted by PV name.
 func (a *applier) rewriteAll(ctx context.Context, targets []target) (result, error) {
 	var r result
-	for _, t := range targets {
-		err := a.rewrite(ctx, t)
-		var ref *refusal
-		switch {
-		case errors.Is(err, errInterrupted):
-			return r, err
-		case errors.As(err, &ref):
-			r.refused++
-			fmt.Fprintf(a.out, "pv/%s: refused, left as it was: %s\n", t.name, ref.reason)
-			r.errs = append(r.errs, fmt.Errorf("pv/%s: %w", t.name, err))
-		case err != nil:
-			r.errs = append(r.errs, fmt.Errorf("pv/%s: %w", t.name, err))
-		default:
-			r.done++
-		}
+	var mu sync.Mutex
+	interrupted := false
+	work := make(chan target)
+	var wg sync.WaitGroup
+	for range max(1, a.concurrency) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range work {
+				err := a.rewrite(ctx, t)
+				var ref *refusal
+				mu.Lock()
+				switch {
+				case errors.Is(err, errInterrupted):
+					interrupted = true
+				case errors.As(err, &ref):
+					r.refused++
+					a.say("pv/%s: refused, left as it was: %s\n", t.name, ref.reason)
+					r.errs = append(r.errs, fmt.Errorf("pv/%s: %w", t.name, err))
+				case err != nil:
+					r.errs = append(r.errs, fmt.Errorf("pv/%s: %w", t.name, err))
+				default:
+					r.done++
+				}
+				mu.Unlock()
+			}
+		}()
 	}
+	for _, t := range targets {
+		mu.Lock()
+		stop := interrupted
+		mu.Unlock()
+		if stop {
+			break
+		}
+		work <- t
+	}
+	close(work)
+	wg.Wait()
+	if interrupted {
+		return r, errInterrupted
+	}
+	slices.SortFunc(r.errs, func(x, y error) int { return strings.Compare(x.Error(), y.Error()) })
 	return r, errors.Join(r.errs...)
 }
 
@@ -529,7 +657,7 @@ func (a *applier) dryRun(ctx context.Context, targets []target) error {
 			continue
 		}
 		if plugins.InTreeNameOfPV(cur) == "" {
-			fmt.Fprintf(a.out, "pv/%s: not an in-tree PV; nothing to do\n", t.name)
+			a.say("pv/%s: not an in-tree PV; nothing to do\n", t.name)
 			continue
 		}
 		if t.uid != "" && cur.UID != t.uid {
@@ -554,7 +682,7 @@ func (a *applier) dryRun(ctx context.Context, targets []target) error {
 		if _, err := a.client.CoreV1().PersistentVolumes().Create(ctx, csi, metav1.CreateOptions{DryRun: dry}); err != nil {
 			errs = append(errs, fmt.Errorf("pv/%s: create CSI PV: %w", t.name, err))
 		} else {
-			fmt.Fprintf(a.out, "pv/%s: Retain, delete and create as %s would be accepted\n", t.name, csi.Spec.CSI.Driver)
+			a.say("pv/%s: Retain, delete and create as %s would be accepted\n", t.name, csi.Spec.CSI.Driver)
 		}
 	}
 	return errors.Join(errs...)

@@ -245,6 +245,9 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	apply := fs.Bool("apply", false, "carry out the rewrite against the cluster of -kubeconfig")
 	dry := fs.Bool("dry-run", false, "with -apply: use the API server's server-side dry run")
 	stateNS := fs.String("state-namespace", "kube-system", "with -apply: namespace of the ConfigMaps that hold replacements between steps")
+	concurrency := fs.Int("concurrency", 8, "with -apply: how many PVs to rewrite at once (each PV's steps stay in order)")
+	qps := fs.Float64("qps", 100, "with -apply: the client's request rate limit towards the API server, per second")
+	burst := fs.Int("burst", 200, "with -apply: the client's burst above -qps")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -255,7 +258,8 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if !*apply {
 		var applyOnly []string
 		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "dry-run" || f.Name == "state-namespace" {
+			switch f.Name {
+			case "dry-run", "state-namespace", "concurrency", "qps", "burst":
 				applyOnly = append(applyOnly, "-"+f.Name)
 			}
 		})
@@ -271,7 +275,11 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if *apply {
-		return runApply(&c, tr, *dry, *stateNS, names, stdin, stdout, stderr)
+		if *concurrency < 1 || *qps <= 0 || *burst < 1 {
+			fmt.Fprintf(stderr, "csimigrate rewrite: -concurrency %d, -qps %g, -burst %d: want each at least 1\n", *concurrency, *qps, *burst)
+			return exitUsage
+		}
+		return runApply(&c, tr, applyOptions{dry: *dry, stateNS: *stateNS, concurrency: *concurrency, qps: float32(*qps), burst: *burst}, names, stdin, stdout, stderr)
 	}
 	if c.output != "script" && c.output != "yaml" {
 		fmt.Fprintf(stderr, "csimigrate rewrite: -o %q: want script or yaml\n", c.output)
@@ -315,17 +323,26 @@ func quoteAll(s []string) []string {
 
 // runApply carries out the rewrite on the targets: the in-tree PVs of the
 // reviewed input, or of the live cluster, narrowed to names.
-func runApply(c *common, tr *translate.Translator, dry bool, stateNS string, names []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// applyOptions are the flags of rewrite -apply.
+type applyOptions struct {
+	dry         bool
+	stateNS     string
+	concurrency int
+	qps         float32
+	burst       int
+}
+
+func runApply(c *common, tr *translate.Translator, o applyOptions, names []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if c.live {
 		fmt.Fprintln(stderr, "csimigrate rewrite: -apply reads the live cluster itself; give -f for reviewed input, or neither")
 		return exitUsage
 	}
-	client, err := clientFor(c.kubeconfig)
+	client, err := clientFor(c.kubeconfig, o.qps, o.burst)
 	if err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitUsage
 	}
-	a := &applier{client: client, tr: tr, logger: c.logger(stderr), stateNS: stateNS, out: stdout}
+	a := &applier{client: client, tr: tr, logger: c.logger(stderr), stateNS: o.stateNS, out: stdout, concurrency: o.concurrency}
 	ctx := context.Background()
 	var targets []target
 	if len(c.files) > 0 {
@@ -360,7 +377,7 @@ func runApply(c *common, tr *translate.Translator, dry bool, stateNS string, nam
 		targets = narrowed
 		fmt.Fprintf(stdout, "%d of them named\n", len(targets))
 	}
-	if dry {
+	if o.dry {
 		err = a.dryRun(ctx, targets)
 	} else {
 		var r result
@@ -375,8 +392,10 @@ func runApply(c *common, tr *translate.Translator, dry bool, stateNS string, nam
 }
 
 // clientFor builds a client from a kubeconfig path, $KUBECONFIG,
-// ~/.kube/config or the in-cluster configuration.
-func clientFor(kubeconfig string) (kubernetes.Interface, error) {
+// ~/.kube/config or the in-cluster configuration, with a client-side rate
+// limit of qps requests a second and bursts of burst (client-go's defaults,
+// 5 and 10, when 0).
+func clientFor(kubeconfig string, qps float32, burst int) (kubernetes.Interface, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if kubeconfig != "" {
 		rules.ExplicitPath = kubeconfig
@@ -385,6 +404,7 @@ func clientFor(kubeconfig string) (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.QPS, cfg.Burst = qps, burst
 	return kubernetes.NewForConfig(cfg)
 }
 
