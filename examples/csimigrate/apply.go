@@ -88,6 +88,9 @@ type rewriteState struct {
 	Driver      string               `json:"driver"`
 	Handle      string               `json:"handle"`
 	Replacement *v1.PersistentVolume `json:"replacement"`
+
+	// cmVersion is the resourceVersion of the ConfigMap it was read from.
+	cmVersion string
 }
 
 // check compares the replacement with what the state says it keeps.
@@ -156,6 +159,32 @@ type applier struct {
 	// Lists read for the checks, shared by the workers for a short while.
 	classes map[string]cached[*storagev1.StorageClass]
 	pods    map[string]cached[[]v1.Pod]
+	// withState names the PVs that had a state ConfigMap when the run
+	// listed them (nil: not listed); a PV not in it needs no read of its
+	// ConfigMap before its first write (a ConfigMap created since makes
+	// that write fail, and is then read).
+	withState map[string]bool
+}
+
+// listState lists the state ConfigMaps once for a run.
+func (a *applier) listState(ctx context.Context) error {
+	list, err := a.client.CoreV1().ConfigMaps(a.stateNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"})
+	if err != nil {
+		return err
+	}
+	m := map[string]bool{}
+	for _, cm := range list.Items {
+		if pv := cm.Annotations[stateLabel]; pv != "" {
+			m[pv] = true
+		}
+	}
+	a.withState = m
+	return nil
+}
+
+// knownNoState reports whether the run's listing showed no state for pv.
+func (a *applier) knownNoState(pv string) bool {
+	return a.withState != nil && !a.withState[pv]
 }
 
 // cached is a value read from the cluster at a time.
@@ -215,52 +244,61 @@ func (a *applier) storageClass(ctx context.Context, pv *v1.PersistentVolume) (*s
 	return sc, nil
 }
 
+// checks is what check read from the cluster for a PV.
+type checks struct {
+	uid types.UID
+	sc  *storagev1.StorageClass
+	pvc *v1.PersistentVolumeClaim
+	r   RewritePV
+}
+
 // check runs every check on a live in-tree PV before the first write to it
-// and returns its replacement; a refusal says why the PV is left alone.
-func (a *applier) check(ctx context.Context, cur *v1.PersistentVolume) (RewritePV, error) {
+// and returns what it read, with the PV's replacement; a refusal says why
+// the PV is left alone.
+func (a *applier) check(ctx context.Context, cur *v1.PersistentVolume) (*checks, error) {
 	if cur.DeletionTimestamp != nil {
-		return RewritePV{}, refuse("being deleted (since %s); a rewrite would undo that delete", cur.DeletionTimestamp.UTC().Format(time.RFC3339))
+		return nil, refuse("being deleted (since %s); a rewrite would undo that delete", cur.DeletionTimestamp.UTC().Format(time.RFC3339))
 	}
 	if others := slices.DeleteFunc(slices.Clone(cur.Finalizers), knownFinalizer); len(others) > 0 {
-		return RewritePV{}, refuse("finalizers %q: csimigrate knows only %s (which it removes from the object it deleted) and %q (whose owners remove them once Retain is set); remove them or wait for their owners",
+		return nil, refuse("finalizers %q: csimigrate knows only %s (which it removes from the object it deleted) and %q (whose owners remove them once Retain is set); remove them or wait for their owners",
 			others, pvProtection, deletionProtection)
 	}
 	var pvc *v1.PersistentVolumeClaim
 	if c := cur.Spec.ClaimRef; c != nil {
 		if c.UID == "" {
-			return RewritePV{}, refuse("pre-bound to claim %s/%s but not bound yet; bind it or clear spec.claimRef first", c.Namespace, c.Name)
+			return nil, refuse("pre-bound to claim %s/%s but not bound yet; bind it or clear spec.claimRef first", c.Namespace, c.Name)
 		}
 		var err error
 		pvc, err = a.client.CoreV1().PersistentVolumeClaims(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			return RewritePV{}, refuse("its claim %s/%s does not exist (the PV is released); reclaim or re-bind it first", c.Namespace, c.Name)
+			return nil, refuse("its claim %s/%s does not exist (the PV is released); reclaim or re-bind it first", c.Namespace, c.Name)
 		case err != nil:
-			return RewritePV{}, err
+			return nil, err
 		case pvc.UID != c.UID:
-			return RewritePV{}, refuse("claim %s/%s has uid %s, the PV names uid %s (a new claim of the same name)", c.Namespace, c.Name, pvc.UID, c.UID)
+			return nil, refuse("claim %s/%s has uid %s, the PV names uid %s (a new claim of the same name)", c.Namespace, c.Name, pvc.UID, c.UID)
 		case pvc.DeletionTimestamp != nil:
-			return RewritePV{}, refuse("its claim %s/%s is being deleted; the PV will be released", c.Namespace, c.Name)
+			return nil, refuse("its claim %s/%s is being deleted; the PV will be released", c.Namespace, c.Name)
 		case pvc.Spec.VolumeName != cur.Name:
-			return RewritePV{}, refuse("claim %s/%s is bound to volume %q, not to this PV", c.Namespace, c.Name, pvc.Spec.VolumeName)
+			return nil, refuse("claim %s/%s is bound to volume %q, not to this PV", c.Namespace, c.Name, pvc.Spec.VolumeName)
 		}
 		pods, err := a.podsUsing(ctx, c.Namespace, c.Name)
 		if err != nil {
-			return RewritePV{}, err
+			return nil, err
 		}
 		if len(pods) > 0 {
-			return RewritePV{}, refuse("in use by pods %s of claim %s/%s; stop them first (csimigrate plan lists them)", strings.Join(pods, ", "), c.Namespace, c.Name)
+			return nil, refuse("in use by pods %s of claim %s/%s; stop them first (csimigrate plan lists them)", strings.Join(pods, ", "), c.Namespace, c.Name)
 		}
 	}
 	sc, err := a.storageClass(ctx, cur)
 	if err != nil {
-		return RewritePV{}, err
+		return nil, err
 	}
 	r, err := replacement(a.tr, a.logger, cur, sc, pvc)
 	if err != nil {
-		return RewritePV{}, refuse("%v", err)
+		return nil, refuse("%v", err)
 	}
-	return r, nil
+	return &checks{uid: cur.UID, sc: sc, pvc: pvc, r: r}, nil
 }
 
 // podsUsing lists the pods of a namespace, not finished, that use a claim.
@@ -335,7 +373,7 @@ func (a *applier) loadState(cm *v1.ConfigMap) (*rewriteState, error) {
 }
 
 // saveState stores the state of a PV about to be deleted.
-func (a *applier) saveState(ctx context.Context, cur *v1.PersistentVolume, r RewritePV) error {
+func (a *applier) saveState(ctx context.Context, cur *v1.PersistentVolume, r RewritePV) (*v1.ConfigMap, error) {
 	s := rewriteState{PV: cur.Name, UID: cur.UID, ResourceVersion: cur.ResourceVersion, Driver: r.CSI.Spec.CSI.Driver, Handle: r.CSI.Spec.CSI.VolumeHandle,
 		Replacement: r.CSI}
 	q := r.CSI.Spec.Capacity[v1.ResourceStorage]
@@ -345,15 +383,14 @@ func (a *applier) saveState(ctx context.Context, cur *v1.PersistentVolume, r Rew
 	}
 	b, err := json.Marshal(&s)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sum := sha256.Sum256(b)
 	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: stateName(cur.Name), Namespace: a.stateNS,
 		Labels:      map[string]string{"app.kubernetes.io/managed-by": "csimigrate"},
 		Annotations: map[string]string{stateLabel: cur.Name, annStateSHA256: hex.EncodeToString(sum[:])}},
 		Data: map[string]string{stateKey: string(b)}}
-	_, err = a.client.CoreV1().ConfigMaps(a.stateNS).Create(ctx, cm, metav1.CreateOptions{})
-	return err
+	return a.client.CoreV1().ConfigMaps(a.stateNS).Create(ctx, cm, metav1.CreateOptions{})
 }
 
 // rewrite replaces one PV, resuming from whatever state the cluster is in.
@@ -363,26 +400,50 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 	pvs := a.client.CoreV1().PersistentVolumes()
 	cms := a.client.CoreV1().ConfigMaps(a.stateNS)
 	var waitingSince time.Time
+	// What this run's own writes returned is used instead of reading the
+	// object again; anything else (a conflict, a missing object) is read
+	// afresh on the next round.
+	var cur *v1.PersistentVolume
+	var cm *v1.ConfigMap
+	var state *rewriteState
+	var checked *checks
+	havePV, haveCM := false, a.knownNoState(name)
 	for attempt := 0; attempt < 1000; attempt++ {
-		cur, err := pvs.Get(ctx, name, metav1.GetOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return err
+		if !havePV {
+			got, err := pvs.Get(ctx, name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				cur = nil
+			case err != nil:
+				return err
+			default:
+				cur = got
+			}
 		}
-		if apierrors.IsNotFound(err) {
-			cur = nil
+		if !haveCM {
+			got, err := cms.Get(ctx, stateName(name), metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				cm = nil
+			case err != nil:
+				return err
+			default:
+				cm = got
+			}
 		}
-		cm, err := cms.Get(ctx, stateName(name), metav1.GetOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-		var state *rewriteState
-		if err == nil {
-			if state, err = a.loadState(cm); err != nil {
+		havePV, haveCM = false, false
+		if cm == nil {
+			state = nil
+		} else if state == nil || state.cmVersion != cm.ResourceVersion {
+			s, err := a.loadState(cm)
+			if err != nil {
 				return err
 			}
-			if t.uid != "" && state.UID != t.uid {
-				return fmt.Errorf("ConfigMap %s/%s was saved for uid %s, the reviewed PV has uid %s; nothing is created from it", a.stateNS, cm.Name, state.UID, t.uid)
+			if t.uid != "" && s.UID != t.uid {
+				return fmt.Errorf("ConfigMap %s/%s was saved for uid %s, the reviewed PV has uid %s; nothing is created from it", a.stateNS, cm.Name, s.UID, t.uid)
 			}
+			s.cmVersion = cm.ResourceVersion
+			state = s
 		}
 		switch {
 		case cur == nil && state == nil:
@@ -398,8 +459,12 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 				return err
 			}
 			csi := state.Replacement.DeepCopy()
-			if _, err := pvs.Create(ctx, csi, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			created, err := pvs.Create(ctx, csi, metav1.CreateOptions{})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
 				return err
+			}
+			if err == nil {
+				cur, havePV, haveCM = created, true, true
 			}
 
 		case cur.Spec.CSI != nil:
@@ -419,8 +484,12 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 				upd := cur.DeepCopy()
 				upd.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimPolicy(want)
 				delete(upd.Annotations, AnnReclaimPolicy)
-				if _, err := pvs.Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+				updated, err := pvs.Update(ctx, upd, metav1.UpdateOptions{})
+				if err != nil && !apierrors.IsConflict(err) {
 					return err
+				}
+				if err == nil {
+					cur, havePV, haveCM = updated, true, true
 				}
 				continue
 			}
@@ -432,6 +501,7 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 				if err := cms.Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
 					return err
 				}
+				cm, haveCM, havePV = nil, true, true
 				continue
 			}
 			return nil
@@ -459,9 +529,18 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 			if err := a.step(name, "remove finalizer "+pvProtection+" from the deleted in-tree PV (Retain is in force)"); err != nil {
 				return err
 			}
-			upd := cur.DeepCopy()
-			upd.Finalizers = nil
-			if _, err := pvs.Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			// Applies only to this object (uid) with exactly this finalizer
+			// list; otherwise the test fails and the PV is read again.
+			fins, _ := json.Marshal(cur.Finalizers)
+			uid, _ := json.Marshal(string(cur.UID))
+			patch := `[{"op":"test","path":"/metadata/uid","value":` + string(uid) + `},{"op":"test","path":"/metadata/finalizers","value":` + string(fins) +
+				`},{"op":"remove","path":"/metadata/finalizers"}]`
+			_, err := pvs.Patch(ctx, name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+			switch {
+			case err == nil:
+				cur, havePV, haveCM = nil, true, true // no finalizer left: gone
+			case apierrors.IsNotFound(err), apierrors.IsInvalid(err), apierrors.IsConflict(err):
+			default:
 				return err
 			}
 
@@ -476,17 +555,37 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 				return err
 			}
 			uid, rv := cur.UID, cur.ResourceVersion
-			if err := pvs.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}}); err != nil &&
-				!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			err := pvs.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+			switch {
+			case err == nil && len(cur.Finalizers) == 0:
+				cur, havePV, haveCM = nil, true, true
+			case err == nil:
+				// Held by its finalizers: marked deleted (its
+				// resourceVersion is unknown; the next step does not need
+				// it).
+				deleted := cur.DeepCopy()
+				now := metav1.Now()
+				deleted.DeletionTimestamp = &now
+				cur, havePV, haveCM = deleted, true, true
+			case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+			default:
 				return err
 			}
 
 		default:
 			// No state yet: every check on the live object, then the first
-			// write.
-			r, err := a.check(ctx, cur)
+			// write. The checks read other objects once; the replacement is
+			// built again from the PV as it is now.
+			if checked == nil || checked.uid != cur.UID {
+				c, err := a.check(ctx, cur)
+				if err != nil {
+					return err
+				}
+				checked = c
+			}
+			r, err := replacement(a.tr, a.logger, cur, checked.sc, checked.pvc)
 			if err != nil {
-				return err
+				return refuse("%v", err)
 			}
 			if cur.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
 				if err := a.step(name, "set reclaim policy Retain (was "+string(cur.Spec.PersistentVolumeReclaimPolicy)+")"); err != nil {
@@ -500,8 +599,12 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 				upd.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
 				// The update carries cur's resourceVersion: it applies to
 				// this exact object or fails.
-				if _, err := pvs.Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+				updated, err := pvs.Update(ctx, upd, metav1.UpdateOptions{})
+				if err != nil && !apierrors.IsConflict(err) {
 					return err
+				}
+				if err == nil {
+					cur, havePV, haveCM = updated, true, true
 				}
 				continue
 			}
@@ -519,8 +622,12 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 			if err := a.step(name, fmt.Sprintf("save the CSI replacement in ConfigMap %s/%s", a.stateNS, stateName(name))); err != nil {
 				return err
 			}
-			if err := a.saveState(ctx, cur, r); err != nil && !apierrors.IsAlreadyExists(err) {
+			saved, err := a.saveState(ctx, cur, r)
+			if err != nil && !apierrors.IsAlreadyExists(err) {
 				return err
+			}
+			if err == nil {
+				cm, haveCM, havePV = saved, true, true
 			}
 		}
 	}
@@ -598,6 +705,9 @@ type result struct {
 // go on. Errors are sorted by PV name.
 func (a *applier) rewriteAll(ctx context.Context, targets []target) (result, error) {
 	var r result
+	if err := a.listState(ctx); err != nil {
+		return r, err
+	}
 	var mu sync.Mutex
 	interrupted := false
 	work := make(chan target)
@@ -664,11 +774,12 @@ func (a *applier) dryRun(ctx context.Context, targets []target) error {
 			errs = append(errs, fmt.Errorf("pv/%s: the live PV has uid %s, the reviewed one %s", t.name, cur.UID, t.uid))
 			continue
 		}
-		r, err := a.check(ctx, cur)
+		c, err := a.check(ctx, cur)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("pv/%s: %w", t.name, err))
 			continue
 		}
+		r := c.r
 		upd := cur.DeepCopy()
 		upd.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
 		if _, err := a.client.CoreV1().PersistentVolumes().Update(ctx, upd, metav1.UpdateOptions{DryRun: dry}); err != nil {

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/csimigrate/csimigrate/testenv"
+)
+
+// benchPVs is how many bound RBD PVs the rewrite benchmark seeds
+// (CSIMIGRATE_BENCH_PVS, default 10,000).
+func benchPVs() int {
+	if n, err := strconv.Atoi(os.Getenv("CSIMIGRATE_BENCH_PVS")); err == nil && n > 0 {
+		return n
+	}
+	return 10000
+}
+
+// seedMany creates n bound in-tree RBD PVs with their claims in namespace
+// ns, 32 at a time.
+func seedMany(b *testing.B, c kubernetes.Interface, ns string, n int) {
+	ctx := context.Background()
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	work := make(chan int)
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				name := fmt.Sprintf("%s-%06d", ns, i)
+				pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &v1.PersistentVolumeClaim{
+					ObjectMeta: metav1.ObjectMeta{Name: name},
+					Spec: v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, VolumeName: name, StorageClassName: ptr(""),
+						Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}},
+				}, metav1.CreateOptions{})
+				if err != nil {
+					errs <- err
+					continue
+				}
+				_, err = c.CoreV1().PersistentVolumes().Create(ctx, &v1.PersistentVolume{
+					ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{pvProtection}},
+					Spec: v1.PersistentVolumeSpec{
+						Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+						AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+						PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+						ClaimRef:                      &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: name, UID: pvc.UID},
+						PersistentVolumeSource: v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.70.53.126:6789"},
+							RBDImage: "kubernetes-dynamic-pvc-" + name, RBDPool: "rbd", SecretRef: &v1.SecretReference{Name: "ceph", Namespace: ns}}},
+					},
+				}, metav1.CreateOptions{})
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkRewriteApply rewrites benchPVs() bound RBD PVs on the test
+// kube-apiserver (etcd on the same machine) with rewrite -apply's default
+// concurrency and rate limit raised to what the test server takes, and
+// reports the time of the whole rewrite and of plan -live over the same
+// cluster. Run with -benchtime 1x.
+func BenchmarkRewriteApply(b *testing.B) {
+	s, err := testenv.Start(os.Stderr)
+	if err != nil {
+		b.Fatalf("cannot start kube-apiserver: %v", err)
+	}
+	b.Cleanup(s.Stop)
+	n := benchPVs()
+	fast := rest.CopyConfig(s.Config)
+	fast.QPS, fast.Burst = 5000, 5000
+	c, err := kubernetes.NewForConfig(fast)
+	if err != nil {
+		b.Fatal(err)
+	}
+	kc, err := s.WriteKubeconfig()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		ns := fmt.Sprintf("bench%d", i)
+		start := time.Now()
+		seedMany(b, c, ns, n)
+		b.Logf("seeded %d PVs and claims in %s", n, time.Since(start).Round(time.Millisecond))
+		var out, stderr bytes.Buffer
+		start = time.Now()
+		code := run([]string{"plan", "-live", "-kubeconfig", kc, "-o", "json"}, nil, &out, &stderr)
+		b.Logf("plan -live over %d PVs: %s (exit %d)", n, time.Since(start).Round(time.Millisecond), code)
+		if code != exitOK && code != exitBlocked {
+			b.Fatalf("plan: %s", stderr.String())
+		}
+		out.Reset()
+		stderr.Reset()
+		b.StartTimer()
+		start = time.Now()
+		code = run([]string{"rewrite", "-apply", "-kubeconfig", kc, "-concurrency", os.Getenv("CSIMIGRATE_BENCH_CONCURRENCY"), "-qps", "5000", "-burst", "5000"}, nil, &out, &stderr)
+		el := time.Since(start)
+		b.StopTimer()
+		if code != exitOK {
+			b.Fatalf("rewrite: exit %d: %s", code, stderr.String())
+		}
+		b.Logf("rewrite -apply of %d PVs: %s (%.0f PVs/s)", n, el.Round(time.Millisecond), float64(n)/el.Seconds())
+		b.ReportMetric(el.Seconds(), "s/rewrite")
+	}
+}
