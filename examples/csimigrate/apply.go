@@ -354,20 +354,43 @@ func (a *applier) podsIn(ctx context.Context, ns string) ([]v1.Pod, error) {
 	return pods, nil
 }
 
-// loadState reads and verifies a state ConfigMap.
-func (a *applier) loadState(cm *v1.ConfigMap) (*rewriteState, error) {
+// readState verifies a state ConfigMap's checksum and decodes it into v.
+func (a *applier) readState(cm *v1.ConfigMap, v any) error {
 	where := fmt.Sprintf("ConfigMap %s/%s", a.stateNS, cm.Name)
 	raw := cm.Data[stateKey]
 	sum := sha256.Sum256([]byte(raw))
 	if want := cm.Annotations[annStateSHA256]; want != hex.EncodeToString(sum[:]) {
-		return nil, fmt.Errorf("%s was changed after csimigrate saved it (SHA-256 %s, saved %s); nothing is created from it: restore it, or delete it and check the PV by hand", where, hex.EncodeToString(sum[:]), want)
+		return fmt.Errorf("%s was changed after csimigrate saved it (SHA-256 %s, saved %s); nothing is created from it: restore it, or delete it and check the object by hand", where, hex.EncodeToString(sum[:]), want)
 	}
+	if err := json.Unmarshal([]byte(raw), v); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return nil
+}
+
+// writeState stores v, the state of the object of that kind and name about
+// to be deleted, in a new ConfigMap with its checksum.
+func (a *applier) writeState(ctx context.Context, cmName, ofLabel, of string, v any) (*v1.ConfigMap, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(b)
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cmName, Namespace: a.stateNS,
+		Labels:      map[string]string{"app.kubernetes.io/managed-by": "csimigrate"},
+		Annotations: map[string]string{ofLabel: of, annStateSHA256: hex.EncodeToString(sum[:])}},
+		Data: map[string]string{stateKey: string(b)}}
+	return a.client.CoreV1().ConfigMaps(a.stateNS).Create(ctx, cm, metav1.CreateOptions{})
+}
+
+// loadState reads and verifies a PV's state ConfigMap.
+func (a *applier) loadState(cm *v1.ConfigMap) (*rewriteState, error) {
 	var s rewriteState
-	if err := json.Unmarshal([]byte(raw), &s); err != nil {
-		return nil, fmt.Errorf("%s: %w", where, err)
+	if err := a.readState(cm, &s); err != nil {
+		return nil, err
 	}
 	if err := s.check(); err != nil {
-		return nil, fmt.Errorf("%s: %w", where, err)
+		return nil, fmt.Errorf("ConfigMap %s/%s: %w", a.stateNS, cm.Name, err)
 	}
 	return &s, nil
 }
@@ -381,16 +404,7 @@ func (a *applier) saveState(ctx context.Context, cur *v1.PersistentVolume, r Rew
 	if c := r.CSI.Spec.ClaimRef; c != nil {
 		s.ClaimNamespace, s.ClaimName, s.ClaimUID = c.Namespace, c.Name, c.UID
 	}
-	b, err := json.Marshal(&s)
-	if err != nil {
-		return nil, err
-	}
-	sum := sha256.Sum256(b)
-	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: stateName(cur.Name), Namespace: a.stateNS,
-		Labels:      map[string]string{"app.kubernetes.io/managed-by": "csimigrate"},
-		Annotations: map[string]string{stateLabel: cur.Name, annStateSHA256: hex.EncodeToString(sum[:])}},
-		Data: map[string]string{stateKey: string(b)}}
-	return a.client.CoreV1().ConfigMaps(a.stateNS).Create(ctx, cm, metav1.CreateOptions{})
+	return a.writeState(ctx, stateName(cur.Name), stateLabel, cur.Name, &s)
 }
 
 // rewrite replaces one PV, resuming from whatever state the cluster is in.

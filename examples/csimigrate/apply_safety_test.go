@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -365,4 +366,74 @@ func deletePVC(t *testing.T, c kubernetes.Interface, ns, name string) {
 		sleep()
 	}
 	t.Fatalf("pvc %s/%s is still there", ns, name)
+}
+
+// In-tree StorageClasses in scope are replaced by their CSI form, also after
+// an interruption at each step; a class the driver would reject is refused
+// and left as it was.
+func TestRewriteApplyStorageClasses(t *testing.T) {
+	c, kc := startServer(t)
+	ctx := context.Background()
+	mk := func(name, provisioner string, params map[string]string) *storagev1.StorageClass {
+		sc, err := c.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}}, Provisioner: provisioner, Parameters: params}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	rbdParams := map[string]string{"monitors": "10.70.53.126:6789", "adminSecretName": "ceph-admin", "adminSecretNamespace": "ceph", "pool": "kube"}
+	mk("fast", "kubernetes.io/rbd", rbdParams)
+	thick := mk("thick", "kubernetes.io/vsphere-volume", map[string]string{"diskformat": "eagerzeroedthick"})
+	other := mk("other", "example.com/driver", nil)
+
+	out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "storageclass/fast", "storageclass/thick")
+	if code != exitBlocked || !strings.Contains(out, "storageclass/thick: refused, left as it was") {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+	}
+	got, err := c.StorageV1().StorageClasses().Get(ctx, "fast", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Provisioner != "rbd.csi.ceph.com" || got.Parameters["pool"] != "kube" || got.Parameters["csi.storage.k8s.io/provisioner-secret-name"] != "ceph-admin" ||
+		got.Annotations["storageclass.kubernetes.io/is-default-class"] != "true" || got.Annotations[AnnMigratedFrom] != "kubernetes.io/rbd" {
+		t.Errorf("replaced class: %+v", got)
+	}
+	if now, _ := c.StorageV1().StorageClasses().Get(ctx, "thick", metav1.GetOptions{}); now.ResourceVersion != thick.ResourceVersion {
+		t.Error("the refused class was changed")
+	}
+	if now, _ := c.StorageV1().StorageClasses().Get(ctx, "other", metav1.GetOptions{}); now.ResourceVersion != other.ResourceVersion {
+		t.Error("a class out of scope was changed")
+	}
+	// "fast" is no longer in-tree: naming it is a usage error; a run over
+	// the whole cluster leaves it as it is (and refuses "thick" again).
+	if _, _, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "storageclass/fast"); code != exitUsage {
+		t.Errorf("naming the replaced class: exit %d", code)
+	}
+	if out, _, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc); code != exitBlocked || !strings.Contains(out, "0 PersistentVolumes and 0 StorageClasses rewritten") {
+		t.Errorf("second run: exit %d:\n%s", code, out)
+	}
+	if now, _ := c.StorageV1().StorageClasses().Get(ctx, "fast", metav1.GetOptions{}); now.ResourceVersion != got.ResourceVersion {
+		t.Error("the second run changed the replaced class")
+	}
+	// Interrupted after each step, then resumed.
+	for k := 1; k <= 3; k++ {
+		name := fmt.Sprintf("cut%d", k)
+		mk(name, "kubernetes.io/rbd", rbdParams)
+		cut := newApplier(c, &bytes.Buffer{})
+		cut.stepLimit = k
+		if _, err := cut.rewriteClasses(ctx, targetsOf([]string{name})); !errors.Is(err, errInterrupted) {
+			t.Fatalf("k=%d: %v", k, err)
+		}
+		if _, err := newApplier(c, &bytes.Buffer{}).rewriteClasses(ctx, targetsOf([]string{name})); err != nil {
+			t.Fatalf("k=%d: resume: %v", k, err)
+		}
+		got, err := c.StorageV1().StorageClasses().Get(ctx, name, metav1.GetOptions{})
+		if err != nil || got.Provisioner != "rbd.csi.ceph.com" {
+			t.Errorf("k=%d: %v %+v", k, err, got)
+		}
+		if _, err := c.CoreV1().ConfigMaps("kube-system").Get(ctx, scStateName(name), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("k=%d: state left: %v", k, err)
+		}
+	}
 }

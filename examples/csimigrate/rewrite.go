@@ -108,7 +108,7 @@ func replacement(tr *translate.Translator, logger klog.Logger, pv *v1.Persistent
 		csi.Annotations[plugins.AnnOriginalProvisionedBy] = by
 		csi.Annotations[annProvisionedBy] = csi.Spec.CSI.Driver
 	}
-	if _, ok := pv.Annotations[annDeletionSecretName]; !ok && sc != nil && sc.Provisioner == inTree {
+	if _, ok := pv.Annotations[annDeletionSecretName]; !ok && sc != nil && (sc.Provisioner == inTree || sc.Provisioner == csi.Spec.CSI.Driver) {
 		ref, err := provisionerSecret(tr, logger, pv, sc, pvc)
 		if err != nil {
 			return RewritePV{}, fmt.Errorf("the provisioner secret of StorageClass %s, for deleting the volume: %w", sc.Name, err)
@@ -131,12 +131,17 @@ func replacement(tr *translate.Translator, logger klog.Logger, pv *v1.Persistent
 
 // provisionerSecret is the provisioner secret external-provisioner resolves
 // from the translated in-tree StorageClass for a PV and its claim.
+// A class csimigrate already replaced by its CSI form is read as it is.
 func provisionerSecret(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolume, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (*v1.SecretReference, error) {
-	out, err := tr.TranslateInTreeStorageClassToCSI(logger, sc.Provisioner, sc)
-	if err != nil {
-		return nil, err
+	params := sc.Parameters
+	if tr.IsMigratableIntreePluginByName(sc.Provisioner) {
+		out, err := tr.TranslateInTreeStorageClassToCSI(logger, sc.Provisioner, sc)
+		if err != nil {
+			return nil, err
+		}
+		params = out.Parameters
 	}
-	return secrets.Resolve(secrets.Provisioner, out.Parameters, secrets.Claim{PVName: pv.Name, PVC: pvc})
+	return secrets.Resolve(secrets.Provisioner, params, secrets.Claim{PVName: pv.Name, PVC: pvc})
 }
 
 // buildRewrite prepares the replacement of every migratable in-tree PV.
@@ -239,8 +244,9 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"one) or, without -f, on every in-tree PV of the cluster; PV names after the flags narrow that further.\n"+
 		"Every check runs before the first write to a PV; a PV that fails one is reported and left as it was. Every\n"+
 		"run derives its state from the cluster (the PVs and a ConfigMap per PV in -state-namespace), so an\n"+
-		"interrupted run is resumed by running it again. -dry-run sends every step with the API server's\n"+
-		"server-side dry run instead.\n\nUsage: csimigrate rewrite [flags] [-apply [-dry-run] [PV name...]]", stderr)
+		"interrupted run is resumed by running it again. The in-tree StorageClasses in scope are replaced too,\n"+
+		"after the PVs (delete, then create the translated class; name one as storageclass/NAME). -dry-run sends\n"+
+		"every step with the API server's server-side dry run instead.\n\nUsage: csimigrate rewrite [flags] [-apply [-dry-run] [PV name | storageclass/NAME ...]]", stderr)
 	c.register(fs, "script|yaml")
 	apply := fs.Bool("apply", false, "carry out the rewrite against the cluster of -kubeconfig")
 	dry := fs.Bool("dry-run", false, "with -apply: use the API server's server-side dry run")
@@ -344,8 +350,10 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 	}
 	a := &applier{client: client, tr: tr, logger: c.logger(stderr), stateNS: o.stateNS, out: stdout, concurrency: o.concurrency}
 	ctx := context.Background()
-	var targets []target
+	var targets, classes []target
+	where := "cluster"
 	if len(c.files) > 0 {
+		where = "reviewed input"
 		inv := &Inventory{}
 		if err := c.read(stdin, stderr, inv); err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
@@ -356,33 +364,52 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 				targets = append(targets, target{name: pv.Name, uid: pv.UID})
 			}
 		}
-		fmt.Fprintf(stdout, "%d in-tree PersistentVolumes in the reviewed input\n", len(targets))
+		for _, sc := range inv.StorageClasses {
+			if tr.IsMigratableIntreePluginByName(sc.Provisioner) {
+				classes = append(classes, target{name: sc.Name, uid: sc.UID})
+			}
+		}
+		fmt.Fprintf(stdout, "%d in-tree PersistentVolumes and %d in-tree StorageClasses in the reviewed input\n", len(targets), len(classes))
 	} else {
-		if targets, err = a.liveTargets(ctx); err != nil {
+		if targets, err = a.liveTargets(ctx); err == nil {
+			classes, err = a.liveClassTargets(ctx)
+		}
+		if err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return exitBlocked
 		}
-		fmt.Fprintf(stdout, "%d in-tree PersistentVolumes (or interrupted rewrites) in the cluster\n", len(targets))
+		fmt.Fprintf(stdout, "%d in-tree PersistentVolumes and %d in-tree StorageClasses (or interrupted rewrites) in the cluster\n", len(targets), len(classes))
 	}
 	if len(names) > 0 {
-		var narrowed []target
+		var pvs, scs []target
 		for _, n := range names {
-			i := slices.IndexFunc(targets, func(t target) bool { return t.name == n })
+			list, kind, name := &pvs, "PV", n
+			from := targets
+			if rest, ok := strings.CutPrefix(n, "storageclass/"); ok {
+				list, kind, name, from = &scs, "StorageClass", rest, classes
+			}
+			i := slices.IndexFunc(from, func(t target) bool { return t.name == name })
 			if i < 0 {
-				fmt.Fprintf(stderr, "csimigrate rewrite: PV %q is not an in-tree PV of the %s\n", n, map[bool]string{true: "reviewed input", false: "cluster"}[len(c.files) > 0])
+				fmt.Fprintf(stderr, "csimigrate rewrite: %s %q is not an in-tree %s of the %s\n", kind, name, kind, where)
 				return exitUsage
 			}
-			narrowed = append(narrowed, targets[i])
+			*list = append(*list, from[i])
 		}
-		targets = narrowed
-		fmt.Fprintf(stdout, "%d of them named\n", len(targets))
+		targets, classes = pvs, scs
+		fmt.Fprintf(stdout, "%d PersistentVolumes and %d StorageClasses of them named\n", len(targets), len(classes))
 	}
 	if o.dry {
-		err = a.dryRun(ctx, targets)
+		err = errors.Join(a.dryRun(ctx, targets), a.dryRunClasses(ctx, classes))
 	} else {
-		var r result
-		r, err = a.rewriteAll(ctx, targets)
-		fmt.Fprintf(stdout, "%d PersistentVolumes rewritten or already done, %d refused and left as they were, %d steps taken\n", r.done, r.refused, a.steps)
+		r, pvErr := a.rewriteAll(ctx, targets)
+		var rc result
+		var scErr error
+		if !errors.Is(pvErr, errInterrupted) {
+			rc, scErr = a.rewriteClasses(ctx, classes)
+		}
+		err = errors.Join(pvErr, scErr)
+		fmt.Fprintf(stdout, "%d PersistentVolumes and %d StorageClasses rewritten or already done, %d refused and left as they were, %d steps taken\n",
+			r.done, rc.done, r.refused+rc.refused, a.steps)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
