@@ -61,6 +61,14 @@ func KeysOf(k Kind) Keys {
 	return keys
 }
 
+// Annotations in which external-provisioner records, on a PV it creates,
+// the provisioner secret it deletes the volume with, so that deletion does
+// not depend on the StorageClass (which may change or go).
+const (
+	AnnDeletionSecretName      = "volume.kubernetes.io/provisioner-deletion-secret-name"
+	AnnDeletionSecretNamespace = "volume.kubernetes.io/provisioner-deletion-secret-namespace"
+)
+
 // DefaultKeys is the fallback pair used by a kind that has neither key.
 var DefaultKeys = Keys{Name: Prefix + "secret-name", Namespace: Prefix + "secret-namespace"}
 
