@@ -156,6 +156,21 @@ func TestReservedKeysMatchExternalProvisioner(t *testing.T) {
 	t.Logf("external-provisioner %s: %d reserved keys", version, len(theirs))
 }
 
+// The annotations in which external-provisioner keeps a PV's deletion
+// secret are the ones secrets names (and csimigrate rewrite writes).
+func TestDeletionSecretAnnotationsMatchExternalProvisioner(t *testing.T) {
+	version, f := provisionerSource(t)
+	consts := stringConsts(t, f)
+	for name, ours := range map[string]string{
+		"annDeletionProvisionerSecretRefName":      secrets.AnnDeletionSecretName,
+		"annDeletionProvisionerSecretRefNamespace": secrets.AnnDeletionSecretNamespace,
+	} {
+		if theirs, ok := consts[name]; !ok || theirs != ours {
+			t.Errorf("external-provisioner %s: %s = %q (found %v), ours %q", version, name, theirs, ok, ours)
+		}
+	}
+}
+
 // Every secretParamsMap of external-provisioner (one per kind of secret
 // reference, and the Default pair) has the same keys as secrets.KeysOf of
 // the kind of that name, and every kind it knows is in secrets.Kinds.

@@ -53,8 +53,8 @@ type RewritePV struct {
 // Annotations external-provisioner reads on a PV it deletes.
 const (
 	annProvisionedBy           = "pv.kubernetes.io/provisioned-by"
-	annDeletionSecretName      = "volume.kubernetes.io/provisioner-deletion-secret-name"
-	annDeletionSecretNamespace = "volume.kubernetes.io/provisioner-deletion-secret-namespace"
+	annDeletionSecretName      = secrets.AnnDeletionSecretName
+	annDeletionSecretNamespace = secrets.AnnDeletionSecretNamespace
 )
 
 // replacement builds the CSI PV that replaces an in-tree PV: translated,
