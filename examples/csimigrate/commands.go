@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -20,9 +23,6 @@ func newStderrLogger(w io.Writer) klog.Logger {
 	return funcr.New(func(prefix, args string) { fmt.Fprintln(w, args) }, funcr.Options{Verbosity: 4})
 }
 
-func setup(name, summary string, args []string, stdin io.Reader, stderr io.Writer, outputs string) (*common, *Inventory, *translate.Translator, int, bool) {
-	return setupWith(name, summary, args, stdin, stderr, outputs, nil)
-}
 
 // setupWith parses flags and reads the input into sink (an Inventory when
 // sink is nil).
@@ -210,66 +210,121 @@ func dash(s string) string {
 }
 
 func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c, inv, tr, code, ok := setup("translate", "Prints the CSI equivalents of the input's in-tree PVs and StorageClasses, and of pods' inline\n"+
-		"volumes as PVs, as YAML or JSON. Objects that fail are reported on stderr with the field at fault (exit 1).",
-		args, stdin, stderr, "yaml|json")
+	var sink *translateSink
+	_, _, _, code, ok := setupWith("translate", "Prints the CSI equivalents of the input's in-tree PVs and StorageClasses, and of pods' inline\n"+
+		"volumes as PVs, as YAML or JSON, each as soon as it is read (memory does not grow with the input). Objects\n"+
+		"that fail are reported on stderr with the field at fault (exit 1).",
+		args, stdin, stderr, "yaml|json", func(c *common, tr *translate.Translator) Sink {
+			sink = &translateSink{tr: tr, logger: c.logger(stderr), stderr: stderr, w: bufio.NewWriterSize(stdout, 1<<16), json: c.output == "json"}
+			return sink
+		})
 	if !ok {
 		return code
 	}
-	logger := c.logger(stderr)
-	var out []any
-	failed := false
-	for _, pv := range inv.PVs {
-		if !tr.IsPVMigratable(pv) {
-			continue
-		}
-		csi, err := tr.TranslateInTreePVToCSI(logger, pv)
-		if err != nil {
-			fmt.Fprintf(stderr, "PersistentVolume %s: %v\n", pv.Name, err)
-			failed = true
-			continue
-		}
-		out = append(out, cleanPV(csi))
-	}
-	scs, errs := storageClassesToRecreate(inv, tr, logger)
-	for _, err := range errs {
-		fmt.Fprintln(stderr, err)
-		failed = true
-	}
-	for _, sc := range scs {
-		sc.TypeMeta = metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"}
-		out = append(out, sc)
-	}
-	for _, pod := range inv.Pods {
-		for i := range pod.Spec.Volumes {
-			vol := &pod.Spec.Volumes[i]
-			if !tr.IsInlineMigratable(vol) {
-				continue
-			}
-			pv, err := tr.TranslateInTreeInlineVolumeToCSI(logger, vol, pod.Namespace)
-			if err != nil {
-				fmt.Fprintf(stderr, "Pod %s/%s volume %s: %v\n", pod.Namespace, pod.Name, vol.Name, err)
-				failed = true
-				continue
-			}
-			pv.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"}
-			out = append(out, pv)
-		}
-	}
-	var err error
-	if c.output == "json" {
-		err = writeJSON(stdout, map[string]any{"apiVersion": "v1", "kind": "List", "items": out})
-	} else {
-		err = writeYAML(stdout, out...)
-	}
-	if err != nil {
+	if err := sink.finish(); err != nil {
 		fmt.Fprintf(stderr, "csimigrate translate: %v\n", err)
 		return exitInput
 	}
-	if failed {
+	if sink.failed {
 		return exitBlocked
 	}
 	return exitOK
+}
+
+// translateSink translates each object as it is read and writes the result:
+// YAML documents, or the items of one JSON List.
+type translateSink struct {
+	tr     *translate.Translator
+	logger klog.Logger
+	stderr io.Writer
+	w      *bufio.Writer
+	json   bool
+	n      int
+	failed bool
+	err    error // the first write error
+}
+
+// Add implements Sink.
+func (s *translateSink) Add(obj any) {
+	switch o := obj.(type) {
+	case *v1.PersistentVolume:
+		if !s.tr.IsPVMigratable(o) {
+			return
+		}
+		csi, err := s.tr.TranslateInTreePVToCSI(s.logger, o)
+		if err != nil {
+			fmt.Fprintf(s.stderr, "PersistentVolume %s: %v\n", o.Name, err)
+			s.failed = true
+			return
+		}
+		s.emit(cleanPV(csi))
+	case *storagev1.StorageClass:
+		if !s.tr.IsMigratableIntreePluginByName(o.Provisioner) {
+			return
+		}
+		csi, err := s.tr.TranslateInTreeStorageClassToCSI(s.logger, o.Provisioner, o)
+		if err != nil {
+			fmt.Fprintln(s.stderr, err)
+			s.failed = true
+			return
+		}
+		csi.ResourceVersion, csi.UID, csi.CreationTimestamp, csi.ManagedFields = "", "", metav1.Time{}, nil
+		csi.TypeMeta = metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"}
+		s.emit(csi)
+	case *v1.Pod:
+		for i := range o.Spec.Volumes {
+			vol := &o.Spec.Volumes[i]
+			if !s.tr.IsInlineMigratable(vol) {
+				continue
+			}
+			pv, err := s.tr.TranslateInTreeInlineVolumeToCSI(s.logger, vol, o.Namespace)
+			if err != nil {
+				fmt.Fprintf(s.stderr, "Pod %s/%s volume %s: %v\n", o.Namespace, o.Name, vol.Name, err)
+				s.failed = true
+				continue
+			}
+			pv.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"}
+			s.emit(pv)
+		}
+	}
+}
+
+func (s *translateSink) emit(obj any) {
+	if s.err != nil {
+		return
+	}
+	if s.json {
+		b, err := json.MarshalIndent(obj, "    ", "  ")
+		if err != nil {
+			s.err = err
+			return
+		}
+		if s.n == 0 {
+			s.w.WriteString("{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n  \"items\": [\n    ")
+		} else {
+			s.w.WriteString(",\n    ")
+		}
+		_, s.err = s.w.Write(b)
+	} else {
+		s.err = writeYAML(s.w, obj)
+	}
+	s.n++
+}
+
+// finish ends the JSON List and flushes.
+func (s *translateSink) finish() error {
+	if s.err == nil && s.json {
+		if s.n == 0 {
+			s.w.WriteString("{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n  \"items\": [")
+		} else {
+			s.w.WriteString("\n  ")
+		}
+		_, s.err = s.w.WriteString("]\n}\n")
+	}
+	if s.err != nil {
+		return s.err
+	}
+	return s.w.Flush()
 }
 
 // cleanPV prepares a translated PV for creation: server-set fields cleared.

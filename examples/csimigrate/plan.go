@@ -349,21 +349,3 @@ func planRBDSecret(ns, name, user string, have map[string]*v1.Secret, add func(S
 	}
 }
 
-// storageClassesToRecreate translates the in-tree StorageClasses.
-func storageClassesToRecreate(inv *Inventory, tr *translate.Translator, logger klog.Logger) ([]*storagev1.StorageClass, []error) {
-	var out []*storagev1.StorageClass
-	var errs []error
-	for _, sc := range inv.StorageClasses {
-		if !tr.IsMigratableIntreePluginByName(sc.Provisioner) {
-			continue
-		}
-		csi, err := tr.TranslateInTreeStorageClassToCSI(logger, sc.Provisioner, sc)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		csi.ResourceVersion, csi.UID, csi.CreationTimestamp, csi.ManagedFields = "", "", metav1.Time{}, nil
-		out = append(out, csi)
-	}
-	return out, errs
-}

@@ -97,3 +97,26 @@ func BenchmarkPlan100k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTranslate100k translates dumps of 25,000 and 100,000 PVs to JSON
+// and to YAML: peak-heap-MB must not grow with the dump (each object is
+// written as soon as it is read).
+func BenchmarkTranslate100k(b *testing.B) {
+	for _, n := range []int{25_000, 100_000} {
+		for _, out := range []string{"json", "yaml"} {
+			b.Run(fmt.Sprintf("%d/%s", n, out), func(b *testing.B) {
+				path := writeDump(b, n)
+				runtime.GC()
+				var peak uint64
+				for b.Loop() {
+					peak = peakHeap(func() {
+						if code := run([]string{"translate", "-o", out, "-f", path}, nil, io.Discard, io.Discard); code != exitOK {
+							b.Fatalf("exit %d", code)
+						}
+					})
+				}
+				b.ReportMetric(float64(peak)/1e6, "peak-heap-MB")
+			})
+		}
+	}
+}
