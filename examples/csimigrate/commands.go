@@ -23,7 +23,6 @@ func newStderrLogger(w io.Writer) klog.Logger {
 	return funcr.New(func(prefix, args string) { fmt.Fprintln(w, args) }, funcr.Options{Verbosity: 4})
 }
 
-
 // setupWith parses flags and reads the input into sink (an Inventory when
 // sink is nil).
 func setupWith(name, summary string, args []string, stdin io.Reader, stderr io.Writer, outputs string, sink func(*common, *translate.Translator) Sink) (*common, *Inventory, *translate.Translator, int, bool) {

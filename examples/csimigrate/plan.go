@@ -348,4 +348,3 @@ func planRBDSecret(ns, name, user string, have map[string]*v1.Secret, add func(S
 		add(SecretPlan{Namespace: ns, Name: name, Action: "add", Fields: []string{f.Field + "=" + f.Value}, Reason: f.Reason})
 	}
 }
-
