@@ -121,6 +121,9 @@ func RBDImage(t *rapid.T) string {
 		rapid.StringMatching(`kubernetes-dynamic-pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`),
 		rapid.StringMatching(`[a-zA-Z0-9][a-zA-Z0-9_.-]{0,20}`),
 		rapid.StringMatching(`kubernetes-dynamic-pvc-[a-z0-9_-]{1,12}`),
+		// Edges of Ceph CSI's handle reader: the bare prefix, the markers
+		// it searches for inside the name.
+		rapid.SampledFrom([]string{"kubernetes-dynamic-pvc-", "kubernetes-dynamic-pvc-image-1", "kubernetes-dynamic-pvc-mons-1", "kubernetes-dynamic-pvc-mig"}),
 	).Draw(t, "image")
 }
 

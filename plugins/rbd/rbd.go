@@ -194,8 +194,9 @@ func accessModeFor(readOnly bool) []v1.PersistentVolumeAccessMode {
 // composed for (pool, image) back as the same image and pool; it agrees with
 // volumeid.CephCSIReadRBDHandle for handles with an MD5 clusterID.
 func handleOK(pool, image string) bool {
+	// The bare prefix is fine: Ceph CSI adds the prefix to an empty name.
 	rest, ok := strings.CutPrefix(image, volumeid.RBDImagePrefix)
-	return ok && rest != "" && pool != "" &&
+	return ok && pool != "" &&
 		strings.IndexByte(rest, '_') < 0 && !strings.Contains(rest, "image-")
 }
 
