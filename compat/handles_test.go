@@ -28,30 +28,20 @@ var rbdCase = peertest.Case{
 		}
 		return rbd.New(rbd.Options{ClusterConfig: cfg})
 	},
-	Stock:       stockOf(upstream.NewRBDCSITranslator()),
-	InTree:      gen.RBDPV,
-	Provisioned: gen.RBDProvisionedPV,
-	Inline:      gen.RBDInline,
-	StockRejects: func(pv *v1.PersistentVolume) (string, bool) {
-		if pv.Spec.RBD == nil || pv.Spec.RBD.RBDImage == "" {
-			return "spec.rbd.image is empty", true
-		}
-		return "", false
-	},
+	Stock:        stockOf(upstream.NewRBDCSITranslator()),
+	InTree:       gen.RBDPV,
+	Provisioned:  gen.RBDProvisionedPV,
+	Inline:       gen.RBDInline,
+	StockRejects: peertest.RBDStockRejects,
 }
 
 var vsphereCase = peertest.Case{
-	Ours:        func(*v1.PersistentVolume) plugins.InTreePlugin { return vsphere.New(vsphere.Options{}) },
-	Stock:       stockOf(upstream.NewvSphereCSITranslator()),
-	InTree:      gen.VSpherePV,
-	Provisioned: gen.VSphereProvisionedPV,
-	Inline:      gen.VSphereInline,
-	StockRejects: func(pv *v1.PersistentVolume) (string, bool) {
-		if pv.Spec.VsphereVolume == nil || pv.Spec.VsphereVolume.VolumePath == "" {
-			return "spec.vsphereVolume.volumePath is empty", true
-		}
-		return "", false
-	},
+	Ours:         func(*v1.PersistentVolume) plugins.InTreePlugin { return vsphere.New(vsphere.Options{}) },
+	Stock:        stockOf(upstream.NewvSphereCSITranslator()),
+	InTree:       gen.VSpherePV,
+	Provisioned:  gen.VSphereProvisionedPV,
+	Inline:       gen.VSphereInline,
+	StockRejects: peertest.VSphereStockRejects,
 }
 
 // Whatever library a component runs, a stored in-tree PV names one volume:

@@ -30,15 +30,10 @@ var vsphereCase = func() peertest.Case {
 				return p.TranslateInTreeInlineVolumeToCSI(logger, vol, ns)
 			},
 		},
-		InTree:      gen.VSpherePV,
-		Provisioned: gen.VSphereProvisionedPV,
-		Inline:      gen.VSphereInline,
-		StockRejects: func(pv *v1.PersistentVolume) (string, bool) {
-			if pv.Spec.VsphereVolume == nil || pv.Spec.VsphereVolume.VolumePath == "" {
-				return "spec.vsphereVolume.volumePath is empty", true
-			}
-			return "", false
-		},
+		InTree:       gen.VSpherePV,
+		Provisioned:  gen.VSphereProvisionedPV,
+		Inline:       gen.VSphereInline,
+		StockRejects: peertest.VSphereStockRejects,
 	}
 }()
 

@@ -59,13 +59,16 @@ func knownFinalizer(f string) bool {
 }
 
 // stateName is the ConfigMap name for a PV.
-func stateName(pv string) string {
-	n := "csimigrate-rewrite-" + pv
-	if len(n) <= 253 {
+func stateName(pv string) string { return stateNameWith("csimigrate-rewrite-", pv) }
+
+// stateNameWith is prefix+name, or prefix and a hash of name where that
+// would be too long for a ConfigMap name.
+func stateNameWith(prefix, name string) string {
+	if n := prefix + name; len(n) <= 253 {
 		return n
 	}
-	sum := sha256.Sum256([]byte(pv))
-	return "csimigrate-rewrite-" + hex.EncodeToString(sum[:16])
+	sum := sha256.Sum256([]byte(name))
+	return prefix + hex.EncodeToString(sum[:16])
 }
 
 // rewriteState is what a run saves before it deletes an in-tree PV: the
@@ -498,11 +501,11 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 				upd := cur.DeepCopy()
 				upd.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimPolicy(want)
 				delete(upd.Annotations, AnnReclaimPolicy)
-				updated, err := pvs.Update(ctx, upd, metav1.UpdateOptions{})
-				if err != nil && !apierrors.IsConflict(err) {
+				updated, err := a.updatePV(ctx, upd)
+				if err != nil {
 					return err
 				}
-				if err == nil {
+				if updated != nil {
 					cur, havePV, haveCM = updated, true, true
 				}
 				continue
@@ -613,11 +616,11 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 				upd.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
 				// The update carries cur's resourceVersion: it applies to
 				// this exact object or fails.
-				updated, err := pvs.Update(ctx, upd, metav1.UpdateOptions{})
-				if err != nil && !apierrors.IsConflict(err) {
+				updated, err := a.updatePV(ctx, upd)
+				if err != nil {
 					return err
 				}
-				if err == nil {
+				if updated != nil {
 					cur, havePV, haveCM = updated, true, true
 				}
 				continue
@@ -646,6 +649,17 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 		}
 	}
 	return fmt.Errorf("pv/%s: did not converge", name)
+}
+
+// updatePV sends upd, which carries the resourceVersion it was read with,
+// and returns the PV as updated; nil, nil on a conflict (the PV changed:
+// it is read again).
+func (a *applier) updatePV(ctx context.Context, upd *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+	updated, err := a.client.CoreV1().PersistentVolumes().Update(ctx, upd, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		return nil, nil
+	}
+	return updated, err
 }
 
 // claimStillThere checks, before a replacement is created, that its claim
@@ -714,6 +728,25 @@ type result struct {
 	errs          []error
 }
 
+// record counts the outcome of one object's rewrite and reports a refusal;
+// it returns whether the run was interrupted.
+func (r *result) record(a *applier, obj string, err error) (interrupted bool) {
+	var ref *refusal
+	switch {
+	case errors.Is(err, errInterrupted):
+		return true
+	case errors.As(err, &ref):
+		r.refused++
+		a.say("%s: refused, left as it was: %s\n", obj, ref.reason)
+		r.errs = append(r.errs, fmt.Errorf("%s: %w", obj, err))
+	case err != nil:
+		r.errs = append(r.errs, fmt.Errorf("%s: %w", obj, err))
+	default:
+		r.done++
+	}
+	return false
+}
+
 // rewriteAll rewrites every target, a.concurrency at a time, each PV's
 // steps in order. A refused PV is reported and left as it was; the others
 // go on. Errors are sorted by PV name.
@@ -732,19 +765,9 @@ func (a *applier) rewriteAll(ctx context.Context, targets []target) (result, err
 			defer wg.Done()
 			for t := range work {
 				err := a.rewrite(ctx, t)
-				var ref *refusal
 				mu.Lock()
-				switch {
-				case errors.Is(err, errInterrupted):
+				if r.record(a, "pv/"+t.name, err) {
 					interrupted = true
-				case errors.As(err, &ref):
-					r.refused++
-					a.say("pv/%s: refused, left as it was: %s\n", t.name, ref.reason)
-					r.errs = append(r.errs, fmt.Errorf("pv/%s: %w", t.name, err))
-				case err != nil:
-					r.errs = append(r.errs, fmt.Errorf("pv/%s: %w", t.name, err))
-				default:
-					r.done++
 				}
 				mu.Unlock()
 			}

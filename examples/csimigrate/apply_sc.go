@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -17,14 +15,7 @@ import (
 const stateLabelSC = "csimigrate.io/rewrite-of-storageclass"
 
 // scStateName is the state ConfigMap name for a StorageClass.
-func scStateName(sc string) string {
-	n := "csimigrate-rewrite-sc-" + sc
-	if len(n) <= 253 {
-		return n
-	}
-	sum := sha256.Sum256([]byte(sc))
-	return "csimigrate-rewrite-sc-" + hex.EncodeToString(sum[:16])
-}
+func scStateName(sc string) string { return stateNameWith("csimigrate-rewrite-sc-", sc) }
 
 // scState is what a run saves before it deletes an in-tree StorageClass
 // (StorageClass parameters and provisioner cannot be updated): the
@@ -180,19 +171,8 @@ func (a *applier) liveClassTargets(ctx context.Context) ([]target, error) {
 func (a *applier) rewriteClasses(ctx context.Context, targets []target) (result, error) {
 	var r result
 	for _, t := range targets {
-		err := a.rewriteClass(ctx, t)
-		var ref *refusal
-		switch {
-		case errors.Is(err, errInterrupted):
-			return r, err
-		case errors.As(err, &ref):
-			r.refused++
-			a.say("storageclass/%s: refused, left as it was: %s\n", t.name, ref.reason)
-			r.errs = append(r.errs, fmt.Errorf("storageclass/%s: %w", t.name, err))
-		case err != nil:
-			r.errs = append(r.errs, fmt.Errorf("storageclass/%s: %w", t.name, err))
-		default:
-			r.done++
+		if r.record(a, "storageclass/"+t.name, a.rewriteClass(ctx, t)) {
+			return r, errInterrupted
 		}
 	}
 	return r, errors.Join(r.errs...)

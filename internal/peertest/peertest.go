@@ -52,6 +52,25 @@ type Case struct {
 	StockRejects func(pv *v1.PersistentVolume) (string, bool)
 }
 
+// VSphereStockRejects reports a vSphere in-tree PV from a stock reverse
+// translation that the API server rejects: an empty volumePath
+// (csi-translation-lib takes it from initialvolumefilepath only).
+func VSphereStockRejects(pv *v1.PersistentVolume) (string, bool) {
+	if pv.Spec.VsphereVolume == nil || pv.Spec.VsphereVolume.VolumePath == "" {
+		return "spec.vsphereVolume.volumePath is empty", true
+	}
+	return "", false
+}
+
+// RBDStockRejects reports an RBD in-tree PV from a stock reverse translation
+// that the API server rejects: an empty image (no imageName attribute).
+func RBDStockRejects(pv *v1.PersistentVolume) (string, bool) {
+	if pv.Spec.RBD == nil || pv.Spec.RBD.RBDImage == "" {
+		return "spec.rbd.image is empty", true
+	}
+	return "", false
+}
+
 // AttachmentName is the name kube-controller-manager's CSI attacher gives
 // the VolumeAttachment of a volume on a node (getAttachmentName in
 // k8s.io/kubernetes/pkg/volume/csi, unexported there): "csi-" and the hex
