@@ -176,15 +176,45 @@ func (rd *reader) readStream(source string, r io.Reader) error {
 	}
 	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
-	var doc bytes.Buffer
+	var doc, item, pending bytes.Buffer
 	n := 0
+	// A List document as kubectl prints it ("items:", then "- " entries at
+	// column 0) is decoded item by item: items is itemsStreaming while the
+	// entries are read, each kept in item (dedented) until the next.
+	items, streamed := itemsNone, 0
+	flushItem := func() error {
+		if item.Len() == 0 {
+			return nil
+		}
+		err := rd.decodeDoc(item.Bytes())
+		item.Reset()
+		if err != nil {
+			return &InputError{Source: source, Doc: n + 1, Err: fmt.Errorf("items[%d]: %w", streamed, err)}
+		}
+		streamed++
+		return nil
+	}
 	flush := func() error {
-		if len(bytes.TrimSpace(doc.Bytes())) == 0 {
+		if err := flushItem(); err != nil {
+			return err
+		}
+		if items == itemsPending {
+			doc.Write(pending.Bytes()) // "items:" and nothing after it
+			pending.Reset()
+		}
+		wasList := streamed > 0 || items == itemsStreaming
+		items, streamed = itemsNone, 0
+		if len(bytes.TrimSpace(doc.Bytes())) == 0 && !wasList {
 			doc.Reset()
 			return nil
 		}
 		n++
-		err := rd.decodeDoc(doc.Bytes())
+		var err error
+		if wasList {
+			err = checkListHeader(doc.Bytes())
+		} else {
+			err = rd.decodeDoc(doc.Bytes())
+		}
 		doc.Reset()
 		if err != nil {
 			return &InputError{Source: source, Doc: n, Err: err}
@@ -193,6 +223,52 @@ func (rd *reader) readStream(source string, r io.Reader) error {
 	}
 	for sc.Scan() {
 		line := sc.Bytes()
+		switch items {
+		case itemsPending:
+			// The first content line after "items:" decides; "items:" and
+			// the comments after it are held in pending until then.
+			if isBlankOrComment(line) {
+				pending.Write(line)
+				pending.WriteByte('\n')
+				continue
+			}
+			if isEntry(line) {
+				items = itemsStreaming
+				pending.Reset()
+				item.Write(line[min(2, len(line)):])
+				item.WriteByte('\n')
+				continue
+			}
+			// Another shape: the document is read whole.
+			items = itemsNone
+			doc.Write(pending.Bytes())
+			pending.Reset()
+		case itemsStreaming:
+			switch {
+			case isEntry(line):
+				if err := flushItem(); err != nil {
+					return err
+				}
+				item.Write(line[min(2, len(line)):])
+				item.WriteByte('\n')
+				continue
+			case bytes.HasPrefix(line, []byte("  ")) || isBlankOrComment(line):
+				if len(line) >= 2 && line[0] == ' ' {
+					line = line[2:]
+				}
+				item.Write(line)
+				item.WriteByte('\n')
+				continue
+			case line[0] == ' ' || line[0] == '\t':
+				return &InputError{Source: source, Doc: n + 1, Err: fmt.Errorf("items[%d]: line %q is indented less than the list's entries", streamed, line)}
+			default:
+				// A top-level key after the items: the list ends.
+				if err := flushItem(); err != nil {
+					return err
+				}
+				items = itemsDone
+			}
+		}
 		if rest, ok := documentMarker(line, "---"); ok {
 			if err := flush(); err != nil {
 				return err
@@ -214,6 +290,12 @@ func (rd *reader) readStream(source string, r io.Reader) error {
 			}
 			continue
 		}
+		if items == itemsNone && isItemsKey(line) {
+			items = itemsPending
+			pending.Write(line)
+			pending.WriteByte('\n')
+			continue
+		}
 		doc.Write(line)
 		doc.WriteByte('\n')
 	}
@@ -221,6 +303,51 @@ func (rd *reader) readStream(source string, r io.Reader) error {
 		return fmt.Errorf("%s: %w", source, err)
 	}
 	return flush()
+}
+
+// States of a YAML document's top-level "items:".
+const (
+	itemsNone      = iota // no "items:" key yet (or a shape read whole)
+	itemsPending          // "items:" seen, its first entry not yet
+	itemsStreaming        // entries "- ..." at column 0 being read
+	itemsDone             // after the entries
+)
+
+// isItemsKey reports a line "items:" at column 0, possibly with a comment.
+func isItemsKey(line []byte) bool {
+	rest, ok := bytes.CutPrefix(line, []byte("items:"))
+	if !ok {
+		return false
+	}
+	rest = bytes.TrimSpace(rest)
+	return len(rest) == 0 || rest[0] == '#'
+}
+
+// isEntry reports a block sequence entry at column 0: "- ..." or "-".
+func isEntry(line []byte) bool {
+	return bytes.HasPrefix(line, []byte("- ")) || bytes.Equal(bytes.TrimRight(line, " \r"), []byte("-"))
+}
+
+func isBlankOrComment(line []byte) bool {
+	t := bytes.TrimSpace(line)
+	return len(t) == 0 || t[0] == '#'
+}
+
+// checkListHeader checks what is left of a document whose items were
+// streamed: it must say a kind ending in "List".
+func checkListHeader(y []byte) error {
+	j, err := yaml.YAMLToJSON(y)
+	if err != nil {
+		return err
+	}
+	var tm typeMeta
+	if err := json.Unmarshal(j, &tm); err != nil {
+		return err
+	}
+	if !strings.HasSuffix(tm.Kind, "List") {
+		return fmt.Errorf("a top-level items list in an object of kind %q, not a List", tm.Kind)
+	}
+	return nil
 }
 
 // documentMarker reports whether line is the YAML marker m ("---" or

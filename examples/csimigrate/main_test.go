@@ -281,3 +281,46 @@ func TestInputReadWholeOrRefused(t *testing.T) {
 		}
 	}
 }
+
+// A YAML List is streamed item by item in kubectl's shape and read whole in
+// any other; both give the same objects.
+func TestYAMLListShapes(t *testing.T) {
+	item := func(name string) string {
+		return "apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: " + name +
+			"\n  annotations:\n    note: |\n      two\n      lines\nspec:\n  capacity: {storage: 1Gi}\n  accessModes: [ReadWriteOnce]\n  vsphereVolume: {volumePath: \"[ds] kubevols/" + name + ".vmdk\"}\n"
+	}
+	indent := func(s, first, rest string) string {
+		lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+		for i := range lines {
+			if i == 0 {
+				lines[i] = first + lines[i]
+			} else {
+				lines[i] = rest + lines[i]
+			}
+		}
+		return strings.Join(lines, "\n") + "\n"
+	}
+	kubectl := "apiVersion: v1\nitems:\n# the first\n" + indent(item("a"), "- ", "  ") + "\n  # inside\n" + indent(item("b"), "- ", "  ") + "kind: List\nmetadata:\n  resourceVersion: \"\"\n"
+	indented := "apiVersion: v1\nkind: List\nitems:\n" + indent(item("a"), "  - ", "    ") + indent(item("b"), "  - ", "    ")
+	want, _, _ := runCmd(t, "---\n"+item("a")+"---\n"+item("b"), "plan", "-o", "json", "-f", "-")
+	for name, in := range map[string]string{"kubectl": kubectl, "indented": indented, "kubectl, CRLF": strings.ReplaceAll(kubectl, "\n", "\r\n")} {
+		got, stderr, code := runCmd(t, in, "plan", "-o", "json", "-f", "-")
+		if code != exitOK {
+			t.Errorf("%s: exit %d: %s", name, code, stderr)
+			continue
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: (-documents +list):\n%s", name, diff)
+		}
+	}
+	for name, tc := range map[string]struct{ in, want string }{
+		"not a List": {"apiVersion: v1\nkind: Thing\nitems:\n" + indent(item("a"), "- ", "  "), `kind "Thing", not a List`},
+		"bad indent": {"apiVersion: v1\nkind: List\nitems:\n" + indent(item("a"), "- ", "  ") + " x: 1\n", "indented less than the list's entries"},
+		"bad item":   {"apiVersion: v1\nkind: List\nitems:\n- just a string\n", "items[0]"},
+	} {
+		_, stderr, code := runCmd(t, tc.in, "plan", "-f", "-")
+		if code != exitInput || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: exit %d, want %d and %q: %s", name, code, exitInput, tc.want, stderr)
+		}
+	}
+}

@@ -2,14 +2,18 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 // writeDump writes a `kubectl get pv -o json` List of n in-tree PVs (RBD,
@@ -118,5 +122,72 @@ func BenchmarkTranslate100k(b *testing.B) {
 				b.ReportMetric(float64(peak)/1e6, "peak-heap-MB")
 			})
 		}
+	}
+}
+
+// writeYAMLDump writes the dump of writeDump as `kubectl get pv -o yaml`
+// prints it: one List document, its items as "- " entries at column 0.
+func writeYAMLDump(t testing.TB, n int) string {
+	t.Helper()
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	b, err := os.ReadFile(writeDump(t, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &list); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "pvs.yaml")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.WriteString("apiVersion: v1\nitems:\n")
+	for _, it := range list.Items {
+		y, err := yaml.JSONToYAML(it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(strings.TrimSuffix(string(y), "\n"), "\n") {
+			if i == 0 {
+				w.WriteString("- ")
+			} else {
+				w.WriteString("  ")
+			}
+			w.WriteString(line)
+			w.WriteByte('\n')
+		}
+	}
+	w.WriteString("kind: List\nmetadata:\n  resourceVersion: \"\"\n")
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return path
+}
+
+// BenchmarkPlanYAML100k plans a YAML List dump (kubectl's -o yaml) of
+// 25,000 and 100,000 PVs: the items are streamed, so peak-heap-MB grows with
+// the report as for JSON, not with the dump.
+func BenchmarkPlanYAML100k(b *testing.B) {
+	for _, n := range []int{25_000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			path := writeYAMLDump(b, n)
+			st, _ := os.Stat(path)
+			b.ReportMetric(float64(st.Size())/1e6, "input-MB")
+			runtime.GC()
+			var peak uint64
+			for b.Loop() {
+				peak = peakHeap(func() {
+					if code := run([]string{"plan", "-o", "json", "-f", path}, nil, io.Discard, io.Discard); code != exitBlocked && code != exitOK {
+						b.Fatalf("exit %d", code)
+					}
+				})
+			}
+			b.ReportMetric(float64(peak)/1e6, "peak-heap-MB")
+		})
 	}
 }
