@@ -15,14 +15,35 @@ rewrite_pv() {
   if [ "$cur" != "$driver" ]; then
     if $KUBECTL get pv "$name" >/dev/null 2>&1; then
       uid=$($KUBECTL get pv "$name" -o 'jsonpath={.metadata.uid}')
+      # 0. Not being deleted, and held by no finalizer csimigrate does not
+      #    know (pv-protection, and the PV controller's and
+      #    external-provisioner's deletion protection, which their owners
+      #    remove once Retain is set). Stop the pods using it first.
+      if [ -n "$($KUBECTL get pv "$name" -o 'jsonpath={.metadata.deletionTimestamp}')" ]; then
+        echo "$name is being deleted; not rewriting it" >&2; exit 1
+      fi
+      for f in $($KUBECTL get pv "$name" -o 'jsonpath={.metadata.finalizers[*]}'); do
+        case "$f" in
+          kubernetes.io/pv-protection|kubernetes.io/pv-controller|external-provisioner.volume.kubernetes.io/finalizer) ;;
+          *) echo "$name has finalizer $f; not rewriting it" >&2; exit 1 ;;
+        esac
+      done
       # 1. Retain on this exact object (the uid precondition makes the patch
-      #    fail if the object was replaced meanwhile).
+      #    fail if the object was replaced meanwhile), then wait for the
+      #    deletion-protection finalizers' owners to remove them.
       $KUBECTL patch pv "$name" --type=merge -p "{\"metadata\":{\"uid\":\"$uid\"},\"spec\":{\"persistentVolumeReclaimPolicy\":\"Retain\"}}"
       [ "$($KUBECTL get pv "$name" -o 'jsonpath={.metadata.uid}/{.spec.persistentVolumeReclaimPolicy}')" = "$uid/Retain" ] || { echo "Retain not in force on $name" >&2; exit 1; }
+      for i in $(seq 60); do
+        case " $($KUBECTL get pv "$name" -o 'jsonpath={.metadata.finalizers[*]}') " in
+          *" kubernetes.io/pv-controller "*|*" external-provisioner.volume.kubernetes.io/finalizer "*) sleep 1 ;;
+          *) break ;;
+        esac
+      done
       # 2. Delete the in-tree PV object; with Retain the volume is kept. The
-      #    pv-protection finalizer holds a bound PV: remove it from that object.
+      #    pv-protection finalizer holds it: remove that one, from that
+      #    object (uid), only when it is the only finalizer.
       $KUBECTL delete pv "$name" --wait=false
-      $KUBECTL patch pv "$name" --type=merge -p "{\"metadata\":{\"uid\":\"$uid\",\"finalizers\":null}}" 2>/dev/null || true
+      $KUBECTL patch pv "$name" --type=json -p "[{\"op\":\"test\",\"path\":\"/metadata/uid\",\"value\":\"$uid\"},{\"op\":\"test\",\"path\":\"/metadata/finalizers\",\"value\":[\"kubernetes.io/pv-protection\"]},{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]" 2>/dev/null || true
       $KUBECTL wait --for=delete "pv/$name" --timeout=120s
     fi
     # 3. Create the CSI PV with the same name and claimRef (Retain for now).
