@@ -1,6 +1,7 @@
 package featuregate
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -158,6 +159,16 @@ func KubeletMigratedPlugins(fg Gates, minor int, plugins ...Plugin) string {
 		}
 	}
 	return FormatMigratedPlugins(names)
+}
+
+// AttachmentName is the name kube-controller-manager's CSI attacher gives
+// the VolumeAttachment of a volume on a node (getAttachmentName in
+// k8s.io/kubernetes/pkg/volume/csi, unexported there): "csi-" and the hex
+// SHA-256 of handle, driver and node name. A migrated in-tree volume gets
+// the name of its translated handle, so a CSI PV with the same driver and
+// handle keeps its attachment.
+func AttachmentName(handle, driver, node string) string {
+	return fmt.Sprintf("csi-%x", sha256.Sum256([]byte(handle+driver+node)))
 }
 
 // Route is where the attach/detach controller sends a volume.

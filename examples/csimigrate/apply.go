@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/translate"
 )
@@ -155,7 +156,10 @@ type applier struct {
 	// concurrency is how many PVs are rewritten at once (each PV's steps
 	// stay in order); 0 means 1.
 	concurrency int
-	stepLimit   int // tests: stop after this many mutating steps (0: no limit)
+	// online allows rewriting PVs that running pods use where onlineSafe
+	// holds.
+	online    bool
+	stepLimit int // tests: stop after this many mutating steps (0: no limit)
 
 	mu    sync.Mutex // guards what follows, and out
 	steps int
@@ -285,13 +289,6 @@ func (a *applier) check(ctx context.Context, cur *v1.PersistentVolume) (*checks,
 		case pvc.Spec.VolumeName != cur.Name:
 			return nil, refuse("claim %s/%s is bound to volume %q, not to this PV", c.Namespace, c.Name, pvc.Spec.VolumeName)
 		}
-		pods, err := a.podsUsing(ctx, c.Namespace, c.Name)
-		if err != nil {
-			return nil, err
-		}
-		if len(pods) > 0 {
-			return nil, refuse("in use by pods %s of claim %s/%s; stop them first (csimigrate plan lists them)", strings.Join(pods, ", "), c.Namespace, c.Name)
-		}
 	}
 	sc, err := a.storageClass(ctx, cur)
 	if err != nil {
@@ -301,28 +298,118 @@ func (a *applier) check(ctx context.Context, cur *v1.PersistentVolume) (*checks,
 	if err != nil {
 		return nil, refuse("%v", err)
 	}
+	if c := cur.Spec.ClaimRef; c != nil {
+		pods, err := a.podsUsing(ctx, c.Namespace, c.Name)
+		if err != nil {
+			return nil, err
+		}
+		if len(pods) > 0 {
+			names := make([]string, len(pods))
+			for i, p := range pods {
+				names[i] = p.Name
+			}
+			if !a.online {
+				return nil, refuse("in use by pods %s of claim %s/%s; stop them first (csimigrate plan lists them), or use -online where the plugin is migrated on their nodes",
+					strings.Join(names, ", "), c.Namespace, c.Name)
+			}
+			if err := a.onlineSafe(ctx, cur, r.CSI.Spec.CSI.Driver, r.CSI.Spec.CSI.VolumeHandle, pods); err != nil {
+				return nil, refuse("in use by pods %s of claim %s/%s, and not safe online: %v", strings.Join(names, ", "), c.Namespace, c.Name, err)
+			}
+		}
+	}
 	return &checks{uid: cur.UID, sc: sc, pvc: pvc, r: r}, nil
 }
 
 // podsUsing lists the pods of a namespace, not finished, that use a claim.
-func (a *applier) podsUsing(ctx context.Context, ns, claim string) ([]string, error) {
+func (a *applier) podsUsing(ctx context.Context, ns, claim string) ([]v1.Pod, error) {
 	pods, err := a.podsIn(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	var out []v1.Pod
 	for _, pod := range pods {
 		if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 			continue
 		}
 		for _, vol := range pod.Spec.Volumes {
 			if vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ClaimName == claim {
-				out = append(out, pod.Name)
+				out = append(out, pod)
 				break
 			}
 		}
 	}
 	return out, nil
+}
+
+// onlineSafe reports why a PV used by running pods cannot be rewritten
+// under them, or nil. It can when the kubelet and kube-controller-manager
+// already handle the volume as CSI, with the driver and handle the
+// replacement has (the handle contract), so that the volume name the
+// kubelet tracks and the VolumeAttachment do not change: every pod is
+// scheduled to a node whose CSINode lists the in-tree plugin in
+// storage.alpha.kubernetes.io/migrated-plugins and has the driver, and,
+// unless the driver's CSIDriver says attachRequired: false, a
+// VolumeAttachment of this PV on that node names the driver as attacher
+// (kube-controller-manager attaches it as CSI). While the PV object is gone
+// neither the kubelet's nor the attach/detach controller's desired state
+// drops the volume (both skip a volume whose spec cannot be built, and
+// remove only deleted pods', in v1.36.3).
+//
+// The attachment's name must be the one kube-controller-manager computes
+// from the replacement's handle (featuregate.AttachmentName): the proof that
+// it attached the volume with that handle, so that after the rewrite it
+// finds the same attachment instead of attaching anew and detaching this
+// one.
+func (a *applier) onlineSafe(ctx context.Context, pv *v1.PersistentVolume, driver, handle string, pods []v1.Pod) error {
+	plugin := plugins.InTreeNameOfPV(pv)
+	attach := true
+	if d, err := a.client.StorageV1().CSIDrivers().Get(ctx, driver, metav1.GetOptions{}); err == nil && d.Spec.AttachRequired != nil && !*d.Spec.AttachRequired {
+		attach = false
+	} else if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	var vas []storagev1.VolumeAttachment
+	if attach {
+		list, err := a.client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		vas = list.Items
+	}
+	for _, pod := range pods {
+		node := pod.Spec.NodeName
+		if node == "" {
+			return fmt.Errorf("pod %s is not scheduled yet", pod.Name)
+		}
+		cn, err := a.client.StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("node %s of pod %s has no CSINode (no CSI driver registered there)", node, pod.Name)
+		}
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(featuregate.ParseMigratedPlugins(cn.Annotations[featuregate.AnnMigratedPlugins]), plugin) {
+			return fmt.Errorf("the kubelet of node %s does not migrate %s (CSINode annotation %s = %q)", node, plugin, featuregate.AnnMigratedPlugins, cn.Annotations[featuregate.AnnMigratedPlugins])
+		}
+		if !slices.ContainsFunc(cn.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == driver }) {
+			return fmt.Errorf("driver %s is not registered on node %s", driver, node)
+		}
+		if !attach {
+			continue
+		}
+		i := slices.IndexFunc(vas, func(va storagev1.VolumeAttachment) bool {
+			return va.Spec.NodeName == node && va.Spec.Source.PersistentVolumeName != nil && *va.Spec.Source.PersistentVolumeName == pv.Name
+		})
+		switch {
+		case i < 0:
+			return fmt.Errorf("no VolumeAttachment of this PV on node %s: kube-controller-manager does not attach it as CSI (migration off there?)", node)
+		case vas[i].Spec.Attacher != driver:
+			return fmt.Errorf("VolumeAttachment %s has attacher %s, not %s", vas[i].Name, vas[i].Spec.Attacher, driver)
+		case vas[i].Name != featuregate.AttachmentName(handle, driver, node):
+			return fmt.Errorf("VolumeAttachment %s is not named for the replacement's handle %q (kube-controller-manager translated it to another handle; it would attach the replacement anew)", vas[i].Name, handle)
+		}
+	}
+	return nil
 }
 
 // podsIn lists the pods of a namespace, reusing a list younger than

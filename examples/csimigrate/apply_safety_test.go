@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plugins"
 )
 
@@ -435,5 +436,72 @@ func TestRewriteApplyStorageClasses(t *testing.T) {
 		if _, err := c.CoreV1().ConfigMaps("kube-system").Get(ctx, scStateName(name), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("k=%d: state left: %v", k, err)
 		}
+	}
+}
+
+// A PV that running pods use is refused by default; with -online it is
+// rewritten only where the kubelet of the pods' node migrates the plugin and
+// kube-controller-manager attaches the volume as CSI (VolumeAttachment by
+// the driver), and then left exactly as it was otherwise.
+func TestRewriteApplyOnline(t *testing.T) {
+	c, kc := startServer(t)
+	ctx := context.Background()
+	pv := mkPV(t, c, "online", "online-a", nil)
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app-0", Namespace: "online"}, Spec: v1.PodSpec{NodeName: "n1",
+		Containers: []v1.Container{{Name: "app", Image: "registry.example/app:1"}},
+		Volumes:    []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "online-a"}}}}}}
+	if _, err := c.CoreV1().Pods("online").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	try := func(want string, args ...string) {
+		t.Helper()
+		out, stderr, code := runCmd(t, "", append([]string{"rewrite", "-apply", "-kubeconfig", kc}, append(args, "online-a")...)...)
+		if code != exitBlocked || !strings.Contains(out, want) {
+			t.Fatalf("exit %d, want %d and %q: %s\n%s", code, exitBlocked, want, stderr, out)
+		}
+		unchanged(t, c, pv)
+	}
+	try("stop them first")
+	try("node n1 of pod app-0 has no CSINode", "-online")
+	cn := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: "rbd.csi.ceph.com", NodeID: "n1"}}}}
+	cn, err := c.StorageV1().CSINodes().Create(ctx, cn, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	try("does not migrate kubernetes.io/rbd", "-online")
+	cn.Annotations = map[string]string{"storage.alpha.kubernetes.io/migrated-plugins": "kubernetes.io/rbd"}
+	if _, err := c.StorageV1().CSINodes().Update(ctx, cn, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	try("no VolumeAttachment of this PV on node n1", "-online")
+	name := "online-a"
+	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-0123"}, Spec: storagev1.VolumeAttachmentSpec{Attacher: "rbd.csi.ceph.com", NodeName: "n1",
+		Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &name}}}
+	if _, err := c.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Named for another handle: kube-controller-manager would attach anew.
+	try("is not named for the replacement's handle", "-online")
+	if err := c.StorageV1().VolumeAttachments().Delete(ctx, va.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := (&common{}).translator()
+	csi, err := tr.TranslateInTreePVToCSI(klog0(), pv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	va.Name = featuregate.AttachmentName(csi.Spec.CSI.VolumeHandle, "rbd.csi.ceph.com", "n1")
+	if _, err := c.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	try("stop them first") // still refused without -online
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "-online", "online-a"); code != exitOK {
+		t.Fatalf("-online: exit %d: %s\n%s", code, stderr, out)
+	}
+	if got := getPV(t, c, "online-a"); got.Spec.CSI == nil || got.Spec.CSI.Driver != "rbd.csi.ceph.com" {
+		t.Errorf("not rewritten: %+v", got.Spec.PersistentVolumeSource)
+	}
+	if _, _, code := runCmd(t, "", "rewrite", "-online"); code != exitUsage {
+		t.Errorf("-online without -apply: exit %d", code)
 	}
 }

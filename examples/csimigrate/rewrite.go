@@ -275,6 +275,7 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	concurrency := fs.Int("concurrency", 8, "with -apply: how many PVs to rewrite at once (each PV's steps stay in order)")
 	qps := fs.Float64("qps", 100, "with -apply: the client's request rate limit towards the API server, per second")
 	burst := fs.Int("burst", 200, "with -apply: the client's burst above -qps")
+	online := fs.Bool("online", false, "with -apply: rewrite PVs that running pods use, where the kubelet of every such pod's node and kube-controller-manager already handle the plugin as CSI")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -286,7 +287,7 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		var applyOnly []string
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
-			case "dry-run", "state-namespace", "concurrency", "qps", "burst":
+			case "dry-run", "state-namespace", "concurrency", "qps", "burst", "online":
 				applyOnly = append(applyOnly, "-"+f.Name)
 			}
 		})
@@ -306,7 +307,7 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "csimigrate rewrite: -concurrency %d, -qps %g, -burst %d: want each at least 1\n", *concurrency, *qps, *burst)
 			return exitUsage
 		}
-		return runApply(&c, tr, applyOptions{dry: *dry, stateNS: *stateNS, concurrency: *concurrency, qps: float32(*qps), burst: *burst}, names, stdin, stdout, stderr)
+		return runApply(&c, tr, applyOptions{dry: *dry, stateNS: *stateNS, concurrency: *concurrency, qps: float32(*qps), burst: *burst, online: *online}, names, stdin, stdout, stderr)
 	}
 	if c.output != "script" && c.output != "yaml" {
 		fmt.Fprintf(stderr, "csimigrate rewrite: -o %q: want script or yaml\n", c.output)
@@ -357,6 +358,7 @@ type applyOptions struct {
 	concurrency int
 	qps         float32
 	burst       int
+	online      bool
 }
 
 func runApply(c *common, tr *translate.Translator, o applyOptions, names []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -369,7 +371,7 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitUsage
 	}
-	a := &applier{client: client, tr: tr, logger: c.logger(stderr), stateNS: o.stateNS, out: stdout, concurrency: o.concurrency}
+	a := &applier{client: client, tr: tr, logger: c.logger(stderr), stateNS: o.stateNS, out: stdout, concurrency: o.concurrency, online: o.online}
 	ctx := context.Background()
 	var targets, classes []target
 	where := "cluster"

@@ -12,7 +12,6 @@
 package peertest
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"testing"
 
@@ -20,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	"pgregory.net/rapid"
 
+	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/internal/gen"
 	"github.com/csimigrate/csimigrate/plugins"
 )
@@ -76,7 +76,7 @@ func RBDStockRejects(pv *v1.PersistentVolume) (string, bool) {
 // k8s.io/kubernetes/pkg/volume/csi, unexported there): "csi-" and the hex
 // SHA-256 of handle, driver and node name.
 func AttachmentName(handle, driver, node string) string {
-	return fmt.Sprintf("csi-%x", sha256.Sum256([]byte(handle+driver+node)))
+	return featuregate.AttachmentName(handle, driver, node)
 }
 
 // KubeletVolumeName is the unique volume name the kubelet's volume manager
