@@ -324,3 +324,22 @@ func TestYAMLListShapes(t *testing.T) {
 		}
 	}
 }
+
+// rewrite reads its input more than once; from standard input (kept in a
+// temporary file meanwhile) it prints what it prints from the file.
+func TestRewriteFromStdin(t *testing.T) {
+	dump, err := os.ReadFile("testdata/dump.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{"script", "yaml"} {
+		want, _, wantCode := runCmd(t, "", "rewrite", "-o", out, "-f", "testdata/dump.json")
+		got, stderr, code := runCmd(t, string(dump), "rewrite", "-o", out, "-f", "-")
+		if code != wantCode || got != want {
+			t.Errorf("-o %s: exit %d (file: %d), %s\n%s", out, code, wantCode, stderr, cmp.Diff(want, got))
+		}
+		if !strings.Contains(got, "rbd.csi.ceph.com") {
+			t.Errorf("-o %s: no replacement printed:\n%s", out, got)
+		}
+	}
+}

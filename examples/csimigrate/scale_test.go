@@ -191,3 +191,25 @@ func BenchmarkPlanYAML100k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRewriteScript100k prints the rewrite script for dumps of 25,000
+// and 100,000 PVs, from a file and from standard input: peak-heap-MB must
+// not grow with the dump (StorageClasses are read first, then each PV's
+// steps are written as it is read).
+func BenchmarkRewriteScript100k(b *testing.B) {
+	for _, n := range []int{25_000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			path := writeDump(b, n)
+			runtime.GC()
+			var peak uint64
+			for b.Loop() {
+				peak = peakHeap(func() {
+					if code := run([]string{"rewrite", "-f", path}, nil, io.Discard, io.Discard); code != exitOK && code != exitBlocked {
+						b.Fatalf("exit %d", code)
+					}
+				})
+			}
+			b.ReportMetric(float64(peak)/1e6, "peak-heap-MB")
+		})
+	}
+}
