@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -55,6 +56,22 @@ func writeDump(t testing.TB, n int) string {
 	return path
 }
 
+// scaleSizes are the dump sizes of the scale benchmarks: 25,000 and 100,000
+// PVs, or the comma-separated counts of CSIMIGRATE_SCALE_N (1000000 for the
+// README's figures).
+func scaleSizes() []int {
+	var out []int
+	for _, f := range strings.Split(os.Getenv("CSIMIGRATE_SCALE_N"), ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return []int{25_000, 100_000}
+	}
+	return out
+}
+
 // peakHeap samples the live heap while f runs.
 func peakHeap(f func()) uint64 {
 	var peak atomic.Uint64
@@ -82,10 +99,13 @@ func peakHeap(f func()) uint64 {
 // The figures to read: seconds per op (the target is under 20 s on 2 cores)
 // and peak-heap-MB, which grows with the report (one row per volume) but not
 // with the dump's size.
-func BenchmarkPlan100k(b *testing.B) {
-	for _, n := range []int{25_000, 100_000} {
+func BenchmarkPlan100k(b *testing.B) { benchPlan(b, writeDump) }
+
+// benchPlan plans dumps of scaleSizes() PVs written by write.
+func benchPlan(b *testing.B, write func(testing.TB, int) string) {
+	for _, n := range scaleSizes() {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			path := writeDump(b, n)
+			path := write(b, n)
 			st, _ := os.Stat(path)
 			b.ReportMetric(float64(st.Size())/1e6, "input-MB")
 			runtime.GC()
@@ -106,7 +126,7 @@ func BenchmarkPlan100k(b *testing.B) {
 // and to YAML: peak-heap-MB must not grow with the dump (each object is
 // written as soon as it is read).
 func BenchmarkTranslate100k(b *testing.B) {
-	for _, n := range []int{25_000, 100_000} {
+	for _, n := range scaleSizes() {
 		for _, out := range []string{"json", "yaml"} {
 			b.Run(fmt.Sprintf("%d/%s", n, out), func(b *testing.B) {
 				path := writeDump(b, n)
@@ -172,32 +192,14 @@ func writeYAMLDump(t testing.TB, n int) string {
 // BenchmarkPlanYAML100k plans a YAML List dump (kubectl's -o yaml) of
 // 25,000 and 100,000 PVs: the items are streamed, so peak-heap-MB grows with
 // the report as for JSON, not with the dump.
-func BenchmarkPlanYAML100k(b *testing.B) {
-	for _, n := range []int{25_000, 100_000} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			path := writeYAMLDump(b, n)
-			st, _ := os.Stat(path)
-			b.ReportMetric(float64(st.Size())/1e6, "input-MB")
-			runtime.GC()
-			var peak uint64
-			for b.Loop() {
-				peak = peakHeap(func() {
-					if code := run([]string{"plan", "-o", "json", "-f", path}, nil, io.Discard, io.Discard); code != exitBlocked && code != exitOK {
-						b.Fatalf("exit %d", code)
-					}
-				})
-			}
-			b.ReportMetric(float64(peak)/1e6, "peak-heap-MB")
-		})
-	}
-}
+func BenchmarkPlanYAML100k(b *testing.B) { benchPlan(b, writeYAMLDump) }
 
 // BenchmarkRewriteScript100k prints the rewrite script for dumps of 25,000
 // and 100,000 PVs, from a file and from standard input: peak-heap-MB must
 // not grow with the dump (StorageClasses are read first, then each PV's
 // steps are written as it is read).
 func BenchmarkRewriteScript100k(b *testing.B) {
-	for _, n := range []int{25_000, 100_000} {
+	for _, n := range scaleSizes() {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			path := writeDump(b, n)
 			runtime.GC()
