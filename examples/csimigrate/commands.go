@@ -23,42 +23,34 @@ func newStderrLogger(w io.Writer) klog.Logger {
 	return funcr.New(func(prefix, args string) { fmt.Fprintln(w, args) }, funcr.Options{Verbosity: 4})
 }
 
-// setupWith parses flags and reads the input into sink (an Inventory when
-// sink is nil).
-func setupWith(name, summary string, args []string, stdin io.Reader, stderr io.Writer, outputs string, sink func(*common, *translate.Translator) Sink) (*common, *Inventory, *translate.Translator, int, bool) {
-	var c common
+// setup parses a command's flags, builds its translator and reads the input
+// into the sink it makes; ok false means exit with code.
+func setup(name, summary string, args []string, stdin io.Reader, stderr io.Writer, outputs string, sink func(*common, *translate.Translator) Sink) (c *common, code int, ok bool) {
+	c = &common{}
 	fs := newFlagSet(name, summary, stderr)
 	c.register(fs, outputs)
 	if code, ok := parse(fs, args); !ok {
-		return nil, nil, nil, code, false
+		return nil, code, false
 	}
 	if !strings.Contains("|"+outputs+"|", "|"+c.output+"|") {
 		fmt.Fprintf(stderr, "csimigrate %s: -o %q: want one of %s\n", name, c.output, outputs)
-		return nil, nil, nil, exitUsage, false
+		return nil, exitUsage, false
 	}
 	tr, err := c.translator()
 	if err != nil {
 		fmt.Fprintf(stderr, "csimigrate %s: %v\n", name, err)
-		return nil, nil, nil, exitUsage, false
+		return nil, exitUsage, false
 	}
-	var inv *Inventory
-	var dst Sink
-	if sink != nil {
-		dst = sink(&c, tr)
-	} else {
-		inv = &Inventory{}
-		dst = inv
-	}
-	if err := c.read(stdin, stderr, dst); err != nil {
+	if err := c.read(stdin, stderr, sink(c, tr)); err != nil {
 		fmt.Fprintf(stderr, "csimigrate %s: %v\n", name, err)
-		return nil, nil, nil, exitInput, false
+		return nil, exitInput, false
 	}
-	return &c, inv, tr, 0, true
+	return c, 0, true
 }
 
 func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var pl *planner
-	c, _, _, code, ok := setupWith("plan", "Reports, per volume, whether it can be migrated and why not; the Ceph CSI config map to create;\n"+
+	c, code, ok := setup("plan", "Reports, per volume, whether it can be migrated and why not; the Ceph CSI config map to create;\n"+
 		"the Secrets to add or derive (names and fields, never values); the StorageClasses to recreate; hazards;\n"+
 		"and the feature-gate steps for the cluster's version. Exits 1 when something blocks the migration.",
 		args, stdin, stderr, "table|json|yaml", func(c *common, tr *translate.Translator) Sink {
@@ -210,7 +202,7 @@ func dash(s string) string {
 
 func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var sink *translateSink
-	_, _, _, code, ok := setupWith("translate", "Prints the CSI equivalents of the input's in-tree PVs and StorageClasses, and of pods' inline\n"+
+	_, code, ok := setup("translate", "Prints the CSI equivalents of the input's in-tree PVs and StorageClasses, and of pods' inline\n"+
 		"volumes as PVs, as YAML or JSON, each as soon as it is read (memory does not grow with the input). Objects\n"+
 		"that fail are reported on stderr with the field at fault (exit 1).",
 		args, stdin, stderr, "yaml|json", func(c *common, tr *translate.Translator) Sink {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/translate"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -342,4 +347,35 @@ func TestRewriteFromStdin(t *testing.T) {
 			t.Errorf("-o %s: no replacement printed:\n%s", out, got)
 		}
 	}
+}
+
+// RewritePlan is the list of PVs to replace.
+type RewritePlan struct {
+	PVs []RewritePV
+}
+
+// buildRewrite prepares the replacement of every migratable in-tree PV of
+// an inventory.
+func buildRewrite(inv *Inventory, tr *translate.Translator) (*RewritePlan, []error) {
+	in := &rewriteInputs{classes: map[string]*storagev1.StorageClass{}, claims: map[string]*v1.PersistentVolumeClaim{}}
+	for _, sc := range inv.StorageClasses {
+		in.addClass(sc)
+	}
+	for _, pvc := range inv.PVCs {
+		in.addClaim(pvc)
+	}
+	var rp RewritePlan
+	var errs []error
+	for _, pv := range inv.PVs {
+		if plugins.InTreeNameOfPV(pv) == "" || !tr.IsPVMigratable(pv) {
+			continue
+		}
+		r, err := in.replacement(tr, pv)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("PersistentVolume %s: %w", pv.Name, err))
+			continue
+		}
+		rp.PVs = append(rp.PVs, r)
+	}
+	return &rp, errs
 }

@@ -36,11 +36,6 @@ const (
 	AnnMigratedFrom = "csimigrate.io/migrated-from"
 )
 
-// RewritePlan is the list of PVs to replace.
-type RewritePlan struct {
-	PVs []RewritePV
-}
-
 // RewritePV is one in-tree PV and the CSI PV that replaces it.
 type RewritePV struct {
 	Name           string
@@ -145,32 +140,6 @@ func provisionerSecret(tr *translate.Translator, logger klog.Logger, pv *v1.Pers
 		params = out.Parameters
 	}
 	return secrets.Resolve(secrets.Provisioner, params, secrets.Claim{PVName: pv.Name, PVC: pvc})
-}
-
-// buildRewrite prepares the replacement of every migratable in-tree PV of
-// an inventory.
-func buildRewrite(inv *Inventory, tr *translate.Translator) (*RewritePlan, []error) {
-	in := &rewriteInputs{classes: map[string]*storagev1.StorageClass{}, claims: map[string]*v1.PersistentVolumeClaim{}}
-	for _, sc := range inv.StorageClasses {
-		in.addClass(sc)
-	}
-	for _, pvc := range inv.PVCs {
-		in.addClaim(pvc)
-	}
-	var rp RewritePlan
-	var errs []error
-	for _, pv := range inv.PVs {
-		if plugins.InTreeNameOfPV(pv) == "" || !tr.IsPVMigratable(pv) {
-			continue
-		}
-		r, err := in.replacement(tr, pv)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("PersistentVolume %s: %w", pv.Name, err))
-			continue
-		}
-		rp.PVs = append(rp.PVs, r)
-	}
-	return &rp, errs
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'" }
