@@ -11,7 +11,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -44,26 +43,12 @@ func seedMany(b *testing.B, c kubernetes.Interface, ns string, n int) {
 			defer wg.Done()
 			for i := range work {
 				name := fmt.Sprintf("%s-%06d", ns, i)
-				pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &v1.PersistentVolumeClaim{
-					ObjectMeta: metav1.ObjectMeta{Name: name},
-					Spec: v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, VolumeName: name, StorageClassName: ptr(""),
-						Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}},
-				}, metav1.CreateOptions{})
+				pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claimFor(ns, name, name), metav1.CreateOptions{})
 				if err != nil {
 					errs <- err
 					continue
 				}
-				_, err = c.CoreV1().PersistentVolumes().Create(ctx, &v1.PersistentVolume{
-					ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{pvProtection}},
-					Spec: v1.PersistentVolumeSpec{
-						Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-						AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-						PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
-						ClaimRef:                      &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: name, UID: pvc.UID},
-						PersistentVolumeSource: v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.70.53.126:6789"},
-							RBDImage: "kubernetes-dynamic-pvc-" + name, RBDPool: "rbd", SecretRef: &v1.SecretReference{Name: "ceph", Namespace: ns}}},
-					},
-				}, metav1.CreateOptions{})
+				_, err = c.CoreV1().PersistentVolumes().Create(ctx, boundPV(name, ns, name, pvc.UID, rbdSource(ns, name)), metav1.CreateOptions{})
 				if err != nil {
 					errs <- err
 				}

@@ -16,7 +16,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -38,25 +37,11 @@ func mkPV(t *testing.T, c kubernetes.Interface, ns, name string, edit func(*v1.P
 			t.Fatal(err)
 		}
 	}
-	pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, VolumeName: name,
-			StorageClassName: ptr(""), Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}},
-	}, metav1.CreateOptions{})
+	pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claimFor(ns, name, name), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pv := &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{pvProtection}},
-		Spec: v1.PersistentVolumeSpec{
-			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
-			ClaimRef:                      &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: name, UID: pvc.UID},
-			PersistentVolumeSource: v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.70.53.126:6789"},
-				RBDImage: "kubernetes-dynamic-pvc-" + name, RBDPool: "rbd", SecretRef: &v1.SecretReference{Name: "ceph", Namespace: ns}}},
-		},
-	}
+	pv := boundPV(name, ns, name, pvc.UID, rbdSource(ns, name))
 	if edit != nil {
 		edit(pv)
 	}
@@ -282,9 +267,7 @@ func TestRewriteApplySafety(t *testing.T) {
 		waitGone(t, c, "rebound")
 		// The claim is deleted and a new one of the same name created.
 		deletePVC(t, c, "rebound", "rebound")
-		if _, err := c.CoreV1().PersistentVolumeClaims("rebound").Create(ctx, &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "rebound"},
-			Spec: v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, VolumeName: "rebound", StorageClassName: ptr(""),
-				Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}}}, metav1.CreateOptions{}); err != nil {
+		if _, err := c.CoreV1().PersistentVolumeClaims("rebound").Create(ctx, claimFor("rebound", "rebound", "rebound"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		err := resume(t, "rebound")

@@ -16,6 +16,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csimigrate/csimigrate/testenv"
@@ -61,24 +62,11 @@ func seed(t *testing.T, c kubernetes.Interface, ns string) []string {
 	var names []string
 	for _, kind := range slices.Sorted(maps.Keys(sources)) {
 		name := ns + "-" + kind
-		pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &v1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: kind, Namespace: ns},
-			Spec: v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, VolumeName: name,
-				StorageClassName: ptr(""), Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}},
-		}, metav1.CreateOptions{})
+		pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claimFor(ns, kind, name), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		pv := &v1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"kubernetes.io/pv-protection"}},
-			Spec: v1.PersistentVolumeSpec{
-				Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-				AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-				PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
-				ClaimRef:                      &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: kind, UID: pvc.UID},
-				PersistentVolumeSource:        sources[kind],
-			},
-		}
+		pv := boundPV(name, ns, kind, pvc.UID, sources[kind])
 		if kind == "rbd" {
 			pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/rbd"}
 			pv.Spec.StorageClassName = "rbd-" + ns
@@ -92,6 +80,35 @@ func seed(t *testing.T, c kubernetes.Interface, ns string) []string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// claimFor is a 1Gi claim without a class, pre-bound to volume.
+func claimFor(ns, name, volume string) *v1.PersistentVolumeClaim {
+	return &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, VolumeName: volume,
+			StorageClassName: ptr(""), Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}}}
+}
+
+// boundPV is a 1Gi PV with reclaim policy Delete and pv-protection, bound
+// to the claim ns/claim of uid, with the given source.
+func boundPV(name, ns, claim string, uid types.UID, src v1.PersistentVolumeSource) *v1.PersistentVolume {
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{pvProtection}},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+			ClaimRef:                      &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: claim, UID: uid},
+			PersistentVolumeSource:        src,
+		},
+	}
+}
+
+// rbdSource is a dynamically provisioned RBD image's source with a secret
+// in namespace ns.
+func rbdSource(ns, name string) v1.PersistentVolumeSource {
+	return v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.70.53.126:6789"},
+		RBDImage: "kubernetes-dynamic-pvc-" + name, RBDPool: "rbd", SecretRef: &v1.SecretReference{Name: "ceph", Namespace: ns}}}
+}
 
 // endState is what must hold after a rewrite, as comparable values.
 type pvState struct {
