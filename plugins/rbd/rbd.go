@@ -47,9 +47,11 @@
 package rbd
 
 import (
+	"errors"
 	"encoding/json"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -706,13 +708,8 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 		return out
 	}
 	if pv.Annotations[AnnVolumeHandle] == "" && !handleOK(src.RBDPool, src.RBDImage) {
-		_, err := volumeid.NewRBDHandle(src.CephMonitors, src.RBDPool, src.RBDImage)
-		msg := "the migration handle cannot name this image"
-		if err != nil {
-			msg = err.Error()
-		}
 		out = append(out, plugins.Finding{Code: FindingHandleResolvesElsewhere, Severity: plugins.SeverityWarning, Field: "spec.rbd.image",
-			Message: msg,
+			Message: handleHazard(src),
 			Remedy:  "set persistentVolumeReclaimPolicy: Retain before migrating, and delete the image by hand when the volume is released; or set annotation " + AnnVolumeHandle + " to a handle Ceph CSI resolves to this image"})
 	}
 	ref, ferr := ceph.InTreeSecretRef(src.SecretRef, ceph.ClaimNamespace(pv), field.NewPath("spec", "rbd", "secretRef"))
@@ -730,6 +727,26 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 			Remedy:  "add adminId: " + u + " to the secret the PV references (see secrets.CephMigrationSecretFixes)"})
 	}
 	return out
+}
+
+// handleHazard says what Ceph CSI's RBD controller does with the migration
+// handle of an image whose handle does not name it (handleOK is false), as
+// measured against Ceph CSI v3.12.2 (cephtest.TestCephRBDHandleHazards).
+func handleHazard(src *v1.RBDPersistentVolumeSource) string {
+	h := volumeid.RBDHandleFor(strings.Join(src.CephMonitors, ","), src.RBDPool, src.RBDImage)
+	read, err := volumeid.CephCSIReadRBDHandle(h)
+	if err != nil {
+		var pe *volumeid.ParseError
+		reason := err.Error()
+		if errors.As(err, &pe) {
+			reason = pe.Msg
+		}
+		return "Ceph CSI cannot parse this volume's migration handle " + strconv.Quote(h) + " (" + reason +
+			"): ControllerExpandVolume fails with Internal and DeleteVolume with InvalidArgument, retried for ever; the driver never resizes or deletes the image"
+	}
+	return "Ceph CSI reads this volume's migration handle as image " + strconv.Quote(read.Image) + " in pool " + strconv.Quote(read.Pool) +
+		", not " + strconv.Quote(src.RBDImage) + ": expand and delete act on that image when it exists (it is resized, then deleted); " +
+		"when it does not, expand fails with Internal (image not found) and delete reports success while this image stays in the pool (it leaks)"
 }
 
 func keyringOrDefault(k string) string {

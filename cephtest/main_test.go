@@ -1,0 +1,152 @@
+package cephtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// One cluster and one pair of drivers serve every test of the package; the
+// tests run one after another (Ceph CSI's config.json is one file).
+var (
+	envOnce    sync.Once
+	envCluster *Cluster
+	envDrivers *Drivers
+	envErr     error
+	envBin     string // the csimigrate command
+	envDir     string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if envDrivers != nil {
+		envDrivers.Stop()
+	}
+	if envCluster != nil {
+		envCluster.Stop()
+	}
+	if envDir != "" {
+		os.RemoveAll(envDir)
+	}
+	os.Exit(code)
+}
+
+// cephEnv returns the running cluster and drivers, starting them on first
+// use; it fails the test when they cannot start.
+func cephEnv(t *testing.T) (*Cluster, *Drivers) {
+	t.Helper()
+	envOnce.Do(func() {
+		start := time.Now()
+		ctx := context.Background()
+		if envDir, envErr = os.MkdirTemp("", "csimigrate-cephtest-"); envErr != nil {
+			return
+		}
+		envBin = filepath.Join(envDir, "csimigrate")
+		build := exec.Command("go", "build", "-o", envBin, "github.com/csimigrate/csimigrate/examples/csimigrate")
+		if out, err := build.CombinedOutput(); err != nil {
+			envErr = fmt.Errorf("building the csimigrate command: %v\n%s", err, out)
+			return
+		}
+		if envCluster, envErr = StartCluster(ctx, true); envErr != nil {
+			return
+		}
+		// The drivers start with an empty cluster map; each test writes the
+		// one csimigrate plan prints for its objects.
+		if envDrivers, envErr = envCluster.StartDrivers(ctx, []byte("[]")); envErr != nil {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "cephtest: Ceph cluster and Ceph CSI %s drivers up in %s\n", CephCSIVersion, time.Since(start).Round(10*time.Millisecond))
+	})
+	if envErr != nil {
+		t.Fatalf("the Ceph test environment did not start: %v", envErr)
+	}
+	return envCluster, envDrivers
+}
+
+// planConfig runs `csimigrate plan -o json` on the objects and returns the
+// config.json of the Ceph CSI config map it prints, the plan's exit status
+// and the whole plan. The command exits 1 when something blocks a
+// migration; that is a plan too.
+func planConfig(t *testing.T, objs ...runtime.Object) (config []byte, plan map[string]any) {
+	t.Helper()
+	manifest := filepath.Join(t.TempDir(), "objects.yaml")
+	var b bytes.Buffer
+	s := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, kjson.SerializerOptions{Yaml: true})
+	for _, o := range objs {
+		b.WriteString("---\n")
+		if err := s.Encode(o, &b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(manifest, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(envBin, "plan", "-f", manifest, "-o", "json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
+		t.Fatalf("csimigrate plan: %v\n%s", err, stderr.String())
+	}
+	if err := json.Unmarshal(out, &plan); err != nil {
+		t.Fatalf("csimigrate plan -o json: %v", err)
+	}
+	cm, _ := plan["cephCSIConfigMap"].(map[string]any)
+	data, _ := cm["data"].(map[string]any)
+	cfg, _ := data["config.json"].(string)
+	if cfg == "" {
+		t.Fatalf("csimigrate plan printed no Ceph CSI config map: %s", out)
+	}
+	return []byte(cfg), plan
+}
+
+// secretData returns a Secret's data as a CSI request carries it.
+func secretData(s *v1.Secret) map[string]string {
+	m := make(map[string]string, len(s.Data)+len(s.StringData))
+	for k, v := range s.Data {
+		m[k] = string(v)
+	}
+	for k, v := range s.StringData {
+		m[k] = v
+	}
+	return m
+}
+
+// mountCap is a single-node-writer filesystem capability.
+func mountCap(fsType string) *csi.VolumeCapability {
+	return &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{FsType: fsType}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+	}
+}
+
+func callCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// lines splits command output into its non-empty lines.
+func lines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
