@@ -47,8 +47,8 @@
 package rbd
 
 import (
-	"errors"
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"strconv"
