@@ -1,0 +1,188 @@
+package cephtest
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/secrets"
+	"github.com/csimigrate/csimigrate/translate"
+	"github.com/csimigrate/csimigrate/volumeid"
+)
+
+// inTreeRBDClass is an in-tree RBD StorageClass as admins wrote them.
+func inTreeRBDClass(name, pool, secret string) *storagev1.StorageClass {
+	del := v1.PersistentVolumeReclaimDelete
+	return &storagev1.StorageClass{
+		TypeMeta:    metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"},
+		ObjectMeta:  metav1.ObjectMeta{Name: name},
+		Provisioner: "kubernetes.io/rbd",
+		Parameters: map[string]string{
+			"monitors": MonitorV1, "pool": pool, "adminId": "admin", "adminSecretName": secret, "adminSecretNamespace": "default",
+			"userId": "admin", "userSecretName": secret, "userSecretNamespace": "default", "imageFormat": "2", "imageFeatures": "layering",
+			"fsType": "ext4",
+		},
+		ReclaimPolicy: &del,
+	}
+}
+
+// TestCephStorageClassProvisions: the CSI StorageClass translated from an
+// in-tree RBD class provisions through Ceph CSI: CreateVolume with its
+// parameters (reserved keys stripped, as external-provisioner does) and its
+// provisioner secret creates the image in the class's pool with the
+// class's features; the volume ID Ceph CSI returns survives our reverse and
+// forward translation byte for byte; DeleteVolume on it deletes the image.
+func TestCephStorageClassProvisions(t *testing.T) {
+	c, d := cephEnv(t)
+	ctx := callCtx(t)
+	const pool = "sc.pool-2"
+	createPool(t, c, pool)
+	sc := inTreeRBDClass("fast", pool, "ceph-admin")
+	adminSecret := map[string]string{"key": c.AdminKey} // the in-tree admin secret's data
+	cfg, _ := planConfig(t, []runtime.Object{sc}...)
+	if err := d.SetConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	clusters, err := ceph.ParseClusterConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := translate.New(translate.WithCephClusterConfig(clusters))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger, _ := ktesting.NewTestContext(t)
+	csiSC, err := tr.TranslateInTreeStorageClassToCSI(logger, "kubernetes.io/rbd", sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if csiSC.Provisioner != "rbd.csi.ceph.com" {
+		t.Fatalf("provisioner %q", csiSC.Provisioner)
+	}
+	pvName := "pvc-" + NewUUID()
+	claim := secrets.Claim{PVName: pvName, PVC: &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "app"}}}
+	refs, err := secrets.ResolveAll(csiSC.Parameters, claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*v1.SecretReference{refs.Provisioner, refs.ControllerExpand, refs.NodeStage} {
+		if r == nil || r.Name != "ceph-admin" || r.Namespace != "default" {
+			t.Fatalf("secret references %+v: want every one to be default/ceph-admin", refs)
+		}
+	}
+	params, err := secrets.StripReserved(csiSC.Parameters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := d.RBD.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: pvName, Parameters: params, Secrets: adminSecret,
+		CapacityRange:      &csi.CapacityRange{RequiredBytes: imageSize},
+		VolumeCapabilities: []*csi.VolumeCapability{mountCap("ext4")}})
+	if err != nil {
+		t.Fatalf("CreateVolume with parameters %v: %v", params, err)
+	}
+	vol := resp.GetVolume()
+	id, err := volumeid.ParseCephCSIVolumeID(vol.GetVolumeId())
+	if err != nil {
+		t.Fatalf("the volume ID Ceph CSI returned: %v", err)
+	}
+	image := vol.GetVolumeContext()["imageName"]
+	if vol.GetVolumeContext()["pool"] != pool || image == "" {
+		t.Fatalf("volume context %v: want pool %q and an image name", vol.GetVolumeContext(), pool)
+	}
+	out, err := c.RBD(ctx, "info", "--format", "json", pool+"/"+image)
+	if err != nil {
+		t.Fatalf("Ceph has no image %s/%s: %v", pool, image, err)
+	}
+	var info struct {
+		Size     int64    `json:"size"`
+		Features []string `json:"features"`
+		Format   int      `json:"format"`
+	}
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(info.Features, []string{"layering"}) || info.Format != 2 || info.Size != imageSize {
+		t.Errorf("rbd info %s/%s: features %v, format %d, size %d; want [layering], 2, %d", pool, image, info.Features, info.Format, info.Size, imageSize)
+	}
+	if want := poolID(t, c, pool); id.Location != want {
+		t.Errorf("volume ID location %d, Ceph's id of pool %q %d", id.Location, pool, want)
+	}
+	if id.ClusterID != csiSC.Parameters["clusterID"] {
+		t.Errorf("volume ID clusterID %q, StorageClass clusterID %q", id.ClusterID, csiSC.Parameters["clusterID"])
+	}
+
+	// The PV external-provisioner would store, through our translation
+	// to in-tree and back.
+	attrs := map[string]string{"storage.kubernetes.io/csiProvisionerIdentity": "1700000000000-8081-rbd.csi.ceph.com"}
+	for k, v := range vol.GetVolumeContext() {
+		attrs[k] = v
+	}
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName, Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "rbd.csi.ceph.com"}},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:                      v1.ResourceList{v1.ResourceStorage: *resource.NewQuantity(vol.GetCapacityBytes(), resource.BinarySI)},
+			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+			StorageClassName:              sc.Name,
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{
+				Driver: "rbd.csi.ceph.com", VolumeHandle: vol.GetVolumeId(), FSType: "ext4", VolumeAttributes: attrs,
+				ControllerExpandSecretRef: refs.ControllerExpand, NodeStageSecretRef: refs.NodeStage,
+			}},
+		},
+	}
+	inTree, err := tr.TranslateCSIPVToInTree(pv)
+	if err != nil {
+		t.Fatalf("CSI -> in-tree: %v", err)
+	}
+	if inTree.Spec.RBD == nil || inTree.Spec.RBD.RBDPool != pool || inTree.Spec.RBD.RBDImage != image ||
+		strings.Join(inTree.Spec.RBD.CephMonitors, ",") != MonitorV1 {
+		t.Errorf("in-tree source %+v: want pool %q, image %q, monitors %s", inTree.Spec.RBD, pool, image, MonitorV1)
+	}
+	back, err := tr.TranslateInTreePVToCSI(logger, inTree)
+	if err != nil {
+		t.Fatalf("in-tree -> CSI: %v", err)
+	}
+	if back.Spec.CSI.VolumeHandle != vol.GetVolumeId() {
+		t.Errorf("volume handle after the round trip %q, Ceph CSI's %q", back.Spec.CSI.VolumeHandle, vol.GetVolumeId())
+	}
+
+	if _, err := d.RBD.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: back.Spec.CSI.VolumeHandle, Secrets: adminSecret}); err != nil {
+		t.Fatalf("DeleteVolume of the round-tripped handle: %v", err)
+	}
+	if _, ok := images(t, c, pool)[image]; ok {
+		t.Errorf("%s/%s is still listed after DeleteVolume", pool, image)
+	}
+}
+
+// poolID is Ceph's id of a pool.
+func poolID(t *testing.T, c *Cluster, pool string) int64 {
+	t.Helper()
+	out, err := c.Ceph(callCtx(t), "osd", "pool", "ls", "detail", "-f", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pools []struct {
+		Name string `json:"pool_name"`
+		ID   int64  `json:"pool_id"`
+	}
+	if err := json.Unmarshal([]byte(out), &pools); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pools {
+		if p.Name == pool {
+			return p.ID
+		}
+	}
+	t.Fatalf("Ceph lists no pool %q", pool)
+	return 0
+}
