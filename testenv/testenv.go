@@ -275,6 +275,23 @@ func (s *Server) StartControllerManager(log io.Writer, controllers ...string) er
 	}
 }
 
+// Spawn starts another process that works against the server (a
+// controller, a CSI sidecar); its output goes to a log Logs(name) reads, and
+// Stop stops it first, by pid. It fails when the process exits within its
+// first two seconds.
+func (s *Server) Spawn(name, bin string, args ...string) error {
+	if err := s.spawn(name, bin, args...); err != nil {
+		return err
+	}
+	p := s.procs[len(s.procs)-1]
+	select {
+	case <-p.done:
+		return fmt.Errorf("%s exited: %v\n%s", name, p.err, s.Logs(name))
+	case <-time.After(2 * time.Second):
+		return nil
+	}
+}
+
 // Logs returns the tail of a process's log ("etcd", "kube-apiserver" or
 // "kube-controller-manager").
 func (s *Server) Logs(name string) string {

@@ -205,14 +205,16 @@ type cached[T any] struct {
 // namespaces, short enough that a pod started during a run is seen.
 const cacheFor = 5 * time.Second
 
-func (a *applier) step(pv, what string) error {
+// step announces the next write to obj ("pv/NAME" or "storageclass/NAME"),
+// or returns errInterrupted when a test's step limit is reached.
+func (a *applier) step(obj, what string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.stepLimit > 0 && a.steps >= a.stepLimit {
 		return errInterrupted
 	}
 	a.steps++
-	fmt.Fprintf(a.out, "pv/%s: %s\n", pv, what)
+	fmt.Fprintf(a.out, "%s: %s\n", obj, what)
 	return nil
 }
 
@@ -559,7 +561,7 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 			if err := a.claimStillThere(ctx, state); err != nil {
 				return fmt.Errorf("ConfigMap %s/%s: %w; nothing is created from it", a.stateNS, cm.Name, err)
 			}
-			if err := a.step(name, "create the CSI PV (reclaim policy Retain for now)"); err != nil {
+			if err := a.step("pv/"+name, "create the CSI PV (reclaim policy Retain for now)"); err != nil {
 				return err
 			}
 			csi := state.Replacement.DeepCopy()
@@ -582,7 +584,7 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 				return fmt.Errorf("pv/%s is %s %q, ConfigMap %s/%s saved %s %q; not touching either", name, cur.Spec.CSI.Driver, cur.Spec.CSI.VolumeHandle, a.stateNS, cm.Name, state.Driver, state.Handle)
 			}
 			if want, ok := cur.Annotations[AnnReclaimPolicy]; ok {
-				if err := a.step(name, "restore reclaim policy "+want); err != nil {
+				if err := a.step("pv/"+name, "restore reclaim policy "+want); err != nil {
 					return err
 				}
 				upd := cur.DeepCopy()
@@ -598,7 +600,7 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 				continue
 			}
 			if state != nil {
-				if err := a.step(name, "remove the saved replacement"); err != nil {
+				if err := a.step("pv/"+name, "remove the saved replacement"); err != nil {
 					return err
 				}
 				uid := cm.UID
@@ -630,7 +632,7 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 				time.Sleep(100 * time.Millisecond) // deletion in progress
 				continue
 			}
-			if err := a.step(name, "remove finalizer "+pvProtection+" from the deleted in-tree PV (Retain is in force)"); err != nil {
+			if err := a.step("pv/"+name, "remove finalizer "+pvProtection+" from the deleted in-tree PV (Retain is in force)"); err != nil {
 				return err
 			}
 			// Applies only to this object (uid) with exactly this finalizer
@@ -655,7 +657,7 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 			if cur.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
 				return fmt.Errorf("pv/%s has reclaim policy %s although its replacement was saved; not deleting it", name, cur.Spec.PersistentVolumeReclaimPolicy)
 			}
-			if err := a.step(name, "delete the in-tree PV object (Retain: the volume is kept)"); err != nil {
+			if err := a.step("pv/"+name, "delete the in-tree PV object (Retain: the volume is kept)"); err != nil {
 				return err
 			}
 			uid, rv := cur.UID, cur.ResourceVersion
@@ -692,7 +694,7 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 				return refuse("%v", err)
 			}
 			if cur.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
-				if err := a.step(name, "set reclaim policy Retain (was "+string(cur.Spec.PersistentVolumeReclaimPolicy)+")"); err != nil {
+				if err := a.step("pv/"+name, "set reclaim policy Retain (was "+string(cur.Spec.PersistentVolumeReclaimPolicy)+")"); err != nil {
 					return err
 				}
 				upd := cur.DeepCopy()
@@ -723,7 +725,7 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 				time.Sleep(200 * time.Millisecond)
 				continue
 			}
-			if err := a.step(name, fmt.Sprintf("save the CSI replacement in ConfigMap %s/%s", a.stateNS, stateName(name))); err != nil {
+			if err := a.step("pv/"+name, fmt.Sprintf("save the CSI replacement in ConfigMap %s/%s", a.stateNS, stateName(name))); err != nil {
 				return err
 			}
 			saved, err := a.saveState(ctx, cur, r)

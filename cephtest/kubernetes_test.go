@@ -1,0 +1,270 @@
+package cephtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/csimigrate/csimigrate/testenv"
+)
+
+// ProvisionerVersion is the external-provisioner release the chain runs.
+const ProvisionerVersion = "v6.4.0"
+
+// provisionerBinary is the csi-provisioner ../scripts/setup-ceph builds,
+// or CSIMIGRATE_CSI_PROVISIONER.
+func provisionerBinary() (string, error) {
+	if p := os.Getenv("CSIMIGRATE_CSI_PROVISIONER"); p != "" {
+		return p, nil
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(cache, "csimigrate", "csi-provisioner-"+ProvisionerVersion)
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("external-provisioner %s not found at %s: run scripts/setup-ceph", ProvisionerVersion, bin)
+	}
+	return bin, nil
+}
+
+// poll calls cond every 250 ms until it returns true or d has passed.
+func poll(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	last := ""
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last: %s", d, what, last)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// TestCephKubernetesChain runs the whole migration of an in-tree RBD volume
+// on a real control plane: kube-apiserver, kube-controller-manager's volume
+// controllers and external-provisioner driving Ceph CSI's RBD controller.
+// An in-tree PV bound to a claim, its image in Ceph; `csimigrate rewrite
+// -apply` replaces the PV and its StorageClass; the claim stays bound; an
+// expansion through the rewritten PV's controllerExpandSecretRef, resolved
+// from the API server as external-resizer does, grows the image; deleting
+// the claim makes external-provisioner delete the image from Ceph; a new
+// claim on the recreated class provisions an image Ceph lists.
+func TestCephKubernetesChain(t *testing.T) {
+	c, d := cephEnv(t)
+	ctx := callCtx(t)
+	const pool, ns = "kube.rbd-3", "default"
+	createPool(t, c, pool)
+	image := "kubernetes-dynamic-pvc-" + NewUUID()
+	if _, err := c.RBD(ctx, "create", "--size", "64M", pool+"/"+image); err != nil {
+		t.Fatal(err)
+	}
+
+	var logs bytes.Buffer
+	srv, err := testenv.Start(&logs)
+	if err != nil {
+		t.Fatalf("kube-apiserver: %v\n%s", err, logs.String())
+	}
+	t.Cleanup(srv.Stop)
+	if err := srv.StartControllerManager(&logs, testenv.VolumeControllers...); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := srv.WriteKubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov, err := provisionerBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Spawn("csi-provisioner", prov, "--csi-address="+d.RBDSocket, "--kubeconfig="+kc, "--leader-election=false",
+		"--timeout=60s", "--immediate-topology=false", "--retry-interval-start=1s", "--retry-interval-max=5s", "--v=4"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("external-provisioner:\n%s\nkube-controller-manager:\n%s\ncephcsi-rbd:\n%s",
+				srv.Logs("csi-provisioner"), srv.Logs("kube-controller-manager"), d.Log("cephcsi-rbd"))
+		}
+	})
+	cs := srv.Client
+
+	// The cluster before: an in-tree class, its secret, a bound claim.
+	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ceph-admin", Namespace: ns}, Type: "kubernetes.io/rbd",
+		Data: map[string][]byte{"key": []byte(c.AdminKey)}}
+	sc := inTreeRBDClass("rbd", pool, secret.Name)
+	claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: ns},
+		Spec: v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: &sc.Name,
+			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("64Mi")}}}}
+	// The PV first, pre-bound to the claim by name, so that the binder
+	// never looks for a provisioner for the claim.
+	pv := inTreeRBDPV("pvc-"+NewUUID(), rbdCase{Monitors: []string{MonitorV1}, Pool: pool, Image: image}, "admin", secret.Name)
+	pv.Spec.StorageClassName = sc.Name
+	pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: claim.Name}
+	mustCreate(t, func() error {
+		_, err := cs.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{})
+		return err
+	})
+	mustCreate(t, func() error {
+		_, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})
+		return err
+	})
+	mustCreate(t, func() error {
+		_, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+		return err
+	})
+	mustCreate(t, func() error {
+		_, err := cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim, metav1.CreateOptions{})
+		return err
+	})
+	waitBound(t, cs, ns, claim.Name, pv.Name)
+
+	// The Ceph CSI config map the plan prints for the cluster is the
+	// drivers' config.json; then the rewrite.
+	cfg, _ := planConfig(t, sc, pv)
+	if err := d.SetConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(envBin, "rewrite", "-apply", "-kubeconfig", kc, pv.Name, "storageclass/"+sc.Name)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("csimigrate rewrite -apply: %v\n%s", err, out)
+	}
+	t.Logf("csimigrate rewrite -apply:\n%s", out)
+	rewritten, err := cs.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rewritten.Spec.CSI == nil || rewritten.Spec.CSI.Driver != "rbd.csi.ceph.com" {
+		t.Fatalf("the PV after the rewrite is not a Ceph CSI volume: %+v", rewritten.Spec.PersistentVolumeSource)
+	}
+	if rewritten.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
+		t.Errorf("reclaim policy %q after the rewrite, want Delete", rewritten.Spec.PersistentVolumeReclaimPolicy)
+	}
+	newSC, err := cs.StorageV1().StorageClasses().Get(ctx, sc.Name, metav1.GetOptions{})
+	if err != nil || newSC.Provisioner != "rbd.csi.ceph.com" {
+		t.Fatalf("StorageClass %s after the rewrite: %v %v", sc.Name, newSC.Provisioner, err)
+	}
+	// The claim stays bound to the same PV, through a few binder syncs.
+	time.Sleep(5 * time.Second)
+	waitBound(t, cs, ns, claim.Name, pv.Name)
+
+	// Expand as external-resizer does: the secret named by the PV's
+	// controllerExpandSecretRef, read from the API server.
+	ref := rewritten.Spec.CSI.ControllerExpandSecretRef
+	if ref == nil {
+		t.Fatal("the rewritten PV has no controllerExpandSecretRef")
+	}
+	expandSecret, err := cs.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("controllerExpandSecretRef %s/%s: %v", ref.Namespace, ref.Name, err)
+	}
+	if _, err := d.RBD.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: rewritten.Spec.CSI.VolumeHandle,
+		CapacityRange: &csi.CapacityRange{RequiredBytes: expandSize}, Secrets: secretData(expandSecret), VolumeCapability: mountCap("ext4")}); err != nil {
+		t.Fatalf("ControllerExpandVolume: %v", err)
+	}
+	if got := images(t, c, pool)[image]; got != expandSize {
+		t.Errorf("image size %d after the expansion, want %d", got, expandSize)
+	}
+
+	// Deleting the claim: kube-controller-manager releases the PV and
+	// external-provisioner deletes the image.
+	if err := cs.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 90*time.Second, "external-provisioner to delete the PV", func() (bool, string) {
+		p, err := cs.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		return false, string(p.Status.Phase) + " " + p.Status.Message
+	})
+	if _, ok := images(t, c, pool)[image]; ok {
+		t.Errorf("%s/%s is still listed after external-provisioner deleted the PV", pool, image)
+	}
+	if !trash(t, c, pool)[image] && !gone(t, c, pool, image) {
+		t.Errorf("%s/%s is neither in the trash nor purged", pool, image)
+	}
+
+	// A new claim on the recreated class.
+	claim2 := claim.DeepCopy()
+	claim2.Name = "data2"
+	if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim2, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var volumeName string
+	poll(t, 90*time.Second, "the new claim to be provisioned and bound", func() (bool, string) {
+		p, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim2.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		volumeName = p.Spec.VolumeName
+		return p.Status.Phase == v1.ClaimBound, string(p.Status.Phase)
+	})
+	newPV, err := cs.CoreV1().PersistentVolumes().Get(ctx, volumeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newImage := newPV.Spec.CSI.VolumeAttributes["imageName"]
+	if _, ok := images(t, c, pool)[newImage]; !ok || newPV.Spec.CSI.VolumeAttributes["pool"] != pool {
+		t.Errorf("Ceph does not list the provisioned image %s/%s (volume attributes %v)", pool, newImage, newPV.Spec.CSI.VolumeAttributes)
+	}
+	// And its claim deleted, its image goes too.
+	if err := cs.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, claim2.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 90*time.Second, "external-provisioner to delete the provisioned PV", func() (bool, string) {
+		_, err := cs.CoreV1().PersistentVolumes().Get(ctx, volumeName, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if _, ok := images(t, c, pool)[newImage]; ok {
+		t.Errorf("%s/%s is still listed after its claim was deleted", pool, newImage)
+	}
+}
+
+func mustCreate(t *testing.T, f func() error) {
+	t.Helper()
+	if err := f(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitBound waits until the claim is Bound to the named PV and the PV to
+// the claim.
+func waitBound(t *testing.T, cs kubernetes.Interface, ns, claim, pv string) {
+	t.Helper()
+	ctx := context.Background()
+	poll(t, 60*time.Second, "claim "+ns+"/"+claim+" bound to "+pv, func() (bool, string) {
+		c, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		p, err := cs.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		ok := c.Status.Phase == v1.ClaimBound && c.Spec.VolumeName == pv && p.Status.Phase == v1.VolumeBound &&
+			p.Spec.ClaimRef != nil && p.Spec.ClaimRef.UID == c.UID
+		return ok, fmt.Sprintf("claim %s (volume %q), PV %s", c.Status.Phase, c.Spec.VolumeName, p.Status.Phase)
+	})
+}
