@@ -269,9 +269,9 @@ type UnrepresentableError struct {
 // Error implements error.
 func (e *UnrepresentableError) Error() string {
 	if e.CephCSIErr != nil {
-		return fmt.Sprintf("RBD image %q in pool %q: Ceph CSI cannot parse the migration handle %q (%v); delete and expand of this volume will fail", e.Want.Image, e.Want.Pool, e.Handle, e.CephCSIErr)
+		return fmt.Sprintf("RBD image %q in pool %q: Ceph CSI cannot parse the migration handle %q (%v); its expand fails with Internal and its delete with InvalidArgument, retried for ever", e.Want.Image, e.Want.Pool, e.Handle, e.CephCSIErr)
 	}
-	return fmt.Sprintf("RBD image %q in pool %q: Ceph CSI reads the migration handle %q as image %q in pool %q; delete and expand would act on that image, and the real one would leak (keep reclaim policy Retain, or set annotation rbd.csi.ceph.com/volume-handle)", e.Want.Image, e.Want.Pool, e.Handle, e.CephCSIReads.Image, e.CephCSIReads.Pool)
+	return fmt.Sprintf("RBD image %q in pool %q: Ceph CSI reads the migration handle %q as image %q in pool %q; expand and delete act on that image when it exists, and when it does not, delete reports success and the real one leaks (keep reclaim policy Retain, or set annotation rbd.csi.ceph.com/volume-handle)", e.Want.Image, e.Want.Pool, e.Handle, e.CephCSIReads.Image, e.CephCSIReads.Pool)
 }
 
 // Unwrap returns ErrUnrepresentable.
