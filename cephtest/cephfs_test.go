@@ -12,11 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/klog/v2/ktesting"
 
 	"github.com/csimigrate/csimigrate/secrets"
-	"github.com/csimigrate/csimigrate/translate"
 )
 
 // adminMount mounts the file system's root with ceph-fuse as client.admin
@@ -91,15 +88,7 @@ func TestCephFSStaticVolume(t *testing.T) {
 		Data: map[string][]byte{"key": []byte(strings.TrimSpace(key))}}
 	pv := inTreeCephFSPV("shared", "/volumes/static1", user, inTreeSecret.Name)
 	outside := inTreeCephFSPV("outside", "/volumes/other", user, inTreeSecret.Name)
-	cfg, _ := planConfig(t, []runtime.Object{pv, outside}...)
-	if err := d.SetConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := translate.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger, _ := ktesting.NewTestContext(t)
+	tr, logger := configure(t, d, pv, outside)
 	derived, err := secrets.CephFSCSISecret(inTreeSecret, user)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +123,7 @@ func TestCephFSStaticVolume(t *testing.T) {
 	}
 
 	src := translated(pv)
-	staging, err := stage(src, secretData(derived))
+	staging, err := stage(src, secrets.SecretStringData(derived))
 	if err != nil {
 		t.Fatalf("NodeStageVolume with the translated context %v and the derived secret: %v\n%s", src.VolumeAttributes, err, d.Log("cephcsi-cephfs"))
 	}
@@ -162,11 +151,11 @@ func TestCephFSStaticVolume(t *testing.T) {
 
 	// The in-tree secret, as a migration that does not derive one would
 	// pass it: Ceph CSI's node server wants userID and userKey.
-	if _, err := stage(src, secretData(inTreeSecret)); codeOf(err) != codes.Internal || !strings.Contains(err.Error(), "missing ID field 'userID'") {
+	if _, err := stage(src, secrets.SecretStringData(inTreeSecret)); codeOf(err) != codes.Internal || !strings.Contains(err.Error(), "missing ID field 'userID'") {
 		t.Errorf("NodeStageVolume with the in-tree secret: %v (%v), want Internal, missing userID", codeOf(err), err)
 	}
 	// A path outside the user's caps.
-	if _, err := stage(translated(outside), secretData(derived)); codeOf(err) != codes.Internal || !strings.Contains(err.Error(), "non-allowable root") {
+	if _, err := stage(translated(outside), secrets.SecretStringData(derived)); codeOf(err) != codes.Internal || !strings.Contains(err.Error(), "non-allowable root") {
 		t.Errorf("NodeStageVolume outside the user's caps: %v (%v), want Internal with non-allowable root", codeOf(err), err)
 	}
 }

@@ -71,16 +71,22 @@ type proc struct {
 // CephCSIBinary returns the path of the cached cephcsi build (the one
 // ../scripts/setup-ceph makes), or CSIMIGRATE_CEPHCSI.
 func CephCSIBinary() (string, error) {
-	if p := os.Getenv("CSIMIGRATE_CEPHCSI"); p != "" {
+	return cachedBinary("CSIMIGRATE_CEPHCSI", "cephcsi", CephCSIVersion)
+}
+
+// cachedBinary returns $env, else the build ../scripts/setup-ceph leaves
+// in the user cache directory as NAME-VERSION, failing when it is missing.
+func cachedBinary(env, name, version string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		return p, nil
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(cache, "csimigrate", "cephcsi-"+CephCSIVersion)
+	bin := filepath.Join(cache, "csimigrate", name+"-"+version)
 	if st, err := os.Stat(bin); err != nil || !st.Mode().IsRegular() {
-		return "", fmt.Errorf("cephcsi %s not found at %s: run scripts/setup-ceph", CephCSIVersion, bin)
+		return "", fmt.Errorf("%s %s not found at %s: run scripts/setup-ceph", name, version, bin)
 	}
 	return bin, nil
 }

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/testenv"
 )
 
@@ -26,18 +25,7 @@ const ProvisionerVersion = "v6.4.0"
 // provisionerBinary is the csi-provisioner ../scripts/setup-ceph builds,
 // or CSIMIGRATE_CSI_PROVISIONER.
 func provisionerBinary() (string, error) {
-	if p := os.Getenv("CSIMIGRATE_CSI_PROVISIONER"); p != "" {
-		return p, nil
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(cache, "csimigrate", "csi-provisioner-"+ProvisionerVersion)
-	if _, err := os.Stat(bin); err != nil {
-		return "", fmt.Errorf("external-provisioner %s not found at %s: run scripts/setup-ceph", ProvisionerVersion, bin)
-	}
-	return bin, nil
+	return cachedBinary("CSIMIGRATE_CSI_PROVISIONER", "csi-provisioner", ProvisionerVersion)
 }
 
 // poll calls cond every 250 ms until it returns true or d has passed.
@@ -138,10 +126,7 @@ func TestCephKubernetesChain(t *testing.T) {
 
 	// The Ceph CSI config map the plan prints for the cluster is the
 	// drivers' config.json; then the rewrite.
-	cfg, _ := planConfig(t, sc, pv)
-	if err := d.SetConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
+	configure(t, d, sc, pv)
 	cmd := exec.Command(envBin, "rewrite", "-apply", "-kubeconfig", kc, pv.Name, "storageclass/"+sc.Name)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -177,7 +162,7 @@ func TestCephKubernetesChain(t *testing.T) {
 		t.Fatalf("controllerExpandSecretRef %s/%s: %v", ref.Namespace, ref.Name, err)
 	}
 	if _, err := d.RBD.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: rewritten.Spec.CSI.VolumeHandle,
-		CapacityRange: &csi.CapacityRange{RequiredBytes: expandSize}, Secrets: secretData(expandSecret), VolumeCapability: mountCap("ext4")}); err != nil {
+		CapacityRange: &csi.CapacityRange{RequiredBytes: expandSize}, Secrets: secrets.SecretStringData(expandSecret), VolumeCapability: mountCap("ext4")}); err != nil {
 		t.Fatalf("ControllerExpandVolume: %v", err)
 	}
 	if got := images(t, c, pool)[image]; got != expandSize {

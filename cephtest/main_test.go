@@ -14,10 +14,14 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/translate"
 )
 
 // One cluster and one pair of drivers serve every test of the package; the
@@ -77,11 +81,11 @@ func cephEnv(t *testing.T) (*Cluster, *Drivers) {
 	return envCluster, envDrivers
 }
 
-// planConfig runs `csimigrate plan -o json` on the objects and returns the
-// config.json of the Ceph CSI config map it prints, the plan's exit status
-// and the whole plan. The command exits 1 when something blocks a
-// migration; that is a plan too.
-func planConfig(t *testing.T, objs ...runtime.Object) (config []byte, plan map[string]any) {
+// configure runs `csimigrate plan -o json` on the objects (it exits 1 when
+// something blocks a migration; that is a plan too), makes the config.json
+// of the Ceph CSI config map it prints the drivers' cluster map, and
+// returns a translator that knows the same clusters, with a test logger.
+func configure(t *testing.T, d *Drivers, objs ...runtime.Object) (*translate.Translator, klog.Logger) {
 	t.Helper()
 	manifest := filepath.Join(t.TempDir(), "objects.yaml")
 	var b bytes.Buffer
@@ -102,28 +106,31 @@ func planConfig(t *testing.T, objs ...runtime.Object) (config []byte, plan map[s
 	if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
 		t.Fatalf("csimigrate plan: %v\n%s", err, stderr.String())
 	}
+	var plan struct {
+		ConfigMap struct {
+			Data map[string]string `json:"data"`
+		} `json:"cephCSIConfigMap"`
+	}
 	if err := json.Unmarshal(out, &plan); err != nil {
 		t.Fatalf("csimigrate plan -o json: %v", err)
 	}
-	cm, _ := plan["cephCSIConfigMap"].(map[string]any)
-	data, _ := cm["data"].(map[string]any)
-	cfg, _ := data["config.json"].(string)
-	if cfg == "" {
+	cfg := []byte(plan.ConfigMap.Data["config.json"])
+	if len(cfg) == 0 {
 		t.Fatalf("csimigrate plan printed no Ceph CSI config map: %s", out)
 	}
-	return []byte(cfg), plan
-}
-
-// secretData returns a Secret's data as a CSI request carries it.
-func secretData(s *v1.Secret) map[string]string {
-	m := make(map[string]string, len(s.Data)+len(s.StringData))
-	for k, v := range s.Data {
-		m[k] = string(v)
+	if err := d.SetConfig(cfg); err != nil {
+		t.Fatal(err)
 	}
-	for k, v := range s.StringData {
-		m[k] = v
+	clusters, err := ceph.ParseClusterConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return m
+	tr, err := translate.New(translate.WithCephClusterConfig(clusters))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger, _ := ktesting.NewTestContext(t)
+	return tr, logger
 }
 
 // mountCap is a single-node-writer filesystem capability.

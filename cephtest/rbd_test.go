@@ -18,12 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/klog/v2/ktesting"
 	"pgregory.net/rapid"
 
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
-	"github.com/csimigrate/csimigrate/translate"
 )
 
 const (
@@ -198,16 +196,8 @@ func TestCephRBDHandleHazards(t *testing.T) {
 		pvs[i] = inTreeRBDPV(fmt.Sprintf("pv-%02d", i), rc, "admin", "ceph-admin")
 		objs[i] = pvs[i]
 	}
-	cfg, _ := planConfig(t, objs...)
-	if err := d.SetConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := translate.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger, _ := ktesting.NewTestContext(t)
-	secrets := map[string]string{"key": c.AdminKey}
+	tr, logger := configure(t, d, objs...)
+	adminSecret := map[string]string{"key": c.AdminKey}
 	var flagged, clean int
 	for i, rc := range cases {
 		pv := pvs[i]
@@ -248,13 +238,13 @@ func TestCephRBDHandleHazards(t *testing.T) {
 				}
 			}
 			_, expandErr := d.RBD.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: handle,
-				CapacityRange: &csi.CapacityRange{RequiredBytes: expandSize}, Secrets: secrets, VolumeCapability: mountCap("ext4")})
+				CapacityRange: &csi.CapacityRange{RequiredBytes: expandSize}, Secrets: adminSecret, VolumeCapability: mountCap("ext4")})
 			afterExpand := images(t, c, realPool)
 			var decoyAfterExpand map[string]int64
 			if withDecoy {
 				decoyAfterExpand = images(t, c, decoyPool)
 			}
-			_, deleteErr := d.RBD.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: handle, Secrets: secrets})
+			_, deleteErr := d.RBD.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: handle, Secrets: adminSecret})
 			afterDelete := images(t, c, realPool)
 			t.Logf("handle %s: expand %v, delete %v", handle, codeOf(expandErr), codeOf(deleteErr))
 

@@ -8,12 +8,9 @@ import (
 	"google.golang.org/grpc/codes"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/klog/v2/ktesting"
 
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/secrets"
-	"github.com/csimigrate/csimigrate/translate"
 )
 
 // TestCephRBDMigrationSecret: an in-tree RBD volume of a non-admin cephx
@@ -44,15 +41,7 @@ func TestCephRBDMigrationSecret(t *testing.T) {
 	inTree := &v1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{Name: "ceph-tenant", Namespace: "default"}, Type: "kubernetes.io/rbd",
 		Data: map[string][]byte{"key": []byte(key)}}
-	cfg, _ := planConfig(t, []runtime.Object{pv}...)
-	if err := d.SetConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := translate.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger, _ := ktesting.NewTestContext(t)
+	tr, logger := configure(t, d, pv)
 	csiPV, err := tr.TranslateInTreePVToCSI(logger, pv)
 	if err != nil {
 		t.Fatal(err)
@@ -77,14 +66,14 @@ func TestCephRBDMigrationSecret(t *testing.T) {
 	}
 
 	// The in-tree secret as it is.
-	err = expand(secretData(inTree))
+	err = expand(secrets.SecretStringData(inTree))
 	if err == nil || !strings.Contains(err.Error(), "Permission denied") {
 		t.Errorf("expand with the unfixed in-tree secret: %v (%v), want a permission error", codeOf(err), err)
 	}
 	if got := images(t, c, pool)[image]; got != imageSize {
 		t.Errorf("image size %d after a refused expand, want %d", got, imageSize)
 	}
-	_, err = d.RBD.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: src.VolumeHandle, Secrets: secretData(inTree)})
+	_, err = d.RBD.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: src.VolumeHandle, Secrets: secrets.SecretStringData(inTree)})
 	if codeOf(err) != codes.Internal || !strings.Contains(err.Error(), "Permission denied") {
 		t.Errorf("delete with the unfixed in-tree secret: %v (%v), want Internal with a permission error", codeOf(err), err)
 	}
@@ -110,13 +99,13 @@ func TestCephRBDMigrationSecret(t *testing.T) {
 	if again, err := secrets.CephMigrationSecretFixes(fixed, user); err != nil || len(again) != 0 {
 		t.Errorf("the fixed secret still needs %v (%v)", again, err)
 	}
-	if err := expand(secretData(fixed)); err != nil {
+	if err := expand(secrets.SecretStringData(fixed)); err != nil {
 		t.Fatalf("expand with the fixed secret: %v", err)
 	}
 	if got := images(t, c, pool)[image]; got != expandSize {
 		t.Errorf("image size %d after expand, want %d", got, expandSize)
 	}
-	if _, err := d.RBD.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: src.VolumeHandle, Secrets: secretData(fixed)}); err != nil {
+	if _, err := d.RBD.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: src.VolumeHandle, Secrets: secrets.SecretStringData(fixed)}); err != nil {
 		t.Fatalf("delete with the fixed secret: %v", err)
 	}
 	if _, ok := images(t, c, pool)[image]; ok {

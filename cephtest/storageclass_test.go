@@ -11,12 +11,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/klog/v2/ktesting"
 
-	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/secrets"
-	"github.com/csimigrate/csimigrate/translate"
 	"github.com/csimigrate/csimigrate/volumeid"
 )
 
@@ -49,19 +45,7 @@ func TestCephStorageClassProvisions(t *testing.T) {
 	createPool(t, c, pool)
 	sc := inTreeRBDClass("fast", pool, "ceph-admin")
 	adminSecret := map[string]string{"key": c.AdminKey} // the in-tree admin secret's data
-	cfg, _ := planConfig(t, []runtime.Object{sc}...)
-	if err := d.SetConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
-	clusters, err := ceph.ParseClusterConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := translate.New(translate.WithCephClusterConfig(clusters))
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger, _ := ktesting.NewTestContext(t)
+	tr, logger := configure(t, d, sc)
 	csiSC, err := tr.TranslateInTreeStorageClassToCSI(logger, "kubernetes.io/rbd", sc)
 	if err != nil {
 		t.Fatal(err)
