@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/internal/annot"
+	"github.com/csimigrate/csimigrate/internal/overrides"
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
@@ -102,20 +104,13 @@ func FuzzCephFSHandle(f *testing.F) {
 		if q, err := volumeid.ParseCephFSHandle(s); err == nil && q.String() != s {
 			t.Fatalf("String() = %q, input %q", q.String(), s)
 		}
-		// The byte-slice variant, reading its inputs from the buffer it
-		// appends to, writes the same text.
-		b := append([]byte(s), mons...)
-		b = append(b, fs...)
-		b = append(b, path...)
-		m, f := len(s)+len(mons), len(s)+len(mons)+len(fs)
-		b = volumeid.AppendCephFSHandleBytes(b, b[len(s):m], b[m:f], b[f:])
-		if got := string(b[f+len(path):]); got != str {
-			t.Fatalf("AppendCephFSHandleBytes = %q, String() %q", got, str)
+		// AppendTo writes String's text after whatever the buffer holds.
+		if got := string(h.AppendTo([]byte(s))); got != s+str {
+			t.Fatalf("AppendTo = %q, want %q", got, s+str)
 		}
-		rb := append([]byte(s), mons...)
-		rb = volumeid.AppendRBDHandleBytes(rb, rb[len(s):], fs, path)
-		if got, want := string(rb[len(s)+len(mons):]), volumeid.RBDHandleFor(mons, fs, path); got != want {
-			t.Fatalf("AppendRBDHandleBytes = %q, RBDHandleFor %q", got, want)
+		rh, _ := volumeid.NewRBDHandle(strings.Split(mons, ","), fs, path)
+		if got := string(rh.AppendTo([]byte(s))); got != s+rh.String() {
+			t.Fatalf("RBDHandle.AppendTo = %q, want %q", got, s+rh.String())
 		}
 	})
 }
@@ -128,26 +123,23 @@ func FuzzEncodeList(f *testing.F) {
 	f.Fuzz(func(t *testing.T, joined string) {
 		// Not a plain list, the encoding is encoding/json's, byte for byte,
 		// whatever the bytes: annotations written before stay readable.
-		if split := strings.Split(joined, "\x00"); !plugins.PlainList(split) {
+		if split := strings.Split(joined, "\x00"); strings.HasPrefix(annot.EncodeList(split), "[") {
 			want, _ := json.Marshal(split)
-			if got := plugins.EncodeList(split); got != string(want) {
+			if got := annot.EncodeList(split); got != string(want) {
 				t.Fatalf("EncodeList = %q, encoding/json %q", got, want)
 			}
-		}
-		if split := strings.Split(joined, "\x00"); string(plugins.AppendEncodedList([]byte("x"), split)) != "x"+plugins.EncodeList(split) {
-			t.Fatalf("AppendEncodedList differs from EncodeList for %q", split)
 		}
 		if !utf8.ValidString(joined) {
 			// Outside EncodeList's contract: API objects are valid UTF-8.
 			// It must still not panic.
-			_, _ = plugins.DecodeList(plugins.EncodeList(strings.Split(joined, "\x00")))
+			_, _ = annot.DecodeList(annot.EncodeList(strings.Split(joined, "\x00")))
 			return
 		}
 		var list []string
 		if joined != "" {
 			list = strings.Split(joined, "\x00")
 		}
-		got, err := plugins.DecodeList(plugins.EncodeList(list))
+		got, err := annot.DecodeList(annot.EncodeList(list))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,9 +149,9 @@ func FuzzEncodeList(f *testing.F) {
 	})
 }
 
-// FuzzApplyOverrides: the overrides annotation means the same whether the
-// direct reader or encoding/json reads it (a leading space sends any value to
-// encoding/json), and applying it never panics.
+// FuzzApplyOverrides: applying the overrides annotation never panics; it
+// either applies and removes it, or fails with an error that names it and
+// changes nothing in the PV's spec.
 func FuzzApplyOverrides(f *testing.F) {
 	f.Add(`{"volumeHandle":"0001-0020-x","volumeAttributes":{"adminId":"admin","monitors":"a:1,b:2","tryOtherMounters":null}}`)
 	f.Add(`{"readOnly":true,"fsType":"xfs","secretRefs":{"nodeExpand":{"name":"n","namespace":"ns"},"nodeStage":null},"accessModes":[]}`)
@@ -178,16 +170,19 @@ func FuzzApplyOverrides(f *testing.F) {
 				},
 			}
 		}
-		direct, viaJSON := pv(raw), pv(" "+raw)
-		errDirect, errJSON := plugins.ApplyOverrides(direct), plugins.ApplyOverrides(viaJSON)
-		if (errDirect == nil) != (errJSON == nil) {
-			t.Fatalf("%q: errors differ: %v, %v", raw, errDirect, errJSON)
+		got := pv(raw)
+		err := overrides.Apply(got)
+		if _, left := got.Annotations[plugins.AnnCSIOverrides]; left {
+			t.Fatalf("%q: annotation left in place (err %v)", raw, err)
 		}
-		if errDirect != nil {
+		if err == nil {
 			return
 		}
-		if diff := cmp.Diff(viaJSON, direct); diff != "" {
-			t.Fatalf("%q (-encoding/json +direct):\n%s", raw, diff)
+		if !errors.Is(err, plugins.ErrInvalid) || !strings.Contains(err.Error(), plugins.AnnCSIOverrides) {
+			t.Fatalf("%q: error %v does not name the annotation", raw, err)
+		}
+		if diff := cmp.Diff(pv(raw).Spec, got.Spec); diff != "" {
+			t.Fatalf("%q: spec changed before the error %v:\n%s", raw, err, diff)
 		}
 	})
 }
@@ -201,9 +196,6 @@ func FuzzCephFSCSISecretName(f *testing.F) {
 		n := secrets.CephFSCSISecretName(name, user)
 		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
 			t.Fatalf("CephFSCSISecretName(%q, %q) = %q: %v", name, user, n, errs)
-		}
-		if got := string(secrets.AppendCephFSCSISecretName([]byte(name), name, user)); got != name+n {
-			t.Fatalf("AppendCephFSCSISecretName = %q, want %q", got, name+n)
 		}
 	})
 }

@@ -1,11 +1,13 @@
 // Package plugins defines [InTreePlugin], the interface every migration
-// translator implements, and the helpers the built-in translators share.
+// translator implements, with the error kinds, findings and annotations its
+// implementations share. The built-in plugins are in the subpackages rbd,
+// cephfs and vsphere; a third-party plugin implements InTreePlugin (and, if it
+// can, [NonMutating] and [Checker]) and is registered with
+// translate.WithPlugins.
 //
 // The interface has exactly the method set of
 // k8s.io/csi-translation-lib/plugins.InTreePlugin (v0.37), so a plugin written
-// for either library can be registered in the other. The built-in plugins are
-// in the subpackages rbd, cephfs and vsphere; package translate registers
-// them.
+// for either library can be registered in the other.
 //
 // The contract of this project's plugins is stricter than upstream's:
 //
@@ -30,7 +32,6 @@ package plugins
 
 import (
 	"errors"
-	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -220,25 +221,3 @@ func (e *UnsupportedError) Error() string {
 
 // Unwrap returns ErrUnsupported.
 func (e *UnsupportedError) Unwrap() error { return ErrUnsupported }
-
-// PVName returns a PV's name for messages, tolerating nil.
-func PVName(pv *v1.PersistentVolume) string {
-	if pv == nil {
-		return ""
-	}
-	return pv.Name
-}
-
-// SortErrors orders errors by field, type and detail, so that an error
-// message does not depend on map iteration order.
-func SortErrors(errs field.ErrorList) {
-	slices.SortFunc(errs, func(a, b *field.Error) int {
-		if c := strings.Compare(a.Field, b.Field); c != 0 {
-			return c
-		}
-		if c := strings.Compare(string(a.Type), string(b.Type)); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Detail, b.Detail)
-	})
-}

@@ -177,25 +177,13 @@ func InTreeCephKey(secret *v1.Secret) (Value, error) {
 // shares one CSI secret, and the in-tree secret is left as it is for mounts
 // still made by the in-tree plugin.
 func CephFSCSISecretName(inTreeName, user string) string {
-	var buf [128]byte
-	return string(AppendCephFSCSISecretName(buf[:0], inTreeName, user))
-}
-
-// AppendCephFSCSISecretName appends CephFSCSISecretName(inTreeName, user) to
-// dst, without allocating in the common case of a valid "<name>-csi-<user>"
-// and a dst with room.
-func AppendCephFSCSISecretName(dst []byte, inTreeName, user string) []byte {
 	if user == "" {
 		user = CephDefaultUser
 	}
-	start := len(dst)
-	dst = append(dst, inTreeName...)
-	dst = append(dst, "-csi-"...)
-	dst = append(dst, user...)
-	if isDNS1123Subdomain(dst[start:]) {
-		return dst
+	if name := inTreeName + "-csi-" + user; isDNS1123Subdomain(name) {
+		return name
 	}
-	return append(dst[:start], hashedCephFSCSISecretName(inTreeName, user)...)
+	return hashedCephFSCSISecretName(inTreeName, user)
 }
 
 // hashedCephFSCSISecretName is the CephFSCSISecretName of a pair whose
@@ -223,7 +211,7 @@ func hashedCephFSCSISecretName(inTreeName, user string) string {
 // isDNS1123Subdomain is validation.IsDNS1123Subdomain without the regexp
 // (this runs on every CephFS translation): at most 253 characters, dot-separated
 // labels of lowercase alphanumerics and "-" that start and end alphanumeric.
-func isDNS1123Subdomain(s []byte) bool {
+func isDNS1123Subdomain(s string) bool {
 	if len(s) == 0 || len(s) > validation.DNS1123SubdomainMaxLength {
 		return false
 	}

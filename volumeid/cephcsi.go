@@ -42,7 +42,11 @@ type CephCSIVolumeID struct {
 // String composes the ID as Ceph CSI does. The result is meaningful only for
 // an ID that [CephCSIVolumeID.Validate] accepts.
 func (id CephCSIVolumeID) String() string {
-	b := make([]byte, 0, cephCSIFixedLen+len(id.ClusterID))
+	return string(id.AppendTo(make([]byte, 0, cephCSIFixedLen+len(id.ClusterID))))
+}
+
+// AppendTo appends the text of [CephCSIVolumeID.String] to b.
+func (id CephCSIVolumeID) AppendTo(b []byte) []byte {
 	var buf [8]byte
 	binary.BigEndian.PutUint16(buf[:2], id.Version)
 	b = hex.AppendEncode(b, buf[:2])
@@ -55,8 +59,7 @@ func (id CephCSIVolumeID) String() string {
 	binary.BigEndian.PutUint64(buf[:], uint64(id.Location))
 	b = hex.AppendEncode(b, buf[:])
 	b = append(b, '-')
-	b = append(b, id.ObjectUUID...)
-	return string(b)
+	return append(b, id.ObjectUUID...)
 }
 
 // Validate reports whether Ceph CSI would compose id: the clusterID is not

@@ -36,10 +36,14 @@ type CephFSHandle struct {
 // NewCephFSHandle returns the handle of the CephFS directory rootPath in file
 // system fsName ("" for the cluster's default file system) on the given
 // monitors. rootPath should already be normalised as the in-tree plugin does
-// ("/" when empty, a leading "/" added).
+// ("/" when empty, a leading "/" added). It is the one way to build a
+// CephFSHandle from an in-tree source.
 func NewCephFSHandle(monitors []string, fsName, rootPath string) CephFSHandle {
-	mons := strings.Join(monitors, ",")
-	return CephFSHandle{ClusterID: ClusterID(mons), Digest: cephfsDigest([]byte(mons), []byte(fsName), []byte(rootPath))}
+	var buf [256]byte
+	mons := appendJoined(buf[:0], monitors)
+	var cid [32]byte
+	clusterIDOfBytes(&cid, mons)
+	return CephFSHandle{ClusterID: string(cid[:]), Digest: cephfsDigest(mons, []byte(fsName), []byte(rootPath))}
 }
 
 // cephfsDigest is SHA-256 over the length-prefixed version tag, joined
@@ -60,44 +64,18 @@ func cephfsDigest(joinedMonitors, fsName, rootPath []byte) [sha256.Size]byte {
 // cephfsDigestTag versions the digest input.
 const cephfsDigestTag = "csimigrate cephfs v1"
 
-// CephFSHandleFor returns the text of NewCephFSHandle(monitors, fsName,
-// rootPath) for the monitors joined with ",", with one allocation.
-func CephFSHandleFor(joinedMonitors, fsName, rootPath string) string {
-	var buf [CephFSHandleLen]byte
-	return string(AppendCephFSHandle(buf[:0], joinedMonitors, fsName, rootPath))
-}
-
-// AppendCephFSHandle appends the text of CephFSHandleFor to dst.
-func AppendCephFSHandle(dst []byte, joinedMonitors, fsName, rootPath string) []byte {
-	var buf [512]byte
-	b := append(buf[:0], joinedMonitors...)
-	b = append(b, fsName...)
-	b = append(b, rootPath...)
-	j, f := len(joinedMonitors), len(joinedMonitors)+len(fsName)
-	return AppendCephFSHandleBytes(dst, b[:j], b[j:f], b[f:])
-}
-
-// AppendCephFSHandleBytes is [AppendCephFSHandle] with the monitors, file
-// system and root path as byte slices, which may be parts of dst: a caller
-// that builds all the text of a translation in one buffer derives the handle
-// from what it wrote there. The arguments are read before dst is appended to.
-func AppendCephFSHandleBytes(dst, joinedMonitors, fsName, rootPath []byte) []byte {
-	var cid [32]byte
-	clusterIDOfBytes(&cid, joinedMonitors)
-	digest := cephfsDigest(joinedMonitors, fsName, rootPath)
-	dst = append(dst, cephfsHandlePrefix...)
-	dst = append(dst, cid[:]...)
-	dst = append(dst, '_')
-	return hex.AppendEncode(dst, digest[:])
-}
-
 // String returns the handle text.
 func (h CephFSHandle) String() string {
 	var buf [CephFSHandleLen]byte
-	b := append(buf[:0], cephfsHandlePrefix...)
+	return string(h.AppendTo(buf[:0]))
+}
+
+// AppendTo appends the text of [CephFSHandle.String] to b.
+func (h CephFSHandle) AppendTo(b []byte) []byte {
+	b = append(b, cephfsHandlePrefix...)
 	b = append(b, h.ClusterID...)
 	b = append(b, '_')
-	return string(hex.AppendEncode(b, h.Digest[:]))
+	return hex.AppendEncode(b, h.Digest[:])
 }
 
 // MarshalText implements encoding.TextMarshaler.

@@ -3,7 +3,6 @@ package volumeid
 import (
 	"crypto/md5"
 	"encoding/hex"
-	"strings"
 )
 
 // ClusterID returns the Ceph CSI clusterID that CSI migration derives from an
@@ -47,7 +46,21 @@ func clusterIDOfBytes(dst *[32]byte, monitors []byte) {
 // ClusterIDFromList returns [ClusterID] of the monitors joined with ",", as
 // csi-translation-lib does for the monitor list of an RBD PV.
 func ClusterIDFromList(monitors []string) string {
-	return ClusterID(strings.Join(monitors, ","))
+	var buf [256]byte
+	var cid [32]byte
+	clusterIDOfBytes(&cid, appendJoined(buf[:0], monitors))
+	return string(cid[:])
+}
+
+// appendJoined appends the monitors joined with "," to b.
+func appendJoined(b []byte, monitors []string) []byte {
+	for i, m := range monitors {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m...)
+	}
+	return b
 }
 
 // isClusterIDDigest reports whether s looks like a ClusterID result: 32

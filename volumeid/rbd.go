@@ -44,73 +44,54 @@ type RBDHandle struct {
 
 // NewRBDHandle composes the migration handle of an image on the given
 // monitors and pool exactly as csi-translation-lib v0.30.14 does, so that both
-// libraries give a volume the same handle.
+// libraries give a volume the same handle. It is the one way to build an
+// RBDHandle from an in-tree source.
 //
 // When Ceph CSI would read the handle as a different volume (an image
-// without [RBDImagePrefix], a "_" in the name, an empty pool), the handle is
-// still returned, because the node side of Ceph CSI uses the imageName
-// attribute and mounts work, but the error is an *[UnrepresentableError]
-// that says what Ceph CSI's delete and expand would act on instead.
+// without [RBDImagePrefix], a "_" or "image-" after it, an empty pool), the
+// handle is still returned, because the node side of Ceph CSI uses the
+// imageName attribute and mounts work, but the error is an
+// *[UnrepresentableError] that says what Ceph CSI's delete and expand would
+// act on instead.
 func NewRBDHandle(monitors []string, pool, image string) (RBDHandle, error) {
 	h := RBDHandle{ClusterID: ClusterIDFromList(monitors), Pool: pool, Image: image}
-	return h, h.checkRepresentable()
-}
-
-// checkRepresentable reports whether Ceph CSI reads h.String() back as h.
-func (h RBDHandle) checkRepresentable() error {
+	if representable(pool, image) {
+		return h, nil
+	}
 	s := h.String()
 	got, err := CephCSIReadRBDHandle(s)
-	if err == nil && got == h {
-		return nil
-	}
-	return &UnrepresentableError{Handle: s, Want: h, CephCSIReads: got, CephCSIErr: err}
+	return h, &UnrepresentableError{Handle: s, Want: h, CephCSIReads: got, CephCSIErr: err}
 }
 
-// RBDHandleFor returns the handle text of an image on the monitors (joined
-// with ",") and pool, as RBDHandle{ClusterID(joinedMonitors), pool,
-// image}.String() does, with one allocation.
-func RBDHandleFor(joinedMonitors, pool, image string) string {
-	var buf [256]byte
-	return string(AppendRBDHandle(buf[:0], joinedMonitors, pool, image))
-}
-
-// AppendRBDHandle appends the text of RBDHandleFor(joinedMonitors, pool,
-// image) to dst; with a large enough dst (a stack buffer) it does not
-// allocate, so that a caller can compare a handle with the one a source
-// gives for free.
-func AppendRBDHandle(dst []byte, joinedMonitors, pool, image string) []byte {
-	var cid [32]byte
-	clusterIDInto(&cid, joinedMonitors)
-	return appendRBDHandle(dst, cid[:], pool, image)
-}
-
-// AppendRBDHandleBytes is [AppendRBDHandle] with the joined monitors as a
-// byte slice, which may be part of dst (it is read before dst is appended
-// to): a caller that builds the text of a translation in one buffer derives
-// the handle from the monitors it wrote there.
-func AppendRBDHandleBytes(dst, joinedMonitors []byte, pool, image string) []byte {
-	var cid [32]byte
-	clusterIDOfBytes(&cid, joinedMonitors)
-	return appendRBDHandle(dst, cid[:], pool, image)
+// representable reports whether Ceph CSI reads the handle composed for
+// (pool, image) with an MD5 clusterID back as the same image and pool (see
+// [CephCSIReadRBDHandle]): the image carries the prefix, and what follows it
+// has no "_" (a field separator) and no "image-" (where Ceph CSI cuts the
+// name); the pool is not empty. The bare prefix is fine: Ceph CSI adds the
+// prefix to an empty name.
+func representable(pool, image string) bool {
+	rest, ok := strings.CutPrefix(image, RBDImagePrefix)
+	return ok && pool != "" &&
+		strings.IndexByte(rest, '_') < 0 && !strings.Contains(rest, rbdImgPrefix)
 }
 
 // String returns the handle in the csi-translation-lib format.
 func (h RBDHandle) String() string {
 	var buf [256]byte
-	return string(appendRBDHandle(buf[:0], []byte(h.ClusterID), h.Pool, h.Image))
+	return string(h.AppendTo(buf[:0]))
 }
 
-func appendRBDHandle(b, clusterID []byte, pool, image string) []byte {
-	img := strings.TrimPrefix(image, RBDImagePrefix)
+// AppendTo appends the text of [RBDHandle.String] to b.
+func (h RBDHandle) AppendTo(b []byte) []byte {
 	b = append(b, rbdMigField...)
 	b = append(b, '_')
 	b = append(b, rbdMonsPrefix...)
-	b = append(b, clusterID...)
+	b = append(b, h.ClusterID...)
 	b = append(b, '_')
 	b = append(b, rbdImgPrefix...)
-	b = append(b, img...)
+	b = append(b, strings.TrimPrefix(h.Image, RBDImagePrefix)...)
 	b = append(b, '_')
-	return hex.AppendEncode(b, []byte(pool))
+	return hex.AppendEncode(b, []byte(h.Pool))
 }
 
 // MarshalText implements encoding.TextMarshaler. It fails for a handle that

@@ -349,40 +349,27 @@ func TestCephFSHandleProperties(t *testing.T) {
 	})
 }
 
-// The byte-slice variant writes the same text as the string one, also when
-// its arguments are parts of the buffer it appends to (the arena use).
-func TestAppendCephFSHandleBytesProperty(t *testing.T) {
+// AppendTo of every value type appends what String returns, whatever the
+// buffer holds and however much room it has.
+func TestAppendToProperty(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		mons := rapid.SliceOfN(rapid.String(), 1, 4).Draw(t, "mons")
-		fs := rapid.String().Draw(t, "fs")
-		path := rapid.String().Draw(t, "path")
-		joined := strings.Join(mons, ",")
-		want := CephFSHandleFor(joined, fs, path)
-		capacity := rapid.IntRange(0, 600).Draw(t, "capacity")
-		b := append(make([]byte, 0, capacity), joined...)
-		b = append(b, fs...)
-		b = append(b, path...)
-		j, f := len(joined), len(joined)+len(fs)
-		before := string(b)
-		b = AppendCephFSHandleBytes(b, b[:j], b[j:f], b[f:])
-		if string(b[:len(before)]) != before || string(b[len(before):]) != want {
-			t.Fatalf("got %q after %q, want %q", b[len(before):], b[:len(before)], want)
-		}
-	})
-}
-
-// AppendRBDHandleBytes writes RBDHandleFor's text, also when the monitors
-// are part of the buffer it appends to.
-func TestAppendRBDHandleBytesProperty(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		joined := strings.Join(rapid.SliceOfN(rapid.String(), 1, 4).Draw(t, "mons"), ",")
-		pool := rapid.String().Draw(t, "pool")
-		image := rapid.String().Draw(t, "image")
-		want := RBDHandleFor(joined, pool, image)
-		b := append(make([]byte, 0, rapid.IntRange(0, 300).Draw(t, "capacity")), joined...)
-		b = AppendRBDHandleBytes(b, b, pool, image)
-		if string(b) != joined+want {
-			t.Fatalf("got %q, want %q", b, joined+want)
+		prefix := rapid.SliceOf(rapid.Byte()).Draw(t, "prefix")
+		b := append(make([]byte, 0, len(prefix)+rapid.IntRange(0, 300).Draw(t, "room")), prefix...)
+		str := rapid.String()
+		mons := rapid.SliceOfN(str, 1, 4).Draw(t, "mons")
+		rh, _ := NewRBDHandle(mons, str.Draw(t, "pool"), str.Draw(t, "image"))
+		ch := NewCephFSHandle(mons, str.Draw(t, "fs"), str.Draw(t, "path"))
+		id := CephCSIVolumeID{Version: rapid.Uint16().Draw(t, "version"), ClusterID: str.Draw(t, "clusterID"),
+			Location: rapid.Int64().Draw(t, "location"), ObjectUUID: str.Draw(t, "uuid")}
+		vp := VSpherePath{Datastore: str.Draw(t, "ds"), Path: str.Draw(t, "vpath")}
+		for _, v := range []interface {
+			String() string
+			AppendTo([]byte) []byte
+		}{rh, ch, id, vp} {
+			got := v.AppendTo(b)
+			if string(got[:len(prefix)]) != string(prefix) || string(got[len(prefix):]) != v.String() {
+				t.Fatalf("%T.AppendTo = %q after %q, want %q", v, got[len(prefix):], got[:len(prefix)], v.String())
+			}
 		}
 	})
 }

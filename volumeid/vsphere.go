@@ -47,6 +47,14 @@ func (p VSpherePath) String() string {
 	return "[" + p.Datastore + "] " + p.Path
 }
 
+// AppendTo appends the text of [VSpherePath.String] to b.
+func (p VSpherePath) AppendTo(b []byte) []byte {
+	b = append(b, '[')
+	b = append(b, p.Datastore...)
+	b = append(b, "] "...)
+	return append(b, p.Path...)
+}
+
 // MarshalText implements encoding.TextMarshaler; it fails when the path would
 // not parse back.
 func (p VSpherePath) MarshalText() ([]byte, error) {

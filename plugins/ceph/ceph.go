@@ -14,7 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/internal/annot"
 	"github.com/csimigrate/csimigrate/volumeid"
 )
 
@@ -187,53 +187,80 @@ func (c ClusterConfig) MarshalJSON() ([]byte, error) {
 	return json.Marshal(c.entries)
 }
 
-// Where monitors were found by ResolveMonitors.
+// Where [ClusterConfig.VolumeMonitors] found the monitors.
 const (
 	SourceCarried   = "carried annotation"
 	SourceAttribute = "monitors volume attribute"
 	SourceConfig    = "Ceph CSI cluster config"
 )
 
-// ResolveMonitors finds the monitors of a CSI volume for a reverse
-// translation, in this order: the value a forward translation carried in an
-// annotation (carried, ok), the comma-separated "monitors" volume attribute a
-// Ceph CSI volume context holds when the StorageClass had one, the entry of
-// clusterID in cfg. When none has them it returns a
-// *plugins.MissingInformationError (errors.Is plugins.ErrMissingInformation)
-// about PersistentVolume pvName. joined is the monitors joined with ",",
-// without a new string when they came as a plain list.
-func ResolveMonitors(pvName, carried string, carriedOK bool, attrs map[string]string, clusterID string, cfg ClusterConfig, fieldPath string) (mons []string, joined, from string, err error) {
-	if carriedOK {
-		mons, err := plugins.DecodeList(carried)
+// ErrMonitorsNotFound is matched by a *MonitorsNotFoundError.
+var ErrMonitorsNotFound = errors.New("no monitors found for the volume")
+
+// MonitorsNotFoundError says where [ClusterConfig.VolumeMonitors] looked for
+// a volume's monitors and found none.
+type MonitorsNotFoundError struct {
+	// ClusterID is the clusterID looked up, "" when the volume had none.
+	ClusterID string
+	// Lookup is the *LookupError of the cluster config, nil when there was
+	// no clusterID to look up.
+	Lookup error
+}
+
+// Error implements error.
+func (e *MonitorsNotFoundError) Error() string {
+	s := "no carried annotation, no \"monitors\" volume attribute"
+	if e.Lookup == nil {
+		return s + ", and no clusterID to look up"
+	}
+	return s + ", and in the Ceph CSI cluster config " + e.Lookup.Error()
+}
+
+// Unwrap returns ErrMonitorsNotFound and the lookup error, if any.
+func (e *MonitorsNotFoundError) Unwrap() []error {
+	if e.Lookup == nil {
+		return []error{ErrMonitorsNotFound}
+	}
+	return []error{ErrMonitorsNotFound, e.Lookup}
+}
+
+// VolumeSources are where a reverse translation finds the monitors of a CSI
+// volume.
+type VolumeSources struct {
+	// Carried is the list a forward translation carried in an annotation,
+	// in the encoding of that annotation; HasCarried says whether the
+	// annotation was there.
+	Carried    string
+	HasCarried bool
+	// Attributes are the volume attributes (read only).
+	Attributes map[string]string
+	// ClusterID is the volume's clusterID, "" when unknown.
+	ClusterID string
+}
+
+// VolumeMonitors finds the monitors of a CSI volume for a reverse
+// translation, in this order: the list carried in an annotation, the
+// comma-separated "monitors" volume attribute a Ceph CSI volume context holds
+// when the StorageClass had one, the entry of the clusterID in c. It returns
+// where it found them (a Source constant), or a *MonitorsNotFoundError.
+func (c ClusterConfig) VolumeMonitors(v VolumeSources) (mons []string, source string, err error) {
+	if v.HasCarried {
+		mons, err := annot.DecodeList(v.Carried)
 		if err == nil && len(mons) > 0 {
-			joined := carried
-			if !plugins.PlainList(mons) {
-				joined = strings.Join(mons, ",")
-			}
-			return mons, joined, SourceCarried, nil
+			return mons, SourceCarried, nil
 		}
 	}
-	if s := attrs["monitors"]; s != "" {
-		return strings.Split(s, ","), s, SourceAttribute, nil
+	if s := v.Attributes["monitors"]; s != "" {
+		return strings.Split(s, ","), SourceAttribute, nil
 	}
-	detail := "no carried annotation, no \"monitors\" volume attribute"
-	var cause error
-	if clusterID == "" {
-		detail += ", and no clusterID to look up"
-	} else {
-		mons, err := cfg.Lookup(clusterID)
-		if err == nil {
-			return mons, strings.Join(mons, ","), SourceConfig, nil
-		}
-		cause = err
-		detail += ", and in the Ceph CSI cluster config " + err.Error()
+	if v.ClusterID == "" {
+		return nil, "", &MonitorsNotFoundError{}
 	}
-	return nil, "", "", &plugins.MissingInformationError{
-		Field:  fieldPath,
-		Object: `PersistentVolume "` + pvName + `"`,
-		Detail: detail + "; supply Ceph CSI's config.json as an option, with one entry for the clusterID (it never yields monitors [\"\"])",
-		Err:    cause,
+	mons, err = c.Lookup(v.ClusterID)
+	if err != nil {
+		return nil, "", &MonitorsNotFoundError{ClusterID: v.ClusterID, Lookup: err}
 	}
+	return mons, SourceConfig, nil
 }
 
 // InTreeSecretRef resolves the secretRef of an in-tree RBD or CephFS PV as

@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
-	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 )
 
@@ -166,12 +165,12 @@ func TestClusterConfig(t *testing.T) {
 	}
 }
 
-// A reverse translation that needs an ambiguous clusterID fails with an
-// error matching both the missing information and the lookup's cause.
-func TestResolveMonitorsWrapsLookup(t *testing.T) {
+// Monitors that cannot be found because the clusterID is ambiguous give an
+// error matching both the missing monitors and the lookup's cause.
+func TestVolumeMonitorsWrapsLookup(t *testing.T) {
 	cfg := ceph.NewClusterConfig(ceph.ClusterEntry{ClusterID: "b", Monitors: []string{"m1:6789"}}, ceph.ClusterEntry{ClusterID: "b", Monitors: []string{"m2:6789"}})
-	_, _, _, err := ceph.ResolveMonitors("pv", "", false, nil, "b", cfg, "spec.rbd.monitors")
-	if !errors.Is(err, plugins.ErrMissingInformation) || !errors.Is(err, ceph.ErrAmbiguousClusterID) {
+	_, _, err := cfg.VolumeMonitors(ceph.VolumeSources{ClusterID: "b"})
+	if !errors.Is(err, ceph.ErrMonitorsNotFound) || !errors.Is(err, ceph.ErrAmbiguousClusterID) {
 		t.Fatalf("err = %v", err)
 	}
 	if !strings.Contains(err.Error(), `clusterID "b"`) || !strings.Contains(err.Error(), "entries [0 1]") {

@@ -46,6 +46,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/internal/annot"
+	"github.com/csimigrate/csimigrate/internal/check"
+	"github.com/csimigrate/csimigrate/internal/overrides"
+	"github.com/csimigrate/csimigrate/internal/pvcopy"
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/secrets"
@@ -161,18 +165,37 @@ func FSNameFromMountOptions(opts []string) (fsName string, rest []string, found 
 	if !found {
 		return "", slices.Clone(opts), false
 	}
-	b, parts := appendRest(nil, opts, nil)
-	return fsName, restOf(parts, opts, string(b), nil), true
+	for _, entry := range opts {
+		if !hasFSOption(entry) {
+			rest = append(rest, entry)
+			continue
+		}
+		var kept []string
+		for o := range strings.SplitSeq(entry, ",") {
+			if !isFSOption(o) {
+				kept = append(kept, o)
+			}
+		}
+		if len(kept) > 0 {
+			rest = append(rest, strings.Join(kept, ","))
+		}
+	}
+	return fsName, rest, true
 }
 
 // hasFSOption reports whether a mount-option entry names a file system.
 func hasFSOption(entry string) bool {
 	for o := range strings.SplitSeq(entry, ",") {
-		if strings.HasPrefix(o, "mds_namespace=") || strings.HasPrefix(o, "fs=") {
+		if isFSOption(o) {
 			return true
 		}
 	}
 	return false
+}
+
+// isFSOption reports whether a mount option names a file system.
+func isFSOption(o string) bool {
+	return strings.HasPrefix(o, "mds_namespace=") || strings.HasPrefix(o, "fs=")
 }
 
 // parseRef parses "namespace/name", either part possibly empty; "" is no
@@ -199,12 +222,12 @@ type source struct {
 
 // stageSecret checks what a translation needs of a source and returns the
 // node-stage reference: the CSI secret an administrator named in
-// AnnNodeStageSecret, else (derived true, Name empty) the namespace of the
+// AnnNodeStageSecret, else (deriveName true, Name empty) the namespace of the
 // one derived from the in-tree secret and user, named by
 // secrets.CephFSCSISecretName (in the claim's namespace when the in-tree one
 // is empty). A volume with neither is secretFile-only. kind and name identify
 // the object for errors, fp the source's field path.
-func stageSecret(kind, name string, fp func() *field.Path, s source, stageOverride, claimNS string) (stage v1.SecretReference, derived bool, err error) {
+func stageSecret(kind, name string, fp func() *field.Path, s source, stageOverride, claimNS string) (stage v1.SecretReference, deriveName bool, err error) {
 	var errs field.ErrorList
 	if len(s.mons) == 0 {
 		errs = append(errs, field.Required(fp().Child("monitors"), "at least one Ceph monitor (host:port) is required"))
@@ -225,96 +248,54 @@ func stageSecret(kind, name string, fp func() *field.Path, s source, stageOverri
 		} else {
 			stage = v1.SecretReference{Namespace: r.Namespace}
 		}
-		derived = true
+		deriveName = true
 	case len(errs) == 0:
 		return stage, false, &secretFileOnlyError{object: kind + " \"" + name + "\""}
 	}
 	if len(errs) > 0 {
 		return stage, false, &plugins.InvalidError{Kind: kind, Name: name, Errs: errs}
 	}
-	return stage, derived, nil
+	return stage, deriveName, nil
 }
 
-// span is a part [start, end) of the text a translation builds.
-type span struct{ start, end int }
-
-func (sp span) of(text string) string { return text[sp.start:sp.end] }
-
-// appendSpan appends s to b and returns where it is.
-func appendSpan(b []byte, s string) ([]byte, span) {
-	start := len(b)
-	b = append(b, s...)
-	return b, span{start, len(b)}
+// staticVolume is what the forward translation of a CephFS source sets in
+// the CSI source of a Ceph CSI static volume.
+type staticVolume struct {
+	handle    string
+	clusterID string
+	root      string
+	fsName    string
+	// stage is the node-stage secret: the one an administrator named, or
+	// the one derived from the in-tree secret and user.
+	stage    v1.SecretReference
+	readOnly bool
 }
 
-// derived is what a translation derives from a source as text, as spans of
-// one buffer: the joined monitors, the root path, the handle and the name of
-// the derived node-stage secret (empty when an administrator named one).
-type derived struct {
-	joined, root, handle, stageName span
-	stage                           v1.SecretReference
-	readOnly                        bool
-}
-
-// describe checks s and appends to b what a forward translation of it
-// derives as text (see derived). fsName is the file system the mount options
-// name. All of it goes into one buffer, so that the strings of a translation
-// take one allocation (the caller converts b once); a caller appends its own
-// text after it.
-func describe(b []byte, kind, name string, fp func() *field.Path, s source, fsName, stageOverride, claimNS string) (derived, []byte, error) {
-	stage, derive, err := stageSecret(kind, name, fp, s, stageOverride, claimNS)
+// newStaticVolume checks s and gives the static volume its forward
+// translation sets up. fsName is the file system the mount options name.
+func newStaticVolume(kind, name string, fp func() *field.Path, s source, fsName, stageOverride, claimNS string) (staticVolume, error) {
+	stage, deriveName, err := stageSecret(kind, name, fp, s, stageOverride, claimNS)
 	if err != nil {
-		return derived{}, b, err
+		return staticVolume{}, err
 	}
-	d := derived{stage: stage, readOnly: s.readOnly}
-	start := len(b)
-	for i, m := range s.mons {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, m...)
+	if deriveName {
+		stage.Name = secrets.CephFSCSISecretName(s.secretRef.Name, s.user)
 	}
-	d.joined = span{start, len(b)}
-	b, fs := appendSpan(b, fsName)
-	start = len(b)
-	// RootPath(s.path), written here.
-	if s.path == "" || s.path[0] != '/' {
-		b = append(b, '/')
-	}
-	b = append(b, s.path...)
-	d.root = span{start, len(b)}
-	start = len(b)
-	b = volumeid.AppendCephFSHandleBytes(b, b[d.joined.start:d.joined.end], b[fs.start:fs.end], b[d.root.start:d.root.end])
-	d.handle = span{start, len(b)}
-	if derive {
-		start = len(b)
-		b = secrets.AppendCephFSCSISecretName(b, s.secretRef.Name, s.user)
-		d.stageName = span{start, len(b)}
-	}
-	return d, b, nil
+	root := RootPath(s.path)
+	h := volumeid.NewCephFSHandle(s.mons, fsName, root)
+	return staticVolume{handle: h.String(), clusterID: h.ClusterID, root: root, fsName: fsName, stage: stage, readOnly: s.readOnly}, nil
 }
 
-// forwarded gives, from the text describe built, what the forward translation
-// sets in the CSI source: handle, readOnly and the attributes (written to
-// attrs, their number returned), and the node-stage reference (written to
-// stage). The caller sets f.Attributes, f.NodeStage and f.AccessModes, so that
-// f does not point to its storage.
-func (d *derived) forwarded(text, fsName string, attrs *[4]plugins.Attribute, stage *v1.SecretReference) (plugins.Forwarded, int) {
-	*stage = d.stage
-	if stage.Name == "" {
-		stage.Name = d.stageName.of(text)
+// attributes appends the volume attributes of v to a.
+func (v *staticVolume) attributes(a []overrides.Attribute) []overrides.Attribute {
+	a = append(a,
+		overrides.Attribute{Key: attrStaticVolume, Value: "true"},
+		overrides.Attribute{Key: attrClusterID, Value: v.clusterID},
+		overrides.Attribute{Key: attrRootPath, Value: v.root})
+	if v.fsName != "" {
+		a = append(a, overrides.Attribute{Key: attrFSName, Value: v.fsName})
 	}
-	handle := d.handle.of(text)
-	attrs[0] = plugins.Attribute{Key: attrStaticVolume, Value: "true"}
-	// The clusterID is the 32 digits after "mig_cephfs_" in the handle.
-	attrs[1] = plugins.Attribute{Key: attrClusterID, Value: handle[11:43]}
-	attrs[2] = plugins.Attribute{Key: attrRootPath, Value: d.root.of(text)}
-	n := 3
-	if fsName != "" {
-		attrs[3] = plugins.Attribute{Key: attrFSName, Value: fsName}
-		n++
-	}
-	return plugins.Forwarded{VolumeHandle: handle, ReadOnly: d.readOnly}, n
+	return a
 }
 
 // fsNameOf returns the file-system name FSNameFromMountOptions finds, without
@@ -332,25 +313,19 @@ func fsNameOf(opts []string) (fsName string, found bool) {
 	return fsName, found
 }
 
-// textSize is the stack buffer a translation builds its text in; longer
-// text moves to the heap, which costs one allocation more.
-const textSize = 768
-
-// translate builds the CSI source for an inline volume.
-func translate(kind, name string, fp func() *field.Path, s source, stageOverride, claimNS string) (*v1.CSIPersistentVolumeSource, error) {
-	var buf [textSize]byte
-	d, b, err := describe(buf[:0], kind, name, fp, s, "", stageOverride, claimNS)
+// inlineCSISource gives the CSI source of an inline volume.
+func inlineCSISource(name string, fp func() *field.Path, s source, claimNS string) (*v1.CSIPersistentVolumeSource, error) {
+	v, err := newStaticVolume("Volume", name, fp, s, "", "", claimNS)
 	if err != nil {
 		return nil, err
 	}
-	blk := new(inlineBlock)
-	var attrs [4]plugins.Attribute
-	f, n := d.forwarded(string(b), "", &attrs, &blk.stage)
+	var attrs [4]overrides.Attribute
+	blk := &inlineBlock{stage: v.stage}
 	blk.csi = v1.CSIPersistentVolumeSource{
 		Driver:             DriverName,
-		VolumeHandle:       f.VolumeHandle,
-		ReadOnly:           f.ReadOnly,
-		VolumeAttributes:   plugins.AttributeMap(attrs[:n]),
+		VolumeHandle:       v.handle,
+		ReadOnly:           v.readOnly,
+		VolumeAttributes:   overrides.AttributeMap(v.attributes(attrs[:0])),
 		NodeStageSecretRef: &blk.stage,
 	}
 	return &blk.csi, nil
@@ -370,141 +345,61 @@ func cephfsPath() *field.Path { return field.NewPath("spec", "cephfs") }
 
 // forwardBlock holds a translated PV with the parts it points to.
 type forwardBlock struct {
-	pv     plugins.PVBuffer
-	csi    v1.CSIPersistentVolumeSource
-	stage  v1.SecretReference
-	mounts [4]string
-}
-
-// restPart is one entry of the mount options left after the file-system
-// options are removed: entry i of the original list as it is (sp.start < 0),
-// or the text at sp.
-type restPart struct {
-	i  int
-	sp span
-}
-
-// appendRest appends to b the entries of opts that FSNameFromMountOptions
-// rebuilds without their file-system options, and records in parts, in
-// order, which entries are kept and where.
-func appendRest(b []byte, opts []string, parts []restPart) ([]byte, []restPart) {
-	for i, entry := range opts {
-		if !hasFSOption(entry) {
-			parts = append(parts, restPart{i: i, sp: span{-1, -1}})
-			continue
-		}
-		start, kept := len(b), 0
-		for o := range strings.SplitSeq(entry, ",") {
-			if strings.HasPrefix(o, "mds_namespace=") || strings.HasPrefix(o, "fs=") {
-				continue
-			}
-			if kept > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, o...)
-			kept++
-		}
-		if kept > 0 {
-			parts = append(parts, restPart{i: i, sp: span{start, len(b)}})
-		}
-	}
-	return b, parts
-}
-
-// restOf returns the mount options appendRest recorded in parts, read from
-// opts and text, in dst when it has room (nil when none are left).
-func restOf(parts []restPart, opts []string, text string, dst []string) []string {
-	if len(parts) == 0 {
-		return nil
-	}
-	if cap(dst) < len(parts) {
-		dst = make([]string, 0, len(parts))
-	}
-	for _, part := range parts {
-		if part.sp.start < 0 {
-			dst = append(dst, opts[part.i])
-		} else {
-			dst = append(dst, part.sp.of(text))
-		}
-	}
-	return dst[:len(dst):len(dst)]
+	pv    pvcopy.Buffer
+	csi   v1.CSIPersistentVolumeSource
+	stage v1.SecretReference
 }
 
 // TranslateInTreePVToCSI translates a PV with spec.cephfs to a Ceph CSI
 // static volume. pv is not modified.
 func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
 	if pv == nil || pv.Spec.CephFS == nil {
-		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv), field.Required(cephfsPath(), "a CephFS volume source is required"))
+		return nil, check.InTreePV(pv, "cephfs", "a CephFS volume source")
 	}
 	src := pv.Spec.CephFS
 	fsName, found := fsNameOf(pv.Spec.MountOptions)
-	// Every string this translation derives is built here and converted once.
-	var buf [textSize]byte
-	d, b, err := describe(buf[:0], "PersistentVolume", pv.Name, cephfsPath, pvSource(src), fsName,
+	v, err := newStaticVolume("PersistentVolume", pv.Name, cephfsPath, pvSource(src), fsName,
 		pv.Annotations[AnnNodeStageSecret], ceph.ClaimNamespace(pv))
 	if err != nil {
 		return nil, err
 	}
-	monitors := d.joined
-	if !plugins.PlainList(src.Monitors) {
-		start := len(b)
-		b = plugins.AppendEncodedList(b, src.Monitors)
-		monitors = span{start, len(b)}
-	}
-	var ref, opts span
-	if r := src.SecretRef; r != nil {
-		start := len(b)
-		b = append(append(append(b, r.Namespace...), '/'), r.Name...)
-		ref = span{start, len(b)}
-	}
-	var partsBuf [8]restPart
-	parts := partsBuf[:0]
-	if found {
-		start := len(b)
-		b = plugins.AppendEncodedList(b, pv.Spec.MountOptions)
-		opts = span{start, len(b)}
-		b, parts = appendRest(b, pv.Spec.MountOptions, parts)
-	}
-	text := string(b)
-
-	blk := new(forwardBlock)
-	var attrs [4]plugins.Attribute
-	f, n := d.forwarded(text, fsName, &attrs, &blk.stage)
-	root := attrs[2].Value
+	blk := &forwardBlock{stage: v.stage}
 	extra := 2 // monitors, user
-	for _, carried := range []bool{found, src.Path != root, src.SecretFile != "", src.SecretRef != nil} {
+	for _, carried := range []bool{found, src.Path != v.root, src.SecretFile != "", src.SecretRef != nil} {
 		if carried {
 			extra++
 		}
 	}
 	var out *v1.PersistentVolume
 	if found {
-		out = plugins.CopyPVIntoReplacing(&blk.pv, pv, extra, restOf(parts, pv.Spec.MountOptions, text, blk.mounts[:0]))
+		_, rest, _ := FSNameFromMountOptions(pv.Spec.MountOptions)
+		out = pvcopy.IntoReplacingMounts(&blk.pv, pv, extra, rest)
 	} else {
-		out = plugins.CopyPVInto(&blk.pv, pv, extra)
+		out = pvcopy.Into(&blk.pv, pv, extra)
 	}
 	blk.csi = v1.CSIPersistentVolumeSource{
 		Driver:             DriverName,
-		VolumeHandle:       f.VolumeHandle,
-		ReadOnly:           f.ReadOnly,
+		VolumeHandle:       v.handle,
+		ReadOnly:           v.readOnly,
 		NodeStageSecretRef: &blk.stage,
 	}
 	out.Spec.CSI = &blk.csi
 	if found {
-		plugins.SetAnnotation(out, AnnMountOptions, opts.of(text))
+		annot.Set(out, AnnMountOptions, annot.EncodeList(pv.Spec.MountOptions))
 	}
-	plugins.SetAnnotation(out, AnnMonitors, monitors.of(text))
-	plugins.SetAnnotation(out, AnnUser, src.User)
-	if src.Path != root {
-		plugins.SetAnnotation(out, AnnPath, src.Path)
+	annot.Set(out, AnnMonitors, annot.EncodeList(src.Monitors))
+	annot.Set(out, AnnUser, src.User)
+	if src.Path != v.root {
+		annot.Set(out, AnnPath, src.Path)
 	}
 	if src.SecretFile != "" {
-		plugins.SetAnnotation(out, AnnSecretFile, src.SecretFile)
+		annot.Set(out, AnnSecretFile, src.SecretFile)
 	}
-	if src.SecretRef != nil {
-		plugins.SetAnnotation(out, AnnSecretRef, ref.of(text))
+	if r := src.SecretRef; r != nil {
+		annot.Set(out, AnnSecretRef, r.Namespace+"/"+r.Name)
 	}
-	if err := plugins.FinishForward(out, attrs[:n]); err != nil {
+	var attrs [4]overrides.Attribute
+	if err := overrides.Forward(out, v.attributes(attrs[:0])); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -515,13 +410,9 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 // attribute or the cluster config, else the error matches
 // plugins.ErrMissingInformation. pv is not modified.
 func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
-	csiPath := func() *field.Path { return field.NewPath("spec", "csi") }
-	if pv == nil || pv.Spec.CSI == nil {
-		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv), field.Required(csiPath(), "a CSI volume source is required"))
-	}
-	c := pv.Spec.CSI
-	if c.Driver != DriverName {
-		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.NotSupported(csiPath().Child("driver"), c.Driver, []string{DriverName}))
+	c, err := check.CSISource(pv, DriverName)
+	if err != nil {
+		return nil, err
 	}
 	attrs := c.VolumeAttributes
 	clusterID := attrs[attrClusterID]
@@ -531,20 +422,20 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		}
 	}
 	blk := new(reverseBlock)
-	out := plugins.CopyPVInto(&blk.pv, pv, 2)
-	carried, carriedOK := plugins.TakeAnnotation(out, AnnMonitors)
-	mons, _, _, err := ceph.ResolveMonitors(pv.Name, carried, carriedOK, attrs, clusterID, p.opts.ClusterConfig, "spec.cephfs.monitors")
+	out := pvcopy.Into(&blk.pv, pv, 2)
+	carried, carriedOK := annot.Take(out, AnnMonitors)
+	mons, _, err := p.opts.ClusterConfig.VolumeMonitors(ceph.VolumeSources{Carried: carried, HasCarried: carriedOK, Attributes: attrs, ClusterID: clusterID})
 	if err != nil {
-		return nil, err
+		return nil, check.MissingMonitors(pv.Name, "spec.cephfs.monitors", err)
 	}
-	path, ok := plugins.TakeAnnotation(out, AnnPath)
+	path, ok := annot.Take(out, AnnPath)
 	if !ok {
 		path = attrs[attrRootPath]
 	}
-	user, _ := plugins.TakeAnnotation(out, AnnUser)
-	secretFile, _ := plugins.TakeAnnotation(out, AnnSecretFile)
+	user, _ := annot.Take(out, AnnUser)
+	secretFile, _ := annot.Take(out, AnnSecretFile)
 	blk.src = v1.CephFSPersistentVolumeSource{Monitors: mons, Path: path, User: user, SecretFile: secretFile, ReadOnly: c.ReadOnly}
-	if raw, ok := plugins.TakeAnnotation(out, AnnSecretRef); ok {
+	if raw, ok := annot.Take(out, AnnSecretRef); ok {
 		r, has, valid := parseRef(raw)
 		if !valid {
 			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnSecretRef), raw, `want "namespace/name"`))
@@ -557,8 +448,8 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		blk.ref = *c.NodeStageSecretRef
 		blk.src.SecretRef = &blk.ref
 	}
-	if raw, ok := plugins.TakeAnnotation(out, AnnMountOptions); ok {
-		list, err := plugins.DecodeList(raw)
+	if raw, ok := annot.Take(out, AnnMountOptions); ok {
+		list, err := annot.DecodeList(raw)
 		if err != nil {
 			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnMountOptions), raw, err.Error()))
 		}
@@ -569,19 +460,17 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		}
 	}
 	out.Spec.CephFS = &blk.src
-	// What a forward translation of the result sets, for FinishReverseFrom.
+	// What a forward translation of the result sets, for overrides.Record.
 	fsName, _ := fsNameOf(out.Spec.MountOptions)
-	var buf [textSize]byte
-	d, b, err := describe(buf[:0], "PersistentVolume", pv.Name, cephfsPath, pvSource(out.Spec.CephFS), fsName,
+	v, err := newStaticVolume("PersistentVolume", pv.Name, cephfsPath, pvSource(out.Spec.CephFS), fsName,
 		out.Annotations[AnnNodeStageSecret], ceph.ClaimNamespace(out))
 	if err != nil {
 		return nil, fmt.Errorf("checking the reverse translation: %w", err)
 	}
-	var fattrs [4]plugins.Attribute
-	var stage v1.SecretReference
-	f, n := d.forwarded(string(b), fsName, &fattrs, &stage)
-	f.Attributes, f.NodeStage, f.AccessModes = fattrs[:n], &stage, out.Spec.AccessModes
-	if err := plugins.FinishReverseFrom(out, pv, &f); err != nil {
+	var fattrs [4]overrides.Attribute
+	f := overrides.Forwarded{VolumeHandle: v.handle, ReadOnly: v.readOnly, Attributes: v.attributes(fattrs[:0]),
+		NodeStage: &v.stage, AccessModes: out.Spec.AccessModes}
+	if err := overrides.Record(out, pv, &f); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -589,7 +478,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 
 // reverseBlock holds a PV translated back with the parts it points to.
 type reverseBlock struct {
-	pv  plugins.PVBuffer
+	pv  pvcopy.Buffer
 	src v1.CephFSPersistentVolumeSource
 	ref v1.SecretReference
 }
@@ -605,9 +494,9 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 	if src.SecretRef != nil && src.SecretRef.Name != "" {
 		ref = &v1.SecretReference{Name: src.SecretRef.Name, Namespace: podNamespace}
 	}
-	csi, err := translate("Volume", vol.Name, func() *field.Path { return field.NewPath("volumes").Key(vol.Name).Child("cephfs") },
+	csi, err := inlineCSISource(vol.Name, func() *field.Path { return field.NewPath("volumes").Key(vol.Name).Child("cephfs") },
 		source{mons: src.Monitors, path: src.Path, user: src.User, secretFile: src.SecretFile, secretRef: ref, readOnly: src.ReadOnly},
-		"", podNamespace)
+		podNamespace)
 	if err != nil {
 		return nil, err
 	}
@@ -636,9 +525,9 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 	if !p.CanSupport(pv) {
 		return nil
 	}
-	ref, derived, err := stageSecret("PersistentVolume", pv.Name, cephfsPath, pvSource(pv.Spec.CephFS),
+	ref, deriveName, err := stageSecret("PersistentVolume", pv.Name, cephfsPath, pvSource(pv.Spec.CephFS),
 		pv.Annotations[AnnNodeStageSecret], ceph.ClaimNamespace(pv))
-	if derived {
+	if deriveName {
 		ref.Name = secrets.CephFSCSISecretName(pv.Spec.CephFS.SecretRef.Name, pv.Spec.CephFS.User)
 	}
 	switch {

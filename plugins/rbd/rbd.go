@@ -52,7 +52,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	storage "k8s.io/api/storage/v1"
@@ -60,8 +59,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/internal/annot"
+	"github.com/csimigrate/csimigrate/internal/check"
+	"github.com/csimigrate/csimigrate/internal/overrides"
+	"github.com/csimigrate/csimigrate/internal/pvcopy"
+	"github.com/csimigrate/csimigrate/internal/scparams"
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/volumeid"
 )
 
@@ -85,7 +90,7 @@ const (
 	AnnJournalPool   = "journalPool"
 
 	// AnnMonitors carries the in-tree monitor list on a translated PV, in
-	// the encoding of plugins.EncodeList (usually comma-joined).
+	// the encoding of plugins.AnnAccessModes (usually comma-joined).
 	AnnMonitors = "rbd.csimigrate.io/monitors"
 	// AnnUser carries the in-tree RADOS user (possibly empty).
 	AnnUser = "rbd.csimigrate.io/user"
@@ -121,8 +126,6 @@ const (
 	defaultPool          = "rbd"
 	defaultUser          = "admin"
 	defaultSecretNS      = "default"
-
-	csiPrefix = "csi.storage.k8s.io/"
 )
 
 // Options configure the plugin. The zero value is upstream-compatible with
@@ -192,70 +195,54 @@ func accessModeFor(readOnly bool) []v1.PersistentVolumeAccessMode {
 	return []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}
 }
 
-// handleOK reports, without allocating, whether Ceph CSI reads the handle
-// composed for (pool, image) back as the same image and pool; it agrees with
-// volumeid.CephCSIReadRBDHandle for handles with an MD5 clusterID.
-func handleOK(pool, image string) bool {
-	// The bare prefix is fine: Ceph CSI adds the prefix to an empty name.
-	rest, ok := strings.CutPrefix(image, volumeid.RBDImagePrefix)
-	return ok && pool != "" &&
-		strings.IndexByte(rest, '_') < 0 && !strings.Contains(rest, "image-")
-}
-
 // Access mode lists of a translated PV (read only).
 var (
 	modesReadOnly  = []v1.PersistentVolumeAccessMode{v1.ReadOnlyMany}
 	modesReadWrite = []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}
 )
 
-// describe gives what the forward translation of pv, which has a valid RBD
+// forwardOf gives what the forward translation of pv, which has a valid RBD
 // source, sets in the CSI source and access modes, with the attributes
-// written to attrs (their number is returned; the caller sets f.Attributes,
-// so that f itself does not point to attrs and attrs can stay on the stack).
-// joined is the monitors joined with ","; handle is the migration handle of
-// the source when the caller has it, else "".
-func (p *Plugin) describe(pv *v1.PersistentVolume, attrs *[9]plugins.Attribute, joined, handle string) (plugins.Forwarded, int) {
+// appended to attrs. h is the migration handle of the source; it is not used
+// for a PV annotated with AnnVolumeHandle.
+func (p *Plugin) forwardOf(pv *v1.PersistentVolume, h volumeid.RBDHandle, attrs []overrides.Attribute) overrides.Forwarded {
 	src := pv.Spec.RBD
-	f := plugins.Forwarded{FSType: src.FSType, ReadOnly: src.ReadOnly, AccessModes: modesReadWrite}
+	f := overrides.Forwarded{FSType: src.FSType, ReadOnly: src.ReadOnly, AccessModes: modesReadWrite}
 	if src.ReadOnly {
 		f.AccessModes = modesReadOnly
 	}
-	a := attrs[:0]
-	if h := pv.Annotations[AnnVolumeHandle]; h != "" {
-		f.VolumeHandle = h
-		a = append(a, plugins.Attribute{Key: attrClusterID, Value: pv.Annotations[AnnClusterID]})
-	} else {
-		if handle == "" {
-			handle = volumeid.RBDHandleFor(joined, src.RBDPool, src.RBDImage)
-		}
+	a := attrs
+	if handle := pv.Annotations[AnnVolumeHandle]; handle != "" {
 		f.VolumeHandle = handle
-		// The clusterID is the 32 digits after "mig_mons-" in the handle.
-		a = append(a, plugins.Attribute{Key: attrClusterID, Value: handle[9:41]}, plugins.Attribute{Key: attrStaticVolume, Value: "true"})
+		a = append(a, overrides.Attribute{Key: attrClusterID, Value: pv.Annotations[AnnClusterID]})
+	} else {
+		f.VolumeHandle = h.String()
+		a = append(a, overrides.Attribute{Key: attrClusterID, Value: h.ClusterID}, overrides.Attribute{Key: attrStaticVolume, Value: "true"})
 	}
 	features := pv.Annotations[AnnImageFeatures]
 	if features == "" {
 		features = defaultImageFeatures
 	}
-	a = append(a,
-		plugins.Attribute{Key: attrImageName, Value: src.RBDImage},
-		plugins.Attribute{Key: attrPool, Value: src.RBDPool},
-		plugins.Attribute{Key: attrImageFeatures, Value: features},
-		plugins.Attribute{Key: attrImageFormat, Value: pv.Annotations[AnnImageFormat]},
-		plugins.Attribute{Key: attrJournalPool, Value: pv.Annotations[AnnJournalPool]},
-		plugins.Attribute{Key: attrMigration, Value: "true"},
-		plugins.Attribute{Key: attrTryOtherMounters, Value: "true"})
+	f.Attributes = append(a,
+		overrides.Attribute{Key: attrImageName, Value: src.RBDImage},
+		overrides.Attribute{Key: attrPool, Value: src.RBDPool},
+		overrides.Attribute{Key: attrImageFeatures, Value: features},
+		overrides.Attribute{Key: attrImageFormat, Value: pv.Annotations[AnnImageFormat]},
+		overrides.Attribute{Key: attrJournalPool, Value: pv.Annotations[AnnJournalPool]},
+		overrides.Attribute{Key: attrMigration, Value: "true"},
+		overrides.Attribute{Key: attrTryOtherMounters, Value: "true"})
 	if ref, _ := ceph.InTreeSecretRef(src.SecretRef, ceph.ClaimNamespace(pv), nil); ref != nil {
 		f.NodeStage, f.ControllerExpand = ref, ref
 		if !p.opts.DisableNodeExpandSecret {
 			f.NodeExpand = ref
 		}
 	}
-	return f, len(a)
+	return f
 }
 
 // forwardBlock holds a translated PV with the pieces it points to.
 type forwardBlock struct {
-	pv   plugins.PVBuffer
+	pv   pvcopy.Buffer
 	csi  v1.CSIPersistentVolumeSource
 	refs [3]v1.SecretReference
 }
@@ -264,8 +251,7 @@ type forwardBlock struct {
 // for rbd.csi.ceph.com. pv is not modified.
 func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
 	if pv == nil || pv.Spec.RBD == nil {
-		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv),
-			field.Required(field.NewPath("spec", "rbd"), "an RBD volume source is required"))
+		return nil, check.InTreePV(pv, "rbd", "an RBD volume source")
 	}
 	src := pv.Spec.RBD
 	if len(src.CephMonitors) == 0 || src.RBDImage == "" {
@@ -276,34 +262,10 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 			return nil, plugins.Invalid("PersistentVolume", pv.Name, ferr)
 		}
 	}
-	// The joined monitors, the handle and the monitors annotation are built
-	// in one buffer and converted once.
-	var buf [512]byte
-	b := buf[:0]
-	for i, m := range src.CephMonitors {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, m...)
-	}
-	j := len(b)
-	carried := pv.Annotations[AnnVolumeHandle] != ""
-	if !carried {
-		b = volumeid.AppendRBDHandleBytes(b, b[:j], src.RBDPool, src.RBDImage)
-	}
-	h := len(b)
-	plain := plugins.PlainList(src.CephMonitors)
-	if !plain {
-		b = plugins.AppendEncodedList(b, src.CephMonitors)
-	}
-	text := string(b)
-	joined, handle, monitors := text[:j], text[j:h], text[:j]
-	if !plain {
-		monitors = text[h:]
-	}
-	var attrs [9]plugins.Attribute
-	f, n := p.describe(pv, &attrs, joined, handle)
-	if pv.Annotations[AnnVolumeHandle] == "" && !handleOK(src.RBDPool, src.RBDImage) {
+	h, hazard := volumeid.NewRBDHandle(src.CephMonitors, src.RBDPool, src.RBDImage)
+	var attrs [9]overrides.Attribute
+	f := p.forwardOf(pv, h, attrs[:0])
+	if pv.Annotations[AnnVolumeHandle] == "" && hazard != nil {
 		logger.Info("Migrated RBD volume has a handle that Ceph CSI resolves to another image; keep its reclaim policy Retain",
 			"pv", pv.Name, "image", src.RBDImage, "pool", src.RBDPool, "handle", f.VolumeHandle)
 	}
@@ -313,7 +275,7 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 	if src.Keyring != "" {
 		extra++
 	}
-	out := plugins.CopyPVInto(&blk.pv, pv, extra)
+	out := pvcopy.Into(&blk.pv, pv, extra)
 	csi := &blk.csi
 	*csi = v1.CSIPersistentVolumeSource{
 		Driver:       DriverName,
@@ -333,41 +295,36 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 		}
 	}
 	out.Spec.CSI = csi
-	plugins.SetAccessModes(out, pv.Spec.AccessModes, blk.pv.AccessMode(f.AccessModes[0]))
-	plugins.SetAnnotation(out, AnnMonitors, monitors)
-	plugins.SetAnnotation(out, AnnUser, src.RadosUser)
+	annot.SetAccessModes(out, pv.Spec.AccessModes, blk.pv.AccessMode(f.AccessModes[0]))
+	annot.Set(out, AnnMonitors, annot.EncodeList(src.CephMonitors))
+	annot.Set(out, AnnUser, src.RadosUser)
 	if src.Keyring != "" {
-		plugins.SetAnnotation(out, AnnKeyring, src.Keyring)
+		annot.Set(out, AnnKeyring, src.Keyring)
 	}
 	if r := src.SecretRef; r != nil && (f.NodeStage == nil || *f.NodeStage != *r) {
 		b, _ := json.Marshal(r)
-		plugins.SetAnnotation(out, AnnSecretRef, string(b))
+		annot.Set(out, AnnSecretRef, string(b))
 	}
-	if err := plugins.FinishForward(out, attrs[:n]); err != nil {
+	if err := overrides.Forward(out, f.Attributes); err != nil {
 		return nil, err
 	}
-	plugins.KeepStockHandle(out, f.VolumeHandle)
+	overrides.KeepStockHandle(out, f.VolumeHandle)
 	return out, nil
 }
 
 // reverseBlock holds a PV translated back with the pieces it points to.
 type reverseBlock struct {
-	pv  plugins.PVBuffer
+	pv  pvcopy.Buffer
 	rbd v1.RBDPersistentVolumeSource
 	ref v1.SecretReference
 }
 
-func csiPath() *field.Path { return field.NewPath("spec", "csi") }
-
 // TranslateCSIPVToInTree translates a PV of rbd.csi.ceph.com back to
 // spec.rbd. pv is not modified.
 func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
-	if pv == nil || pv.Spec.CSI == nil {
-		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv), field.Required(csiPath(), "a CSI volume source is required"))
-	}
-	c := pv.Spec.CSI
-	if c.Driver != DriverName {
-		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.NotSupported(csiPath().Child("driver"), c.Driver, []string{DriverName}))
+	c, err := check.CSISource(pv, DriverName)
+	if err != nil {
+		return nil, err
 	}
 	attrs := c.VolumeAttributes
 	image := attrs[attrImageName]
@@ -388,24 +345,24 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		}
 	}
 	if image == "" {
-		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Required(csiPath().Child("volumeAttributes").Key(attrImageName),
+		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Required(field.NewPath("spec", "csi", "volumeAttributes").Key(attrImageName),
 			"the RBD image name is needed: set the imageName attribute, or use a migration handle"))
 	}
 	blk := new(reverseBlock)
-	out := plugins.CopyPVInto(&blk.pv, pv, 6)
-	carried, carriedOK := plugins.TakeAnnotation(out, AnnMonitors)
-	mons, joined, _, err := ceph.ResolveMonitors(pv.Name, carried, carriedOK, attrs, clusterID, p.opts.ClusterConfig, "spec.rbd.monitors")
+	out := pvcopy.Into(&blk.pv, pv, 6)
+	carried, carriedOK := annot.Take(out, AnnMonitors)
+	mons, _, err := p.opts.ClusterConfig.VolumeMonitors(ceph.VolumeSources{Carried: carried, HasCarried: carriedOK, Attributes: attrs, ClusterID: clusterID})
 	if err != nil {
-		return nil, err
+		return nil, check.MissingMonitors(pv.Name, "spec.rbd.monitors", err)
 	}
-	user, ok := plugins.TakeAnnotation(out, AnnUser)
+	user, ok := annot.Take(out, AnnUser)
 	if !ok {
 		user = attrs[attrAdminID]
 		if user == "" {
 			user = defaultUser
 		}
 	}
-	keyring, _ := plugins.TakeAnnotation(out, AnnKeyring)
+	keyring, _ := annot.Take(out, AnnKeyring)
 	blk.rbd = v1.RBDPersistentVolumeSource{
 		CephMonitors: mons,
 		RBDImage:     image,
@@ -415,7 +372,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		Keyring:      keyring,
 		ReadOnly:     c.ReadOnly,
 	}
-	if raw, ok := plugins.TakeAnnotation(out, AnnSecretRef); ok {
+	if raw, ok := annot.Take(out, AnnSecretRef); ok {
 		if err := json.Unmarshal([]byte(raw), &blk.ref); err != nil {
 			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnSecretRef), raw,
 				`must be the JSON of a SecretReference, {"name": ..., "namespace": ...}: `+err.Error()))
@@ -426,7 +383,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		blk.rbd.SecretRef = &blk.ref
 	}
 	out.Spec.RBD = &blk.rbd
-	if err := plugins.RestoreAccessModes(out); err != nil {
+	if err := annot.RestoreAccessModes(out); err != nil {
 		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(
 			field.NewPath("metadata", "annotations").Key(plugins.AnnAccessModes), out.Annotations[plugins.AnnAccessModes], err.Error()))
 	}
@@ -434,27 +391,20 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	// provisioned, or a handle annotated before) is recorded as upstream
 	// records it, so that components on csi-translation-lib agree. The
 	// forward translation of the result then gives c.VolumeHandle either way.
-	if h := out.Annotations[AnnVolumeHandle]; h != c.VolumeHandle {
+	h, _ := volumeid.NewRBDHandle(mons, pool, image)
+	if ann := out.Annotations[AnnVolumeHandle]; ann != c.VolumeHandle {
 		var buf [256]byte
-		// Every composed handle starts "mig_mons-"; others (a Ceph CSI volume
-		// ID) differ without composing.
-		if h != "" || !strings.HasPrefix(c.VolumeHandle, "mig_mons-") ||
-			string(volumeid.AppendRBDHandle(buf[:0], joined, pool, image)) != c.VolumeHandle {
-			plugins.SetAnnotation(out, AnnVolumeHandle, c.VolumeHandle)
-			plugins.SetAnnotation(out, AnnClusterID, attrs[attrClusterID])
-			plugins.SetAnnotation(out, AnnJournalPool, attrs[attrJournalPool])
-			plugins.SetAnnotation(out, AnnImageFeatures, attrs[attrImageFeatures])
-			plugins.SetAnnotation(out, AnnImageFormat, attrs[attrImageFormat])
+		if ann != "" || string(h.AppendTo(buf[:0])) != c.VolumeHandle {
+			annot.Set(out, AnnVolumeHandle, c.VolumeHandle)
+			annot.Set(out, AnnClusterID, attrs[attrClusterID])
+			annot.Set(out, AnnJournalPool, attrs[attrJournalPool])
+			annot.Set(out, AnnImageFeatures, attrs[attrImageFeatures])
+			annot.Set(out, AnnImageFormat, attrs[attrImageFormat])
 		}
 	}
-	handle := ""
-	if out.Annotations[AnnVolumeHandle] == "" {
-		handle = c.VolumeHandle
-	}
-	var fattrs [9]plugins.Attribute
-	f, n := p.describe(out, &fattrs, joined, handle)
-	f.Attributes = fattrs[:n]
-	if err := plugins.FinishReverseFrom(out, pv, &f); err != nil {
+	var fattrs [9]overrides.Attribute
+	f := p.forwardOf(out, h, fattrs[:0])
+	if err := overrides.Record(out, pv, &f); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -511,7 +461,7 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 
 // In-tree StorageClass parameters, lower-cased, in the order of the sc*
 // constants.
-var scKeys = [...]string{"adminid", "adminsecretname", "adminsecretnamespace", "fstype", "imageformat", "imagefeatures",
+var scKeys = []string{"adminid", "adminsecretname", "adminsecretnamespace", "fstype", "imageformat", "imagefeatures",
 	"keyring", "monitors", "pool", "userid", "usersecretname", "usersecretnamespace"}
 
 const (
@@ -529,24 +479,10 @@ const (
 	scUserSecretNamespace
 )
 
-// scKey returns the index in scKeys of a parameter key matched
-// case-insensitively, or -1.
-func scKey(k string) int {
-	for i, known := range scKeys {
-		if len(k) == len(known) && strings.EqualFold(k, known) {
-			return i
-		}
-	}
-	return -1
-}
-
-// Secret parameter names of the translated StorageClass, by kind.
-var (
-	secretNameKeys = [...]string{csiPrefix + "provisioner-secret-name", csiPrefix + "node-stage-secret-name",
-		csiPrefix + "controller-expand-secret-name", csiPrefix + "node-expand-secret-name"}
-	secretNamespaceKeys = [...]string{csiPrefix + "provisioner-secret-namespace", csiPrefix + "node-stage-secret-namespace",
-		csiPrefix + "controller-expand-secret-namespace", csiPrefix + "node-expand-secret-namespace"}
-)
+// secretKinds are the secrets a translated StorageClass names, all the admin
+// secret; the node-expand one last (it is left out when disabled).
+var secretKinds = []secrets.Keys{secrets.KeysOf(secrets.Provisioner), secrets.KeysOf(secrets.NodeStage),
+	secrets.KeysOf(secrets.ControllerExpand), secrets.KeysOf(secrets.NodeExpand)}
 
 // TranslateInTreeStorageClassToCSI translates a StorageClass of the in-tree
 // RBD provisioner. Keys are matched case-insensitively; the ones upstream
@@ -561,65 +497,38 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 		return nil, plugins.Invalid("StorageClass", "", field.Required(field.NewPath("storageClass"), "a StorageClass is required"))
 	}
 	fp := func() *field.Path { return field.NewPath("parameters") }
-	// The value and original key of each known parameter.
-	var vals, keys [len(scKeys)]string
-	var seen [len(scKeys)]bool
-	var errs field.ErrorList
-	// Keys equal but for case: each is an error against the first of them
-	// in sorted order, which keys holds.
-	type dup struct {
-		i   int
-		key string
-	}
-	var dups []dup
+	given, errs := scparams.Match(fp(), sc.Parameters, scKeys)
 	dropped := 0
-	for k, v := range sc.Parameters {
-		i := scKey(k)
+	for i, g := range given {
 		switch {
-		case i < 0:
-			errs = append(errs, field.NotSupported(fp().Key(k), k, scKeys[:]))
-			continue
-		case seen[i]:
-			if k < keys[i] {
-				dups = append(dups, dup{i, keys[i]})
-				keys[i] = k
-			} else {
-				dups = append(dups, dup{i, k})
+		case !g.Set():
+		case i == scImageFormat:
+			if g.Value != "1" && g.Value != "2" {
+				errs = append(errs, field.NotSupported(fp().Key(g.Key), g.Value, []string{"1", "2"}))
 			}
-			continue
-		}
-		seen[i], vals[i], keys[i] = true, v, k
-		switch i {
-		case scImageFormat:
-			if v != "1" && v != "2" {
-				errs = append(errs, field.NotSupported(fp().Key(k), v, []string{"1", "2"}))
-			}
-		case scUserID, scUserSecretName, scUserSecretNamespace, scKeyring:
+		case i == scUserID, i == scUserSecretName, i == scUserSecretNamespace, i == scKeyring:
 			dropped++
 		}
 	}
-	for _, d := range dups {
-		errs = append(errs, field.Duplicate(fp().Key(d.key), "same key as "+keys[d.i]+" (keys are case-insensitive)"))
-	}
-	plugins.SortErrors(errs)
-	if vals[scMonitors] == "" {
+	scparams.Sort(errs)
+	if given[scMonitors].Value == "" {
 		errs = append(errs, field.Required(fp().Key("monitors"), "comma-separated Ceph monitors are required"))
 	}
-	if vals[scAdminSecretName] == "" {
+	if given[scAdminSecretName].Value == "" {
 		errs = append(errs, field.Required(fp().Key("adminSecretName"), "the name of the Ceph admin secret is required"))
 	}
 	if len(errs) > 0 {
 		return nil, plugins.Invalid("StorageClass", sc.Name, errs...)
 	}
-	kinds := len(secretNameKeys)
+	kinds := len(secretKinds)
 	if p.opts.DisableNodeExpandSecret {
 		kinds--
 	}
 	// Sized exactly: a map that grows on its last insert costs a rehash.
 	size := 2 + 2*kinds // migration, pool; the secret names and namespaces
-	for i, ok := range seen {
+	for i, g := range given {
 		switch {
-		case !ok:
+		case !g.Set():
 		case i == scMonitors:
 			size += 2 // monitors, clusterID
 		case i == scFSType, i == scImageFeatures, i == scImageFormat, i == scAdminID:
@@ -629,13 +538,14 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 	params := make(map[string]string, size)
 	params[attrMigration] = "true"
 	params[attrPool] = defaultPool
-	for i, v := range vals {
-		if !seen[i] {
+	for i, g := range given {
+		if !g.Set() {
 			continue
 		}
+		v := g.Value
 		switch i {
 		case scFSType:
-			params[csiPrefix+"fstype"] = v
+			params[secrets.Prefix+"fstype"] = v
 		case scImageFeatures:
 			params[attrImageFeatures] = v
 		case scPool:
@@ -650,14 +560,12 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 		}
 	}
 	ns := defaultSecretNS
-	if seen[scAdminSecretNamespace] {
-		ns = vals[scAdminSecretNamespace]
+	if g := given[scAdminSecretNamespace]; g.Set() {
+		ns = g.Value
 	}
-	for _, key := range secretNameKeys[:kinds] {
-		params[key] = vals[scAdminSecretName]
-	}
-	for _, key := range secretNamespaceKeys[:kinds] {
-		params[key] = ns
+	for _, keys := range secretKinds[:kinds] {
+		params[keys.Name] = given[scAdminSecretName].Value
+		params[keys.Namespace] = ns
 	}
 	shallow := *sc
 	shallow.Parameters = nil
@@ -667,8 +575,8 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 	if dropped > 0 {
 		m := make(map[string]string, dropped)
 		for _, i := range [...]int{scUserID, scUserSecretName, scUserSecretNamespace, scKeyring} {
-			if seen[i] {
-				m[keys[i]] = vals[i]
+			if g := given[i]; g.Set() {
+				m[g.Key] = g.Value
 			}
 		}
 		logger.Info("In-tree RBD StorageClass parameters have no Ceph CSI counterpart and are not translated; the node-stage secret is the admin secret",
@@ -707,9 +615,10 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 	if len(out) > 0 {
 		return out
 	}
-	if pv.Annotations[AnnVolumeHandle] == "" && !handleOK(src.RBDPool, src.RBDImage) {
+	var ue *volumeid.UnrepresentableError
+	if _, err := volumeid.NewRBDHandle(src.CephMonitors, src.RBDPool, src.RBDImage); pv.Annotations[AnnVolumeHandle] == "" && errors.As(err, &ue) {
 		out = append(out, plugins.Finding{Code: FindingHandleResolvesElsewhere, Severity: plugins.SeverityWarning, Field: "spec.rbd.image",
-			Message: handleHazard(src),
+			Message: handleHazard(ue),
 			Remedy:  "set persistentVolumeReclaimPolicy: Retain before migrating, and delete the image by hand when the volume is released; or set annotation " + AnnVolumeHandle + " to a handle Ceph CSI resolves to this image"})
 	}
 	ref, ferr := ceph.InTreeSecretRef(src.SecretRef, ceph.ClaimNamespace(pv), field.NewPath("spec", "rbd", "secretRef"))
@@ -730,11 +639,10 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 }
 
 // handleHazard says what Ceph CSI's RBD controller does with the migration
-// handle of an image whose handle does not name it (handleOK is false), as
-// measured against Ceph CSI v3.12.2 (cephtest.TestCephRBDHandleHazards).
-func handleHazard(src *v1.RBDPersistentVolumeSource) string {
-	h := volumeid.RBDHandleFor(strings.Join(src.CephMonitors, ","), src.RBDPool, src.RBDImage)
-	read, err := volumeid.CephCSIReadRBDHandle(h)
+// handle of an image whose handle does not name it, as measured against Ceph
+// CSI v3.12.2 (cephtest.TestCephRBDHandleHazards).
+func handleHazard(ue *volumeid.UnrepresentableError) string {
+	h, read, err := ue.Handle, ue.CephCSIReads, ue.CephCSIErr
 	if err != nil {
 		var pe *volumeid.ParseError
 		reason := err.Error()
@@ -745,7 +653,7 @@ func handleHazard(src *v1.RBDPersistentVolumeSource) string {
 			"): ControllerExpandVolume fails with Internal and DeleteVolume with InvalidArgument, retried for ever; the driver never resizes or deletes the image"
 	}
 	return "Ceph CSI reads this volume's migration handle as image " + strconv.Quote(read.Image) + " in pool " + strconv.Quote(read.Pool) +
-		", not " + strconv.Quote(src.RBDImage) + ": expand and delete act on that image when it exists (it is resized, then deleted); " +
+		", not " + strconv.Quote(ue.Want.Image) + ": expand and delete act on that image when it exists (it is resized, then deleted); " +
 		"when it does not, expand fails with Internal (image not found) and delete reports success while this image stays in the pool (it leaks)"
 }
 

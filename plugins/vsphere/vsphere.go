@@ -40,6 +40,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/internal/annot"
+	"github.com/csimigrate/csimigrate/internal/check"
+	"github.com/csimigrate/csimigrate/internal/overrides"
+	"github.com/csimigrate/csimigrate/internal/pvcopy"
+	"github.com/csimigrate/csimigrate/internal/scparams"
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/volumeid"
 )
@@ -229,17 +234,17 @@ func keyFor(kind, level string) string {
 // moveTopology moves one of zone/region to the CSI key and returns how, for
 // AnnTopology ("" when nothing was moved).
 func moveTopology(out *v1.PersistentVolume, labels map[string]string, inTreeKey, csiKey string, created *string) string {
-	if plugins.HasTopologyValues(out.Spec.NodeAffinity, inTreeKey) {
-		plugins.ReplaceTopologyKey(out, inTreeKey, csiKey)
+	if hasTopologyValues(out.Spec.NodeAffinity, inTreeKey) {
+		replaceTopologyKey(out, inTreeKey, csiKey)
 		if gaOrBeta(inTreeKey) == "ga" {
 			return "affinity-ga"
 		}
 		return "affinity-beta"
 	}
 	if label, ok := labels[inTreeKey]; ok && label != "" {
-		c, added := plugins.AddTopology(out, csiKey, []string{label})
+		c, added := addTopology(out, csiKey, []string{label})
 		if added {
-			if c != plugins.CreatedNone {
+			if c != createdNone {
 				*created = c
 			}
 			if gaOrBeta(inTreeKey) == "ga" {
@@ -251,41 +256,37 @@ func moveTopology(out *v1.PersistentVolume, labels map[string]string, inTreeKey,
 	return ""
 }
 
-// describe gives what the forward translation of pv sets in the CSI source
-// and access modes, with the attributes written to attrs (their number is
-// returned).
-func describe(pv *v1.PersistentVolume, attrs *[1]plugins.Attribute) (plugins.Forwarded, int) {
+// forwardOf gives what the forward translation of pv sets in the CSI source
+// and access modes, with the attributes appended to attrs.
+func forwardOf(pv *v1.PersistentVolume, attrs []overrides.Attribute) overrides.Forwarded {
 	src := pv.Spec.VsphereVolume
-	f := plugins.Forwarded{VolumeHandle: src.VolumePath, FSType: src.FSType, AccessModes: pv.Spec.AccessModes}
-	n := 0
+	f := overrides.Forwarded{VolumeHandle: src.VolumePath, FSType: src.FSType, AccessModes: pv.Spec.AccessModes, Attributes: attrs}
 	if src.StoragePolicyName != "" {
-		attrs[0] = plugins.Attribute{Key: AttrStoragePolicyName, Value: src.StoragePolicyName}
-		n++
+		f.Attributes = append(f.Attributes, overrides.Attribute{Key: AttrStoragePolicyName, Value: src.StoragePolicyName})
 	}
-	return f, n
+	return f
 }
 
 // TranslateInTreePVToCSI translates a PV with spec.vsphereVolume to one for
 // csi.vsphere.vmware.com. pv is not modified.
 func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
 	if pv == nil || pv.Spec.VsphereVolume == nil {
-		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv),
-			field.Required(field.NewPath("spec", "vsphereVolume"), "a vSphere volume source is required"))
+		return nil, check.InTreePV(pv, "vsphereVolume", "a vSphere volume source")
 	}
 	src := pv.Spec.VsphereVolume
 	if src.VolumePath == "" {
 		return nil, plugins.Invalid("PersistentVolume", pv.Name,
 			field.Required(field.NewPath("spec", "vsphereVolume", "volumePath"), `a volume path such as "[datastore] kubevols/disk.vmdk" is required`))
 	}
-	var attrs [1]plugins.Attribute
-	f, n := describe(pv, &attrs)
+	var attrs [1]overrides.Attribute
+	f := forwardOf(pv, attrs[:0])
 	blk := new(forwardBlock)
-	out := plugins.CopyPVInto(&blk.pv, pv, 2)
+	out := pvcopy.Into(&blk.pv, pv, 2)
 	blk.csi = v1.CSIPersistentVolumeSource{
 		Driver:           DriverName,
 		VolumeHandle:     f.VolumeHandle,
 		FSType:           f.FSType,
-		VolumeAttributes: plugins.AttributeMap(attrs[:n]),
+		VolumeAttributes: overrides.AttributeMap(f.Attributes),
 	}
 	if blk.csi.VolumeAttributes == nil {
 		// Upstream sets an empty map; keep it for equal output.
@@ -293,17 +294,17 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 	}
 	out.Spec.CSI = &blk.csi
 	if src.StoragePolicyID != "" {
-		plugins.SetAnnotation(out, AnnStoragePolicyID, src.StoragePolicyID)
+		annot.Set(out, AnnStoragePolicyID, src.StoragePolicyID)
 	}
 	zoneCSI, regionCSI := p.opts.Topology.zone(), p.opts.Topology.region()
-	if plugins.HasTopologyKey(pv.Spec.NodeAffinity, zoneCSI) || plugins.HasTopologyKey(pv.Spec.NodeAffinity, regionCSI) {
+	if hasTopologyKey(pv.Spec.NodeAffinity, zoneCSI) || hasTopologyKey(pv.Spec.NodeAffinity, regionCSI) {
 		b, err := json.Marshal(pv.Spec.NodeAffinity)
 		if err != nil {
 			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("spec", "nodeAffinity"), "", err.Error()))
 		}
-		plugins.SetAnnotation(out, AnnNodeAffinity, string(b))
+		annot.Set(out, AnnNodeAffinity, string(b))
 	}
-	zoneKey, regionKey := plugins.TopologyLabels(pv)
+	zoneKey, regionKey := topologyLabels(pv)
 	var created string
 	zoneHow := moveTopology(out, pv.Labels, zoneKey, zoneCSI, &created)
 	regionHow := moveTopology(out, pv.Labels, regionKey, regionCSI, &created)
@@ -311,20 +312,20 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 	// reverse translation undoes exactly that and never renames keys that
 	// were already there (with LegacyTopology the CSI keys are in-tree keys).
 	if zoneHow != "" || regionHow != "" ||
-		plugins.HasTopologyKey(out.Spec.NodeAffinity, zoneCSI) || plugins.HasTopologyKey(out.Spec.NodeAffinity, regionCSI) {
+		hasTopologyKey(out.Spec.NodeAffinity, zoneCSI) || hasTopologyKey(out.Spec.NodeAffinity, regionCSI) {
 		v := "zone=" + zoneHow + ",region=" + regionHow
 		if created != "" {
 			v += ",created=" + created
 		}
-		plugins.SetAnnotation(out, AnnTopology, v)
+		annot.Set(out, AnnTopology, v)
 	}
-	if err := plugins.ApplyOverrides(out); err != nil {
+	if err := overrides.Apply(out); err != nil {
 		return nil, err
 	}
 	// The handle is the volume path, as csi-translation-lib computes it,
 	// also for a volume the driver provisioned (its FCD ID then stays in
 	// plugins.AnnOriginalVolumeHandle; the driver maps the path to it).
-	plugins.KeepStockHandle(out, f.VolumeHandle)
+	overrides.KeepStockHandle(out, f.VolumeHandle)
 	return out, nil
 }
 
@@ -353,7 +354,7 @@ func parseTopologyAnn(s string) (zone, region, created string, ok bool) {
 		}
 	}
 	switch created {
-	case plugins.CreatedNone, plugins.CreatedNodeAffinity, plugins.CreatedRequired, plugins.CreatedTerms:
+	case createdNone, createdNodeAffinity, createdRequired, createdTerms:
 	default:
 		return "", "", "", false
 	}
@@ -365,21 +366,21 @@ func undoTopology(out *v1.PersistentVolume, kind, how, csiKey, created string) {
 	src, level, _ := strings.Cut(how, "-")
 	switch src {
 	case "affinity":
-		plugins.ReplaceTopologyKey(out, csiKey, keyFor(kind, level))
+		replaceTopologyKey(out, csiKey, keyFor(kind, level))
 	case "label":
-		plugins.RemoveTopology(out, csiKey, created)
+		removeTopology(out, csiKey, created)
 	}
 }
 
 // forwardBlock holds a translated PV with its CSI source.
 type forwardBlock struct {
-	pv  plugins.PVBuffer
+	pv  pvcopy.Buffer
 	csi v1.CSIPersistentVolumeSource
 }
 
 // reverseBlock holds a PV translated back with its vSphere source.
 type reverseBlock struct {
-	pv  plugins.PVBuffer
+	pv  pvcopy.Buffer
 	src v1.VsphereVirtualDiskVolumeSource
 }
 
@@ -389,12 +390,9 @@ type reverseBlock struct {
 // the error matches plugins.ErrMissingInformation (an empty volumePath would
 // be rejected by the API server). pv is not modified.
 func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
-	if pv == nil || pv.Spec.CSI == nil {
-		return nil, plugins.Invalid("PersistentVolume", plugins.PVName(pv), field.Required(field.NewPath("spec", "csi"), "a CSI volume source is required"))
-	}
-	c := pv.Spec.CSI
-	if c.Driver != DriverName {
-		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.NotSupported(field.NewPath("spec", "csi", "driver"), c.Driver, []string{DriverName}))
+	c, err := check.CSISource(pv, DriverName)
+	if err != nil {
+		return nil, err
 	}
 	path := c.VolumeAttributes[AttrInitialVolumeFilePath]
 	if path == "" && volumeid.LooksLikeVSpherePath(c.VolumeHandle) {
@@ -408,8 +406,8 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		}
 	}
 	blk := new(reverseBlock)
-	out := plugins.CopyPVInto(&blk.pv, pv, 2)
-	policyID, _ := plugins.TakeAnnotation(out, AnnStoragePolicyID)
+	out := pvcopy.Into(&blk.pv, pv, 2)
+	policyID, _ := annot.Take(out, AnnStoragePolicyID)
 	blk.src = v1.VsphereVirtualDiskVolumeSource{
 		VolumePath:        path,
 		FSType:            c.FSType,
@@ -418,15 +416,15 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	}
 	out.Spec.VsphereVolume = &blk.src
 	zoneCSI, regionCSI := p.opts.Topology.zone(), p.opts.Topology.region()
-	if raw, ok := plugins.TakeAnnotation(out, AnnNodeAffinity); ok {
+	if raw, ok := annot.Take(out, AnnNodeAffinity); ok {
 		var na *v1.VolumeNodeAffinity
 		if err := json.Unmarshal([]byte(raw), &na); err != nil {
 			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnNodeAffinity), raw,
 				"must be the JSON of a VolumeNodeAffinity: "+err.Error()))
 		}
-		plugins.TakeAnnotation(out, AnnTopology)
+		annot.Take(out, AnnTopology)
 		out.Spec.NodeAffinity = na
-	} else if raw, ok := plugins.TakeAnnotation(out, AnnTopology); ok {
+	} else if raw, ok := annot.Take(out, AnnTopology); ok {
 		zone, region, created, valid := parseTopologyAnn(raw)
 		if !valid {
 			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnTopology), raw,
@@ -439,11 +437,11 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		// A CSI PV that was not translated here (for example one the driver
 		// created): as upstream, use the keys the PV's labels suggest and
 		// label the PV with its zone and region for in-tree scheduling.
-		zoneKey, regionKey := plugins.TopologyLabels(out)
-		plugins.ReplaceTopologyKey(out, zoneCSI, zoneKey)
-		plugins.ReplaceTopologyKey(out, regionCSI, regionKey)
+		zoneKey, regionKey := topologyLabels(out)
+		replaceTopologyKey(out, zoneCSI, zoneKey)
+		replaceTopologyKey(out, regionCSI, regionKey)
 		for _, k := range []string{zoneKey, regionKey} {
-			if vals := plugins.TopologyValues(out.Spec.NodeAffinity, k); len(vals) > 0 {
+			if vals := topologyValues(out.Spec.NodeAffinity, k); len(vals) > 0 {
 				if _, ok := out.Labels[k]; !ok {
 					if out.Labels == nil {
 						out.Labels = map[string]string{}
@@ -453,10 +451,9 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 			}
 		}
 	}
-	var attrs [1]plugins.Attribute
-	f, n := describe(out, &attrs)
-	f.Attributes = attrs[:n]
-	if err := plugins.FinishReverseFrom(out, pv, &f); err != nil {
+	var attrs [1]overrides.Attribute
+	f := forwardOf(out, attrs[:0])
+	if err := overrides.Record(out, pv, &f); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -500,7 +497,7 @@ var vsanRanges = map[string][2]int{
 	"iopslimit":              {0, -1},
 }
 
-var scKeys = [...]string{"cachereservation", "datastore", "diskformat", "diskstripes", "forceprovisioning", "fstype",
+var scKeys = []string{"cachereservation", "datastore", "diskformat", "diskstripes", "forceprovisioning", "fstype",
 	"hostfailurestotolerate", "iopslimit", "objectspacereservation", "storagepolicyname"}
 
 // Finding codes and StorageClass error reasons.
@@ -524,30 +521,14 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, sc *storage.Sto
 	}
 	fp := func() *field.Path { return field.NewPath("parameters") }
 	params := make(map[string]string, len(sc.Parameters)+1)
-	var errs field.ErrorList
-	// The original key of each known parameter, to find keys equal but for
-	// case; each is an error against the first of them in sorted order.
-	var keys [len(scKeys)]string
-	var dups []string
-	var dupOf []int
+	given, errs := scparams.Match(fp(), sc.Parameters, scKeys)
 	firstVSAN := ""
 	policy := false
-	for k, v := range sc.Parameters {
-		i := scKeyIndex(k)
-		if i < 0 {
-			errs = append(errs, field.NotSupported(fp().Key(k), k, scKeys[:]))
+	for i, g := range given {
+		if !g.Set() {
 			continue
 		}
-		if keys[i] != "" {
-			if k < keys[i] {
-				dups, dupOf = append(dups, keys[i]), append(dupOf, i)
-				keys[i] = k
-			} else {
-				dups, dupOf = append(dups, k), append(dupOf, i)
-			}
-			continue
-		}
-		keys[i] = k
+		k, v := g.Key, g.Value
 		lk := scKeys[i]
 		switch lk {
 		case "fstype":
@@ -589,10 +570,7 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, sc *storage.Sto
 			params[lk+"-migrationparam"] = v
 		}
 	}
-	for j, d := range dups {
-		errs = append(errs, field.Duplicate(fp().Key(d), "same key as "+keys[dupOf[j]]+" (keys are case-insensitive)"))
-	}
-	plugins.SortErrors(errs)
+	scparams.Sort(errs)
 	if policy && firstVSAN != "" {
 		errs = append(errs, field.Forbidden(fp().Key(firstVSAN), "vSAN capabilities cannot be combined with storagepolicyname"))
 	}
@@ -607,7 +585,7 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, sc *storage.Sto
 	out.Parameters = params
 	if len(sc.AllowedTopologies) > 0 {
 		zone, region := p.opts.Topology.zone(), p.opts.Topology.region()
-		topo, err := plugins.TranslateAllowedTopologies(sc.AllowedTopologies, map[string]string{
+		topo, err := translateAllowedTopologies(sc.AllowedTopologies, map[string]string{
 			v1.LabelTopologyZone: zone, v1.LabelFailureDomainBetaZone: zone,
 			v1.LabelTopologyRegion: region, v1.LabelFailureDomainBetaRegion: region,
 		})
@@ -617,17 +595,6 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, sc *storage.Sto
 		out.AllowedTopologies = topo
 	}
 	return out, nil
-}
-
-// scKeyIndex returns the index in scKeys of a parameter key matched
-// case-insensitively, or -1.
-func scKeyIndex(k string) int {
-	for i, known := range scKeys {
-		if len(k) == len(known) && strings.EqualFold(k, known) {
-			return i
-		}
-	}
-	return -1
 }
 
 // Finding codes reported by CheckPV.
@@ -657,7 +624,7 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 	}
 	if na := pv.Spec.NodeAffinity; na != nil {
 		for _, k := range []string{DefaultZoneKey, DefaultRegionKey} {
-			if plugins.HasTopologyKey(na, k) && k != p.opts.Topology.zone() && k != p.opts.Topology.region() {
+			if hasTopologyKey(na, k) && k != p.opts.Topology.zone() && k != p.opts.Topology.region() {
 				out = append(out, plugins.Finding{Code: FindingTopologyKeyUnused, Severity: plugins.SeverityWarning, Field: "spec.nodeAffinity",
 					Message: fmt.Sprintf("node affinity uses %q, which the configured driver topology keys (%s, %s) do not report; pods may not schedule", k, p.opts.Topology.zone(), p.opts.Topology.region()),
 					Remedy:  "configure the translator with the driver's topology categories"})

@@ -1,4 +1,4 @@
-package plugins_test
+package pvcopy_test
 
 import (
 	"testing"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/internal/gen"
 	"github.com/csimigrate/csimigrate/internal/plugintest"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/internal/pvcopy"
 )
 
 // managedFields generates entries with and without times and field sets,
@@ -41,10 +41,10 @@ func managedFields(t *rapid.T) []metav1.ManagedFieldsEntry {
 	return out
 }
 
-// CopyPV is DeepCopy without the volume source, for PVs of every shape the
+// Into is DeepCopy without the volume source, for PVs of every shape the
 // copy handles specially (finalizers, access modes, claim, volume mode and
 // managed fields of every size), and shares no memory with its input.
-func TestCopyPV(t *testing.T) {
+func TestInto(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		pv := gen.RBDPV(t)
 		pv.ManagedFields = managedFields(t)
@@ -67,7 +67,7 @@ func TestCopyPV(t *testing.T) {
 			pv.Status = v1.PersistentVolumeStatus{Phase: v1.VolumeBound, LastPhaseTransitionTime: &ts}
 		}
 		orig := pv.DeepCopy()
-		got := plugins.CopyPV(pv, rapid.IntRange(0, 8).Draw(t, "extra"))
+		got := pvcopy.Into(new(pvcopy.Buffer), pv, rapid.IntRange(0, 8).Draw(t, "extra"))
 		want := pv.DeepCopy()
 		want.Spec.PersistentVolumeSource = v1.PersistentVolumeSource{}
 		if len(want.Annotations) == 0 {
@@ -85,9 +85,9 @@ func TestCopyPV(t *testing.T) {
 	})
 }
 
-// CopyPVIntoReplacing is CopyPV with the mount options replaced, and does
+// IntoReplacingMounts is Into with the mount options replaced, and does
 // not copy (or share) the input's.
-func TestCopyPVIntoReplacing(t *testing.T) {
+func TestIntoReplacingMounts(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		pv := gen.RBDPV(t)
 		pv.ManagedFields = managedFields(t)
@@ -97,8 +97,8 @@ func TestCopyPVIntoReplacing(t *testing.T) {
 			mounts = nil
 		}
 		orig := pv.DeepCopy()
-		got := plugins.CopyPVIntoReplacing(new(plugins.PVBuffer), pv, 1, mounts)
-		want := plugins.CopyPV(pv, 1)
+		got := pvcopy.IntoReplacingMounts(new(pvcopy.Buffer), pv, 1, mounts)
+		want := pvcopy.Into(new(pvcopy.Buffer), pv, 1)
 		want.Spec.MountOptions = mounts
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("(-want +got):\n%s", diff)
@@ -113,25 +113,7 @@ func TestCopyPVIntoReplacing(t *testing.T) {
 	})
 }
 
-// AppendEncodedList appends what EncodeList returns, and DecodeList reads
-// it back.
-func TestAppendEncodedList(t *testing.T) {
-	item := rapid.OneOf(rapid.String(), rapid.SampledFrom([]string{"", ",", "[", "a,b", "10.0.0.1:6789"}))
-	rapid.Check(t, func(t *rapid.T) {
-		list := rapid.SliceOf(item).Draw(t, "list")
-		prefix := rapid.String().Draw(t, "prefix")
-		enc := plugins.EncodeList(list)
-		if got := string(plugins.AppendEncodedList([]byte(prefix), list)); got != prefix+enc {
-			t.Fatalf("AppendEncodedList(%q, %q) = %q, want %q", prefix, list, got, prefix+enc)
-		}
-		back, err := plugins.DecodeList(enc)
-		if err != nil || (len(list) > 0 && !cmp.Equal(back, list)) || (len(list) == 0 && back != nil) {
-			t.Fatalf("DecodeList(%q) = %q, %v; want %q", enc, back, err, list)
-		}
-	})
-}
-
-// BenchmarkCopyPV compares CopyPV with DeepCopy on a stored PV.
+// BenchmarkCopyPV compares Into with DeepCopy on a stored PV.
 func BenchmarkCopyPV(b *testing.B) {
 	pv := plugintest.Stored(&v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", Annotations: map[string]string{"a": "b"}},
 		Spec: v1.PersistentVolumeSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, ClaimRef: &v1.ObjectReference{Name: "c", Namespace: "n"}}})
@@ -142,10 +124,10 @@ func BenchmarkCopyPV(b *testing.B) {
 			sink = pv.DeepCopy()
 		}
 	})
-	b.Run("CopyPV", func(b *testing.B) {
+	b.Run("Into", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			sink = plugins.CopyPV(pv, 0)
+			sink = pvcopy.Into(new(pvcopy.Buffer), pv, 0)
 		}
 	})
 	_ = sink

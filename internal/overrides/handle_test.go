@@ -1,28 +1,31 @@
-package plugins
+package overrides
 
 import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/csimigrate/csimigrate/internal/annot"
+	"github.com/csimigrate/csimigrate/plugins"
 )
 
 // A recorded handle other than the stock one moves to
-// AnnOriginalVolumeHandle, and a reverse translation records it again, so
+// plugins.AnnOriginalVolumeHandle, and a reverse translation records it again, so
 // in-tree -> CSI -> in-tree stays the identity.
 func TestKeepStockHandle(t *testing.T) {
 	inTree := &v1.PersistentVolume{}
-	SetAnnotation(inTree, AnnCSIOverrides, `{"volumeHandle":"fcd-id"}`)
+	annot.Set(inTree, plugins.AnnCSIOverrides, `{"volumeHandle":"fcd-id"}`)
 	out := basePV()
-	out.Annotations = map[string]string{AnnCSIOverrides: inTree.Annotations[AnnCSIOverrides]}
-	if err := ApplyOverrides(out); err != nil {
+	out.Annotations = map[string]string{plugins.AnnCSIOverrides: inTree.Annotations[plugins.AnnCSIOverrides]}
+	if err := Apply(out); err != nil {
 		t.Fatal(err)
 	}
 	if out.Spec.CSI.VolumeHandle != "fcd-id" {
 		t.Fatalf("overrides not applied: %q", out.Spec.CSI.VolumeHandle)
 	}
 	KeepStockHandle(out, "h")
-	if out.Spec.CSI.VolumeHandle != "h" || out.Annotations[AnnOriginalVolumeHandle] != "fcd-id" {
+	if out.Spec.CSI.VolumeHandle != "h" || out.Annotations[plugins.AnnOriginalVolumeHandle] != "fcd-id" {
 		t.Fatalf("handle %q, annotations %v", out.Spec.CSI.VolumeHandle, out.Annotations)
 	}
 
@@ -32,7 +35,7 @@ func TestKeepStockHandle(t *testing.T) {
 	back.Spec.CSI = nil
 	f := Forwarded{VolumeHandle: "h", Attributes: []Attribute{{"a", "1"}, {"nodeStage", "2"}},
 		NodeStage: out.Spec.CSI.NodeStageSecretRef, AccessModes: out.Spec.AccessModes}
-	if err := FinishReverseFrom(back, out, &f); err != nil {
+	if err := Record(back, out, &f); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(inTree.Annotations, back.Annotations); diff != "" {
@@ -44,13 +47,13 @@ func TestKeepStockHandle(t *testing.T) {
 	edited.Spec.CSI.VolumeHandle = "other"
 	back = edited.DeepCopy()
 	back.Spec.CSI = nil
-	if err := FinishReverseFrom(back, edited, &f); err != nil {
+	if err := Record(back, edited, &f); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := back.Annotations[AnnCSIOverrides], `{"volumeHandle":"other"}`; got != want {
+	if got, want := back.Annotations[plugins.AnnCSIOverrides], `{"volumeHandle":"other"}`; got != want {
 		t.Errorf("overrides %s, want %s", got, want)
 	}
-	if _, ok := back.Annotations[AnnOriginalVolumeHandle]; ok {
+	if _, ok := back.Annotations[plugins.AnnOriginalVolumeHandle]; ok {
 		t.Error("the annotation is left on the in-tree PV")
 	}
 

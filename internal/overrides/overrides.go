@@ -1,52 +1,21 @@
-package plugins
+// Package overrides keeps the built-in plugins' translations lossless: a
+// reverse translation records in plugins.AnnCSIOverrides what a forward
+// translation of its result would not reproduce ([Record]), and a forward
+// translation applies and removes it ([Forward], [Apply]).
+package overrides
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/klog/v2"
+
+	"github.com/csimigrate/csimigrate/internal/annot"
+	"github.com/csimigrate/csimigrate/plugins"
 )
-
-// AnnCSIOverrides carries, on an in-tree PV produced by a reverse translation,
-// the parts of the original CSI PV that a forward translation of the in-tree
-// PV would not reproduce: a volume handle, volume attributes, readOnly, fsType,
-// secret references (the node-expand one above all: in-tree sources have no
-// field for it) and access modes. A forward translation applies and removes
-// it, so CSI -> in-tree -> CSI gives the original CSI source back.
-//
-// This is what lets a CSI PV survive external-provisioner's round trip through
-// a migrated in-tree StorageClass: the provisioner translates the new CSI PV
-// back to in-tree before storing it, and every later forward translation
-// restores the references it had.
-//
-// The value is a JSON object with the optional members "volumeHandle",
-// "readOnly", "fsType", "volumeAttributes" (a map; null removes an attribute),
-// "secretRefs" (a map from "nodeStage", "nodePublish", "controllerPublish",
-// "controllerExpand", "nodeExpand" to a SecretReference or null) and
-// "accessModes".
-const AnnCSIOverrides = "csimigrate.io/csi-overrides"
-
-// AnnOriginalVolumeHandle is set on a CSI PV by the forward translation of
-// a plugin whose in-tree plugin csi-translation-lib also translates (RBD,
-// vSphere), when [AnnCSIOverrides] recorded a volume handle other than the
-// one csi-translation-lib computes for the same in-tree PV. The PV gets the
-// stock handle, so that every component agrees on the VolumeAttachment name
-// and the kubelet's volume name whichever library it runs, and the recorded
-// handle is kept here; a reverse translation records it again. See
-// [KeepStockHandle].
-const AnnOriginalVolumeHandle = "csimigrate.io/original-volume-handle"
-
-// AnnOriginalProvisionedBy records, on a CSI PV that replaced an in-tree PV
-// (csimigrate rewrite), the in-tree PV's pv.kubernetes.io/provisioned-by
-// ("" when it had none): the replacement names its CSI driver there, which
-// external-provisioner requires before it deletes a released volume. A
-// reverse translation restores the original.
-const AnnOriginalProvisionedBy = "csimigrate.io/original-provisioned-by"
 
 // annProvisionedBy is the annotation provisioners and the PV controller
 // decide ownership on.
@@ -61,9 +30,6 @@ type csiOverrides struct {
 	AccessModes      *[]v1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
 }
 
-// ForwardFunc is a forward PV translation, as used by [FinishReverse].
-type ForwardFunc func(logger klog.Logger, pv *v1.PersistentVolume) (*v1.PersistentVolume, error)
-
 // Attribute is one volume attribute.
 type Attribute struct {
 	Key, Value string
@@ -71,7 +37,7 @@ type Attribute struct {
 
 // Forwarded describes what a plugin's forward translation of an in-tree PV
 // sets in the CSI source and the access modes, without building them, for
-// [FinishReverseFrom]. The pointers and slices are only read.
+// [Record]. The pointers and slices are only read.
 type Forwarded struct {
 	VolumeHandle string
 	ReadOnly     bool
@@ -82,16 +48,6 @@ type Forwarded struct {
 	NodeStage, NodePublish, ControllerPublish, ControllerExpand, NodeExpand *v1.SecretReference
 	// AccessModes are the PV's access modes after translation.
 	AccessModes []v1.PersistentVolumeAccessMode
-}
-
-// Attr returns the value of attribute key.
-func (f *Forwarded) Attr(key string) (string, bool) {
-	for _, a := range f.Attributes {
-		if a.Key == key {
-			return a.Value, true
-		}
-	}
-	return "", false
 }
 
 // AttributeMap returns attrs as a new map, nil when there are none.
@@ -106,50 +62,30 @@ func AttributeMap(attrs []Attribute) map[string]string {
 	return m
 }
 
-// FinishReverse completes a reverse translation. inTree is the candidate
-// in-tree PV a plugin restored from csiPV (owned by the caller, modified
-// here); forward is the plugin's forward translation. FinishReverse
-// translates inTree forward again and records in [AnnCSIOverrides] whatever
-// differs from csiPV's CSI source and access modes, so that forward
-// translation of the result gives csiPV's CSI source back exactly.
-// [FinishReverseFrom] does the same without running the forward translation.
-func FinishReverse(inTree, csiPV *v1.PersistentVolume, forward ForwardFunc) error {
-	TakeAnnotation(inTree, AnnCSIOverrides)
-	got, err := forward(klog.Background().V(100), inTree)
-	if err != nil {
-		return fmt.Errorf("checking the reverse translation: %w", err)
-	}
-	have := got.Spec.CSI
-	f := Forwarded{VolumeHandle: have.VolumeHandle, ReadOnly: have.ReadOnly, FSType: have.FSType,
-		NodeStage: have.NodeStageSecretRef, NodePublish: have.NodePublishSecretRef, ControllerPublish: have.ControllerPublishSecretRef,
-		ControllerExpand: have.ControllerExpandSecretRef, NodeExpand: have.NodeExpandSecretRef, AccessModes: got.Spec.AccessModes}
-	for k, v := range have.VolumeAttributes {
-		f.Attributes = append(f.Attributes, Attribute{k, v})
-	}
-	return FinishReverseFrom(inTree, csiPV, &f)
-}
-
-// FinishReverseFrom completes a reverse translation as [FinishReverse] does,
-// given what the plugin's forward translation of inTree (without
-// [AnnCSIOverrides], which is removed here) would set. When that is csiPV's
-// CSI source and access modes, as for every PV a forward translation
-// produced, it only removes the annotation.
+// Record completes a reverse translation. inTree is the in-tree PV a plugin
+// restored from csiPV (owned by the caller, modified here); f is what the
+// plugin's forward translation of inTree (without plugins.AnnCSIOverrides,
+// which is removed here) would set. Record writes into that annotation
+// whatever differs from csiPV's CSI source and access modes, so that forward
+// translation of the result gives csiPV's CSI source back exactly. When
+// nothing differs, as for every PV a forward translation produced, it only
+// removes the annotation.
 //
-// A CSI PV that carries [AnnOriginalVolumeHandle] and the handle the forward
-// translation computes has that annotation's handle recorded instead; one
-// that carries [AnnOriginalProvisionedBy] gets its original
-// pv.kubernetes.io/provisioned-by back.
-func FinishReverseFrom(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
-	TakeAnnotation(inTree, AnnCSIOverrides)
+// A CSI PV that carries plugins.AnnOriginalVolumeHandle and the handle the
+// forward translation computes has that annotation's handle recorded
+// instead; one that carries plugins.AnnOriginalProvisionedBy gets its
+// original pv.kubernetes.io/provisioned-by back.
+func Record(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
+	annot.Take(inTree, plugins.AnnCSIOverrides)
 	want := csiPV.Spec.CSI
 	var o overrides
-	if by, ok := TakeAnnotation(inTree, AnnOriginalProvisionedBy); ok {
-		TakeAnnotation(inTree, annProvisionedBy)
+	if by, ok := annot.Take(inTree, plugins.AnnOriginalProvisionedBy); ok {
+		annot.Take(inTree, annProvisionedBy)
 		if by != "" {
-			SetAnnotation(inTree, annProvisionedBy, by)
+			annot.Set(inTree, annProvisionedBy, by)
 		}
 	}
-	original, hasOriginal := TakeAnnotation(inTree, AnnOriginalVolumeHandle)
+	original, hasOriginal := annot.Take(inTree, plugins.AnnOriginalVolumeHandle)
 	switch {
 	case want.VolumeHandle != f.VolumeHandle:
 		o.volumeHandle = &want.VolumeHandle
@@ -202,7 +138,7 @@ func FinishReverseFrom(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
 	o.refs = appendRefOverride(o.refs, "nodeExpand", want.NodeExpandSecretRef, f.NodeExpand)
 	o.refs = appendRefOverride(o.refs, "nodePublish", want.NodePublishSecretRef, f.NodePublish)
 	o.refs = appendRefOverride(o.refs, "nodeStage", want.NodeStageSecretRef, f.NodeStage)
-	if !equalModes(csiPV.Spec.AccessModes, f.AccessModes) {
+	if !annot.EqualModes(csiPV.Spec.AccessModes, f.AccessModes) {
 		o.accessModes = true
 		o.modes = csiPV.Spec.AccessModes
 	}
@@ -210,11 +146,11 @@ func FinishReverseFrom(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
 		return nil
 	}
 	var buf [512]byte
-	SetAnnotation(inTree, AnnCSIOverrides, string(appendOverrides(buf[:0], &o)))
+	annot.Set(inTree, plugins.AnnCSIOverrides, string(appendOverrides(buf[:0], &o)))
 	return nil
 }
 
-// overrides is what FinishReverseFrom records, in the order the annotation
+// overrides is what Record records, in the order the annotation
 // is written: the attributes sorted by key, the secret references by slot
 // name. It is the csiOverrides a reader decodes, without maps, so that
 // writing it takes no allocation but the annotation's.
@@ -259,17 +195,9 @@ func refOverrideOf(slot string, ref *v1.SecretReference) refOverride {
 	return refOverride{slot: slot, ref: *ref}
 }
 
-// sortAttrs sorts a by key: by insertion when there are a few, as usual.
+// sortAttrs sorts a by key.
 func sortAttrs(a []attrOverride) {
-	if len(a) > 12 {
-		slices.SortFunc(a, func(x, y attrOverride) int { return strings.Compare(x.key, y.key) })
-		return
-	}
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && a[j].key < a[j-1].key; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
+	slices.SortFunc(a, func(x, y attrOverride) int { return strings.Compare(x.key, y.key) })
 }
 
 func (o *overrides) empty() bool {
@@ -277,30 +205,26 @@ func (o *overrides) empty() bool {
 		len(o.refs) == 0 && !o.accessModes
 }
 
-// ApplyOverrides applies and removes [AnnCSIOverrides] on out, a PV that a
+// Apply applies and removes plugins.AnnCSIOverrides on out, a PV that a
 // forward translation produced (with spec.csi set). An unreadable annotation
 // is an error that names it.
-//
-// The form a reverse translation writes is read directly; any other JSON the
-// annotation may hold after a person edited it (whitespace, escapes, other
-// member order) is read with encoding/json, with the same meaning.
-func ApplyOverrides(out *v1.PersistentVolume) error {
-	raw, ok := TakeAnnotation(out, AnnCSIOverrides)
+func Apply(out *v1.PersistentVolume) error {
+	raw, ok := annot.Take(out, plugins.AnnCSIOverrides)
 	if !ok {
 		return nil
 	}
 	if out.Spec.CSI == nil {
-		return Invalid("PersistentVolume", out.Name, field.Required(field.NewPath("spec", "csi"),
-			"the annotation "+AnnCSIOverrides+" applies to a CSI volume source"))
+		return plugins.Invalid("PersistentVolume", out.Name, field.Required(field.NewPath("spec", "csi"),
+			"the annotation "+plugins.AnnCSIOverrides+" applies to a CSI volume source"))
 	}
 	return applyAnnotation(out, raw, nil, false)
 }
 
 // KeepStockHandle enforces the handle contract of plugins whose in-tree
-// plugin csi-translation-lib also translates: after [ApplyOverrides] or
-// [FinishForward], when out's handle is not stock, the handle
+// plugin csi-translation-lib also translates: after [Apply] or [Forward],
+// when out's handle is not stock, the handle
 // csi-translation-lib computes for the same in-tree PV, out gets stock and
-// its handle moves to [AnnOriginalVolumeHandle]. Components running either
+// its handle moves to plugins.AnnOriginalVolumeHandle. Components running either
 // library then compute the same VolumeAttachment and kubelet volume names
 // for one stored PV; the handle a reverse translation recorded stays where
 // the next reverse translation finds it.
@@ -309,20 +233,20 @@ func KeepStockHandle(out *v1.PersistentVolume, stock string) {
 	if c == nil || c.VolumeHandle == stock {
 		return
 	}
-	SetAnnotation(out, AnnOriginalVolumeHandle, c.VolumeHandle)
+	annot.Set(out, plugins.AnnOriginalVolumeHandle, c.VolumeHandle)
 	c.VolumeHandle = stock
 }
 
-// FinishForward completes a forward translation: it sets the volume
-// attributes of out's CSI source to attrs (each key once) and applies and
-// removes [AnnCSIOverrides] as [ApplyOverrides] does, building the attribute
-// map once, with the recorded attributes merged in.
-func FinishForward(out *v1.PersistentVolume, attrs []Attribute) error {
+// Forward completes a forward translation: it sets the volume attributes of
+// out's CSI source to attrs (each key once) and applies and removes
+// plugins.AnnCSIOverrides as [Apply] does, building the attribute map once,
+// with the recorded attributes merged in.
+func Forward(out *v1.PersistentVolume, attrs []Attribute) error {
 	if out.Spec.CSI == nil {
-		return Invalid("PersistentVolume", out.Name, field.Required(field.NewPath("spec", "csi"),
+		return plugins.Invalid("PersistentVolume", out.Name, field.Required(field.NewPath("spec", "csi"),
 			"a forward translation sets a CSI volume source"))
 	}
-	raw, ok := TakeAnnotation(out, AnnCSIOverrides)
+	raw, ok := annot.Take(out, plugins.AnnCSIOverrides)
 	if !ok {
 		out.Spec.CSI.VolumeAttributes = AttributeMap(attrs)
 		return nil
@@ -333,14 +257,10 @@ func FinishForward(out *v1.PersistentVolume, attrs []Attribute) error {
 // applyAnnotation decodes the overrides annotation raw and applies it to out,
 // whose attributes are base when withBase (else its attribute map).
 func applyAnnotation(out *v1.PersistentVolume, raw string, base []Attribute, withBase bool) error {
-	var buf overridesBuf
-	if o, ok := decodeOverrides(raw, &buf); ok {
-		return applyOverrides(out, &o, base, withBase)
-	}
 	var o csiOverrides
 	if err := json.Unmarshal([]byte(raw), &o); err != nil {
-		return Invalid("PersistentVolume", out.Name, field.Invalid(
-			field.NewPath("metadata", "annotations").Key(AnnCSIOverrides), raw,
+		return plugins.Invalid("PersistentVolume", out.Name, field.Invalid(
+			field.NewPath("metadata", "annotations").Key(plugins.AnnCSIOverrides), raw,
 			"must be the JSON object a reverse translation by csimigrate writes: "+err.Error()))
 	}
 	return applyOverrides(out, o.sorted(), base, withBase)
@@ -373,8 +293,8 @@ func applyOverrides(out *v1.PersistentVolume, o *overrides, base []Attribute, wi
 	// Every slot is checked before anything changes.
 	for _, r := range o.refs {
 		if refSlot(out.Spec.CSI, r.slot) == nil {
-			return Invalid("PersistentVolume", out.Name, field.NotSupported(
-				field.NewPath("metadata", "annotations").Key(AnnCSIOverrides).Child("secretRefs"), r.slot,
+			return plugins.Invalid("PersistentVolume", out.Name, field.NotSupported(
+				field.NewPath("metadata", "annotations").Key(plugins.AnnCSIOverrides).Child("secretRefs"), r.slot,
 				[]string{"controllerExpand", "controllerPublish", "nodeExpand", "nodePublish", "nodeStage"}))
 		}
 	}

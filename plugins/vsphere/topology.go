@@ -1,4 +1,4 @@
-package plugins
+package vsphere
 
 import (
 	"fmt"
@@ -8,15 +8,15 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// TopologyLabels returns the zone and region keys an in-tree PV uses, in the
+// topologyLabels returns the zone and region keys an in-tree PV uses, in the
 // order csi-translation-lib checks them: the GA zone key in node affinity, the
 // beta zone key in node affinity, the GA zone label, the beta zone label,
 // else the GA keys.
-func TopologyLabels(pv *v1.PersistentVolume) (zone, region string) {
+func topologyLabels(pv *v1.PersistentVolume) (zone, region string) {
 	switch {
-	case HasTopologyKey(pv.Spec.NodeAffinity, v1.LabelTopologyZone):
+	case hasTopologyKey(pv.Spec.NodeAffinity, v1.LabelTopologyZone):
 		return v1.LabelTopologyZone, v1.LabelTopologyRegion
-	case HasTopologyKey(pv.Spec.NodeAffinity, v1.LabelFailureDomainBetaZone):
+	case hasTopologyKey(pv.Spec.NodeAffinity, v1.LabelFailureDomainBetaZone):
 		return v1.LabelFailureDomainBetaZone, v1.LabelFailureDomainBetaRegion
 	}
 	if _, ok := pv.Labels[v1.LabelTopologyZone]; ok {
@@ -35,9 +35,9 @@ func requiredTerms(na *v1.VolumeNodeAffinity) []v1.NodeSelectorTerm {
 	return na.Required.NodeSelectorTerms
 }
 
-// HasTopologyKey reports whether a match expression of any required term uses
+// hasTopologyKey reports whether a match expression of any required term uses
 // key.
-func HasTopologyKey(na *v1.VolumeNodeAffinity, key string) bool {
+func hasTopologyKey(na *v1.VolumeNodeAffinity, key string) bool {
 	for _, t := range requiredTerms(na) {
 		for _, r := range t.MatchExpressions {
 			if r.Key == key {
@@ -48,9 +48,9 @@ func HasTopologyKey(na *v1.VolumeNodeAffinity, key string) bool {
 	return false
 }
 
-// HasTopologyValues reports whether TopologyValues(na, key) is not empty,
+// hasTopologyValues reports whether topologyValues(na, key) is not empty,
 // without allocating.
-func HasTopologyValues(na *v1.VolumeNodeAffinity, key string) bool {
+func hasTopologyValues(na *v1.VolumeNodeAffinity, key string) bool {
 	for _, t := range requiredTerms(na) {
 		for _, r := range t.MatchExpressions {
 			if r.Key == key && len(r.Values) > 0 {
@@ -61,9 +61,9 @@ func HasTopologyValues(na *v1.VolumeNodeAffinity, key string) bool {
 	return false
 }
 
-// TopologyValues returns the sorted distinct values of key's match
+// topologyValues returns the sorted distinct values of key's match
 // expressions over all required terms.
-func TopologyValues(na *v1.VolumeNodeAffinity, key string) []string {
+func topologyValues(na *v1.VolumeNodeAffinity, key string) []string {
 	var out []string
 	for _, t := range requiredTerms(na) {
 		for _, r := range t.MatchExpressions {
@@ -76,9 +76,9 @@ func TopologyValues(na *v1.VolumeNodeAffinity, key string) []string {
 	return slices.Compact(out)
 }
 
-// ReplaceTopologyKey renames key from to key to in every match expression of
+// replaceTopologyKey renames key from to key to in every match expression of
 // pv's required terms. pv must be a copy owned by the caller.
-func ReplaceTopologyKey(pv *v1.PersistentVolume, from, to string) {
+func replaceTopologyKey(pv *v1.PersistentVolume, from, to string) {
 	for _, t := range requiredTerms(pv.Spec.NodeAffinity) {
 		for j := range t.MatchExpressions {
 			if t.MatchExpressions[j].Key == from {
@@ -88,19 +88,19 @@ func ReplaceTopologyKey(pv *v1.PersistentVolume, from, to string) {
 	}
 }
 
-// What AddTopology had to create, so that RemoveTopology can undo it.
+// What addTopology had to create, so that removeTopology can undo it.
 const (
-	CreatedNone         = ""
-	CreatedNodeAffinity = "nodeAffinity"
-	CreatedRequired     = "required"
-	CreatedTerms        = "terms"
+	createdNone         = ""
+	createdNodeAffinity = "nodeAffinity"
+	createdRequired     = "required"
+	createdTerms        = "terms"
 )
 
-// AddTopology appends "key In values" (trimmed, deduplicated, sorted, empty
+// addTopology appends "key In values" (trimmed, deduplicated, sorted, empty
 // ones dropped) to every required term of pv, creating the node affinity,
 // its required selector or one term when missing, and reports what it
 // created. Nothing is added when no value remains.
-func AddTopology(pv *v1.PersistentVolume, key string, values []string) (created string, added bool) {
+func addTopology(pv *v1.PersistentVolume, key string, values []string) (created string, added bool) {
 	vals := make([]string, 0, len(values))
 	for _, v := range values {
 		if v = strings.TrimSpace(v); v != "" {
@@ -110,23 +110,23 @@ func AddTopology(pv *v1.PersistentVolume, key string, values []string) (created 
 	slices.Sort(vals)
 	vals = slices.Compact(vals)
 	if len(vals) == 0 {
-		return CreatedNone, false
+		return createdNone, false
 	}
 	switch {
 	case pv.Spec.NodeAffinity == nil:
 		pv.Spec.NodeAffinity = &v1.VolumeNodeAffinity{}
-		created = CreatedNodeAffinity
+		created = createdNodeAffinity
 		fallthrough
 	case pv.Spec.NodeAffinity.Required == nil:
 		pv.Spec.NodeAffinity.Required = &v1.NodeSelector{}
-		if created == CreatedNone {
-			created = CreatedRequired
+		if created == createdNone {
+			created = createdRequired
 		}
 		fallthrough
 	case len(pv.Spec.NodeAffinity.Required.NodeSelectorTerms) == 0:
 		pv.Spec.NodeAffinity.Required.NodeSelectorTerms = make([]v1.NodeSelectorTerm, 1)
-		if created == CreatedNone {
-			created = CreatedTerms
+		if created == createdNone {
+			created = createdTerms
 		}
 	}
 	terms := pv.Spec.NodeAffinity.Required.NodeSelectorTerms
@@ -138,9 +138,9 @@ func AddTopology(pv *v1.PersistentVolume, key string, values []string) (created 
 	return created, true
 }
 
-// RemoveTopology removes every match expression with key from pv's required
-// terms and then undoes what AddTopology reported it created.
-func RemoveTopology(pv *v1.PersistentVolume, key, created string) {
+// removeTopology removes every match expression with key from pv's required
+// terms and then undoes what addTopology reported it created.
+func removeTopology(pv *v1.PersistentVolume, key, created string) {
 	terms := requiredTerms(pv.Spec.NodeAffinity)
 	for i := range terms {
 		exprs := slices.DeleteFunc(terms[i].MatchExpressions, func(r v1.NodeSelectorRequirement) bool { return r.Key == key })
@@ -150,20 +150,20 @@ func RemoveTopology(pv *v1.PersistentVolume, key, created string) {
 		terms[i].MatchExpressions = exprs
 	}
 	switch created {
-	case CreatedNodeAffinity:
+	case createdNodeAffinity:
 		pv.Spec.NodeAffinity = nil
-	case CreatedRequired:
+	case createdRequired:
 		if pv.Spec.NodeAffinity != nil {
 			pv.Spec.NodeAffinity.Required = nil
 		}
-	case CreatedTerms:
+	case createdTerms:
 		if pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil {
 			pv.Spec.NodeAffinity.Required.NodeSelectorTerms = nil
 		}
 	}
 }
 
-// TranslateAllowedTopologies returns a copy of terms with every match label
+// translateAllowedTopologies returns a copy of terms with every match label
 // expression whose key is in keys renamed to keys[key]; other expressions
 // pass through unchanged. Requirements of one term that land on the same key
 // (a GA and a beta zone key, say) are merged into one whose values are the
@@ -171,7 +171,7 @@ func RemoveTopology(pv *v1.PersistentVolume, key, created string) {
 // rejects duplicate keys in a term (csi-translation-lib emits them). An empty
 // intersection is an error naming the term, since such a term could never
 // match. Terms that become identical are kept once.
-func TranslateAllowedTopologies(terms []v1.TopologySelectorTerm, keys map[string]string) ([]v1.TopologySelectorTerm, error) {
+func translateAllowedTopologies(terms []v1.TopologySelectorTerm, keys map[string]string) ([]v1.TopologySelectorTerm, error) {
 	if terms == nil {
 		return nil, nil
 	}

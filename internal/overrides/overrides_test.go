@@ -1,4 +1,4 @@
-package plugins
+package overrides
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	"pgregory.net/rapid"
+
+	"github.com/csimigrate/csimigrate/plugins"
 )
 
 // basePV is a PV a forward translation produced, for applying overrides to.
@@ -22,10 +24,10 @@ func basePV() *v1.PersistentVolume {
 	}}
 }
 
-// The direct reader means what encoding/json reads wherever it accepts the
-// input, accepts every value appendOverrides writes without escapes (within
-// its capacity), and what it refuses goes to encoding/json.
-func TestDecodeOverridesMatchesEncodingJSON(t *testing.T) {
+// What appendOverrides writes, with or without damage, is read back with
+// the meaning of the overrides it was written from; damage is an error that
+// names the annotation, and nothing is applied before it.
+func TestAppliedAsWritten(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		o := drawOverrides(t)
 		w := o.sorted()
@@ -45,48 +47,36 @@ func TestDecodeOverridesMatchesEncodingJSON(t *testing.T) {
 			}
 			mutated = true
 		}
-		var buf overridesBuf
-		fast, ok := decodeOverrides(raw, &buf)
-		if !mutated && !ok && !strings.Contains(raw, `\`) && len(w.attrs) <= len(buf.attrs) {
-			t.Fatalf("direct reader refused %s", raw)
-		}
-		if !ok {
+		got := basePV()
+		got.Annotations = map[string]string{plugins.AnnCSIOverrides: raw}
+		errGot := Apply(got)
+		var slow csiOverrides
+		if jerr := json.Unmarshal([]byte(raw), &slow); jerr != nil {
+			if errGot == nil || !strings.Contains(errGot.Error(), plugins.AnnCSIOverrides) {
+				t.Fatalf("%s: encoding/json refuses it (%v), Apply: %v", raw, jerr, errGot)
+			}
 			return
 		}
-		var slow csiOverrides
-		if err := json.Unmarshal([]byte(raw), &slow); err != nil {
-			t.Fatalf("direct reader accepted %s, which encoding/json rejects: %v", raw, err)
+		want := basePV()
+		if mutated {
+			w = slow.sorted()
 		}
-		got, want := basePV(), basePV()
-		errGot := applyOverrides(got, &fast, nil, false)
-		errWant := applyOverrides(want, slow.sorted(), nil, false)
+		errWant := applyOverrides(want, w, nil, false)
 		if (errGot == nil) != (errWant == nil) {
 			t.Fatalf("errors differ for %s: %v, %v", raw, errGot, errWant)
 		}
-		if diff := cmp.Diff(basePV(), got); errGot != nil && diff != "" {
-			t.Fatalf("%s: applied in part before the error %v:\n%s", raw, errGot, diff)
+		if errGot != nil {
+			return
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("%s (-encoding/json +direct):\n%s", raw, diff)
-		}
-		// The same with the attributes given as a list (FinishForward).
-		got, want = basePV(), basePV()
-		base := []Attribute{{"a", "1"}, {"b", "2"}}
-		errGot = applyOverrides(got, &fast, base, true)
-		want.Spec.CSI.VolumeAttributes = AttributeMap(base)
-		errWant = applyOverrides(want, slow.sorted(), nil, false)
-		if (errGot == nil) != (errWant == nil) {
-			t.Fatalf("errors differ for %s with a base: %v, %v", raw, errGot, errWant)
-		}
-		if diff := cmp.Diff(want, got); errGot == nil && diff != "" {
-			t.Fatalf("%s with a base (-map +list):\n%s", raw, diff)
+			t.Fatalf("%s (-written +read):\n%s", raw, diff)
 		}
 	})
 }
 
-// FinishReverseFrom writes the attributes it records in encoding/json's
+// Record writes the attributes it records in encoding/json's
 // order (sorted keys), few or many.
-func TestFinishReverseFromSortsAttributes(t *testing.T) {
+func TestRecordSortsAttributes(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		extra := rapid.MapOfN(rapid.String(), rapid.String(), 0, 40).Draw(t, "attrs")
 		csiPV := basePV()
@@ -96,7 +86,7 @@ func TestFinishReverseFromSortsAttributes(t *testing.T) {
 		inTree := &v1.PersistentVolume{}
 		f := &Forwarded{VolumeHandle: "h", NodeStage: csiPV.Spec.CSI.NodeStageSecretRef,
 			AccessModes: csiPV.Spec.AccessModes, Attributes: []Attribute{{"a", "1"}, {"gone", "x"}}}
-		if err := FinishReverseFrom(inTree, csiPV, f); err != nil {
+		if err := Record(inTree, csiPV, f); err != nil {
 			t.Fatal(err)
 		}
 		want := csiOverrides{VolumeAttributes: map[string]*string{"gone": nil}}
@@ -109,7 +99,7 @@ func TestFinishReverseFromSortsAttributes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := inTree.Annotations[AnnCSIOverrides]; got != string(b) {
+		if got := inTree.Annotations[plugins.AnnCSIOverrides]; got != string(b) {
 			t.Fatalf("got  %s\nwant %s", got, b)
 		}
 	})

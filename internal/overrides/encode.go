@@ -1,4 +1,4 @@
-package plugins
+package overrides
 
 import (
 	"strconv"
@@ -6,20 +6,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 )
-
-// appendJSONList appends list as a JSON array of strings, byte for byte what
-// encoding/json.Marshal writes for a []string (HTML characters, U+2028 and
-// U+2029 escaped, invalid UTF-8 replaced by U+FFFD), without reflection.
-func appendJSONList(dst []byte, list []string) []byte {
-	dst = append(dst, '[')
-	for i, s := range list {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendJSONString(dst, s)
-	}
-	return append(dst, ']')
-}
 
 // jsonSafe reports the ASCII bytes encoding/json writes as they are (not
 // control characters, '"', '\\' or the HTML characters '<', '>', '&').
