@@ -21,4 +21,3 @@ func TestEncodeList(t *testing.T) {
 		}
 	})
 }
-

@@ -172,4 +172,3 @@ func cloneMap(m map[string]string, extra int) map[string]string {
 	}
 	return out
 }
-
