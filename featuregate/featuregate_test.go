@@ -10,14 +10,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/component-base/featuregate"
+	k8sfeaturegate "k8s.io/component-base/featuregate"
 	"pgregory.net/rapid"
 )
 
 // The reference table (shared/reference/featuregates.md), one token per
 // release 1.17 .. 1.36: - unknown, a alpha off, b beta off, B beta on,
 // G GA on, L GA locked on, d deprecated off.
-var reference = map[featuregate.Feature]string{
+var reference = map[k8sfeaturegate.Feature]string{
 	CSIMigration:                    "B B B B B B B B L L - - - - - - - - - -",
 	CSIMigrationAWS:                 "b b b b b b B B L L - - - - - - - - - -",
 	CSIMigrationGCE:                 "b b b b b b B B L L L - - - - - - - - -",
@@ -44,21 +44,21 @@ var reference = map[featuregate.Feature]string{
 	CSINodeExpandSecret:             "- - - - - - - - a a B B L L - - - - - -",
 }
 
-func token(spec featuregate.FeatureSpec, ok bool) string {
+func token(spec k8sfeaturegate.FeatureSpec, ok bool) string {
 	switch {
 	case !ok:
 		return "-"
-	case spec.PreRelease == featuregate.Deprecated && !spec.Default:
+	case spec.PreRelease == k8sfeaturegate.Deprecated && !spec.Default:
 		return "d"
-	case spec.PreRelease == featuregate.Alpha && !spec.Default:
+	case spec.PreRelease == k8sfeaturegate.Alpha && !spec.Default:
 		return "a"
-	case spec.PreRelease == featuregate.Beta && !spec.Default:
+	case spec.PreRelease == k8sfeaturegate.Beta && !spec.Default:
 		return "b"
-	case spec.PreRelease == featuregate.Beta && spec.Default:
+	case spec.PreRelease == k8sfeaturegate.Beta && spec.Default:
 		return "B"
-	case spec.PreRelease == featuregate.GA && spec.Default && spec.LockToDefault:
+	case spec.PreRelease == k8sfeaturegate.GA && spec.Default && spec.LockToDefault:
 		return "L"
-	case spec.PreRelease == featuregate.GA && spec.Default:
+	case spec.PreRelease == k8sfeaturegate.GA && spec.Default:
 		return "G"
 	}
 	return "?"

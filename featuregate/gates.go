@@ -20,35 +20,35 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/util/version"
-	"k8s.io/component-base/featuregate"
+	k8sfeaturegate "k8s.io/component-base/featuregate"
 )
 
 // Kubernetes' CSI-migration feature gates.
 const (
-	CSIMigration                    featuregate.Feature = "CSIMigration"
-	CSIMigrationAWS                 featuregate.Feature = "CSIMigrationAWS"
-	CSIMigrationGCE                 featuregate.Feature = "CSIMigrationGCE"
-	CSIMigrationOpenStack           featuregate.Feature = "CSIMigrationOpenStack"
-	CSIMigrationAzureDisk           featuregate.Feature = "CSIMigrationAzureDisk"
-	CSIMigrationAzureFile           featuregate.Feature = "CSIMigrationAzureFile"
-	CSIMigrationvSphere             featuregate.Feature = "CSIMigrationvSphere"
-	CSIMigrationPortworx            featuregate.Feature = "CSIMigrationPortworx"
-	CSIMigrationRBD                 featuregate.Feature = "CSIMigrationRBD"
-	CSIMigrationAWSComplete         featuregate.Feature = "CSIMigrationAWSComplete"
-	CSIMigrationGCEComplete         featuregate.Feature = "CSIMigrationGCEComplete"
-	CSIMigrationAzureDiskComplete   featuregate.Feature = "CSIMigrationAzureDiskComplete"
-	CSIMigrationAzureFileComplete   featuregate.Feature = "CSIMigrationAzureFileComplete"
-	CSIMigrationOpenStackComplete   featuregate.Feature = "CSIMigrationOpenStackComplete"
-	CSIMigrationvSphereComplete     featuregate.Feature = "CSIMigrationvSphereComplete"
-	InTreePluginAWSUnregister       featuregate.Feature = "InTreePluginAWSUnregister"
-	InTreePluginGCEUnregister       featuregate.Feature = "InTreePluginGCEUnregister"
-	InTreePluginAzureDiskUnregister featuregate.Feature = "InTreePluginAzureDiskUnregister"
-	InTreePluginAzureFileUnregister featuregate.Feature = "InTreePluginAzureFileUnregister"
-	InTreePluginOpenStackUnregister featuregate.Feature = "InTreePluginOpenStackUnregister"
-	InTreePluginvSphereUnregister   featuregate.Feature = "InTreePluginvSphereUnregister"
-	InTreePluginRBDUnregister       featuregate.Feature = "InTreePluginRBDUnregister"
-	InTreePluginPortworxUnregister  featuregate.Feature = "InTreePluginPortworxUnregister"
-	CSINodeExpandSecret             featuregate.Feature = "CSINodeExpandSecret"
+	CSIMigration                    k8sfeaturegate.Feature = "CSIMigration"
+	CSIMigrationAWS                 k8sfeaturegate.Feature = "CSIMigrationAWS"
+	CSIMigrationGCE                 k8sfeaturegate.Feature = "CSIMigrationGCE"
+	CSIMigrationOpenStack           k8sfeaturegate.Feature = "CSIMigrationOpenStack"
+	CSIMigrationAzureDisk           k8sfeaturegate.Feature = "CSIMigrationAzureDisk"
+	CSIMigrationAzureFile           k8sfeaturegate.Feature = "CSIMigrationAzureFile"
+	CSIMigrationvSphere             k8sfeaturegate.Feature = "CSIMigrationvSphere"
+	CSIMigrationPortworx            k8sfeaturegate.Feature = "CSIMigrationPortworx"
+	CSIMigrationRBD                 k8sfeaturegate.Feature = "CSIMigrationRBD"
+	CSIMigrationAWSComplete         k8sfeaturegate.Feature = "CSIMigrationAWSComplete"
+	CSIMigrationGCEComplete         k8sfeaturegate.Feature = "CSIMigrationGCEComplete"
+	CSIMigrationAzureDiskComplete   k8sfeaturegate.Feature = "CSIMigrationAzureDiskComplete"
+	CSIMigrationAzureFileComplete   k8sfeaturegate.Feature = "CSIMigrationAzureFileComplete"
+	CSIMigrationOpenStackComplete   k8sfeaturegate.Feature = "CSIMigrationOpenStackComplete"
+	CSIMigrationvSphereComplete     k8sfeaturegate.Feature = "CSIMigrationvSphereComplete"
+	InTreePluginAWSUnregister       k8sfeaturegate.Feature = "InTreePluginAWSUnregister"
+	InTreePluginGCEUnregister       k8sfeaturegate.Feature = "InTreePluginGCEUnregister"
+	InTreePluginAzureDiskUnregister k8sfeaturegate.Feature = "InTreePluginAzureDiskUnregister"
+	InTreePluginAzureFileUnregister k8sfeaturegate.Feature = "InTreePluginAzureFileUnregister"
+	InTreePluginOpenStackUnregister k8sfeaturegate.Feature = "InTreePluginOpenStackUnregister"
+	InTreePluginvSphereUnregister   k8sfeaturegate.Feature = "InTreePluginvSphereUnregister"
+	InTreePluginRBDUnregister       k8sfeaturegate.Feature = "InTreePluginRBDUnregister"
+	InTreePluginPortworxUnregister  k8sfeaturegate.Feature = "InTreePluginPortworxUnregister"
+	CSINodeExpandSecret             k8sfeaturegate.Feature = "CSINodeExpandSecret"
 )
 
 // This project's own gates for CephFS (never Kubernetes gates: the KEP that
@@ -57,15 +57,15 @@ const (
 // RBD gates meant: migrate CephFS volumes to cephfs.csi.ceph.com, and treat
 // the in-tree plugin as unregistered.
 const (
-	CSIMigrationCephFS           featuregate.Feature = "CSIMigrationCephFS"
-	InTreePluginCephFSUnregister featuregate.Feature = "InTreePluginCephFSUnregister"
+	CSIMigrationCephFS           k8sfeaturegate.Feature = "CSIMigrationCephFS"
+	InTreePluginCephFSUnregister k8sfeaturegate.Feature = "InTreePluginCephFSUnregister"
 )
 
 // Stage is one line of a gate's lifecycle: from minor release Since on the
 // gate has this spec, until the next stage or its removal.
 type Stage struct {
 	Since int
-	Spec  featuregate.FeatureSpec
+	Spec  k8sfeaturegate.FeatureSpec
 }
 
 // Lifecycle is a gate's history in Kubernetes 1.x.
@@ -77,22 +77,22 @@ type Lifecycle struct {
 	Project bool
 }
 
-func alpha(on bool) featuregate.FeatureSpec {
-	return featuregate.FeatureSpec{Default: on, PreRelease: featuregate.Alpha}
+func alpha(on bool) k8sfeaturegate.FeatureSpec {
+	return k8sfeaturegate.FeatureSpec{Default: on, PreRelease: k8sfeaturegate.Alpha}
 }
-func beta(on bool) featuregate.FeatureSpec {
-	return featuregate.FeatureSpec{Default: on, PreRelease: featuregate.Beta}
+func beta(on bool) k8sfeaturegate.FeatureSpec {
+	return k8sfeaturegate.FeatureSpec{Default: on, PreRelease: k8sfeaturegate.Beta}
 }
-func ga(locked bool) featuregate.FeatureSpec {
-	return featuregate.FeatureSpec{Default: true, LockToDefault: locked, PreRelease: featuregate.GA}
+func ga(locked bool) k8sfeaturegate.FeatureSpec {
+	return k8sfeaturegate.FeatureSpec{Default: true, LockToDefault: locked, PreRelease: k8sfeaturegate.GA}
 }
-func deprecated() featuregate.FeatureSpec {
-	return featuregate.FeatureSpec{Default: false, PreRelease: featuregate.Deprecated}
+func deprecated() k8sfeaturegate.FeatureSpec {
+	return k8sfeaturegate.FeatureSpec{Default: false, PreRelease: k8sfeaturegate.Deprecated}
 }
 
 // lifecycles is the table of shared/reference/featuregates.md, read from
 // kube_features.go of each release.
-var lifecycles = map[featuregate.Feature]Lifecycle{
+var lifecycles = map[k8sfeaturegate.Feature]Lifecycle{
 	CSIMigration:          {Stages: []Stage{{14, alpha(false)}, {17, beta(true)}, {25, ga(true)}}, RemovedIn: 27},
 	CSIMigrationAWS:       {Stages: []Stage{{14, alpha(false)}, {17, beta(false)}, {23, beta(true)}, {25, ga(true)}}, RemovedIn: 27},
 	CSIMigrationGCE:       {Stages: []Stage{{14, alpha(false)}, {17, beta(false)}, {23, beta(true)}, {25, ga(true)}}, RemovedIn: 28},
@@ -132,8 +132,8 @@ const (
 )
 
 // AllGates returns every gate name, sorted.
-func AllGates() []featuregate.Feature {
-	out := make([]featuregate.Feature, 0, len(lifecycles))
+func AllGates() []k8sfeaturegate.Feature {
+	out := make([]k8sfeaturegate.Feature, 0, len(lifecycles))
 	for f := range lifecycles {
 		out = append(out, f)
 	}
@@ -142,19 +142,19 @@ func AllGates() []featuregate.Feature {
 }
 
 // LifecycleOf returns a gate's lifecycle.
-func LifecycleOf(f featuregate.Feature) (Lifecycle, bool) {
+func LifecycleOf(f k8sfeaturegate.Feature) (Lifecycle, bool) {
 	l, ok := lifecycles[f]
 	return l, ok
 }
 
 // SpecAt returns the gate's spec in release 1.minor, and whether that
 // release has the gate.
-func SpecAt(f featuregate.Feature, minor int) (featuregate.FeatureSpec, bool) {
+func SpecAt(f k8sfeaturegate.Feature, minor int) (k8sfeaturegate.FeatureSpec, bool) {
 	l, ok := lifecycles[f]
 	if !ok || (l.RemovedIn != 0 && minor >= l.RemovedIn) {
-		return featuregate.FeatureSpec{}, false
+		return k8sfeaturegate.FeatureSpec{}, false
 	}
-	var spec featuregate.FeatureSpec
+	var spec k8sfeaturegate.FeatureSpec
 	found := false
 	for _, s := range l.Stages {
 		if s.Since <= minor {
@@ -166,10 +166,10 @@ func SpecAt(f featuregate.Feature, minor int) (featuregate.FeatureSpec, bool) {
 
 // Specs returns the gates' lifecycles as component-base versioned specs
 // (removal is not expressible there; use ForVersion for exact releases).
-func Specs() map[featuregate.Feature]featuregate.VersionedSpecs {
-	out := make(map[featuregate.Feature]featuregate.VersionedSpecs, len(lifecycles))
+func Specs() map[k8sfeaturegate.Feature]k8sfeaturegate.VersionedSpecs {
+	out := make(map[k8sfeaturegate.Feature]k8sfeaturegate.VersionedSpecs, len(lifecycles))
 	for f, l := range lifecycles {
-		var vs featuregate.VersionedSpecs
+		var vs k8sfeaturegate.VersionedSpecs
 		for _, s := range l.Stages {
 			spec := s.Spec
 			spec.Version = version.MajorMinor(1, uint(s.Since))
@@ -199,12 +199,12 @@ func ParseMinor(s string) (int, error) {
 // CSI-migration gates of release 1.minor (MinMinor..MaxMinor), with that
 // release's defaults, stages and locks. Use a fresh one per configuration:
 // component-base refuses further Set calls after a failed one.
-func ForVersion(minor int) (featuregate.MutableFeatureGate, error) {
+func ForVersion(minor int) (k8sfeaturegate.MutableFeatureGate, error) {
 	if minor < MinMinor || minor > MaxMinor {
 		return nil, fmt.Errorf("kubernetes 1.%d: this package knows 1.%d to 1.%d", minor, MinMinor, MaxMinor)
 	}
-	fg := featuregate.NewFeatureGate()
-	specs := map[featuregate.Feature]featuregate.FeatureSpec{}
+	fg := k8sfeaturegate.NewFeatureGate()
+	specs := map[k8sfeaturegate.Feature]k8sfeaturegate.FeatureSpec{}
 	for f, l := range lifecycles {
 		if l.Project {
 			continue
@@ -220,8 +220,8 @@ func ForVersion(minor int) (featuregate.MutableFeatureGate, error) {
 }
 
 // AddProjectGates adds this project's own CephFS gates to fg.
-func AddProjectGates(fg featuregate.MutableFeatureGate) error {
-	specs := map[featuregate.Feature]featuregate.FeatureSpec{}
+func AddProjectGates(fg k8sfeaturegate.MutableFeatureGate) error {
+	specs := map[k8sfeaturegate.Feature]k8sfeaturegate.FeatureSpec{}
 	for f, l := range lifecycles {
 		if l.Project {
 			specs[f] = l.Stages[0].Spec
@@ -234,17 +234,17 @@ func AddProjectGates(fg featuregate.MutableFeatureGate) error {
 // component-base's MutableFeatureGate and MutableVersionedFeatureGate (such as
 // utilfeature.DefaultMutableFeatureGate) have it.
 type Gates interface {
-	Enabled(key featuregate.Feature) bool
-	GetAll() map[featuregate.Feature]featuregate.FeatureSpec
+	Enabled(key k8sfeaturegate.Feature) bool
+	GetAll() map[k8sfeaturegate.Feature]k8sfeaturegate.FeatureSpec
 }
 
 // enabled reports a gate's value, false for a gate fg does not know (where
 // component-base's Enabled would panic).
-func enabled(fg Gates, f featuregate.Feature) bool {
+func enabled(fg Gates, f k8sfeaturegate.Feature) bool {
 	return known(fg, f) && fg.Enabled(f)
 }
 
-func known(fg Gates, f featuregate.Feature) bool {
+func known(fg Gates, f k8sfeaturegate.Feature) bool {
 	if fg == nil {
 		return false
 	}

@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/component-base/featuregate"
+	k8sfeaturegate "k8s.io/component-base/featuregate"
+
+	"github.com/csimigrate/csimigrate/plugins"
 )
 
 // Plugin describes the gates and history of one in-tree plugin.
@@ -18,11 +20,11 @@ type Plugin struct {
 	// Driver is the CSI driver it migrates to.
 	Driver string
 	// Migration is the CSIMigration<X> gate.
-	Migration featuregate.Feature
+	Migration k8sfeaturegate.Feature
 	// Complete is the CSIMigration<X>Complete gate (before 1.21), if any.
-	Complete featuregate.Feature
+	Complete k8sfeaturegate.Feature
 	// Unregister is the InTreePlugin<X>Unregister gate (1.21 on).
-	Unregister featuregate.Feature
+	Unregister k8sfeaturegate.Feature
 	// InTreeRemovedIn is the first release without the in-tree plugin.
 	InTreeRemovedIn int
 	// TranslationRemovedIn is the first release whose csi-translation-lib
@@ -34,11 +36,11 @@ type Plugin struct {
 
 // The plugins this module ships.
 var (
-	RBD = Plugin{InTreeName: "kubernetes.io/rbd", Driver: "rbd.csi.ceph.com", Migration: CSIMigrationRBD,
+	RBD = Plugin{InTreeName: plugins.RBDInTreePluginName, Driver: plugins.RBDDriverName, Migration: CSIMigrationRBD,
 		Unregister: InTreePluginRBDUnregister, InTreeRemovedIn: 31, TranslationRemovedIn: 31}
-	VSphere = Plugin{InTreeName: "kubernetes.io/vsphere-volume", Driver: "csi.vsphere.vmware.com", Migration: CSIMigrationvSphere,
+	VSphere = Plugin{InTreeName: plugins.VSphereInTreePluginName, Driver: plugins.VSphereDriverName, Migration: CSIMigrationvSphere,
 		Complete: CSIMigrationvSphereComplete, Unregister: InTreePluginvSphereUnregister, InTreeRemovedIn: 30}
-	CephFS = Plugin{InTreeName: "kubernetes.io/cephfs", Driver: "cephfs.csi.ceph.com", Migration: CSIMigrationCephFS,
+	CephFS = Plugin{InTreeName: plugins.CephFSInTreePluginName, Driver: plugins.CephFSDriverName, Migration: CSIMigrationCephFS,
 		Unregister: InTreePluginCephFSUnregister, InTreeRemovedIn: 31, Project: true}
 )
 

@@ -250,8 +250,11 @@ func FuzzParseClusterConfig(f *testing.F) {
 
 var translators = func() []*translate.Translator {
 	cfg := ceph.NewClusterConfig(ceph.ClusterEntry{ClusterID: "b7f67366bb43f32e07d8a261a7840da9", Monitors: []string{"10.70.53.126:6789"}})
-	t1 := translate.Default()
-	t2, _ := translate.New(translate.WithCephClusterConfig(cfg), translate.WithNodeExpandSecret(false))
+	t1, err1 := translate.New()
+	t2, err2 := translate.New(translate.WithCephClusterConfig(cfg), translate.WithNodeExpandSecret(false))
+	if err := errors.Join(err1, err2); err != nil {
+		panic(err)
+	}
 	return []*translate.Translator{t1, t2}
 }()
 

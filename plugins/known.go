@@ -26,6 +26,13 @@ const (
 	CephFSInTreePluginName    = "kubernetes.io/cephfs"
 )
 
+// CSI driver names of the in-tree plugins this module translates.
+const (
+	RBDDriverName     = "rbd.csi.ceph.com"
+	CephFSDriverName  = "cephfs.csi.ceph.com"
+	VSphereDriverName = "csi.vsphere.vmware.com"
+)
+
 // KnownInTreeNames lists the in-tree plugin names that [InTreeNameOfPV]
 // and [InTreeNameOfVolume] can return.
 var KnownInTreeNames = []string{AWSEBSInTreePluginName, GCEPDInTreePluginName, AzureDiskInTreePluginName,

@@ -5,7 +5,8 @@
 // external-resizer and kube-controller-manager forks.
 //
 // New registers the built-in RBD, CephFS and vSphere plugins; WithPlugins adds
-// or replaces plugins (from this module or written for csi-translation-lib).
+// plugins (from this module or written for csi-translation-lib) and
+// WithReplacedPlugins replaces registered ones.
 // Dispatch is a map lookup by in-tree plugin name, CSI driver name, or the
 // volume source set in a spec. Inputs are never modified; plugins that do not
 // promise that (plugins.NonMutating) are given a copy.
@@ -43,7 +44,8 @@ var (
 	// ErrMissingInformation: information the translation needs is neither in
 	// the object nor in the options.
 	ErrMissingInformation = plugins.ErrMissingInformation
-	// ErrConflict: two plugins claim the same CSI driver (from New).
+	// ErrConflict: two plugins claim the same in-tree plugin or CSI driver
+	// name, or a replacement has nothing to replace (from New).
 	ErrConflict = errors.New("conflicting migration plugins")
 )
 
@@ -63,6 +65,7 @@ func (e *NoPluginError) Unwrap() error { return ErrNoPlugin }
 
 type config struct {
 	extra          []plugins.InTreePlugin
+	replacements   []plugins.InTreePlugin
 	clusters       ceph.ClusterConfig
 	noNodeExpand   bool
 	vsphereOpts    vsphere.Options
@@ -74,10 +77,20 @@ type config struct {
 type Option func(*config)
 
 // WithPlugins registers plugins in addition to the built-in ones. A plugin
-// replaces a registered one with the same in-tree plugin name; later options
-// win over earlier ones.
+// with the in-tree plugin name of a registered one (built in, or given
+// earlier) makes New fail with ErrConflict; use WithReplacedPlugins to
+// replace one.
 func WithPlugins(p ...plugins.InTreePlugin) Option {
 	return func(c *config) { c.extra = append(c.extra, p...) }
+}
+
+// WithReplacedPlugins replaces registered plugins (built in, or given with
+// WithPlugins) by those with the same in-tree plugin name, for example
+// csi-translation-lib's translator in place of a built-in one. A plugin that
+// has nothing to replace, or two replacements of one plugin, make New fail
+// with ErrConflict.
+func WithReplacedPlugins(p ...plugins.InTreePlugin) Option {
+	return func(c *config) { c.replacements = append(c.replacements, p...) }
 }
 
 // WithCephClusterConfig gives the RBD and CephFS plugins Ceph CSI's cluster
@@ -137,8 +150,9 @@ type Translator struct {
 }
 
 // New returns a Translator with the built-in plugins and those given with
-// WithPlugins. Two plugins claiming the same CSI driver name under different
-// in-tree names is an error matching ErrConflict.
+// WithPlugins and WithReplacedPlugins. Two plugins claiming the same in-tree
+// plugin name or CSI driver name, a replacement without a plugin to replace,
+// and a nil plugin are errors matching ErrConflict.
 func New(opts ...Option) (*Translator, error) {
 	var c config
 	for _, o := range opts {
@@ -158,7 +172,26 @@ func New(opts ...Option) (*Translator, error) {
 		if p == nil {
 			return nil, fmt.Errorf("%w: a nil plugin was given", ErrConflict)
 		}
-		t.byInTree[p.GetInTreePluginName()] = p
+		name := p.GetInTreePluginName()
+		if _, dup := t.byInTree[name]; dup {
+			return nil, fmt.Errorf("%w: in-tree plugin %q is registered twice (use WithReplacedPlugins to replace a plugin)", ErrConflict, name)
+		}
+		t.byInTree[name] = p
+	}
+	replaced := map[string]bool{}
+	for _, p := range c.replacements {
+		if p == nil {
+			return nil, fmt.Errorf("%w: a nil plugin was given", ErrConflict)
+		}
+		name := p.GetInTreePluginName()
+		switch _, ok := t.byInTree[name]; {
+		case !ok:
+			return nil, fmt.Errorf("%w: no registered plugin %q to replace (use WithPlugins to add one)", ErrConflict, name)
+		case replaced[name]:
+			return nil, fmt.Errorf("%w: in-tree plugin %q is replaced twice", ErrConflict, name)
+		}
+		replaced[name] = true
+		t.byInTree[name] = p
 	}
 	for name := range c.disabledPlugin {
 		delete(t.byInTree, name)
@@ -190,16 +223,6 @@ func withCephFSDefaults(c config) cephfs.Options {
 
 func withVSphereDefaults(c config) vsphere.Options {
 	return c.vsphereOpts
-}
-
-// Default returns a Translator with the built-in plugins and default options.
-func Default() *Translator {
-	t, err := New()
-	if err != nil {
-		// The built-in plugins have distinct drivers; New cannot fail here.
-		return &Translator{byInTree: map[string]plugins.InTreePlugin{}, byDriver: map[string]plugins.InTreePlugin{}}
-	}
-	return t
 }
 
 // Plugins returns the registered plugins sorted by in-tree name.

@@ -2,6 +2,7 @@ package translate_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -57,7 +58,7 @@ type csiTranslator interface {
 var _ csiTranslator = (*translate.Translator)(nil)
 
 func TestBuiltins(t *testing.T) {
-	tr := translate.Default()
+	tr := mustNew(t)
 	var got []string
 	for _, p := range tr.Plugins() {
 		got = append(got, p.GetInTreePluginName()+"="+p.GetCSIPluginName())
@@ -118,6 +119,16 @@ func (f *fakePlugin) RepairVolumeHandle(h, n string) (string, error) {
 	return h + "@" + n, nil
 }
 
+// mustNew returns a Translator with the built-in plugins and default options.
+func mustNew(t testing.TB) *translate.Translator {
+	t.Helper()
+	tr, err := translate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
 func TestWithPluginsCopiesForMutatingPlugins(t *testing.T) {
 	f := &fakePlugin{inTree: "kubernetes.io/nfs", driver: "nfs.csi.k8s.io"}
 	tr, err := translate.New(translate.WithPlugins(f))
@@ -155,9 +166,20 @@ func TestConflict(t *testing.T) {
 	if !errors.Is(err, translate.ErrConflict) {
 		t.Errorf("err = %v", err)
 	}
-	// Replacing a built-in by in-tree name is allowed.
+	// Adding a plugin of a registered in-tree name is refused; replacing it
+	// must be asked for, and needs something to replace.
 	f := &fakePlugin{inTree: rbd.PluginName, driver: "my-rbd.example.com"}
-	tr, err := translate.New(translate.WithPlugins(f))
+	if _, err := translate.New(translate.WithPlugins(f)); !errors.Is(err, translate.ErrConflict) || !strings.Contains(err.Error(), rbd.PluginName) {
+		t.Errorf("duplicate in-tree name: err = %v", err)
+	}
+	other := &fakePlugin{inTree: "kubernetes.io/nfs", driver: "nfs.csi.k8s.io"}
+	if _, err := translate.New(translate.WithReplacedPlugins(other)); !errors.Is(err, translate.ErrConflict) {
+		t.Errorf("replacement of nothing: err = %v", err)
+	}
+	if _, err := translate.New(translate.WithReplacedPlugins(f, f)); !errors.Is(err, translate.ErrConflict) {
+		t.Errorf("two replacements: err = %v", err)
+	}
+	tr, err := translate.New(translate.WithReplacedPlugins(f))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +193,7 @@ func TestConflict(t *testing.T) {
 
 // Dispatch goes to the plugin of the spec's source and nowhere else.
 func TestDispatch(t *testing.T) {
-	tr := translate.Default()
+	tr := mustNew(t)
 	rapid.Check(t, func(t *rapid.T) {
 		var pv *v1.PersistentVolume
 		var want string
@@ -201,7 +223,7 @@ func TestDispatch(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	tr := translate.Default()
+	tr := mustNew(t)
 	if _, err := tr.TranslateInTreePVToCSI(logger, nil); !errors.Is(err, translate.ErrNoPlugin) {
 		t.Errorf("nil PV: %v", err)
 	}
@@ -227,11 +249,11 @@ func TestErrors(t *testing.T) {
 func TestCheckPV(t *testing.T) {
 	pv := &v1.PersistentVolume{Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{
 		CephMonitors: []string{"m:6789"}, RBDImage: "static", SecretRef: &v1.SecretReference{Name: "s", Namespace: "n"}}}}}
-	f := translate.Default().CheckPV(pv)
+	f := mustNew(t).CheckPV(pv)
 	if len(f) != 1 || f[0].Code != rbd.FindingHandleResolvesElsewhere {
 		t.Errorf("findings %+v", f)
 	}
-	if translate.Default().CheckPV(&v1.PersistentVolume{}) != nil {
+	if mustNew(t).CheckPV(&v1.PersistentVolume{}) != nil {
 		t.Error("findings for a PV no plugin handles")
 	}
 	_ = plugins.SeverityWarning

@@ -187,13 +187,6 @@ func (c ClusterConfig) MarshalJSON() ([]byte, error) {
 	return json.Marshal(c.entries)
 }
 
-// Where [ClusterConfig.VolumeMonitors] found the monitors.
-const (
-	SourceCarried   = "carried annotation"
-	SourceAttribute = "monitors volume attribute"
-	SourceConfig    = "Ceph CSI cluster config"
-)
-
 // ErrMonitorsNotFound is matched by a *MonitorsNotFoundError.
 var ErrMonitorsNotFound = errors.New("no monitors found for the volume")
 
@@ -241,26 +234,26 @@ type VolumeSources struct {
 // VolumeMonitors finds the monitors of a CSI volume for a reverse
 // translation, in this order: the list carried in an annotation, the
 // comma-separated "monitors" volume attribute a Ceph CSI volume context holds
-// when the StorageClass had one, the entry of the clusterID in c. It returns
-// where it found them (a Source constant), or a *MonitorsNotFoundError.
-func (c ClusterConfig) VolumeMonitors(v VolumeSources) (mons []string, source string, err error) {
+// when the StorageClass had one, the entry of the clusterID in c. When none
+// has them, the error is a *MonitorsNotFoundError.
+func (c ClusterConfig) VolumeMonitors(v VolumeSources) ([]string, error) {
 	if v.HasCarried {
 		mons, err := annot.DecodeList(v.Carried)
 		if err == nil && len(mons) > 0 {
-			return mons, SourceCarried, nil
+			return mons, nil
 		}
 	}
 	if s := v.Attributes["monitors"]; s != "" {
-		return strings.Split(s, ","), SourceAttribute, nil
+		return strings.Split(s, ","), nil
 	}
 	if v.ClusterID == "" {
-		return nil, "", &MonitorsNotFoundError{}
+		return nil, &MonitorsNotFoundError{}
 	}
-	mons, err = c.Lookup(v.ClusterID)
+	mons, err := c.Lookup(v.ClusterID)
 	if err != nil {
-		return nil, "", &MonitorsNotFoundError{ClusterID: v.ClusterID, Lookup: err}
+		return nil, &MonitorsNotFoundError{ClusterID: v.ClusterID, Lookup: err}
 	}
-	return mons, SourceConfig, nil
+	return mons, nil
 }
 
 // InTreeSecretRef resolves the secretRef of an in-tree RBD or CephFS PV as

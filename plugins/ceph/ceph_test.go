@@ -169,7 +169,7 @@ func TestClusterConfig(t *testing.T) {
 // error matching both the missing monitors and the lookup's cause.
 func TestVolumeMonitorsWrapsLookup(t *testing.T) {
 	cfg := ceph.NewClusterConfig(ceph.ClusterEntry{ClusterID: "b", Monitors: []string{"m1:6789"}}, ceph.ClusterEntry{ClusterID: "b", Monitors: []string{"m2:6789"}})
-	_, _, err := cfg.VolumeMonitors(ceph.VolumeSources{ClusterID: "b"})
+	_, err := cfg.VolumeMonitors(ceph.VolumeSources{ClusterID: "b"})
 	if !errors.Is(err, ceph.ErrMonitorsNotFound) || !errors.Is(err, ceph.ErrAmbiguousClusterID) {
 		t.Fatalf("err = %v", err)
 	}

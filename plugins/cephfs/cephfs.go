@@ -56,10 +56,10 @@ import (
 	"github.com/csimigrate/csimigrate/volumeid"
 )
 
-// Names of the in-tree plugin and the CSI driver.
+// Names of the in-tree plugin, kubernetes.io/cephfs, and the CSI driver, cephfs.csi.ceph.com.
 const (
-	PluginName = "kubernetes.io/cephfs"
-	DriverName = "cephfs.csi.ceph.com"
+	PluginName = plugins.CephFSInTreePluginName
+	DriverName = plugins.CephFSDriverName
 )
 
 // Annotations carried on translated PVs.
@@ -424,7 +424,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	blk := new(reverseBlock)
 	out := pvcopy.Into(&blk.pv, pv, 2)
 	carried, carriedOK := annot.Take(out, AnnMonitors)
-	mons, _, err := p.opts.ClusterConfig.VolumeMonitors(ceph.VolumeSources{Carried: carried, HasCarried: carriedOK, Attributes: attrs, ClusterID: clusterID})
+	mons, err := p.opts.ClusterConfig.VolumeMonitors(ceph.VolumeSources{Carried: carried, HasCarried: carriedOK, Attributes: attrs, ClusterID: clusterID})
 	if err != nil {
 		return nil, check.MissingMonitors(pv.Name, "spec.cephfs.monitors", err)
 	}

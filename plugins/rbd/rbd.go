@@ -70,10 +70,10 @@ import (
 	"github.com/csimigrate/csimigrate/volumeid"
 )
 
-// Names of the in-tree plugin and the CSI driver.
+// Names of the in-tree plugin, kubernetes.io/rbd, and the CSI driver, rbd.csi.ceph.com.
 const (
-	PluginName = "kubernetes.io/rbd"
-	DriverName = "rbd.csi.ceph.com"
+	PluginName = plugins.RBDInTreePluginName
+	DriverName = plugins.RBDDriverName
 )
 
 // Annotations read and written on PVs.
@@ -351,7 +351,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	blk := new(reverseBlock)
 	out := pvcopy.Into(&blk.pv, pv, 6)
 	carried, carriedOK := annot.Take(out, AnnMonitors)
-	mons, _, err := p.opts.ClusterConfig.VolumeMonitors(ceph.VolumeSources{Carried: carried, HasCarried: carriedOK, Attributes: attrs, ClusterID: clusterID})
+	mons, err := p.opts.ClusterConfig.VolumeMonitors(ceph.VolumeSources{Carried: carried, HasCarried: carriedOK, Attributes: attrs, ClusterID: clusterID})
 	if err != nil {
 		return nil, check.MissingMonitors(pv.Name, "spec.rbd.monitors", err)
 	}

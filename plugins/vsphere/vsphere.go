@@ -49,10 +49,10 @@ import (
 	"github.com/csimigrate/csimigrate/volumeid"
 )
 
-// Names of the in-tree plugin and the CSI driver.
+// Names of the in-tree plugin, kubernetes.io/vsphere-volume, and the CSI driver, csi.vsphere.vmware.com.
 const (
-	PluginName = "kubernetes.io/vsphere-volume"
-	DriverName = "csi.vsphere.vmware.com"
+	PluginName = plugins.VSphereInTreePluginName
+	DriverName = plugins.VSphereDriverName
 )
 
 // Keys read and written.
