@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -541,3 +543,55 @@ func (rd *reader) once(kind string, o metav1.Object) error {
 	rd.seen[key] = struct{}{}
 	return nil
 }
+
+func (c *common) read(stdin io.Reader, stderr io.Writer, inv Sink) error {
+	count := 0
+	progress := func(n int) {
+		count += n
+		if count%10000 == 0 {
+			fmt.Fprintf(stderr, "read %d objects\n", count)
+		}
+
+	}
+	if c.live {
+		if len(c.files) > 0 {
+			return fmt.Errorf("-live and -f exclude each other")
+		}
+		client, err := clientFor(c.kubeconfig, 50, 100)
+		if err != nil {
+			return err
+		}
+		return readLive(context.Background(), client, inv, c.readSecrets, progress, stderr)
+	}
+	if len(c.files) == 0 {
+		rd := &reader{sink: inv, progress: progress}
+		return rd.readStream("<embedded sample>", bytes.NewReader(sample))
+	}
+	return (&reader{sink: inv, progress: progress}).readInputs(c.files, stdin)
+}
+
+// sinkFunc is a Sink of a function.
+type sinkFunc func(obj any)
+
+// spool copies r whole into a temporary file, so that it can be read more
+// than once; cleanup removes it.
+func spool(r io.Reader) (path string, cleanup func(), err error) {
+	f, err := os.CreateTemp("", "csimigrate-input-*")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup = func() { os.Remove(f.Name()) }
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		cleanup()
+		return "", nil, fmt.Errorf("reading standard input: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return f.Name(), cleanup, nil
+}
+
+//go:embed sample.yaml
+var sample []byte

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -99,6 +100,27 @@ func TestUsage(t *testing.T) {
 	}
 	if _, stderr, code := runCmd(t, "", "plan", "-kubernetes-version", "2.0"); code != exitUsage || !strings.Contains(stderr, "2.0") {
 		t.Errorf("bad version: %d %q", code, stderr)
+	}
+}
+
+// failingWriter fails every write, as a closed pipe or a full disk does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// Output that cannot be written ends every command that writes it with exit
+// 4 and the cause, not with the exit code of bad input.
+func TestOutputErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"plan"}, {"plan", "-o", "json"}, {"plan", "-o", "yaml"},
+		{"translate"}, {"translate", "-o", "json"},
+		{"rewrite"}, {"rewrite", "-o", "yaml"},
+	} {
+		var stderr strings.Builder
+		code := run(args, strings.NewReader(""), failingWriter{}, &stderr)
+		if code != exitOutput || !strings.Contains(stderr.String(), "writing the output: no space left on device") {
+			t.Errorf("%v: exit %d, want %d; stderr %q", args, code, exitOutput, stderr.String())
+		}
 	}
 }
 

@@ -3,15 +3,18 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
+	"text/tabwriter"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
@@ -20,6 +23,55 @@ import (
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
 )
+
+func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var pl *planner
+	c, code, ok := setup("plan", "Reports, per volume, whether it can be migrated and why not; the Ceph CSI config map to create;\n"+
+		"the Secrets to add or derive (names and fields, never values); the StorageClasses to recreate; hazards;\n"+
+		"and the feature-gate steps for the cluster's version. Exits 1 when something blocks the migration.",
+		args, stdin, stderr, "table|json|yaml", func(c *common, tr *translate.Translator) Sink {
+			topo, _ := c.vsphereTopology()
+			pl = newPlanner(tr, c.logger(stderr), nil, topo.ZoneKey, topo.RegionKey)
+			return pl
+		})
+	if !ok {
+		return code
+	}
+	steps, err := gateSteps(c.k8sVersion)
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate plan: -kubernetes-version: %v\n", err)
+		return exitUsage
+	}
+	plan := pl.finish()
+	plan.FeatureGates = steps
+	for _, w := range c.cephWarnings {
+		plan.Hazards = append(plan.Hazards, plugins.Finding{Code: "CephConfigEntry", Severity: plugins.SeverityWarning, Field: "-ceph-config " + c.cephConfig,
+			Message: w, Remedy: "fix or remove the entry in Ceph CSI's config map; volumes of other clusterIDs are not affected"})
+	}
+	cm := cephConfigMap(plan.CephClusters, c.cephCSINamespace)
+	switch c.output {
+	case "json":
+		err = writeJSON(stdout, struct {
+			*Plan
+			ConfigMap any `json:"cephCSIConfigMap,omitempty"`
+		}{plan, cm})
+	case "yaml":
+		err = writeYAML(stdout, struct {
+			*Plan
+			ConfigMap any `json:"cephCSIConfigMap,omitempty"`
+		}{plan, cm})
+	default:
+		err = writePlanTable(stdout, plan, cm)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate plan: writing the output: %v\n", err)
+		return exitOutput
+	}
+	if plan.Blocked {
+		return exitBlocked
+	}
+	return exitOK
+}
 
 // Plan is the report of `csimigrate plan`.
 type Plan struct {
@@ -347,4 +399,123 @@ func planRBDSecret(ns, name, user string, have map[string]*v1.Secret, add func(S
 	for _, f := range fixes {
 		add(SecretPlan{Namespace: ns, Name: name, Action: "add", Fields: []string{f.Field + "=" + f.Value}, Reason: f.Reason})
 	}
+}
+
+func cephConfigMap(clusters []ceph.ClusterEntry, ns string) *v1.ConfigMap {
+	if len(clusters) == 0 {
+		return nil
+	}
+	b, err := jsonString(clusters)
+	if err != nil {
+		return nil
+	}
+	return &v1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "ceph-csi-config", Namespace: ns},
+		Data:       map[string]string{"config.json": b},
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "NO"
+}
+
+func writePlanTable(w io.Writer, p *Plan, cm *v1.ConfigMap) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PERSISTENT VOLUMES")
+	fmt.Fprintln(tw, "NAME\tPLUGIN\tDRIVER\tMIGRATABLE\tCLAIM\tIN USE BY\tREASON")
+	for _, v := range p.Volumes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, v.Plugin, v.Driver, yesNo(v.Migratable), dash(v.Claim), dash(strings.Join(v.InUseBy, ",")), dash(v.Reason))
+	}
+	tw.Flush()
+	if len(p.InlineVolumes) > 0 {
+		fmt.Fprintln(tw, "\nINLINE VOLUMES")
+		fmt.Fprintln(tw, "POD\tVOLUME\tPLUGIN\tMIGRATABLE\tREASON")
+		for _, v := range p.InlineVolumes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.Pod, v.Volume, v.Plugin, yesNo(v.Migratable), dash(v.Reason))
+		}
+		tw.Flush()
+	}
+	var hazards []string
+	for _, f := range p.Hazards {
+		hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", "cluster", f.Severity, f.Code, f.Message, f.Remedy))
+	}
+	for _, v := range p.Volumes {
+		for _, f := range v.Findings {
+			hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Name, f.Severity, f.Code, f.Message, f.Remedy))
+		}
+		if len(v.InUseBy) > 0 {
+			hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Name, plugins.SeverityWarning, "VolumeInUse",
+				"in use by "+strings.Join(v.InUseBy, ", "),
+				"stop the pods (scale their workloads to zero) before the rewrite deletes and recreates the PV object; data is kept"))
+		}
+	}
+	if len(hazards) > 0 {
+		fmt.Fprintln(tw, "\nHAZARDS")
+		fmt.Fprintln(tw, "OBJECT\tSEVERITY\tCODE\tMESSAGE\tREMEDY")
+		for _, h := range hazards {
+			fmt.Fprintln(tw, h)
+		}
+		tw.Flush()
+	}
+	if len(p.StorageClasses) > 0 {
+		fmt.Fprintln(tw, "\nSTORAGE CLASSES (immutable: delete and recreate with the same name)")
+		fmt.Fprintln(tw, "NAME\tFROM\tTO\tMIGRATABLE\tNOTE")
+		for _, s := range p.StorageClasses {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.From, dash(s.To), yesNo(s.Migratable), dash(s.Reason))
+		}
+		tw.Flush()
+	}
+	if len(p.Secrets) > 0 {
+		fmt.Fprintln(tw, "\nSECRETS (values are never shown)")
+		fmt.Fprintln(tw, "SECRET\tACTION\tFIELDS\tFROM\tWHY")
+		for _, s := range p.Secrets {
+			fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\n", s.Namespace, s.Name, s.Action, strings.Join(s.Fields, ","), dash(s.From), s.Reason)
+		}
+		tw.Flush()
+	}
+	if cm != nil {
+		fmt.Fprintln(w, "\nCEPH CSI CONFIG MAP (create before enabling migration)")
+		if err := writeYAML(w, cm); err != nil {
+			return err
+		}
+	}
+	if len(p.FeatureGates) > 0 {
+		fmt.Fprintln(w, "\nFEATURE GATES")
+		for i, s := range p.FeatureGates {
+			fmt.Fprintf(w, "%d. %s\n", i+1, s)
+		}
+	}
+	if p.Blocked {
+		fmt.Fprintln(w, "\nRESULT: BLOCKED: resolve the items marked NO before migrating")
+	} else {
+		fmt.Fprintln(w, "\nRESULT: ready to migrate")
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// gateSteps returns the feature-gate steps for the cluster's version.
+func gateSteps(v string) ([]string, error) {
+	minor, err := featuregate.ParseMinor(v)
+	if err != nil {
+		return nil, err
+	}
+	if minor < featuregate.MinMinor || minor > featuregate.MaxMinor {
+		return nil, fmt.Errorf("kubernetes 1.%d: want 1.%d to 1.%d", minor, featuregate.MinMinor, featuregate.MaxMinor)
+	}
+	var out []string
+	for _, p := range featuregate.Plugins {
+		out = append(out, featuregate.UpgradeSteps(minor, p)...)
+	}
+	return out, nil
 }

@@ -2,29 +2,155 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
-	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
 )
+
+func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var c common
+	fs := newFlagSet("rewrite", "Replaces each in-tree PV by a CSI PV of the same name without losing its claim or its data: set\n"+
+		"Retain, save the replacement, delete the old PV object, create the CSI PV with the same name, claimRef and\n"+
+		"capacity, restore the reclaim policy. By default prints the steps for review (-o script: a bash script that\n"+
+		"reads the cluster before every step; -o yaml: the CSI PVs). With -apply it carries them out against the\n"+
+		"cluster of -kubeconfig, on the PVs of -f (the reviewed input, each only while its live uid is the reviewed\n"+
+		"one) or, without -f, on every in-tree PV of the cluster; PV names after the flags narrow that further.\n"+
+		"Every check runs before the first write to a PV; a PV that fails one is reported and left as it was. Every\n"+
+		"run derives its state from the cluster (the PVs and a ConfigMap per PV in -state-namespace), so an\n"+
+		"interrupted run is resumed by running it again. The in-tree StorageClasses in scope are replaced too,\n"+
+		"after the PVs (delete, then create the translated class; name one as storageclass/NAME). -dry-run sends\n"+
+		"every step with the API server's server-side dry run instead.\n\nUsage: csimigrate rewrite [flags] [-apply [-dry-run] [PV name | storageclass/NAME ...]]", stderr)
+	c.register(fs, "script|yaml")
+	apply := fs.Bool("apply", false, "carry out the rewrite against the cluster of -kubeconfig")
+	dry := fs.Bool("dry-run", false, "with -apply: use the API server's server-side dry run")
+	stateNS := fs.String("state-namespace", "kube-system", "with -apply: namespace of the ConfigMaps that hold replacements between steps")
+	concurrency := fs.Int("concurrency", 8, "with -apply: how many PVs to rewrite at once (each PV's steps stay in order)")
+	qps := fs.Float64("qps", 100, "with -apply: the client's request rate limit towards the API server, per second")
+	burst := fs.Int("burst", 200, "with -apply: the client's burst above -qps")
+	online := fs.Bool("online", false, "with -apply: rewrite PVs that running pods use, where the kubelet of every such pod's node and kube-controller-manager already handle the plugin as CSI")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	names := fs.Args()
+	if !*apply {
+		var applyOnly []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "dry-run", "state-namespace", "concurrency", "qps", "burst", "online":
+				applyOnly = append(applyOnly, "-"+f.Name)
+			}
+		})
+		if len(applyOnly) > 0 || len(names) > 0 {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %s only with -apply (without it, rewrite prints the steps for review)\n",
+				strings.Join(append(applyOnly, quoteAll(names)...), ", "))
+			return exitUsage
+		}
+	}
+	tr, err := c.translator()
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitUsage
+	}
+	if *apply {
+		if *concurrency < 1 || *qps <= 0 || *burst < 1 {
+			fmt.Fprintf(stderr, "csimigrate rewrite: -concurrency %d, -qps %g, -burst %d: want each at least 1\n", *concurrency, *qps, *burst)
+			return exitUsage
+		}
+		return runApply(&c, tr, applyOptions{dry: *dry, stateNS: *stateNS, concurrency: *concurrency, qps: float32(*qps), burst: *burst, online: *online}, names, stdin, stdout, stderr)
+	}
+	if c.output != "script" && c.output != "yaml" {
+		fmt.Fprintf(stderr, "csimigrate rewrite: -o %q: want script or yaml\n", c.output)
+		return exitUsage
+	}
+	// The input is read twice (three times when a class's secret template
+	// needs claims): first the StorageClasses, then the PVs, each written as
+	// it is read, so memory does not grow with the number of PVs. Standard
+	// input is kept in a temporary file for that.
+	if slices.Contains(c.files, "-") {
+		path, cleanup, err := spool(stdin)
+		if err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+			return exitInput
+		}
+		defer cleanup()
+		for i, f := range c.files {
+			if f == "-" {
+				c.files[i] = path
+			}
+		}
+	}
+	collect := &rewriteInputs{classes: map[string]*storagev1.StorageClass{}}
+	if err := c.read(stdin, stderr, sinkFunc(collect.addClass)); err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitInput
+	}
+	if collect.needClaims(tr) {
+		collect.claims = map[string]*v1.PersistentVolumeClaim{}
+		if err := c.read(stdin, io.Discard, sinkFunc(collect.addClaim)); err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+			return exitInput
+		}
+	}
+	w := bufio.NewWriterSize(stdout, 1<<16)
+	if c.output == "script" {
+		writeScriptHeader(w)
+	}
+	n, failed := 0, false
+	var werr error
+	err = c.read(stdin, io.Discard, sinkFunc(func(obj any) {
+		pv, ok := obj.(*v1.PersistentVolume)
+		if !ok || werr != nil || plugins.InTreeNameOfPV(pv) == "" || !tr.IsPVMigratable(pv) {
+			return
+		}
+		r, err := collect.replacement(tr, pv)
+		if err != nil {
+			fmt.Fprintf(stderr, "PersistentVolume %s: %v\n", pv.Name, err)
+			failed = true
+			return
+		}
+		n++
+		if c.output == "yaml" {
+			werr = writeYAML(w, r.CSI)
+		} else {
+			werr = writeScriptPV(w, r)
+		}
+	}))
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitInput
+	}
+	if c.output == "script" {
+		writeScriptFooter(w, n)
+	}
+	if werr == nil {
+		werr = w.Flush()
+	}
+	if werr != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: writing the output: %v\n", werr)
+		return exitOutput
+	}
+	if failed {
+		return exitBlocked
+	}
+	return exitOK
+}
 
 // Annotations the rewrite puts on the CSI PV it creates, so that every later
 // step (and a resumed run) derives its state from the cluster alone.
@@ -229,162 +355,8 @@ func writeScriptFooter(w io.Writer, n int) {
 	fmt.Fprintf(w, "\necho \"rewrote %d PersistentVolumes\"\n", n)
 }
 
-func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var c common
-	fs := newFlagSet("rewrite", "Replaces each in-tree PV by a CSI PV of the same name without losing its claim or its data: set\n"+
-		"Retain, save the replacement, delete the old PV object, create the CSI PV with the same name, claimRef and\n"+
-		"capacity, restore the reclaim policy. By default prints the steps for review (-o script: a bash script that\n"+
-		"reads the cluster before every step; -o yaml: the CSI PVs). With -apply it carries them out against the\n"+
-		"cluster of -kubeconfig, on the PVs of -f (the reviewed input, each only while its live uid is the reviewed\n"+
-		"one) or, without -f, on every in-tree PV of the cluster; PV names after the flags narrow that further.\n"+
-		"Every check runs before the first write to a PV; a PV that fails one is reported and left as it was. Every\n"+
-		"run derives its state from the cluster (the PVs and a ConfigMap per PV in -state-namespace), so an\n"+
-		"interrupted run is resumed by running it again. The in-tree StorageClasses in scope are replaced too,\n"+
-		"after the PVs (delete, then create the translated class; name one as storageclass/NAME). -dry-run sends\n"+
-		"every step with the API server's server-side dry run instead.\n\nUsage: csimigrate rewrite [flags] [-apply [-dry-run] [PV name | storageclass/NAME ...]]", stderr)
-	c.register(fs, "script|yaml")
-	apply := fs.Bool("apply", false, "carry out the rewrite against the cluster of -kubeconfig")
-	dry := fs.Bool("dry-run", false, "with -apply: use the API server's server-side dry run")
-	stateNS := fs.String("state-namespace", "kube-system", "with -apply: namespace of the ConfigMaps that hold replacements between steps")
-	concurrency := fs.Int("concurrency", 8, "with -apply: how many PVs to rewrite at once (each PV's steps stay in order)")
-	qps := fs.Float64("qps", 100, "with -apply: the client's request rate limit towards the API server, per second")
-	burst := fs.Int("burst", 200, "with -apply: the client's burst above -qps")
-	online := fs.Bool("online", false, "with -apply: rewrite PVs that running pods use, where the kubelet of every such pod's node and kube-controller-manager already handle the plugin as CSI")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	names := fs.Args()
-	if !*apply {
-		var applyOnly []string
-		fs.Visit(func(f *flag.Flag) {
-			switch f.Name {
-			case "dry-run", "state-namespace", "concurrency", "qps", "burst", "online":
-				applyOnly = append(applyOnly, "-"+f.Name)
-			}
-		})
-		if len(applyOnly) > 0 || len(names) > 0 {
-			fmt.Fprintf(stderr, "csimigrate rewrite: %s only with -apply (without it, rewrite prints the steps for review)\n",
-				strings.Join(append(applyOnly, quoteAll(names)...), ", "))
-			return exitUsage
-		}
-	}
-	tr, err := c.translator()
-	if err != nil {
-		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-		return exitUsage
-	}
-	if *apply {
-		if *concurrency < 1 || *qps <= 0 || *burst < 1 {
-			fmt.Fprintf(stderr, "csimigrate rewrite: -concurrency %d, -qps %g, -burst %d: want each at least 1\n", *concurrency, *qps, *burst)
-			return exitUsage
-		}
-		return runApply(&c, tr, applyOptions{dry: *dry, stateNS: *stateNS, concurrency: *concurrency, qps: float32(*qps), burst: *burst, online: *online}, names, stdin, stdout, stderr)
-	}
-	if c.output != "script" && c.output != "yaml" {
-		fmt.Fprintf(stderr, "csimigrate rewrite: -o %q: want script or yaml\n", c.output)
-		return exitUsage
-	}
-	// The input is read twice (three times when a class's secret template
-	// needs claims): first the StorageClasses, then the PVs, each written as
-	// it is read, so memory does not grow with the number of PVs. Standard
-	// input is kept in a temporary file for that.
-	if slices.Contains(c.files, "-") {
-		path, cleanup, err := spool(stdin)
-		if err != nil {
-			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-			return exitInput
-		}
-		defer cleanup()
-		for i, f := range c.files {
-			if f == "-" {
-				c.files[i] = path
-			}
-		}
-	}
-	collect := &rewriteInputs{classes: map[string]*storagev1.StorageClass{}}
-	if err := c.read(stdin, stderr, sinkFunc(collect.addClass)); err != nil {
-		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-		return exitInput
-	}
-	if collect.needClaims(tr) {
-		collect.claims = map[string]*v1.PersistentVolumeClaim{}
-		if err := c.read(stdin, io.Discard, sinkFunc(collect.addClaim)); err != nil {
-			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-			return exitInput
-		}
-	}
-	w := bufio.NewWriterSize(stdout, 1<<16)
-	if c.output == "script" {
-		writeScriptHeader(w)
-	}
-	n, failed := 0, false
-	var werr error
-	err = c.read(stdin, io.Discard, sinkFunc(func(obj any) {
-		pv, ok := obj.(*v1.PersistentVolume)
-		if !ok || werr != nil || plugins.InTreeNameOfPV(pv) == "" || !tr.IsPVMigratable(pv) {
-			return
-		}
-		r, err := collect.replacement(tr, pv)
-		if err != nil {
-			fmt.Fprintf(stderr, "PersistentVolume %s: %v\n", pv.Name, err)
-			failed = true
-			return
-		}
-		n++
-		if c.output == "yaml" {
-			werr = writeYAML(w, r.CSI)
-		} else {
-			werr = writeScriptPV(w, r)
-		}
-	}))
-	if err != nil {
-		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-		return exitInput
-	}
-	if c.output == "script" {
-		writeScriptFooter(w, n)
-	}
-	if werr == nil {
-		werr = w.Flush()
-	}
-	if werr != nil {
-		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", werr)
-		return exitInput
-	}
-	if failed {
-		return exitBlocked
-	}
-	return exitOK
-}
-
-// sinkFunc is a Sink of a function.
-type sinkFunc func(obj any)
-
 // Add implements Sink.
 func (f sinkFunc) Add(obj any) { f(obj) }
-
-// spool copies r whole into a temporary file, so that it can be read more
-// than once; cleanup removes it.
-func spool(r io.Reader) (path string, cleanup func(), err error) {
-	f, err := os.CreateTemp("", "csimigrate-input-*")
-	if err != nil {
-		return "", nil, err
-	}
-	cleanup = func() { os.Remove(f.Name()) }
-	if _, err := io.Copy(f, r); err != nil {
-		f.Close()
-		cleanup()
-		return "", nil, fmt.Errorf("reading standard input: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		cleanup()
-		return "", nil, err
-	}
-	return f.Name(), cleanup, nil
-}
 
 // rewriteInputs are the objects a PV's replacement needs besides the PV:
 // the StorageClasses, and the claims when a class's provisioner secret
@@ -438,129 +410,4 @@ func quoteAll(s []string) []string {
 		out[i] = fmt.Sprintf("PV name %q", v)
 	}
 	return out
-}
-
-// runApply carries out the rewrite on the targets: the in-tree PVs of the
-// reviewed input, or of the live cluster, narrowed to names.
-// applyOptions are the flags of rewrite -apply.
-type applyOptions struct {
-	dry         bool
-	stateNS     string
-	concurrency int
-	qps         float32
-	burst       int
-	online      bool
-}
-
-func runApply(c *common, tr *translate.Translator, o applyOptions, names []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if c.live {
-		fmt.Fprintln(stderr, "csimigrate rewrite: -apply reads the live cluster itself; give -f for reviewed input, or neither")
-		return exitUsage
-	}
-	client, err := clientFor(c.kubeconfig, o.qps, o.burst)
-	if err != nil {
-		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-		return exitUsage
-	}
-	a := &applier{client: client, tr: tr, logger: c.logger(stderr), stateNS: o.stateNS, out: stdout, concurrency: o.concurrency, online: o.online}
-	ctx := context.Background()
-	var targets, classes []target
-	where := "cluster"
-	if len(c.files) > 0 {
-		where = "reviewed input"
-		inv := &Inventory{}
-		if err := c.read(stdin, stderr, inv); err != nil {
-			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-			return exitInput
-		}
-		for _, pv := range inv.PVs {
-			if plugins.InTreeNameOfPV(pv) != "" && tr.IsPVMigratable(pv) {
-				targets = append(targets, target{name: pv.Name, uid: pv.UID})
-			}
-		}
-		for _, sc := range inv.StorageClasses {
-			if tr.IsMigratableIntreePluginByName(sc.Provisioner) {
-				classes = append(classes, target{name: sc.Name, uid: sc.UID})
-			}
-		}
-		fmt.Fprintf(stdout, "%d in-tree PersistentVolumes and %d in-tree StorageClasses in the reviewed input\n", len(targets), len(classes))
-	} else {
-		if targets, err = a.liveTargets(ctx); err == nil {
-			classes, err = a.liveClassTargets(ctx)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-			return exitBlocked
-		}
-		fmt.Fprintf(stdout, "%d in-tree PersistentVolumes and %d in-tree StorageClasses (or interrupted rewrites) in the cluster\n", len(targets), len(classes))
-	}
-	if len(names) > 0 {
-		var pvs, scs []target
-		for _, n := range names {
-			list, kind, name := &pvs, "PV", n
-			from := targets
-			if rest, ok := strings.CutPrefix(n, "storageclass/"); ok {
-				list, kind, name, from = &scs, "StorageClass", rest, classes
-			}
-			i := slices.IndexFunc(from, func(t target) bool { return t.name == name })
-			if i < 0 {
-				fmt.Fprintf(stderr, "csimigrate rewrite: %s %q is not an in-tree %s of the %s\n", kind, name, kind, where)
-				return exitUsage
-			}
-			*list = append(*list, from[i])
-		}
-		targets, classes = pvs, scs
-		fmt.Fprintf(stdout, "%d PersistentVolumes and %d StorageClasses of them named\n", len(targets), len(classes))
-	}
-	if o.dry {
-		err = errors.Join(a.dryRun(ctx, targets), a.dryRunClasses(ctx, classes))
-	} else {
-		r, pvErr := a.rewriteAll(ctx, targets)
-		var rc result
-		var scErr error
-		if !errors.Is(pvErr, errInterrupted) {
-			rc, scErr = a.rewriteClasses(ctx, classes)
-		}
-		err = errors.Join(pvErr, scErr)
-		fmt.Fprintf(stdout, "%d PersistentVolumes and %d StorageClasses rewritten or already done, %d refused and left as they were, %d steps taken\n",
-			r.done, rc.done, r.refused+rc.refused, a.steps)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-		return exitBlocked
-	}
-	return exitOK
-}
-
-// clientFor builds a client from a kubeconfig path, $KUBECONFIG,
-// ~/.kube/config or the in-cluster configuration, with a client-side rate
-// limit of qps requests a second and bursts of burst (client-go's defaults,
-// 5 and 10, when 0).
-func clientFor(kubeconfig string, qps float32, burst int) (kubernetes.Interface, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if kubeconfig != "" {
-		rules.ExplicitPath = kubeconfig
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, err
-	}
-	cfg.QPS, cfg.Burst = qps, burst
-	return kubernetes.NewForConfig(cfg)
-}
-
-// gateSteps returns the feature-gate steps for the cluster's version.
-func gateSteps(v string) ([]string, error) {
-	minor, err := featuregate.ParseMinor(v)
-	if err != nil {
-		return nil, err
-	}
-	if minor < featuregate.MinMinor || minor > featuregate.MaxMinor {
-		return nil, fmt.Errorf("kubernetes 1.%d: want 1.%d to 1.%d", minor, featuregate.MinMinor, featuregate.MaxMinor)
-	}
-	var out []string
-	for _, p := range featuregate.Plugins {
-		out = append(out, featuregate.UpgradeSteps(minor, p)...)
-	}
-	return out, nil
 }

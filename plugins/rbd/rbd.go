@@ -52,6 +52,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	storage "k8s.io/api/storage/v1"
@@ -202,10 +203,12 @@ var (
 )
 
 // forwardOf gives what the forward translation of pv, which has a valid RBD
-// source, sets in the CSI source and access modes, with the attributes
-// appended to attrs. h is the migration handle of the source; it is not used
-// for a PV annotated with AnnVolumeHandle.
-func (p *Plugin) forwardOf(pv *v1.PersistentVolume, h volumeid.RBDHandle, attrs []overrides.Attribute) overrides.Forwarded {
+// source, sets in the CSI source and access modes, and its volume
+// attributes, appended to attrs. (They are returned apart, so that attrs can
+// stay on the caller's stack while the strings of the result escape.) h is
+// the migration handle of the source, computed here when it is the zero
+// RBDHandle; a PV annotated with AnnVolumeHandle does not use it.
+func (p *Plugin) forwardOf(pv *v1.PersistentVolume, h volumeid.RBDHandle, attrs []overrides.Attribute) (overrides.Forwarded, []overrides.Attribute) {
 	src := pv.Spec.RBD
 	f := overrides.Forwarded{FSType: src.FSType, ReadOnly: src.ReadOnly, AccessModes: modesReadWrite}
 	if src.ReadOnly {
@@ -216,6 +219,9 @@ func (p *Plugin) forwardOf(pv *v1.PersistentVolume, h volumeid.RBDHandle, attrs 
 		f.VolumeHandle = handle
 		a = append(a, overrides.Attribute{Key: attrClusterID, Value: pv.Annotations[AnnClusterID]})
 	} else {
+		if h.ClusterID == "" {
+			h, _ = volumeid.NewRBDHandle(src.CephMonitors, src.RBDPool, src.RBDImage)
+		}
 		f.VolumeHandle = h.String()
 		a = append(a, overrides.Attribute{Key: attrClusterID, Value: h.ClusterID}, overrides.Attribute{Key: attrStaticVolume, Value: "true"})
 	}
@@ -223,7 +229,7 @@ func (p *Plugin) forwardOf(pv *v1.PersistentVolume, h volumeid.RBDHandle, attrs 
 	if features == "" {
 		features = defaultImageFeatures
 	}
-	f.Attributes = append(a,
+	a = append(a,
 		overrides.Attribute{Key: attrImageName, Value: src.RBDImage},
 		overrides.Attribute{Key: attrPool, Value: src.RBDPool},
 		overrides.Attribute{Key: attrImageFeatures, Value: features},
@@ -237,7 +243,7 @@ func (p *Plugin) forwardOf(pv *v1.PersistentVolume, h volumeid.RBDHandle, attrs 
 			f.NodeExpand = ref
 		}
 	}
-	return f
+	return f, a
 }
 
 // forwardBlock holds a translated PV with the pieces it points to.
@@ -262,13 +268,16 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 			return nil, plugins.Invalid("PersistentVolume", pv.Name, ferr)
 		}
 	}
-	h, hazard := volumeid.NewRBDHandle(src.CephMonitors, src.RBDPool, src.RBDImage)
-	var attrs [9]overrides.Attribute
-	f := p.forwardOf(pv, h, attrs[:0])
-	if pv.Annotations[AnnVolumeHandle] == "" && hazard != nil {
-		logger.Info("Migrated RBD volume has a handle that Ceph CSI resolves to another image; keep its reclaim policy Retain",
-			"pv", pv.Name, "image", src.RBDImage, "pool", src.RBDPool, "handle", f.VolumeHandle)
+	var h volumeid.RBDHandle
+	if pv.Annotations[AnnVolumeHandle] == "" {
+		var hazard error
+		if h, hazard = volumeid.NewRBDHandle(src.CephMonitors, src.RBDPool, src.RBDImage); hazard != nil {
+			logger.Info("Migrated RBD volume has a handle that Ceph CSI resolves to another image; keep its reclaim policy Retain",
+				"pv", pv.Name, "image", src.RBDImage, "pool", src.RBDPool, "handle", h.String())
+		}
 	}
+	var attrs [9]overrides.Attribute
+	f, a := p.forwardOf(pv, h, attrs[:0])
 	// One allocation for the PV and the parts of it this function builds.
 	blk := new(forwardBlock)
 	extra := 2 // monitors, user
@@ -305,7 +314,7 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 		b, _ := json.Marshal(r)
 		annot.Set(out, AnnSecretRef, string(b))
 	}
-	if err := overrides.Forward(out, f.Attributes); err != nil {
+	if err := overrides.Forward(out, a); err != nil {
 		return nil, err
 	}
 	overrides.KeepStockHandle(out, f.VolumeHandle)
@@ -391,10 +400,15 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	// provisioned, or a handle annotated before) is recorded as upstream
 	// records it, so that components on csi-translation-lib agree. The
 	// forward translation of the result then gives c.VolumeHandle either way.
-	h, _ := volumeid.NewRBDHandle(mons, pool, image)
+	var h volumeid.RBDHandle
 	if ann := out.Annotations[AnnVolumeHandle]; ann != c.VolumeHandle {
+		// Every composed handle starts "mig_mons-"; others (a Ceph CSI
+		// volume ID) differ without composing.
 		var buf [256]byte
-		if ann != "" || string(h.AppendTo(buf[:0])) != c.VolumeHandle {
+		if ann == "" && strings.HasPrefix(c.VolumeHandle, "mig_mons-") {
+			h, _ = volumeid.NewRBDHandle(mons, pool, image)
+		}
+		if h.ClusterID == "" || string(h.AppendTo(buf[:0])) != c.VolumeHandle {
 			annot.Set(out, AnnVolumeHandle, c.VolumeHandle)
 			annot.Set(out, AnnClusterID, attrs[attrClusterID])
 			annot.Set(out, AnnJournalPool, attrs[attrJournalPool])
@@ -403,7 +417,8 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		}
 	}
 	var fattrs [9]overrides.Attribute
-	f := p.forwardOf(out, h, fattrs[:0])
+	f, fa := p.forwardOf(out, h, fattrs[:0])
+	f.Attributes = fa
 	if err := overrides.Record(out, pv, &f); err != nil {
 		return nil, err
 	}

@@ -257,14 +257,15 @@ func moveTopology(out *v1.PersistentVolume, labels map[string]string, inTreeKey,
 }
 
 // forwardOf gives what the forward translation of pv sets in the CSI source
-// and access modes, with the attributes appended to attrs.
-func forwardOf(pv *v1.PersistentVolume, attrs []overrides.Attribute) overrides.Forwarded {
+// and access modes, and its volume attributes, appended to attrs (returned
+// apart, so that attrs can stay on the caller's stack).
+func forwardOf(pv *v1.PersistentVolume, attrs []overrides.Attribute) (overrides.Forwarded, []overrides.Attribute) {
 	src := pv.Spec.VsphereVolume
-	f := overrides.Forwarded{VolumeHandle: src.VolumePath, FSType: src.FSType, AccessModes: pv.Spec.AccessModes, Attributes: attrs}
+	f := overrides.Forwarded{VolumeHandle: src.VolumePath, FSType: src.FSType, AccessModes: pv.Spec.AccessModes}
 	if src.StoragePolicyName != "" {
-		f.Attributes = append(f.Attributes, overrides.Attribute{Key: AttrStoragePolicyName, Value: src.StoragePolicyName})
+		attrs = append(attrs, overrides.Attribute{Key: AttrStoragePolicyName, Value: src.StoragePolicyName})
 	}
-	return f
+	return f, attrs
 }
 
 // TranslateInTreePVToCSI translates a PV with spec.vsphereVolume to one for
@@ -279,14 +280,14 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 			field.Required(field.NewPath("spec", "vsphereVolume", "volumePath"), `a volume path such as "[datastore] kubevols/disk.vmdk" is required`))
 	}
 	var attrs [1]overrides.Attribute
-	f := forwardOf(pv, attrs[:0])
+	f, a := forwardOf(pv, attrs[:0])
 	blk := new(forwardBlock)
 	out := pvcopy.Into(&blk.pv, pv, 2)
 	blk.csi = v1.CSIPersistentVolumeSource{
 		Driver:           DriverName,
 		VolumeHandle:     f.VolumeHandle,
 		FSType:           f.FSType,
-		VolumeAttributes: overrides.AttributeMap(f.Attributes),
+		VolumeAttributes: overrides.AttributeMap(a),
 	}
 	if blk.csi.VolumeAttributes == nil {
 		// Upstream sets an empty map; keep it for equal output.
@@ -452,7 +453,8 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		}
 	}
 	var attrs [1]overrides.Attribute
-	f := forwardOf(out, attrs[:0])
+	f, a := forwardOf(out, attrs[:0])
+	f.Attributes = a
 	if err := overrides.Record(out, pv, &f); err != nil {
 		return nil, err
 	}

@@ -26,6 +26,88 @@ import (
 	"github.com/csimigrate/csimigrate/translate"
 )
 
+// runApply carries out the rewrite on the targets: the in-tree PVs of the
+// reviewed input, or of the live cluster, narrowed to names.
+func runApply(c *common, tr *translate.Translator, o applyOptions, names []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if c.live {
+		fmt.Fprintln(stderr, "csimigrate rewrite: -apply reads the live cluster itself; give -f for reviewed input, or neither")
+		return exitUsage
+	}
+	client, err := clientFor(c.kubeconfig, o.qps, o.burst)
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitUsage
+	}
+	a := &applier{client: client, tr: tr, logger: c.logger(stderr), stateNS: o.stateNS, out: stdout, concurrency: o.concurrency, online: o.online}
+	ctx := context.Background()
+	var targets, classes []target
+	where := "cluster"
+	if len(c.files) > 0 {
+		where = "reviewed input"
+		inv := &Inventory{}
+		if err := c.read(stdin, stderr, inv); err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+			return exitInput
+		}
+		for _, pv := range inv.PVs {
+			if plugins.InTreeNameOfPV(pv) != "" && tr.IsPVMigratable(pv) {
+				targets = append(targets, target{name: pv.Name, uid: pv.UID})
+			}
+		}
+		for _, sc := range inv.StorageClasses {
+			if tr.IsMigratableIntreePluginByName(sc.Provisioner) {
+				classes = append(classes, target{name: sc.Name, uid: sc.UID})
+			}
+		}
+		fmt.Fprintf(stdout, "%d in-tree PersistentVolumes and %d in-tree StorageClasses in the reviewed input\n", len(targets), len(classes))
+	} else {
+		if targets, err = a.liveTargets(ctx); err == nil {
+			classes, err = a.liveClassTargets(ctx)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+			return exitBlocked
+		}
+		fmt.Fprintf(stdout, "%d in-tree PersistentVolumes and %d in-tree StorageClasses (or interrupted rewrites) in the cluster\n", len(targets), len(classes))
+	}
+	if len(names) > 0 {
+		var pvs, scs []target
+		for _, n := range names {
+			list, kind, name := &pvs, "PV", n
+			from := targets
+			if rest, ok := strings.CutPrefix(n, "storageclass/"); ok {
+				list, kind, name, from = &scs, "StorageClass", rest, classes
+			}
+			i := slices.IndexFunc(from, func(t target) bool { return t.name == name })
+			if i < 0 {
+				fmt.Fprintf(stderr, "csimigrate rewrite: %s %q is not an in-tree %s of the %s\n", kind, name, kind, where)
+				return exitUsage
+			}
+			*list = append(*list, from[i])
+		}
+		targets, classes = pvs, scs
+		fmt.Fprintf(stdout, "%d PersistentVolumes and %d StorageClasses of them named\n", len(targets), len(classes))
+	}
+	if o.dry {
+		err = errors.Join(a.dryRun(ctx, targets), a.dryRunClasses(ctx, classes))
+	} else {
+		r, pvErr := a.rewriteAll(ctx, targets)
+		var rc result
+		var scErr error
+		if !errors.Is(pvErr, errInterrupted) {
+			rc, scErr = a.rewriteClasses(ctx, classes)
+		}
+		err = errors.Join(pvErr, scErr)
+		fmt.Fprintf(stdout, "%d PersistentVolumes and %d StorageClasses rewritten or already done, %d refused and left as they were, %d steps taken\n",
+			r.done, rc.done, r.refused+rc.refused, a.steps)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitBlocked
+	}
+	return exitOK
+}
+
 // The rewrite keeps its state in the cluster, never in a local file: the
 // PVs themselves and, from just before an in-tree PV is deleted until its
 // CSI replacement exists, a ConfigMap holding the replacement and what it
@@ -923,4 +1005,14 @@ func (a *applier) dryRun(ctx context.Context, targets []target) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// applyOptions are the flags of rewrite -apply.
+type applyOptions struct {
+	dry         bool
+	stateNS     string
+	concurrency int
+	qps         float32
+	burst       int
+	online      bool
 }

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/go-logr/logr/funcr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/plugins/vsphere"
+	"github.com/csimigrate/csimigrate/translate"
+)
+
+func newStderrLogger(w io.Writer) klog.Logger {
+	return funcr.New(func(prefix, args string) { fmt.Fprintln(w, args) }, funcr.Options{Verbosity: 4})
+}
+
+// setup parses a command's flags, builds its translator and reads the input
+// into the sink it makes; ok false means exit with code.
+func setup(name, summary string, args []string, stdin io.Reader, stderr io.Writer, outputs string, sink func(*common, *translate.Translator) Sink) (c *common, code int, ok bool) {
+	c = &common{}
+	fs := newFlagSet(name, summary, stderr)
+	c.register(fs, outputs)
+	if code, ok := parse(fs, args); !ok {
+		return nil, code, false
+	}
+	if !strings.Contains("|"+outputs+"|", "|"+c.output+"|") {
+		fmt.Fprintf(stderr, "csimigrate %s: -o %q: want one of %s\n", name, c.output, outputs)
+		return nil, exitUsage, false
+	}
+	tr, err := c.translator()
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate %s: %v\n", name, err)
+		return nil, exitUsage, false
+	}
+	if err := c.read(stdin, stderr, sink(c, tr)); err != nil {
+		fmt.Fprintf(stderr, "csimigrate %s: %v\n", name, err)
+		return nil, exitInput, false
+	}
+	return c, 0, true
+}
+
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+type common struct {
+	files      stringList
+	output     string
+	cephConfig string
+	// cephWarnings are the -ceph-config entries Ceph CSI accepts but that
+	// look like mistakes (plan reports them).
+	cephWarnings     []string
+	cephCSINamespace string
+	k8sVersion       string
+	vsphereCats      string
+	vsphereLegacy    bool
+	nodeExpand       bool
+	verbose          bool
+	kubeconfig       string
+	live             bool
+	readSecrets      bool
+}
+
+func (c *common) register(fs *flag.FlagSet, outputs string) {
+	fs.Var(&c.files, "f", "manifest file, directory or - for stdin (repeatable); none: the embedded sample")
+	fs.StringVar(&c.output, "o", outputs[:strings.IndexByte(outputs, '|')], "output format: "+outputs)
+	fs.StringVar(&c.cephConfig, "ceph-config", "", "Ceph CSI config.json (clusterID -> monitors), for CSI volumes without monitors")
+	fs.StringVar(&c.cephCSINamespace, "ceph-csi-namespace", "ceph-csi", "namespace of the Ceph CSI config map in the plan")
+	fs.StringVar(&c.k8sVersion, "kubernetes-version", "1.30", "the cluster's current Kubernetes minor version, for the feature-gate steps")
+	fs.StringVar(&c.vsphereCats, "vsphere-topology-categories", "", `the vSphere CSI driver's topology-categories, "zone,region" (default: its zone and region keys)`)
+	fs.BoolVar(&c.vsphereLegacy, "vsphere-legacy-topology", false, "the vSphere CSI driver reports the beta failure-domain labels")
+	fs.BoolVar(&c.nodeExpand, "node-expand-secret", true, "set nodeExpandSecretRef on translated PVs (CSINodeExpandSecret)")
+	fs.BoolVar(&c.verbose, "v", false, "log details to stderr")
+	fs.BoolVar(&c.live, "live", false, "read the input from the cluster of -kubeconfig instead of files")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	fs.BoolVar(&c.readSecrets, "read-secrets", true, "with -live: read Secrets to check the fields migration needs (values are never printed)")
+}
+
+// vsphereTopology returns the CSI topology keys the options select.
+func (c *common) vsphereTopology() (vsphere.Topology, error) {
+	switch {
+	case c.vsphereLegacy:
+		return vsphere.LegacyTopology(), nil
+	case c.vsphereCats != "":
+		zone, region, ok := strings.Cut(c.vsphereCats, ",")
+		if !ok || zone == "" || region == "" {
+			return vsphere.Topology{}, fmt.Errorf(`-vsphere-topology-categories %q: want "zone-category,region-category"`, c.vsphereCats)
+		}
+		return vsphere.TopologyForCategories(zone, region), nil
+	}
+	return vsphere.Topology{ZoneKey: vsphere.DefaultZoneKey, RegionKey: vsphere.DefaultRegionKey}, nil
+}
+
+func (c *common) translator() (*translate.Translator, error) {
+	opts := []translate.Option{translate.WithNodeExpandSecret(c.nodeExpand)}
+	if c.cephConfig != "" {
+		b, err := os.ReadFile(c.cephConfig)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := ceph.ParseClusterConfig(b)
+		if err != nil {
+			return nil, fmt.Errorf("-ceph-config %s: %w", c.cephConfig, err)
+		}
+		c.cephWarnings = cfg.Warnings()
+		opts = append(opts, translate.WithCephClusterConfig(cfg))
+	}
+	topo, err := c.vsphereTopology()
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, translate.WithVSphereOptions(vsphere.Options{Topology: topo}))
+	return translate.New(opts...)
+}
+
+func (c *common) logger(stderr io.Writer) klog.Logger {
+	if !c.verbose {
+		return klog.Background().V(100)
+	}
+	return newStderrLogger(stderr)
+}
+
+// clientFor builds a client from a kubeconfig path, $KUBECONFIG,
+// ~/.kube/config or the in-cluster configuration, with a client-side rate
+// limit of qps requests a second and bursts of burst (client-go's defaults,
+// 5 and 10, when 0).
+func clientFor(kubeconfig string, qps float32, burst int) (kubernetes.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = qps, burst
+	return kubernetes.NewForConfig(cfg)
+}
+
+func klog0() klog.Logger { return klog.Background().V(100) }
