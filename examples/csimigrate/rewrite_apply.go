@@ -962,32 +962,39 @@ func (a *applier) rewriteAll(ctx context.Context, targets []target) (result, err
 	return r, errors.Join(r.errs...)
 }
 
+// dryRunEach dry-runs each target with one, which sends the target's steps
+// with server-side dry run and returns the errors of those that fail, each
+// naming the object and the step.
+func dryRunEach(targets []target, one func(t target) []error) error {
+	var errs []error
+	for _, t := range targets {
+		errs = append(errs, one(t)...)
+	}
+	return errors.Join(errs...)
+}
+
 // dryRun runs every check and sends each step of every rewrite to the API
 // server with server-side dry run (the replacement is validated under a
 // temporary name, since the original still exists).
 func (a *applier) dryRun(ctx context.Context, targets []target) error {
 	dry := []string{metav1.DryRunAll}
-	var errs []error
-	for _, t := range targets {
+	return dryRunEach(targets, func(t target) []error {
 		cur, err := a.client.CoreV1().PersistentVolumes().Get(ctx, t.name, metav1.GetOptions{})
 		if err != nil {
-			errs = append(errs, fmt.Errorf("pv/%s: %w", t.name, err))
-			continue
+			return []error{fmt.Errorf("pv/%s: %w", t.name, err)}
 		}
 		if plugins.InTreeNameOfPV(cur) == "" {
 			a.say("pv/%s: not an in-tree PV; nothing to do\n", t.name)
-			continue
+			return nil
 		}
 		if t.uid != "" && cur.UID != t.uid {
-			errs = append(errs, fmt.Errorf("pv/%s: the live PV has uid %s, the reviewed one %s", t.name, cur.UID, t.uid))
-			continue
+			return []error{fmt.Errorf("pv/%s: the live PV has uid %s, the reviewed one %s", t.name, cur.UID, t.uid)}
 		}
 		c, err := a.check(ctx, cur)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("pv/%s: %w", t.name, err))
-			continue
+			return []error{fmt.Errorf("pv/%s: %w", t.name, err)}
 		}
-		r := c.r
+		var errs []error
 		upd := cur.DeepCopy()
 		upd.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
 		if _, err := a.client.CoreV1().PersistentVolumes().Update(ctx, upd, metav1.UpdateOptions{DryRun: dry}); err != nil {
@@ -996,15 +1003,15 @@ func (a *applier) dryRun(ctx context.Context, targets []target) error {
 		if err := a.client.CoreV1().PersistentVolumes().Delete(ctx, cur.Name, metav1.DeleteOptions{DryRun: dry}); err != nil {
 			errs = append(errs, fmt.Errorf("pv/%s: delete: %w", t.name, err))
 		}
-		csi := r.CSI.DeepCopy()
+		csi := c.r.CSI.DeepCopy()
 		csi.Name = "csimigrate-dry-run-" + string(cur.UID)
 		if _, err := a.client.CoreV1().PersistentVolumes().Create(ctx, csi, metav1.CreateOptions{DryRun: dry}); err != nil {
 			errs = append(errs, fmt.Errorf("pv/%s: create CSI PV: %w", t.name, err))
 		} else {
 			a.say("pv/%s: Retain, delete and create as %s would be accepted\n", t.name, csi.Spec.CSI.Driver)
 		}
-	}
-	return errors.Join(errs...)
+		return errs
+	})
 }
 
 // applyOptions are the flags of rewrite -apply.

@@ -182,21 +182,19 @@ func (a *applier) rewriteClasses(ctx context.Context, targets []target) (result,
 // dry run (the replacement under a temporary name).
 func (a *applier) dryRunClasses(ctx context.Context, targets []target) error {
 	dry := []string{metav1.DryRunAll}
-	var errs []error
-	for _, t := range targets {
+	return dryRunEach(targets, func(t target) []error {
 		cur, err := a.client.StorageV1().StorageClasses().Get(ctx, t.name, metav1.GetOptions{})
 		if err != nil {
-			errs = append(errs, fmt.Errorf("storageclass/%s: %w", t.name, err))
-			continue
+			return []error{fmt.Errorf("storageclass/%s: %w", t.name, err)}
 		}
 		if !a.tr.IsMigratableIntreePluginByName(cur.Provisioner) {
-			continue
+			return nil
 		}
 		r, err := a.classReplacement(cur)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("storageclass/%s: %w", t.name, err))
-			continue
+			return []error{fmt.Errorf("storageclass/%s: %w", t.name, err)}
 		}
+		var errs []error
 		if err := a.client.StorageV1().StorageClasses().Delete(ctx, t.name, metav1.DeleteOptions{DryRun: dry}); err != nil {
 			errs = append(errs, fmt.Errorf("storageclass/%s: delete: %w", t.name, err))
 		}
@@ -206,6 +204,6 @@ func (a *applier) dryRunClasses(ctx context.Context, targets []target) error {
 		} else {
 			a.say("storageclass/%s: delete and create as %s would be accepted\n", t.name, r.Provisioner)
 		}
-	}
-	return errors.Join(errs...)
+		return errs
+	})
 }
