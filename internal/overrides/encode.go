@@ -7,9 +7,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// jsonSafe reports the ASCII bytes encoding/json writes as they are (not
-// control characters, '"', '\\' or the HTML characters '<', '>', '&').
-var jsonSafe = func() (safe [utf8.RuneSelf]bool) {
+// jsonSafe reports the bytes encoding/json writes as they are: ASCII but
+// not control characters, '"', '\\' or the HTML characters '<', '>', '&'.
+var jsonSafe = func() (safe [256]bool) {
 	for b := 0x20; b < utf8.RuneSelf; b++ {
 		safe[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
 	}
@@ -20,8 +20,12 @@ var jsonSafe = func() (safe [utf8.RuneSelf]bool) {
 func appendJSONString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
+	i := 0
+	for i < len(s) && jsonSafe[s[i]] {
+		i++
+	}
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		if b := s[i]; b < utf8.RuneSelf {
 			if jsonSafe[b] {
 				i++

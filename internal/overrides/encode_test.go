@@ -2,6 +2,8 @@ package overrides
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -69,6 +71,26 @@ func drawOverrides(t *rapid.T) csiOverrides {
 		o.AccessModes = &m
 	}
 	return o
+}
+
+// sorted returns o in the form Record writes, its attributes and references
+// sorted.
+func (o *csiOverrides) sorted() *overrides {
+	w := &overrides{volumeHandle: o.VolumeHandle, readOnly: o.ReadOnly, fsType: o.FSType}
+	for _, k := range slices.Sorted(maps.Keys(o.VolumeAttributes)) {
+		if v := o.VolumeAttributes[k]; v == nil {
+			w.attrs = append(w.attrs, attrOverride{key: k, remove: true})
+		} else {
+			w.attrs = append(w.attrs, attrOverride{key: k, value: *v})
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(o.SecretRefs)) {
+		w.refs = append(w.refs, refOverrideOf(k, o.SecretRefs[k]))
+	}
+	if o.AccessModes != nil {
+		w.accessModes, w.modes = true, *o.AccessModes
+	}
+	return w
 }
 
 // appendOverrides writes what encoding/json writes for every overrides value.

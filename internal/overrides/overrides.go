@@ -21,6 +21,7 @@ import (
 // decide ownership on.
 const annProvisionedBy = "pv.kubernetes.io/provisioned-by"
 
+// csiOverrides is the JSON form of the annotation, as encoding/json reads it.
 type csiOverrides struct {
 	VolumeHandle     *string                          `json:"volumeHandle,omitempty"`
 	ReadOnly         *bool                            `json:"readOnly,omitempty"`
@@ -263,68 +264,53 @@ func applyAnnotation(out *v1.PersistentVolume, raw string, base []Attribute, wit
 			field.NewPath("metadata", "annotations").Key(plugins.AnnCSIOverrides), raw,
 			"must be the JSON object a reverse translation by csimigrate writes: "+err.Error()))
 	}
-	return applyOverrides(out, o.sorted(), base, withBase)
+	return o.apply(out, base, withBase)
 }
 
-// sorted returns o as overrides, its attributes and references sorted.
-func (o *csiOverrides) sorted() *overrides {
-	w := &overrides{volumeHandle: o.VolumeHandle, readOnly: o.ReadOnly, fsType: o.FSType}
-	for _, k := range slices.Sorted(maps.Keys(o.VolumeAttributes)) {
-		if v := o.VolumeAttributes[k]; v == nil {
-			w.attrs = append(w.attrs, attrOverride{key: k, remove: true})
-		} else {
-			w.attrs = append(w.attrs, attrOverride{key: k, value: *v})
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(o.SecretRefs)) {
-		w.refs = append(w.refs, refOverrideOf(k, o.SecretRefs[k]))
-	}
-	if o.AccessModes != nil {
-		w.accessModes, w.modes = true, *o.AccessModes
-	}
-	return w
-}
-
-// applyOverrides applies o to out's CSI source and access modes. The
-// attributes it starts from are base when withBase, else the source's map.
-// Attributes and references apply in order (a later one for the same key
-// wins).
-func applyOverrides(out *v1.PersistentVolume, o *overrides, base []Attribute, withBase bool) error {
-	// Every slot is checked before anything changes.
-	for _, r := range o.refs {
-		if refSlot(out.Spec.CSI, r.slot) == nil {
-			return plugins.Invalid("PersistentVolume", out.Name, field.NotSupported(
-				field.NewPath("metadata", "annotations").Key(plugins.AnnCSIOverrides).Child("secretRefs"), r.slot,
-				[]string{"controllerExpand", "controllerPublish", "nodeExpand", "nodePublish", "nodeStage"}))
-		}
-	}
+// apply applies o, as encoding/json decoded it (each key once, nothing
+// shared), to out's CSI source and access modes. The attributes it starts
+// from are base when withBase, else the source's map. A reference to a slot
+// the CSI source does not have is an error that names the first such slot
+// in the order of their names, before anything changes.
+func (o *csiOverrides) apply(out *v1.PersistentVolume, base []Attribute, withBase bool) error {
 	c := out.Spec.CSI
-	if o.volumeHandle != nil {
-		c.VolumeHandle = *o.volumeHandle
+	bad, hasBad := "", false
+	for slot := range o.SecretRefs {
+		if refSlot(c, slot) == nil && (!hasBad || slot < bad) {
+			bad, hasBad = slot, true
+		}
 	}
-	if o.readOnly != nil {
-		c.ReadOnly = *o.readOnly
+	if hasBad {
+		return plugins.Invalid("PersistentVolume", out.Name, field.NotSupported(
+			field.NewPath("metadata", "annotations").Key(plugins.AnnCSIOverrides).Child("secretRefs"), bad,
+			[]string{"controllerExpand", "controllerPublish", "nodeExpand", "nodePublish", "nodeStage"}))
 	}
-	if o.fsType != nil {
-		c.FSType = *o.fsType
+	if o.VolumeHandle != nil {
+		c.VolumeHandle = *o.VolumeHandle
+	}
+	if o.ReadOnly != nil {
+		c.ReadOnly = *o.ReadOnly
+	}
+	if o.FSType != nil {
+		c.FSType = *o.FSType
 	}
 	switch {
-	case len(o.attrs) > 0:
+	case len(o.VolumeAttributes) > 0:
 		// One new map sized for the result: adding to a full one would grow
 		// (and rehash) it.
 		n := len(c.VolumeAttributes)
 		if withBase {
 			n = len(base)
 		}
-		for _, a := range o.attrs {
-			if a.remove {
+		for k, v := range o.VolumeAttributes {
+			if v == nil {
 				continue
 			}
 			found := false
 			if withBase {
-				found = slices.IndexFunc(base, func(b Attribute) bool { return b.Key == a.key }) >= 0
+				found = slices.IndexFunc(base, func(b Attribute) bool { return b.Key == k }) >= 0
 			} else {
-				_, found = c.VolumeAttributes[a.key]
+				_, found = c.VolumeAttributes[k]
 			}
 			if !found {
 				n++
@@ -336,15 +322,13 @@ func applyOverrides(out *v1.PersistentVolume, o *overrides, base []Attribute, wi
 				attrs[b.Key] = b.Value
 			}
 		} else {
-			for k, v := range c.VolumeAttributes {
-				attrs[k] = v
-			}
+			maps.Copy(attrs, c.VolumeAttributes)
 		}
-		for _, a := range o.attrs {
-			if a.remove {
-				delete(attrs, a.key)
+		for k, v := range o.VolumeAttributes {
+			if v == nil {
+				delete(attrs, k)
 			} else {
-				attrs[a.key] = a.value
+				attrs[k] = *v
 			}
 		}
 		if len(attrs) == 0 {
@@ -354,18 +338,13 @@ func applyOverrides(out *v1.PersistentVolume, o *overrides, base []Attribute, wi
 	case withBase:
 		c.VolumeAttributes = AttributeMap(base)
 	}
-	for _, r := range o.refs {
-		slot := refSlot(c, r.slot)
-		*slot = nil
-		if !r.remove {
-			ref := r.ref
-			*slot = &ref
-		}
+	for slot, ref := range o.SecretRefs {
+		*refSlot(c, slot) = ref
 	}
-	if o.accessModes {
+	if o.AccessModes != nil {
 		out.Spec.AccessModes = nil
-		if len(o.modes) > 0 {
-			out.Spec.AccessModes = slices.Clone(o.modes)
+		if len(*o.AccessModes) > 0 {
+			out.Spec.AccessModes = *o.AccessModes
 		}
 	}
 	return nil

@@ -30,8 +30,7 @@ func basePV() *v1.PersistentVolume {
 func TestAppliedAsWritten(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		o := drawOverrides(t)
-		w := o.sorted()
-		raw := string(appendOverrides(nil, w))
+		raw := string(appendOverrides(nil, o.sorted()))
 		mutated := false
 		if rapid.Bool().Draw(t, "mutate") && raw != "" {
 			// An edit by hand, or damage: replace, insert or delete a byte.
@@ -59,9 +58,9 @@ func TestAppliedAsWritten(t *testing.T) {
 		}
 		want := basePV()
 		if mutated {
-			w = slow.sorted()
+			o = slow
 		}
-		errWant := applyOverrides(want, w, nil, false)
+		errWant := o.apply(want, nil, false)
 		if (errGot == nil) != (errWant == nil) {
 			t.Fatalf("errors differ for %s: %v, %v", raw, errGot, errWant)
 		}

@@ -10,8 +10,9 @@ import (
 )
 
 // Buffer is a PersistentVolume with room for the small parts a copy of a PV
-// points to: the claim reference, the volume mode, up to two finalizers and up
-// to two access modes. [Into] fills it with one allocation less per part; a
+// points to: the claim reference, the volume mode, the time of the last phase
+// transition, up to two managed-fields entries (without their field sets),
+// up to two finalizers and up to two access modes. [Into] fills it with one allocation less per part; a
 // plugin embeds it in the block it allocates for a translation, so that the PV
 // and everything it owns of fixed size is one allocation.
 type Buffer struct {
@@ -19,6 +20,8 @@ type Buffer struct {
 	PV         v1.PersistentVolume
 	claim      v1.ObjectReference
 	volumeMode v1.PersistentVolumeMode
+	phaseTime  metav1.Time
+	managed    managedFields2
 	finalizers [2]string
 	modes      [2]v1.PersistentVolumeAccessMode
 }
@@ -35,9 +38,10 @@ func (buf *Buffer) AccessMode(m v1.PersistentVolumeAccessMode) []v1.PersistentVo
 // one) and with room for extraAnnotations more annotations, into buf, which
 // the caller allocated (for example as part of a larger block); it returns
 // &buf.PV. The copy shares no memory with pv, which must not be nil. The
-// parts of fixed size go into buf, the managed fields into one allocation
-// plus their field sets, and everything else through the generated
-// DeepCopyInto, so that a field added to the API later is copied too.
+// parts of fixed size go into buf (managed-fields entries beyond two into
+// one more allocation), each field set into its own, and everything else
+// through the generated DeepCopyInto, so that a field added to the API later
+// is copied too.
 func Into(buf *Buffer, pv *v1.PersistentVolume, extraAnnotations int) *v1.PersistentVolume {
 	return into(buf, pv, extraAnnotations, false, nil)
 }
@@ -54,15 +58,20 @@ func into(buf *Buffer, pv *v1.PersistentVolume, extraAnnotations int, replaceMou
 	shallow.Spec.ClaimRef = nil
 	shallow.Spec.VolumeMode = nil
 	shallow.Spec.AccessModes = nil
+	shallow.Status.LastPhaseTransitionTime = nil
 	shallow.Labels = nil
-	out := &buf.PV
+	// Built on the stack and copied to buf once: while the collector
+	// marks, each store of a pointer into the heap costs a write barrier,
+	// and the generated DeepCopyInto stores every field more than once.
+	var pvOut v1.PersistentVolume
+	out := &pvOut
 	shallow.DeepCopyInto(out)
 	out.Labels = maps.Clone(pv.Labels)
 	if replaceMounts {
 		out.Spec.MountOptions = mountOptions
 	}
 	out.Annotations = cloneMap(pv.Annotations, extraAnnotations)
-	out.ManagedFields = copyManagedFields(pv.ManagedFields)
+	out.ManagedFields = copyManagedFields(pv.ManagedFields, &buf.managed)
 	if f := pv.Finalizers; f != nil {
 		if len(f) <= len(buf.finalizers) {
 			n := copy(buf.finalizers[:], f)
@@ -87,7 +96,12 @@ func into(buf *Buffer, pv *v1.PersistentVolume, extraAnnotations int, replaceMou
 		buf.volumeMode = *pv.Spec.VolumeMode
 		out.Spec.VolumeMode = &buf.volumeMode
 	}
-	return out
+	if t := pv.Status.LastPhaseTransitionTime; t != nil {
+		buf.phaseTime = *t
+		out.Status.LastPhaseTransitionTime = &buf.phaseTime
+	}
+	buf.PV = pvOut
+	return &buf.PV
 }
 
 // IntoReplacingMounts is Into for a translation that replaces the mount
@@ -111,9 +125,9 @@ type managedFields2 struct {
 }
 
 // copyManagedFields deep-copies managed fields: up to two entries with what
-// they point to in one allocation, more in two; each field set as
+// they point to into blk, more in two allocations; each field set as
 // FieldsV1.DeepCopyInto copies it.
-func copyManagedFields(in []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+func copyManagedFields(in []metav1.ManagedFieldsEntry, blk *managedFields2) []metav1.ManagedFieldsEntry {
 	if in == nil {
 		return nil
 	}
@@ -128,7 +142,6 @@ func copyManagedFields(in []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEnt
 	var parts []managedFieldsParts
 	switch {
 	case len(in) <= 2 && pointers:
-		blk := new(managedFields2)
 		out, parts = blk.entries[:len(in):len(in)], blk.parts[:len(in):len(in)]
 	case pointers:
 		out, parts = make([]metav1.ManagedFieldsEntry, len(in)), make([]managedFieldsParts, len(in))
