@@ -205,25 +205,27 @@ var (
 // forwardOf gives what the forward translation of pv, which has a valid RBD
 // source, sets in the CSI source and access modes, and its volume
 // attributes, appended to attrs. (They are returned apart, so that attrs can
-// stay on the caller's stack while the strings of the result escape.) h is
-// the migration handle of the source, computed here when it is the zero
-// RBDHandle; a PV annotated with AnnVolumeHandle does not use it.
-func (p *Plugin) forwardOf(pv *v1.PersistentVolume, h volumeid.RBDHandle, attrs []overrides.Attribute) (overrides.Forwarded, []overrides.Attribute) {
+// stay on the caller's stack while the strings of the result escape.) handle
+// and clusterID are the source's migration handle and its clusterID when the
+// caller has them, else both "" and computed here; a PV annotated with
+// AnnVolumeHandle uses neither.
+func (p *Plugin) forwardOf(pv *v1.PersistentVolume, handle, clusterID string, attrs []overrides.Attribute) (overrides.Forwarded, []overrides.Attribute) {
 	src := pv.Spec.RBD
 	f := overrides.Forwarded{FSType: src.FSType, ReadOnly: src.ReadOnly, AccessModes: modesReadWrite}
 	if src.ReadOnly {
 		f.AccessModes = modesReadOnly
 	}
 	a := attrs
-	if handle := pv.Annotations[AnnVolumeHandle]; handle != "" {
-		f.VolumeHandle = handle
+	if annotated := pv.Annotations[AnnVolumeHandle]; annotated != "" {
+		f.VolumeHandle = annotated
 		a = append(a, overrides.Attribute{Key: attrClusterID, Value: pv.Annotations[AnnClusterID]})
 	} else {
-		if h.ClusterID == "" {
-			h, _ = volumeid.NewRBDHandle(src.CephMonitors, src.RBDPool, src.RBDImage)
+		if clusterID == "" {
+			h, _ := volumeid.NewRBDHandle(src.CephMonitors, src.RBDPool, src.RBDImage)
+			handle, clusterID = h.String(), h.ClusterID
 		}
-		f.VolumeHandle = h.String()
-		a = append(a, overrides.Attribute{Key: attrClusterID, Value: h.ClusterID}, overrides.Attribute{Key: attrStaticVolume, Value: "true"})
+		f.VolumeHandle = handle
+		a = append(a, overrides.Attribute{Key: attrClusterID, Value: clusterID}, overrides.Attribute{Key: attrStaticVolume, Value: "true"})
 	}
 	features := pv.Annotations[AnnImageFeatures]
 	if features == "" {
@@ -268,16 +270,17 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 			return nil, plugins.Invalid("PersistentVolume", pv.Name, ferr)
 		}
 	}
-	var h volumeid.RBDHandle
+	var handle, clusterID string
 	if pv.Annotations[AnnVolumeHandle] == "" {
-		var hazard error
-		if h, hazard = volumeid.NewRBDHandle(src.CephMonitors, src.RBDPool, src.RBDImage); hazard != nil {
+		h, hazard := volumeid.NewRBDHandle(src.CephMonitors, src.RBDPool, src.RBDImage)
+		handle, clusterID = h.String(), h.ClusterID
+		if hazard != nil {
 			logger.Info("Migrated RBD volume has a handle that Ceph CSI resolves to another image; keep its reclaim policy Retain",
-				"pv", pv.Name, "image", src.RBDImage, "pool", src.RBDPool, "handle", h.String())
+				"pv", pv.Name, "image", src.RBDImage, "pool", src.RBDPool, "handle", handle)
 		}
 	}
 	var attrs [9]overrides.Attribute
-	f, a := p.forwardOf(pv, h, attrs[:0])
+	f, a := p.forwardOf(pv, handle, clusterID, attrs[:0])
 	// One allocation for the PV and the parts of it this function builds.
 	blk := new(forwardBlock)
 	extra := 2 // monitors, user
@@ -400,15 +403,19 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	// provisioned, or a handle annotated before) is recorded as upstream
 	// records it, so that components on csi-translation-lib agree. The
 	// forward translation of the result then gives c.VolumeHandle either way.
-	var h volumeid.RBDHandle
+	// The handle and clusterID the forward translation composes, when known.
+	var fwdHandle, fwdClusterID string
 	if ann := out.Annotations[AnnVolumeHandle]; ann != c.VolumeHandle {
 		// Every composed handle starts "mig_mons-"; others (a Ceph CSI
 		// volume ID) differ without composing.
+		var h volumeid.RBDHandle
 		var buf [256]byte
 		if ann == "" && strings.HasPrefix(c.VolumeHandle, "mig_mons-") {
 			h, _ = volumeid.NewRBDHandle(mons, pool, image)
 		}
-		if h.ClusterID == "" || string(h.AppendTo(buf[:0])) != c.VolumeHandle {
+		if h.ClusterID != "" && string(h.AppendTo(buf[:0])) == c.VolumeHandle {
+			fwdHandle, fwdClusterID = c.VolumeHandle, h.ClusterID
+		} else {
 			annot.Set(out, AnnVolumeHandle, c.VolumeHandle)
 			annot.Set(out, AnnClusterID, attrs[attrClusterID])
 			annot.Set(out, AnnJournalPool, attrs[attrJournalPool])
@@ -417,7 +424,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		}
 	}
 	var fattrs [9]overrides.Attribute
-	f, fa := p.forwardOf(out, h, fattrs[:0])
+	f, fa := p.forwardOf(out, fwdHandle, fwdClusterID, fattrs[:0])
 	f.Attributes = fa
 	if err := overrides.Record(out, pv, &f); err != nil {
 		return nil, err
