@@ -23,28 +23,29 @@ type Param struct {
 func (p Param) Set() bool { return p.Key != "" }
 
 // Match matches the keys of params, case-insensitively, against known (lower
-// case, non-empty). It returns, at the index of each known key, the parameter
-// given for it, and an error for each unknown key (NotSupported, listing
-// known) and for each key equal but for case to another (Duplicate, against
-// the first of them in sorted order, which is the one returned). The errors
-// are sorted by [Sort]; fp is the path of the parameters.
-func Match(fp *field.Path, params map[string]string, known []string) ([]Param, field.ErrorList) {
-	got := make([]Param, len(known))
+// case, non-empty) and fills got, which has one slot per known key, with the
+// parameter given for each. It returns an error for each unknown key
+// (NotSupported, listing known) and for each key equal but for case to another
+// (Duplicate, against the first of them in sorted order, which is the one kept
+// in got), sorted by [Sort]; fp gives the path of the parameters and is called
+// only for an error.
+func Match(got []Param, params map[string]string, known []string, fp func() *field.Path) field.ErrorList {
+	clear(got)
 	var errs field.ErrorList
 	var dups []int
 	for k, v := range params {
 		i := index(known, k)
 		switch {
 		case i < 0:
-			errs = append(errs, field.NotSupported(fp.Key(k), k, known))
+			errs = append(errs, field.NotSupported(fp().Key(k), k, known))
 		case !got[i].Set():
 			got[i] = Param{Key: k, Value: v}
 		default:
 			if k < got[i].Key {
-				errs = append(errs, field.Duplicate(fp.Key(got[i].Key), ""))
+				errs = append(errs, field.Duplicate(fp().Key(got[i].Key), ""))
 				got[i] = Param{Key: k, Value: v}
 			} else {
-				errs = append(errs, field.Duplicate(fp.Key(k), ""))
+				errs = append(errs, field.Duplicate(fp().Key(k), ""))
 			}
 			dups = append(dups, i)
 		}
@@ -58,7 +59,7 @@ func Match(fp *field.Path, params map[string]string, known []string) ([]Param, f
 		}
 	}
 	Sort(errs)
-	return got, errs
+	return errs
 }
 
 func index(known []string, k string) int {

@@ -483,7 +483,7 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 
 // In-tree StorageClass parameters, lower-cased, in the order of the sc*
 // constants.
-var scKeys = []string{"adminid", "adminsecretname", "adminsecretnamespace", "fstype", "imageformat", "imagefeatures",
+var scKeys = [...]string{"adminid", "adminsecretname", "adminsecretnamespace", "fstype", "imageformat", "imagefeatures",
 	"keyring", "monitors", "pool", "userid", "usersecretname", "usersecretnamespace"}
 
 const (
@@ -519,7 +519,8 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 		return nil, plugins.Invalid("StorageClass", "", field.Required(field.NewPath("storageClass"), "a StorageClass is required"))
 	}
 	fp := func() *field.Path { return field.NewPath("parameters") }
-	given, errs := scparams.Match(fp(), sc.Parameters, scKeys)
+	var given [len(scKeys)]scparams.Param
+	errs := scparams.Match(given[:], sc.Parameters, scKeys[:], fp)
 	dropped := 0
 	for i, g := range given {
 		switch {

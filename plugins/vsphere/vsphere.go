@@ -499,7 +499,7 @@ var vsanRanges = map[string][2]int{
 	"iopslimit":              {0, -1},
 }
 
-var scKeys = []string{"cachereservation", "datastore", "diskformat", "diskstripes", "forceprovisioning", "fstype",
+var scKeys = [...]string{"cachereservation", "datastore", "diskformat", "diskstripes", "forceprovisioning", "fstype",
 	"hostfailurestotolerate", "iopslimit", "objectspacereservation", "storagepolicyname"}
 
 // Finding codes and StorageClass error reasons.
@@ -523,7 +523,8 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, sc *storage.Sto
 	}
 	fp := func() *field.Path { return field.NewPath("parameters") }
 	params := make(map[string]string, len(sc.Parameters)+1)
-	given, errs := scparams.Match(fp(), sc.Parameters, scKeys)
+	var given [len(scKeys)]scparams.Param
+	errs := scparams.Match(given[:], sc.Parameters, scKeys[:], fp)
 	firstVSAN := ""
 	policy := false
 	for i, g := range given {
