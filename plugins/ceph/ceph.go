@@ -272,11 +272,22 @@ func InTreeSecretRef(ref *v1.SecretReference, claimNamespace string, fp *field.P
 	if ref.Namespace != "" {
 		return ref, nil
 	}
-	if claimNamespace == "" {
+	ns := SecretNamespace(ref, claimNamespace)
+	if ns == "" {
 		return nil, field.Required(fp.Child("namespace"),
 			"the in-tree plugin took an empty namespace from the pod using the volume; set it, or bind the PV to a claim (spec.claimRef) in the pod's namespace")
 	}
-	return &v1.SecretReference{Name: ref.Name, Namespace: claimNamespace}, nil
+	return &v1.SecretReference{Name: ref.Name, Namespace: ns}, nil
+}
+
+// SecretNamespace returns the namespace [InTreeSecretRef] resolves ref's
+// secret in: ref's own, else claimNamespace; "" when neither is set, which
+// InTreeSecretRef reports as an error.
+func SecretNamespace(ref *v1.SecretReference, claimNamespace string) string {
+	if ref != nil && ref.Namespace != "" {
+		return ref.Namespace
+	}
+	return claimNamespace
 }
 
 // ClaimNamespace returns the namespace of pv's claimRef, "" when it has none.

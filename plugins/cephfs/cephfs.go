@@ -170,14 +170,19 @@ func FSNameFromMountOptions(opts []string) (fsName string, rest []string, found 
 			rest = append(rest, entry)
 			continue
 		}
-		var kept []string
+		var kept strings.Builder
+		n := 0
 		for o := range strings.SplitSeq(entry, ",") {
 			if !isFSOption(o) {
-				kept = append(kept, o)
+				if n > 0 {
+					kept.WriteByte(',')
+				}
+				kept.WriteString(o)
+				n++
 			}
 		}
-		if len(kept) > 0 {
-			rest = append(rest, strings.Join(kept, ","))
+		if n > 0 {
+			rest = append(rest, kept.String())
 		}
 	}
 	return fsName, rest, true
@@ -242,11 +247,11 @@ func stageSecret(kind, name string, fp func() *field.Path, s source, stageOverri
 	case s.secretRef != nil && s.secretRef.Name != "":
 		// An empty name was no secret in-tree: the volume used its secret
 		// file, and is secretFile-only here.
-		r, ferr := ceph.InTreeSecretRef(s.secretRef, claimNS, fp().Child("secretRef"))
-		if ferr != nil {
+		// The path is built only for the error.
+		stage = v1.SecretReference{Namespace: ceph.SecretNamespace(s.secretRef, claimNS)}
+		if stage.Namespace == "" {
+			_, ferr := ceph.InTreeSecretRef(s.secretRef, claimNS, fp().Child("secretRef"))
 			errs = append(errs, ferr)
-		} else {
-			stage = v1.SecretReference{Namespace: r.Namespace}
 		}
 		deriveName = true
 	case len(errs) == 0:
