@@ -522,7 +522,7 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 	var given [len(scKeys)]scparams.Param
 	errs := scparams.Match(given[:], sc.Parameters, scKeys[:], fp)
 	dropped := 0
-	for i, g := range given {
+	for i, g := range &given {
 		switch {
 		case !g.Set():
 		case i == scImageFormat:
@@ -549,7 +549,7 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 	}
 	// Sized exactly: a map that grows on its last insert costs a rehash.
 	size := 2 + 2*kinds // migration, pool; the secret names and namespaces
-	for i, g := range given {
+	for i, g := range &given {
 		switch {
 		case !g.Set():
 		case i == scMonitors:
@@ -561,7 +561,7 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 	params := make(map[string]string, size)
 	params[attrMigration] = "true"
 	params[attrPool] = defaultPool
-	for i, g := range given {
+	for i, g := range &given {
 		if !g.Set() {
 			continue
 		}

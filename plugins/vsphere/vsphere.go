@@ -527,7 +527,7 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, sc *storage.Sto
 	errs := scparams.Match(given[:], sc.Parameters, scKeys[:], fp)
 	firstVSAN := ""
 	policy := false
-	for i, g := range given {
+	for i, g := range &given {
 		if !g.Set() {
 			continue
 		}
