@@ -248,21 +248,25 @@ func FuzzParseClusterConfig(f *testing.F) {
 	})
 }
 
-var translators = func() []*translate.Translator {
+// newTranslators returns the translators the fuzz targets drive: the
+// default one, and one with a Ceph cluster config and without the
+// node-expand secret.
+func newTranslators(f *testing.F) []*translate.Translator {
 	cfg := ceph.NewClusterConfig(ceph.ClusterEntry{ClusterID: "b7f67366bb43f32e07d8a261a7840da9", Monitors: []string{"10.70.53.126:6789"}})
 	t1, err1 := translate.New()
 	t2, err2 := translate.New(translate.WithCephClusterConfig(cfg), translate.WithNodeExpandSecret(false))
 	if err := errors.Join(err1, err2); err != nil {
-		panic(err)
+		f.Fatal(err)
 	}
 	return []*translate.Translator{t1, t2}
-}()
+}
 
 // Arbitrary JSON-decoded PVs through every PV entry point: no panic, no
 // mutation, documented error kinds, and forward then reverse gives the
 // input back whenever both succeed on a PV that carried no csimigrate
 // annotations.
 func FuzzTranslatePV(f *testing.F) {
+	translators := newTranslators(f)
 	f.Add(`{"metadata":{"name":"a"},"spec":{"rbd":{"monitors":["10.70.53.126:6789"],"image":"kubernetes-dynamic-pvc-1","pool":"rbd","secretRef":{"name":"s","namespace":"n"}}}}`)
 	f.Add(`{"spec":{"cephfs":{"monitors":["m:1"],"path":"a","secretRef":{"name":"s"}},"claimRef":{"namespace":"x"},"mountOptions":["fs=a"]}}`)
 	f.Add(`{"spec":{"vsphereVolume":{"volumePath":"[ds] a.vmdk"},"nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"topology.kubernetes.io/zone","operator":"In","values":["z"]}]}]}}}}`)
@@ -316,6 +320,7 @@ func hasOwnAnnotations(pv *v1.PersistentVolume) bool {
 }
 
 func FuzzTranslateInline(f *testing.F) {
+	translators := newTranslators(f)
 	f.Add(`{"name":"v","rbd":{"monitors":["m:1"],"image":"i","secretRef":{"name":"s"}}}`, "ns")
 	f.Add(`{"name":"v","cephfs":{"monitors":["m:1"],"secretRef":{"name":"s"}}}`, "")
 	f.Add(`{"name":"v","vsphereVolume":{"volumePath":"[ds] a.vmdk","storagePolicyName":"gold"}}`, "ns")
@@ -335,6 +340,7 @@ func FuzzTranslateInline(f *testing.F) {
 }
 
 func FuzzTranslateStorageClass(f *testing.F) {
+	translators := newTranslators(f)
 	f.Add(`{"parameters":{"monitors":"a:1,b:2","adminSecretName":"s","userId":"u"}}`, "kubernetes.io/rbd")
 	f.Add(`{"parameters":{"diskformat":"thin","Datastore":"ds"},"allowedTopologies":[{"matchLabelExpressions":[{"key":"topology.kubernetes.io/zone","values":["z"]}]}]}`, "kubernetes.io/vsphere-volume")
 	f.Fuzz(func(t *testing.T, data, plugin string) {
