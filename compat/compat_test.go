@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/csimigrate/csimigrate/internal/gen"
+	"github.com/csimigrate/csimigrate/internal/peertest"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
@@ -112,9 +113,13 @@ func TestVSphereForwardMatchesUpstream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Spec.CSI.VolumeHandle != want.Spec.CSI.VolumeHandle {
+		// Deliberate differences: a path without ".vmdk" gets it, as
+		// in-tree resolved it; a multi-zone label "zone-a__zone-b" is
+		// split into values, as Kubernetes' scheduler reads it.
+		if got.Spec.CSI.VolumeHandle != peertest.VSphereDeliberate(want.Spec.CSI.VolumeHandle) {
 			t.Fatalf("handle %q, upstream %q", got.Spec.CSI.VolumeHandle, want.Spec.CSI.VolumeHandle)
 		}
+		splitMultiZone(want.Spec.NodeAffinity)
 		if diff := cmp.Diff(want.Spec.CSI.VolumeAttributes, got.Spec.CSI.VolumeAttributes); diff != "" {
 			t.Fatalf("attributes (-upstream +ours):\n%s", diff)
 		}
@@ -125,6 +130,26 @@ func TestVSphereForwardMatchesUpstream(t *testing.T) {
 			t.Fatalf("labels (-upstream +ours):\n%s", diff)
 		}
 	})
+}
+
+// splitMultiZone splits upstream's "zone-a__zone-b" values in place.
+func splitMultiZone(na *v1.VolumeNodeAffinity) {
+	if na == nil || na.Required == nil {
+		return
+	}
+	for _, term := range na.Required.NodeSelectorTerms {
+		for i, e := range term.MatchExpressions {
+			if !slices.ContainsFunc(e.Values, func(v string) bool { return strings.Contains(v, "__") }) {
+				continue
+			}
+			var vals []string
+			for _, v := range e.Values {
+				vals = append(vals, strings.Split(v, "__")...)
+			}
+			slices.Sort(vals)
+			term.MatchExpressions[i].Values = slices.Compact(vals)
+		}
+	}
 }
 
 // For StorageClasses upstream translates without loss, the parameters and

@@ -42,6 +42,7 @@ var vsphereCase = peertest.Case{
 	Provisioned:  gen.VSphereProvisionedPV,
 	Inline:       gen.VSphereInline,
 	StockRejects: peertest.VSphereStockRejects,
+	Deliberate:   peertest.VSphereDeliberate,
 }
 
 // Whatever library a component runs, a stored in-tree PV names one volume:

@@ -34,6 +34,7 @@ var vsphereCase = func() peertest.Case {
 		Provisioned:  gen.VSphereProvisionedPV,
 		Inline:       gen.VSphereInline,
 		StockRejects: peertest.VSphereStockRejects,
+		Deliberate:   peertest.VSphereDeliberate,
 	}
 }()
 

@@ -2,6 +2,7 @@ package translate_test
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -315,4 +316,41 @@ func TestWithFeatureGates(t *testing.T) {
 			t.Errorf("1.%d %s: node-expand ref %v", tc.minor, tc.set, got)
 		}
 	}
+}
+
+// goIdentifier matches a qualified Go identifier such as
+// secrets.CephFSCSISecret; immutableEdit an edit of a PV's source.
+var (
+	goIdentifier  = regexp.MustCompile(`\b[a-z][a-z0-9]*\.[A-Z][A-Za-z0-9]+\b`)
+	immutableEdit = regexp.MustCompile(`(set|correct|change|edit) (spec\.(rbd|cephfs|vsphereVolume)|the volume path)`)
+)
+
+// Every finding's remedy names what an administrator can do: no Go
+// identifier, no edit of a PV's source (which the API server refuses).
+func TestRemediesAreActionable(t *testing.T) {
+	tr := mustNew(t)
+	rapid.Check(t, func(t *rapid.T) {
+		var pv *v1.PersistentVolume
+		switch rapid.IntRange(0, 3).Draw(t, "plugin") {
+		case 0:
+			pv = gen.RBDPV(t)
+		case 1:
+			pv = gen.CephFSPV(t, rapid.Bool().Draw(t, "secretFile"))
+		case 2:
+			pv = gen.VSpherePV(t)
+		default:
+			pv = gen.HostilePV(t)
+		}
+		for _, f := range tr.CheckPV(pv) {
+			if f.Remedy == "" {
+				t.Fatalf("%s: no remedy", f.Code)
+			}
+			if m := goIdentifier.FindString(f.Remedy); m != "" {
+				t.Fatalf("%s: remedy names Go identifier %q: %s", f.Code, m, f.Remedy)
+			}
+			if m := immutableEdit.FindString(f.Remedy); m != "" {
+				t.Fatalf("%s: remedy asks for an edit the API server refuses (%q): %s", f.Code, m, f.Remedy)
+			}
+		}
+	})
 }

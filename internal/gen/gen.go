@@ -189,6 +189,9 @@ func VSpherePV(t *rapid.T) *v1.PersistentVolume {
 		VolumePath: rapid.OneOf(
 			rapid.StringMatching(`\[[a-zA-Z][a-zA-Z0-9 ]{0,10}\] kubevols/[a-z0-9-]{1,20}\.vmdk`),
 			rapid.StringMatching(`\[DatastoreCluster/ds[0-9]\] kubevols/[a-z0-9-]{1,20}\.vmdk`),
+			// Published example PVs name the disk without ".vmdk"; the
+			// in-tree plugin appended it.
+			rapid.StringMatching(`\[[a-zA-Z][a-zA-Z0-9]{0,10}\] volumes/[a-zA-Z0-9-]{1,20}`),
 		).Draw(t, "volumePath"),
 		FSType:            rapid.SampledFrom([]string{"", "ext4", "xfs"}).Draw(t, "fsType"),
 		StoragePolicyName: rapid.SampledFrom([]string{"", "gold", "vSAN Default Storage Policy"}).Draw(t, "policyName"),
@@ -220,7 +223,9 @@ func VSpherePV(t *rapid.T) *v1.PersistentVolume {
 			pv.Labels = map[string]string{}
 		}
 		if rapid.Bool().Draw(t, "zoneLabel") {
-			pv.Labels[rapid.SampledFrom(zoneKeys).Draw(t, "zoneLabelKey")] = zoneVal.Draw(t, "zoneLabelValue")
+			// A volume on a datastore shared by zones: "zone-a__zone-b".
+			zones := rapid.SliceOfNDistinct(zoneVal, 1, 3, rapid.ID).Draw(t, "zoneLabelValues")
+			pv.Labels[rapid.SampledFrom(zoneKeys).Draw(t, "zoneLabelKey")] = strings.Join(zones, "__")
 		}
 		if rapid.Bool().Draw(t, "regionLabel") {
 			pv.Labels[rapid.SampledFrom(regionKeys).Draw(t, "regionLabelKey")] = regionVal.Draw(t, "regionLabelValue")

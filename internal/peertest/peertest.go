@@ -13,6 +13,7 @@ package peertest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -50,6 +51,20 @@ type Case struct {
 	// StockRejects reports an in-tree PV from the stock reverse translation
 	// that the API server rejects (such a PV is never stored), with why.
 	StockRejects func(pv *v1.PersistentVolume) (string, bool)
+	// Deliberate, when set, maps a stock handle to csimigrate's where
+	// csimigrate deliberately differs because the stock handle cannot work
+	// (a vSphere path without ".vmdk", which the driver does not recognise
+	// as migrated, so no attachment with the stock handle can exist).
+	Deliberate func(stockHandle string) string
+}
+
+// VSphereDeliberate is the vSphere Case's Deliberate: the volume path as
+// in-tree resolved it.
+func VSphereDeliberate(stockHandle string) string {
+	if stockHandle == "" || strings.HasSuffix(stockHandle, ".vmdk") {
+		return stockHandle
+	}
+	return stockHandle + ".vmdk"
 }
 
 // VSphereStockRejects reports a vSphere in-tree PV from a stock reverse
@@ -101,11 +116,16 @@ func stock[T any](f func() (T, error)) (out T, err error) {
 
 // sameNames fails unless a and b name the same driver and handle, and so
 // the same VolumeAttachment and kubelet volume.
-func sameNames(t *rapid.T, what string, ours, theirs *v1.PersistentVolume) {
+func sameNames(t *rapid.T, c Case, what string, ours, theirs *v1.PersistentVolume) {
 	t.Helper()
 	o, s := ours.Spec.CSI, theirs.Spec.CSI
 	if o == nil || s == nil {
 		t.Fatalf("%s: no CSI source (csimigrate %v, stock %v)", what, o, s)
+	}
+	if c.Deliberate != nil {
+		cp := *s
+		cp.VolumeHandle = c.Deliberate(s.VolumeHandle)
+		s = &cp
 	}
 	if o.Driver != s.Driver || o.VolumeHandle != s.VolumeHandle {
 		t.Fatalf("%s: csimigrate gives %s %q, the stock translator %s %q", what, o.Driver, o.VolumeHandle, s.Driver, s.VolumeHandle)
@@ -169,7 +189,7 @@ func Handles(t *testing.T, c Case) Counts {
 		if err != nil {
 			t.Fatalf("%s: stock forward of csimigrate's reverse: %v", origin, err)
 		}
-		sameNames(t, origin+", stored by csimigrate", a, b)
+		sameNames(t, c, origin+", stored by csimigrate", a, b)
 
 		stockStored, err := stock(func() (*v1.PersistentVolume, error) { return c.Stock.Reverse(csiPV.DeepCopy()) })
 		if err != nil {
@@ -189,7 +209,7 @@ func Handles(t *testing.T, c Case) Counts {
 		if err != nil {
 			t.Fatalf("%s: stock forward of its own reverse: %v", origin, err)
 		}
-		sameNames(t, origin+", stored by the stock translator", a, b)
+		sameNames(t, c, origin+", stored by the stock translator", a, b)
 	})
 	return n
 }
@@ -213,7 +233,7 @@ func Inline(t *testing.T, c Case) (stockFailed int) {
 			stockFailed++
 			return
 		}
-		sameNames(t, "inline", a, b)
+		sameNames(t, c, "inline", a, b)
 	})
 	return stockFailed
 }

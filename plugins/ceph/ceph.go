@@ -275,7 +275,7 @@ func InTreeSecretRef(ref *v1.SecretReference, claimNamespace string, fp *field.P
 	ns := SecretNamespace(ref, claimNamespace)
 	if ns == "" {
 		return nil, field.Required(fp.Child("namespace"),
-			"the in-tree plugin took an empty namespace from the pod using the volume; set it, or bind the PV to a claim (spec.claimRef) in the pod's namespace")
+			"the in-tree plugin took an empty namespace from the pod using the volume, and the PV has no claim to take it from; bind the PV to its claim (spec.claimRef) first")
 	}
 	return &v1.SecretReference{Name: ref.Name, Namespace: ns}, nil
 }

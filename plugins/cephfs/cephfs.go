@@ -165,6 +165,13 @@ func FSNameFromMountOptions(opts []string) (fsName string, rest []string, found 
 	if !found {
 		return "", slices.Clone(opts), false
 	}
+	return fsName, withoutFSOptions(opts), true
+}
+
+// withoutFSOptions returns opts without the options that name a file system
+// (an entry left empty is dropped).
+func withoutFSOptions(opts []string) []string {
+	var rest []string
 	for _, entry := range opts {
 		if !hasFSOption(entry) {
 			rest = append(rest, entry)
@@ -185,7 +192,7 @@ func FSNameFromMountOptions(opts []string) (fsName string, rest []string, found 
 			rest = append(rest, kept.String())
 		}
 	}
-	return fsName, rest, true
+	return rest
 }
 
 // hasFSOption reports whether a mount-option entry names a file system.
@@ -377,8 +384,7 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 	}
 	var out *v1.PersistentVolume
 	if found {
-		_, rest, _ := FSNameFromMountOptions(pv.Spec.MountOptions)
-		out = pvcopy.IntoReplacingMounts(&blk.pv, pv, extra, rest)
+		out = pvcopy.IntoReplacingMounts(&blk.pv, pv, extra, withoutFSOptions(pv.Spec.MountOptions))
 	} else {
 		out = pvcopy.Into(&blk.pv, pv, extra)
 	}
@@ -542,11 +548,19 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 			Remedy:  "create a Secret with userID and userKey from that key file and set annotation " + AnnNodeStageSecret + "=<namespace>/<name> on the PV"}}
 	case err != nil:
 		return []plugins.Finding{{Code: FindingInvalid, Severity: plugins.SeverityBlocker, Field: "spec.cephfs", Message: err.Error(),
-			Remedy: "fix the PV"}}
+			Remedy: "bind the PV to its claim (the in-tree plugin read the secret in the namespace of the pod using the volume), or create a Secret with userID and userKey and set annotation " + AnnNodeStageSecret + "=<namespace>/<name> on the PV"}}
 	case pv.Annotations[AnnNodeStageSecret] != "":
 		return nil
 	}
 	return []plugins.Finding{{Code: FindingCSISecret, Severity: plugins.SeverityWarning, Field: "spec.cephfs.secretRef",
 		Message: "Ceph CSI stages static CephFS volumes with userID/userKey; the migrated PV references the derived secret " + ref.Namespace + "/" + ref.Name,
-		Remedy:  "create it from " + ref.Namespace + "/" + pv.Spec.CephFS.SecretRef.Name + " with secrets.CephFSCSISecret (csimigrate plan lists it) before migrating"}}
+		Remedy: "before migrating, create Secret " + ref.Namespace + "/" + ref.Name + " with userID: " + userOrAdmin(pv.Spec.CephFS.User) + " and userKey: the key of Secret " +
+			ref.Namespace + "/" + pv.Spec.CephFS.SecretRef.Name + " (csimigrate plan lists it under SECRETS)"}}
+}
+
+func userOrAdmin(u string) string {
+	if u == "" {
+		return secrets.CephDefaultUser
+	}
+	return u
 }

@@ -647,16 +647,17 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 	ref, ferr := ceph.InTreeSecretRef(src.SecretRef, ceph.ClaimNamespace(pv), field.NewPath("spec", "rbd", "secretRef"))
 	if ferr != nil {
 		out = append(out, plugins.Finding{Code: FindingInvalid, Severity: plugins.SeverityBlocker, Field: ferr.Field, Message: ferr.Detail,
-			Remedy: "set spec.rbd.secretRef.namespace to the namespace of the pods using the volume"})
+			Remedy: "bind the PV to its claim first: the in-tree plugin read the secret in the namespace of the pod using the volume, which is its claim's, and so does the translation"})
 	} else if ref == nil {
 		out = append(out, plugins.Finding{Code: FindingNoSecret, Severity: plugins.SeverityBlocker, Field: "spec.rbd.secretRef",
 			Message: "the volume has no secret reference (in-tree read the keyring file " + keyringOrDefault(src.Keyring) + " on the node); Ceph CSI needs a Secret",
-			Remedy:  "create a Secret with the user's key under \"key\" (and \"adminId\" for a non-admin user) and set spec.rbd.secretRef before migrating"})
+			Remedy: "create a Secret holding the user's key under \"key\" (and \"adminId\" for a non-admin user), then re-create the PV object with spec.rbd.secretRef naming it " +
+				"(reclaim policy Retain first, delete the PV object, create it again with the same name and claimRef; the image is kept and the claim binds to it again)"})
 	}
 	if u := src.RadosUser; u != "" && u != defaultUser {
 		out = append(out, plugins.Finding{Code: FindingNonAdminUser, Severity: plugins.SeverityWarning, Field: "spec.rbd.user",
 			Message: "RADOS user \"" + u + "\" is not carried into the CSI request: Ceph CSI takes the user from the secret's adminId field and defaults to admin",
-			Remedy:  "add adminId: " + u + " to the secret the PV references (see secrets.CephMigrationSecretFixes)"})
+			Remedy:  "add adminId: " + u + " to the Secret the PV references (csimigrate plan lists it under SECRETS)"})
 	}
 	return out
 }

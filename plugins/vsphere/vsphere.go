@@ -13,12 +13,16 @@
 // Unlike upstream, translation is lossless and never panics:
 //
 //	in-tree (spec.vsphereVolume)   CSI (spec.csi)
-//	volumePath                     volumeHandle; back from initialvolumefilepath,
-//	                               else from a handle that is a volume path
+//	volumePath                     volumeHandle (".vmdk" appended where missing,
+//	                               as in-tree did; the path in annotation
+//	                               vsphere.csimigrate.io/volume-path); back from
+//	                               initialvolumefilepath, else from a handle
+//	                               that is a volume path
 //	fsType                         fsType
 //	storagePolicyName              attribute storagepolicyname
 //	storagePolicyID                annotation vsphere.csimigrate.io/storage-policy-id
-//	node affinity / labels         CSI topology keys; how they were derived in
+//	node affinity / labels         CSI topology keys ("zone-a__zone-b" labels
+//	                               split into values); how they were derived in
 //	                               annotation vsphere.csimigrate.io/topology
 //
 // Inline volumes keep their storage policy (upstream dereferences a nil PV).
@@ -75,6 +79,11 @@ const (
 	// they are the beta in-tree keys), so that renaming back would be
 	// ambiguous; the reverse translation restores it verbatim.
 	AnnNodeAffinity = "vsphere.csimigrate.io/node-affinity"
+	// AnnVolumePath carries the in-tree volume path when it does not end in
+	// ".vmdk": the handle is then the path with ".vmdk" appended, as the
+	// in-tree plugin resolved it (see [CanonicalVolumePath]), and the
+	// reverse translation restores the path as it was.
+	AnnVolumePath = "vsphere.csimigrate.io/volume-path"
 
 	// Default CSI topology keys.
 	DefaultZoneKey   = "topology.csi.vmware.com/zone"
@@ -231,6 +240,11 @@ func keyFor(kind, level string) string {
 	return ""
 }
 
+// multiZoneSeparator joins the zones of a volume in several zones in one
+// label value (Kubernetes' volumehelpers.LabelZonesToSet and
+// LabelZonesFromSet).
+const multiZoneSeparator = "__"
+
 // moveTopology moves one of zone/region to the CSI key and returns how, for
 // AnnTopology ("" when nothing was moved).
 func moveTopology(out *v1.PersistentVolume, labels map[string]string, inTreeKey, csiKey string, created *string) string {
@@ -242,7 +256,9 @@ func moveTopology(out *v1.PersistentVolume, labels map[string]string, inTreeKey,
 		return "affinity-beta"
 	}
 	if label, ok := labels[inTreeKey]; ok && label != "" {
-		c, added := addTopology(out, csiKey, []string{label})
+		// "zone-a__zone-b": a volume in several zones, as Kubernetes'
+		// volumehelpers.LabelZonesToSet splits it.
+		c, added := addTopology(out, csiKey, strings.Split(label, multiZoneSeparator))
 		if added {
 			if c != createdNone {
 				*created = c
@@ -261,15 +277,29 @@ func moveTopology(out *v1.PersistentVolume, labels map[string]string, inTreeKey,
 // apart, so that attrs can stay on the caller's stack).
 func forwardOf(pv *v1.PersistentVolume, attrs []overrides.Attribute) (overrides.Forwarded, []overrides.Attribute) {
 	src := pv.Spec.VsphereVolume
-	f := overrides.Forwarded{VolumeHandle: src.VolumePath, FSType: src.FSType, AccessModes: pv.Spec.AccessModes}
+	f := overrides.Forwarded{VolumeHandle: CanonicalVolumePath(src.VolumePath), FSType: src.FSType, AccessModes: pv.Spec.AccessModes}
 	if src.StoragePolicyName != "" {
 		attrs = append(attrs, overrides.Attribute{Key: AttrStoragePolicyName, Value: src.StoragePolicyName})
 	}
 	return f, attrs
 }
 
+// CanonicalVolumePath returns the volume path as the in-tree plugin resolved
+// it: with ".vmdk" appended when it does not end in ".vmdk" (the legacy
+// vSphere cloud provider's rule, on which published example PVs such as
+// "[DatastoreName] volumes/myDisk" rely). The vSphere CSI driver recognises
+// a migrated volume by ".vmdk" in its handle.
+func CanonicalVolumePath(path string) string {
+	if path == "" || strings.HasSuffix(path, ".vmdk") {
+		return path
+	}
+	return path + ".vmdk"
+}
+
 // TranslateInTreePVToCSI translates a PV with spec.vsphereVolume to one for
-// csi.vsphere.vmware.com. pv is not modified.
+// csi.vsphere.vmware.com. pv is not modified. A volume path without ".vmdk"
+// gets it appended in the handle, as the in-tree plugin did, and is kept in
+// AnnVolumePath.
 func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
 	if pv == nil || pv.Spec.VsphereVolume == nil {
 		return nil, check.InTreePV(pv, "vsphereVolume", "a vSphere volume source")
@@ -296,6 +326,9 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 	out.Spec.CSI = &blk.csi
 	if src.StoragePolicyID != "" {
 		annot.Set(out, AnnStoragePolicyID, src.StoragePolicyID)
+	}
+	if f.VolumeHandle != src.VolumePath {
+		annot.Set(out, AnnVolumePath, src.VolumePath)
 	}
 	zoneCSI, regionCSI := p.opts.Topology.zone(), p.opts.Topology.region()
 	if hasTopologyKey(pv.Spec.NodeAffinity, zoneCSI) || hasTopologyKey(pv.Spec.NodeAffinity, regionCSI) {
@@ -399,6 +432,10 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	if path == "" && volumeid.LooksLikeVSpherePath(c.VolumeHandle) {
 		path = c.VolumeHandle
 	}
+	if _, err := volumeid.ParseVSpherePath(c.VolumeHandle); path == "" && err == nil {
+		// A path without ".vmdk", as the stock translator leaves it.
+		path = c.VolumeHandle
+	}
 	if path == "" {
 		return nil, &plugins.MissingInformationError{
 			Field:  "spec.vsphereVolume.volumePath",
@@ -409,6 +446,10 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	blk := new(reverseBlock)
 	out := pvcopy.Into(&blk.pv, pv, 2)
 	policyID, _ := annot.Take(out, AnnStoragePolicyID)
+	if orig, ok := out.Annotations[AnnVolumePath]; ok && CanonicalVolumePath(orig) == path {
+		annot.Take(out, AnnVolumePath)
+		path = orig
+	}
 	blk.src = v1.VsphereVirtualDiskVolumeSource{
 		VolumePath:        path,
 		FSType:            c.FSType,
@@ -447,7 +488,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 					if out.Labels == nil {
 						out.Labels = map[string]string{}
 					}
-					out.Labels[k] = vals[0]
+					out.Labels[k] = strings.Join(vals, multiZoneSeparator)
 				}
 			}
 		}
@@ -481,7 +522,7 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 		ObjectMeta: metav1.ObjectMeta{Name: DriverName + "-" + src.VolumePath},
 		Spec: v1.PersistentVolumeSpec{
 			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{
-				Driver: DriverName, VolumeHandle: src.VolumePath, FSType: src.FSType, VolumeAttributes: attrs,
+				Driver: DriverName, VolumeHandle: CanonicalVolumePath(src.VolumePath), FSType: src.FSType, VolumeAttributes: attrs,
 			}},
 			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
 			VolumeMode:  &fs,
@@ -540,6 +581,10 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, sc *storage.Sto
 			params[AttrStoragePolicyName] = v
 			policy = true
 		case "datastore":
+			if i := strings.LastIndexByte(v, '/'); i >= 0 && !p.opts.AllowUnsupportedParameters {
+				errs = append(errs, field.Invalid(fp().Key(k), v, ReasonRejectedByDriver+": a datastore cluster path is not a datastore name, "+
+					"and the driver looks the datastore up by name; name the datastore ("+strconv.Quote(v[i+1:])+") or select it with a storage policy (storagepolicyname)"))
+			}
 			params["datastore-migrationparam"] = v
 		case "diskformat":
 			switch v {
@@ -607,9 +652,9 @@ const (
 	FindingTopologyKeyUnused = "VSphereTopologyKeyMismatch"
 )
 
-// CheckPV reports hazards of a vSphere PV: no volume path, a path the driver
-// will not recognise as a migrated volume (no ".vmdk"), and topology keys
-// that the configured driver keys do not cover.
+// CheckPV reports hazards of a vSphere PV: no volume path, a path without
+// ".vmdk" (translated with ".vmdk" appended, as in-tree resolved it), and
+// topology keys that the configured driver keys do not cover.
 func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 	if !p.CanSupport(pv) {
 		return nil
@@ -620,17 +665,17 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 			Message: "the volume path is empty", Remedy: "fix the PV; it cannot be translated"}}
 	}
 	var out []plugins.Finding
-	if !strings.HasSuffix(src.VolumePath, ".vmdk") {
-		out = append(out, plugins.Finding{Code: FindingNotVMDK, Severity: plugins.SeverityBlocker, Field: "spec.vsphereVolume.volumePath",
-			Message: fmt.Sprintf("volume path %q does not name a .vmdk file; the vSphere CSI driver recognises migrated volumes by .vmdk in the handle", src.VolumePath),
-			Remedy:  "correct the volume path to the disk's .vmdk file"})
+	if c := CanonicalVolumePath(src.VolumePath); c != src.VolumePath {
+		out = append(out, plugins.Finding{Code: FindingNotVMDK, Severity: plugins.SeverityWarning, Field: "spec.vsphereVolume.volumePath",
+			Message: fmt.Sprintf("volume path %q has no .vmdk; the in-tree plugin appended it, and so does the translation: the CSI volume handle is %q (the path is kept in annotation %s)", src.VolumePath, c, AnnVolumePath),
+			Remedy:  "nothing to do if the disk is " + c + "; if it is not, keep the PV in-tree and copy the data to a new volume"})
 	}
 	if na := pv.Spec.NodeAffinity; na != nil {
 		for _, k := range []string{DefaultZoneKey, DefaultRegionKey} {
 			if hasTopologyKey(na, k) && k != p.opts.Topology.zone() && k != p.opts.Topology.region() {
 				out = append(out, plugins.Finding{Code: FindingTopologyKeyUnused, Severity: plugins.SeverityWarning, Field: "spec.nodeAffinity",
 					Message: fmt.Sprintf("node affinity uses %q, which the configured driver topology keys (%s, %s) do not report; pods may not schedule", k, p.opts.Topology.zone(), p.opts.Topology.region()),
-					Remedy:  "configure the translator with the driver's topology categories"})
+					Remedy:  "translate with the topology keys the driver reports, its [Labels] topology-categories (csimigrate: -vsphere-topology-categories)"})
 			}
 		}
 	}

@@ -62,6 +62,13 @@ func TestForwardTopology(t *testing.T) {
 			affinity(in(v1.LabelFailureDomainBetaZone, "z1")), nil,
 			affinity(in("topology.csi.vmware.com/openshift-zone", "z1")), "zone=affinity-beta,region="},
 		{"no topology", vsphere.Options{}, nil, nil, nil, ""},
+		// VMware's zones page: a volume on a datastore shared by two zones.
+		{"multi-zone label", vsphere.Options{},
+			nil, map[string]string{v1.LabelFailureDomainBetaZone: "zone-b__zone-a", v1.LabelFailureDomainBetaRegion: "region-1"},
+			affinity(in(vsphere.DefaultZoneKey, "zone-a", "zone-b"), in(vsphere.DefaultRegionKey, "region-1")), "zone=label-beta,region=label-beta,created=nodeAffinity"},
+		{"multi-region label", vsphere.Options{},
+			nil, map[string]string{v1.LabelTopologyZone: "z1", v1.LabelTopologyRegion: "r1__r2"},
+			affinity(in(vsphere.DefaultZoneKey, "z1"), in(vsphere.DefaultRegionKey, "r1", "r2")), "zone=label-ga,region=label-ga,created=nodeAffinity"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pv := pvWith(tc.na, tc.labels)
@@ -86,6 +93,62 @@ func TestForwardTopology(t *testing.T) {
 				t.Errorf("round trip (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A path without ".vmdk" (kubernetes/examples' "[DatastoreName]
+// volumes/myDisk") is translated as the in-tree plugin resolved it, and
+// comes back as it was.
+func TestVolumePathWithoutVMDK(t *testing.T) {
+	p := vsphere.New(vsphere.Options{})
+	pv := pvWith(nil, nil)
+	pv.Spec.VsphereVolume.VolumePath = "[DatastoreName] volumes/myDisk"
+	out, err := p.TranslateInTreePVToCSI(logger, pv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.Spec.CSI.VolumeHandle, "[DatastoreName] volumes/myDisk.vmdk"; got != want {
+		t.Errorf("handle %q, want %q", got, want)
+	}
+	if got := out.Annotations[vsphere.AnnVolumePath]; got != "[DatastoreName] volumes/myDisk" {
+		t.Errorf("annotation %s = %q", vsphere.AnnVolumePath, got)
+	}
+	back, err := p.TranslateCSIPVToInTree(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(pv, back); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	fs := p.CheckPV(pv)
+	if len(fs) != 1 || fs[0].Code != vsphere.FindingNotVMDK || fs[0].Severity != plugins.SeverityWarning || !strings.Contains(fs[0].Message, "myDisk.vmdk") {
+		t.Errorf("findings %+v", fs)
+	}
+	for _, f := range fs {
+		if strings.Contains(f.Remedy, "volume path to") {
+			t.Errorf("remedy asks for an edit of the immutable source: %q", f.Remedy)
+		}
+	}
+	vol := &v1.Volume{Name: "v", VolumeSource: v1.VolumeSource{VsphereVolume: &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[ds] volumes/d"}}}
+	inline, err := p.TranslateInTreeInlineVolumeToCSI(logger, vol, "ns")
+	if err != nil || inline.Spec.CSI.VolumeHandle != "[ds] volumes/d.vmdk" {
+		t.Errorf("inline: %v %v", inline, err)
+	}
+}
+
+// A datastore cluster path in a StorageClass is refused, naming the
+// datastore to use instead.
+func TestStorageClassDatastoreCluster(t *testing.T) {
+	sc := &storage.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "sc"}, Provisioner: vsphere.PluginName,
+		Parameters: map[string]string{"datastore": "DatastoreCluster/ds1", "diskformat": "thin"}}
+	_, err := vsphere.New(vsphere.Options{}).TranslateInTreeStorageClassToCSI(logger, sc)
+	var ie *plugins.InvalidError
+	if !errors.As(err, &ie) || len(ie.Errs) != 1 || ie.Errs[0].Field != "parameters[datastore]" || !strings.Contains(ie.Errs[0].Detail, `"ds1"`) {
+		t.Fatalf("got %v", err)
+	}
+	sc.Parameters["datastore"] = "ds1"
+	if _, err := vsphere.New(vsphere.Options{}).TranslateInTreeStorageClassToCSI(logger, sc); err != nil {
+		t.Fatal(err)
 	}
 }
 
