@@ -17,6 +17,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,7 +86,36 @@ type reader struct {
 	seen     map[[16]byte]struct{}
 	// objects counts the objects read, of every kind.
 	objects int
+	// namespace is given to namespaced objects without metadata.namespace,
+	// as the API server and kubectl apply do ("default" unless -n);
+	// defaulted counts them.
+	namespace string
+	defaulted int
+	// ignored counts the objects of kinds the command does not read, by
+	// kind.
+	ignored map[string]int
 }
+
+// report says on w, once, what the reader did beyond reading: objects
+// given the default namespace, kinds it does not read.
+func (rd *reader) report(w io.Writer) {
+	if rd.defaulted > 0 {
+		fmt.Fprintf(w, "%d namespaced object(s) without metadata.namespace were read as in namespace %q, as kubectl apply would create them (-n names another)\n", rd.defaulted, rd.namespace)
+	}
+	if len(rd.ignored) > 0 {
+		kinds := make([]string, 0, len(rd.ignored))
+		n := 0
+		for k, c := range rd.ignored {
+			kinds = append(kinds, fmt.Sprintf("%s (%d)", k, c))
+			n += c
+		}
+		sort.Strings(kinds)
+		fmt.Fprintf(w, "%d object(s) of kinds csimigrate does not read were ignored: %s\n", n, strings.Join(kinds, ", "))
+	}
+}
+
+// clusterKinds are the kinds read whose objects have no namespace.
+var clusterKinds = map[string]bool{"PersistentVolume": true, "StorageClass": true, "CSINode": true}
 
 // errNoObjects is returned for input without a single object (a failed
 // kubectl in a pipeline gives empty input, which must not plan "ready").
@@ -498,15 +529,42 @@ func (rd *reader) decodeObject(j []byte) error {
 		target = &v1.Secret{}
 	case "CSINode":
 		target = &storagev1.CSINode{}
+	case "Deployment":
+		target = &appsv1.Deployment{}
+	case "StatefulSet":
+		target = &appsv1.StatefulSet{}
+	case "DaemonSet":
+		target = &appsv1.DaemonSet{}
+	case "ReplicaSet":
+		target = &appsv1.ReplicaSet{}
+	case "Job":
+		target = &batchv1.Job{}
+	case "CronJob":
+		target = &batchv1.CronJob{}
+	case "ReplicationController":
+		target = &v1.ReplicationController{}
 	case "":
 		return errors.New("object has no kind")
 	default:
+		if rd.ignored == nil {
+			rd.ignored = map[string]int{}
+		}
+		rd.ignored[tm.Kind]++
 		rd.objects++
 		rd.sink.Add(nil)
 		return nil
 	}
 	if err := json.Unmarshal(j, target); err != nil {
 		return fmt.Errorf("%s: %w", tm.Kind, err)
+	}
+	if o := target.(metav1.Object); o.GetNamespace() == "" && !clusterKinds[tm.Kind] {
+		ns := rd.namespace
+		if ns == "" {
+			ns = metav1.NamespaceDefault
+		}
+		o.SetNamespace(ns)
+		rd.namespace = ns
+		rd.defaulted++
 	}
 	if err := rd.once(tm.Kind, target.(metav1.Object)); err != nil {
 		return err
@@ -563,11 +621,12 @@ func (c *common) read(stdin io.Reader, stderr io.Writer, inv Sink) error {
 		}
 		return readLive(context.Background(), client, inv, c.readSecrets, progress, stderr)
 	}
+	rd := &reader{sink: inv, progress: progress, namespace: c.namespace}
+	defer rd.report(stderr)
 	if len(c.files) == 0 {
-		rd := &reader{sink: inv, progress: progress}
 		return rd.readStream("<embedded sample>", bytes.NewReader(sample))
 	}
-	return (&reader{sink: inv, progress: progress}).readInputs(c.files, stdin)
+	return rd.readInputs(c.files, stdin)
 }
 
 // sinkFunc is a Sink of a function.

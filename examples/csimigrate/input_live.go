@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"io"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -17,63 +21,60 @@ func addAll[T any](sink Sink, items []T) int {
 	return len(items)
 }
 
-// readLive lists PVs, StorageClasses, CSINodes, pods and secrets of a live
-// cluster into sink, page by page (500 objects a request), so memory does
-// not grow with the cluster beyond what the sink keeps. Secrets are only
-// read when withSecrets is set (reading them needs the right to).
-func readLive(ctx context.Context, c kubernetes.Interface, sink Sink, withSecrets bool, progress func(int), stderr io.Writer) error {
-	type page func(metav1.ListOptions) (cont string, n int, err error)
-	sources := []struct {
-		what string
-		page page
-	}{
-		{"persistentvolumes", func(o metav1.ListOptions) (string, int, error) {
-			l, err := c.CoreV1().PersistentVolumes().List(ctx, o)
-			if err != nil {
-				return "", 0, err
-			}
-			return l.Continue, addAll(sink, l.Items), nil
-		}},
-		{"storageclasses", func(o metav1.ListOptions) (string, int, error) {
-			l, err := c.StorageV1().StorageClasses().List(ctx, o)
-			if err != nil {
-				return "", 0, err
-			}
-			return l.Continue, addAll(sink, l.Items), nil
-		}},
-		{"csinodes", func(o metav1.ListOptions) (string, int, error) {
-			l, err := c.StorageV1().CSINodes().List(ctx, o)
-			if err != nil {
-				return "", 0, err
-			}
-			return l.Continue, addAll(sink, l.Items), nil
-		}},
-		{"pods", func(o metav1.ListOptions) (string, int, error) {
-			l, err := c.CoreV1().Pods("").List(ctx, o)
-			if err != nil {
-				return "", 0, err
-			}
-			return l.Continue, addAll(sink, l.Items), nil
-		}},
+// lister lists one page of a kind into a sink.
+type lister struct {
+	what string
+	page func(ctx context.Context, o metav1.ListOptions, sink Sink) (cont string, n int, err error)
+}
+
+// list makes a lister of a client's List call.
+func list[L any, T any](what string, call func(ctx context.Context, o metav1.ListOptions) (L, error), items func(L) (string, []T)) lister {
+	return lister{what, func(ctx context.Context, o metav1.ListOptions, sink Sink) (string, int, error) {
+		l, err := call(ctx, o)
+		if err != nil {
+			return "", 0, err
+		}
+		cont, its := items(l)
+		return cont, addAll(sink, its), nil
+	}}
+}
+
+// liveListers are the kinds the commands read from a live cluster, in the
+// order they are read: everything a PV's plan depends on first (classes,
+// claims, pods and workloads, secrets), the PVs last.
+func liveListers(c kubernetes.Interface, withSecrets bool) []lister {
+	core, apps, batch, storage := c.CoreV1(), c.AppsV1(), c.BatchV1(), c.StorageV1()
+	out := []lister{
+		list("storageclasses", storage.StorageClasses().List, func(l *storagev1.StorageClassList) (string, []storagev1.StorageClass) { return l.Continue, l.Items }),
+		list("csinodes", storage.CSINodes().List, func(l *storagev1.CSINodeList) (string, []storagev1.CSINode) { return l.Continue, l.Items }),
+		list("persistentvolumeclaims", core.PersistentVolumeClaims("").List, func(l *v1.PersistentVolumeClaimList) (string, []v1.PersistentVolumeClaim) { return l.Continue, l.Items }),
+		list("pods", core.Pods("").List, func(l *v1.PodList) (string, []v1.Pod) { return l.Continue, l.Items }),
+		list("deployments", apps.Deployments("").List, func(l *appsv1.DeploymentList) (string, []appsv1.Deployment) { return l.Continue, l.Items }),
+		list("statefulsets", apps.StatefulSets("").List, func(l *appsv1.StatefulSetList) (string, []appsv1.StatefulSet) { return l.Continue, l.Items }),
+		list("daemonsets", apps.DaemonSets("").List, func(l *appsv1.DaemonSetList) (string, []appsv1.DaemonSet) { return l.Continue, l.Items }),
+		list("replicasets", apps.ReplicaSets("").List, func(l *appsv1.ReplicaSetList) (string, []appsv1.ReplicaSet) { return l.Continue, l.Items }),
+		list("jobs", batch.Jobs("").List, func(l *batchv1.JobList) (string, []batchv1.Job) { return l.Continue, l.Items }),
+		list("cronjobs", batch.CronJobs("").List, func(l *batchv1.CronJobList) (string, []batchv1.CronJob) { return l.Continue, l.Items }),
+		list("replicationcontrollers", core.ReplicationControllers("").List, func(l *v1.ReplicationControllerList) (string, []v1.ReplicationController) { return l.Continue, l.Items }),
 	}
 	if withSecrets {
-		sources = append(sources, struct {
-			what string
-			page page
-		}{"secrets", func(o metav1.ListOptions) (string, int, error) {
-			l, err := c.CoreV1().Secrets("").List(ctx, o)
-			if err != nil {
-				return "", 0, err
-			}
-			return l.Continue, addAll(sink, l.Items), nil
-		}})
-	} else {
+		out = append(out, list("secrets", core.Secrets("").List, func(l *v1.SecretList) (string, []v1.Secret) { return l.Continue, l.Items }))
+	}
+	return append(out, list("persistentvolumes", core.PersistentVolumes().List, func(l *v1.PersistentVolumeList) (string, []v1.PersistentVolume) { return l.Continue, l.Items }))
+}
+
+// readLive lists the kinds of liveListers into sink, page by page (500
+// objects a request), so memory does not grow with the cluster beyond what
+// the sink keeps. Secrets are only read when withSecrets is set (reading
+// them needs the right to).
+func readLive(ctx context.Context, c kubernetes.Interface, sink Sink, withSecrets bool, progress func(int), stderr io.Writer) error {
+	if !withSecrets {
 		fmt.Fprintln(stderr, "secrets not read (-read-secrets=false): secret fixes are not checked")
 	}
-	for _, src := range sources {
+	for _, src := range liveListers(c, withSecrets) {
 		opts := metav1.ListOptions{Limit: 500}
 		for {
-			cont, n, err := src.page(opts)
+			cont, n, err := src.page(ctx, opts, sink)
 			if err != nil {
 				return fmt.Errorf("listing %s: %w", src.what, err)
 			}

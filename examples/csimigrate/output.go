@@ -13,7 +13,7 @@ import (
 // cleanPV prepares a translated PV for creation: server-set fields cleared.
 func cleanPV(pv *v1.PersistentVolume) *v1.PersistentVolume {
 	pv.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"}
-	pv.ResourceVersion, pv.UID, pv.Generation = "", "", 0
+	pv.ResourceVersion, pv.UID, pv.Generation, pv.SelfLink = "", "", 0, ""
 	pv.CreationTimestamp = metav1.Time{}
 	pv.DeletionTimestamp, pv.DeletionGracePeriodSeconds = nil, nil
 	pv.ManagedFields = nil

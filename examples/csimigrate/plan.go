@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
@@ -28,16 +30,30 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var pl *planner
 	c, code, ok := setup("plan", "Reports, per volume, whether it can be migrated and why not; the Ceph CSI config map to create;\n"+
 		"the Secrets to add or derive (names and fields, never values); the StorageClasses to recreate; hazards;\n"+
-		"and the feature-gate steps for the cluster's version. Exits 1 when something blocks the migration.",
+		"inline volumes of pods and workloads; and the feature-gate steps for the cluster's version. Every check\n"+
+		"csimigrate rewrite -apply makes is made here. Exits 1 when something blocks the migration.",
 		args, stdin, stderr, "table|json|yaml", func(c *common, tr *translate.Translator) Sink {
 			topo, _ := c.vsphereTopology()
 			pl = newPlanner(tr, c.logger(stderr), nil, topo.ZoneKey, topo.RegionKey)
+			if !c.live {
+				// The PVs in a second pass, once claims, classes and
+				// secrets are known; -live lists PVs last.
+				pl.phase = phaseOthers
+			}
 			return pl
 		})
 	if !ok {
 		return code
 	}
-	steps, err := gateSteps(c.k8sVersion)
+	defer c.cleanup()
+	if !c.live {
+		pl.phase = phasePVs
+		if err := c.read(stdin, io.Discard, pl); err != nil {
+			fmt.Fprintf(stderr, "csimigrate plan: %v\n", err)
+			return exitInput
+		}
+	}
+	steps, err := gateSteps(c.k8sVersion, pl.plugins)
 	if err != nil {
 		fmt.Fprintf(stderr, "csimigrate plan: -kubernetes-version: %v\n", err)
 		return exitUsage
@@ -79,6 +95,7 @@ type Plan struct {
 	Hazards        []plugins.Finding   `json:"hazards,omitempty"`
 	Volumes        []VolumePlan        `json:"volumes"`
 	InlineVolumes  []InlinePlan        `json:"inlineVolumes,omitempty"`
+	ClaimTemplates []ClaimTemplatePlan `json:"claimTemplates,omitempty"`
 	StorageClasses []StorageClassPlan  `json:"storageClasses,omitempty"`
 	CephClusters   []ceph.ClusterEntry `json:"cephClusters,omitempty"`
 	Secrets        []SecretPlan        `json:"secrets,omitempty"`
@@ -99,13 +116,34 @@ type VolumePlan struct {
 	Handle     string            `json:"volumeHandle,omitempty"`
 }
 
-// InlinePlan is the plan for one inline in-tree volume of a pod.
+// InlinePlan is the plan for one inline in-tree volume of a workload's pod
+// template or of a pod.
 type InlinePlan struct {
-	Pod        string `json:"pod"`
-	Volume     string `json:"volume"`
-	Plugin     string `json:"plugin"`
-	Migratable bool   `json:"migratable"`
-	Reason     string `json:"reason,omitempty"`
+	// Workload is "Kind namespace/name" of the object whose pod spec has
+	// the volume: the top owner in the input (a Deployment rather than its
+	// ReplicaSets and pods), which is the object to change.
+	Workload string `json:"workload"`
+	Volume   string `json:"volume"`
+	Plugin   string `json:"plugin"`
+	// Via lists the objects owned by Workload that carry the same volume
+	// (its ReplicaSets, Jobs, pods), when they are in the input.
+	Via        []string `json:"via,omitempty"`
+	Migratable bool     `json:"migratable"`
+	Reason     string   `json:"reason,omitempty"`
+	// Claim is the name of the PV and claim that `csimigrate translate`
+	// prints to replace the volume.
+	Claim string `json:"claim,omitempty"`
+}
+
+// ClaimTemplatePlan is a StatefulSet volumeClaimTemplate whose class is an
+// in-tree one: claims made from it after the upgrade are provisioned by
+// the class csimigrate recreates.
+type ClaimTemplatePlan struct {
+	StatefulSet  string `json:"statefulSet"`
+	Template     string `json:"template"`
+	StorageClass string `json:"storageClass"`
+	Migratable   bool   `json:"migratable"`
+	Reason       string `json:"reason"`
 }
 
 // StorageClassPlan says how to recreate an in-tree StorageClass.
@@ -129,31 +167,66 @@ type SecretPlan struct {
 
 func claimKey(ns, name string) string { return ns + "/" + name }
 
+// Plan phases: the PVs are planned after everything else has been read
+// (claims, classes, secrets), in a second pass over the input, or last in
+// a single pass when the source lists them last (-live).
+const (
+	phaseAll    = iota // every object, PVs last
+	phaseOthers        // everything but PVs
+	phasePVs           // PVs only
+)
+
 // planner builds a Plan from objects as they arrive, so that a dump of any
-// size is planned in memory proportional to the report: a PV is translated,
-// checked and dropped; what depends on objects that may come later (pods
-// using a claim, the secrets a volume needs) is kept as a small record and
-// settled in finish. Secret values are never kept: only whether "key" is set
-// and the adminId.
+// size is planned in memory proportional to the report and to the claims
+// and classes: a PV is translated, checked and dropped; what depends on
+// objects that may come later (pods using a claim, the secrets a volume
+// needs) is kept as a small record and settled in finish. Secret values are
+// never kept: only whether "key" is set and the adminId.
 type planner struct {
 	tr          *translate.Translator
 	logger      klog.Logger
 	plan        *Plan
+	phase       int
 	podsByClaim map[string][]string
 	secrets     map[string]*v1.Secret // slim: no values
-	clusters    map[string]ceph.ClusterEntry
-	rbdSecrets  []rbdSecretNeed
-	fsSecrets   map[string]SecretPlan // by namespace/name: many volumes share one derived secret
-	userFinding map[int]int           // volume index -> finding index of RBDSecretNeedsAdminId
-	// vsphereKeys are the translation\'s CSI topology keys; mismatches
+	sawSecrets  bool
+	// claims are slim claims (metadata and volumeName) by namespace/name.
+	claims       map[string]*v1.PersistentVolumeClaim
+	sawClaims    bool
+	classes      map[string]*storagev1.StorageClass
+	defaultClass string
+	clusters     map[string]ceph.ClusterEntry
+	rbdSecrets   []rbdSecretNeed
+	fsSecrets    map[string]SecretPlan // by namespace/name: many volumes share one derived secret
+	userFinding  map[int]int           // volume index -> finding index of RBDSecretNeedsAdminId
+	// vsphereKeys are the translation's CSI topology keys; mismatches
 	// collects the nodes whose vSphere driver reports other keys.
 	vsphereKeys []string
 	mismatches  []string
+	// owners maps "Kind/namespace/name" of every workload read to its
+	// controller's "Kind/name"; inline holds the inline volumes found,
+	// settled by owner in finish; templates the StatefulSets' claim
+	// templates.
+	owners    map[string]string
+	inline    []inlineFound
+	templates []ClaimTemplatePlan
+	// plugins are the in-tree plugins the input uses.
+	plugins map[string]bool
+	// inlineCapacity is the size of PVs made for inline volumes.
+	inlineCapacity resource.Quantity
+}
+
+type inlineFound struct {
+	plan  InlinePlan
+	key   string // the workload's "Kind/namespace/name"
+	owner string // its controller's "Kind/name"
+	ns    string
 }
 
 type rbdSecretNeed struct {
 	ns, name, user string
-	volume         int // index in plan.Volumes, -1 for inline volumes
+	volume         int    // index in plan.Volumes, -1 for others
+	class          string // the StorageClass whose admin secret it is
 }
 
 func first(s []string, n int) []string {
@@ -164,18 +237,38 @@ func first(s []string, n int) []string {
 }
 
 func newPlanner(tr *translate.Translator, logger klog.Logger, steps []string, vsphereKeys ...string) *planner {
-	return &planner{vsphereKeys: vsphereKeys, tr: tr, logger: logger, plan: &Plan{FeatureGates: steps}, podsByClaim: map[string][]string{},
-		secrets: map[string]*v1.Secret{}, clusters: map[string]ceph.ClusterEntry{}, userFinding: map[int]int{}, fsSecrets: map[string]SecretPlan{}}
+	return &planner{vsphereKeys: vsphereKeys, tr: tr, logger: logger, plan: &Plan{FeatureGates: steps, Volumes: []VolumePlan{}}, podsByClaim: map[string][]string{},
+		secrets: map[string]*v1.Secret{}, clusters: map[string]ceph.ClusterEntry{}, userFinding: map[int]int{}, fsSecrets: map[string]SecretPlan{},
+		claims: map[string]*v1.PersistentVolumeClaim{}, classes: map[string]*storagev1.StorageClass{}, owners: map[string]string{},
+		plugins: map[string]bool{}, inlineCapacity: defaultInlineCapacity}
 }
 
 // Add implements Sink.
 func (p *planner) Add(obj any) {
+	if pv, ok := obj.(*v1.PersistentVolume); ok {
+		if p.phase != phaseOthers {
+			p.addPV(pv)
+		}
+		return
+	}
+	if p.phase == phasePVs {
+		return
+	}
+	if w, ok := workloadOf(obj); ok {
+		p.addWorkload(w)
+		return
+	}
 	switch o := obj.(type) {
-	case *v1.PersistentVolume:
-		p.addPV(o)
-	case *v1.Pod:
-		p.addPod(o)
+	case *v1.PersistentVolumeClaim:
+		p.sawClaims = true
+		p.claims[claimKey(o.Namespace, o.Name)] = &v1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name, UID: o.UID, Annotations: o.Annotations, DeletionTimestamp: o.DeletionTimestamp},
+			Spec:       v1.PersistentVolumeClaimSpec{VolumeName: o.Spec.VolumeName}}
 	case *storagev1.StorageClass:
+		p.classes[o.Name] = o
+		if o.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
+			p.defaultClass = o.Name
+		}
 		p.addStorageClass(o)
 	case *storagev1.CSINode:
 		for _, d := range o.Spec.Drivers {
@@ -190,6 +283,7 @@ func (p *planner) Add(obj any) {
 			}
 		}
 	case *v1.Secret:
+		p.sawSecrets = true
 		slim := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}, Data: map[string][]byte{}}
 		data := secrets.SecretStringData(o)
 		if data[secrets.CephInTreeKey] != "" {
@@ -197,6 +291,11 @@ func (p *planner) Add(obj any) {
 		}
 		if id, ok := data[secrets.CephMigrationUserKey]; ok {
 			slim.Data[secrets.CephMigrationUserKey] = []byte(id)
+		}
+		for _, k := range []string{secrets.CephUserID, secrets.CephUserKey} {
+			if data[k] != "" {
+				slim.Data[k] = []byte("set")
+			}
 		}
 		p.secrets[claimKey(o.Namespace, o.Name)] = slim
 	}
@@ -207,6 +306,7 @@ func (p *planner) addPV(pv *v1.PersistentVolume) {
 	if name == "" {
 		return
 	}
+	p.plugins[name] = true
 	vp := VolumePlan{Name: pv.Name, Plugin: name}
 	if pv.Spec.ClaimRef != nil {
 		vp.Claim = claimKey(pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name)
@@ -232,6 +332,13 @@ func (p *planner) addPV(pv *v1.PersistentVolume) {
 		vp.Migratable = true
 		vp.Handle = out.Spec.CSI.VolumeHandle
 	}
+	// What rewrite -apply refuses, by the same rules.
+	if why := p.rewriteRefusal(pv); why != nil {
+		vp.Findings = append(vp.Findings, *why)
+	}
+	if err == nil {
+		vp.Findings = append(vp.Findings, p.rewriteChanges(pv, &vp)...)
+	}
 	for _, f := range vp.Findings {
 		if f.Severity == plugins.SeverityBlocker {
 			vp.Migratable = false
@@ -243,11 +350,100 @@ func (p *planner) addPV(pv *v1.PersistentVolume) {
 	if !vp.Migratable {
 		p.plan.Blocked = true
 	}
+	p.needs(pv, out, err, idx)
+	p.plan.Volumes = append(p.plan.Volumes, vp)
+}
+
+// rewriteRefusal is the finding for what makes rewrite -apply refuse the
+// PV (objectRefusal, claimRefusal), or for claims the input lacks.
+func (p *planner) rewriteRefusal(pv *v1.PersistentVolume) *plugins.Finding {
+	refused := func(err error) *plugins.Finding {
+		return &plugins.Finding{Code: FindingRewriteRefuses, Severity: plugins.SeverityBlocker, Field: "PersistentVolume " + pv.Name,
+			Message: "csimigrate rewrite would refuse it: " + reasonOf(err), Remedy: remedyOf(err)}
+	}
+	if err := objectRefusal(pv); err != nil {
+		return refused(err)
+	}
+	c := pv.Spec.ClaimRef
+	if c == nil {
+		return nil
+	}
+	if !p.sawClaims && c.UID != "" {
+		if pv.Status.Phase == v1.VolumeReleased {
+			return refused(refuse("its claim %s/%s is gone (the PV is Released); reclaim or re-bind it first", c.Namespace, c.Name))
+		}
+		return &plugins.Finding{Code: FindingClaimNotChecked, Severity: plugins.SeverityBlocker, Field: "spec.claimRef",
+			Message: fmt.Sprintf("the input has no PersistentVolumeClaims: whether claim %s/%s exists and is bound to this PV (rewrite -apply requires it) is not checked", c.Namespace, c.Name),
+			Remedy:  "give the claims too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml (or -live)"}
+	}
+	pvc, found := p.claims[claimKey(c.Namespace, c.Name)]
+	if !found {
+		pvc = nil
+	}
+	if err := claimRefusal(pv, pvc); err != nil {
+		return refused(err)
+	}
+	return nil
+}
+
+// rewriteChanges are the findings for what the rewrite changes beyond the
+// translated source: a reclaim policy kept at Retain.
+func (p *planner) rewriteChanges(pv *v1.PersistentVolume, vp *VolumePlan) []plugins.Finding {
+	var pvc *v1.PersistentVolumeClaim
+	if c := pv.Spec.ClaimRef; c != nil {
+		pvc = p.claims[claimKey(c.Namespace, c.Name)]
+	}
+	sc := p.classes[pv.Spec.StorageClassName]
+	r, err := replacement(p.tr, p.logger, pv, sc, pvc)
+	if err != nil {
+		var blocker *refusal
+		if errors.As(err, &blocker) {
+			return nil // a blocking finding of CheckPV, reported already
+		}
+		return []plugins.Finding{{Code: FindingRewriteRefuses, Severity: plugins.SeverityBlocker, Field: "spec.storageClassName",
+			Message: "csimigrate rewrite would refuse it: " + err.Error(), Remedy: "fix the StorageClass's secret parameters, or remove spec.storageClassName's class from the input's scope"}}
+	}
+	if r.RestorePolicy == r.OriginalPolicy || r.OriginalPolicy == "" {
+		return nil
+	}
+	msg := strings.ReplaceAll(r.Hazard, "reclaim policy kept at Retain: ", "")
+	if sc == nil && pv.Spec.StorageClassName != "" {
+		msg += fmt.Sprintf(" (StorageClass %s is not in the input)", pv.Spec.StorageClassName)
+	}
+	return []plugins.Finding{{Code: FindingReclaimKept, Severity: plugins.SeverityWarning, Field: "spec.persistentVolumeReclaimPolicy",
+		Message: fmt.Sprintf("the rewritten PV keeps reclaim policy %s instead of %s: %s", r.RestorePolicy, r.OriginalPolicy, msg),
+		Remedy:  "delete the volume by hand when it is released; or give the PV's StorageClass with its provisioner secret in the input (or set annotations " + annDeletionSecretName + " and " + annDeletionSecretNamespace + " on the PV) so that the driver can delete it"}}
+}
+
+// reasonOf is the reason of a rewrite refusal, without its remedy.
+func reasonOf(err error) string {
+	var r *refusal
+	if errors.As(err, &r) {
+		return r.reason
+	}
+	return err.Error()
+}
+
+// remedyOf is the remedy of a rewrite refusal.
+func remedyOf(err error) string {
+	var r *refusal
+	if errors.As(err, &r) && r.remedy != "" {
+		return r.remedy
+	}
+	return "see the message; rewrite -apply leaves the PV as it is"
+}
+
+// needs records the Ceph cluster entry and the secrets the translation of
+// pv (out, or err) references; volume is its index in the plan, -1 for
+// the PV form of an inline volume.
+func (p *planner) needs(pv *v1.PersistentVolume, out *v1.PersistentVolume, err error, volume int) {
 	switch {
 	case pv.Spec.RBD != nil:
 		p.addCluster(pv.Spec.RBD.CephMonitors)
-		if ref := pv.Spec.RBD.SecretRef; ref != nil {
-			p.rbdSecrets = append(p.rbdSecrets, rbdSecretNeed{ns: ref.Namespace, name: ref.Name, user: pv.Spec.RBD.RadosUser, volume: idx})
+		if ref := pv.Spec.RBD.SecretRef; ref != nil && ref.Name != "" {
+			if ns := ceph.SecretNamespace(ref, ceph.ClaimNamespace(pv)); ns != "" {
+				p.rbdSecrets = append(p.rbdSecrets, rbdSecretNeed{ns: ns, name: ref.Name, user: pv.Spec.RBD.RadosUser, volume: volume})
+			}
 		}
 	case pv.Spec.CephFS != nil:
 		p.addCluster(pv.Spec.CephFS.Monitors)
@@ -258,7 +454,6 @@ func (p *planner) addPV(pv *v1.PersistentVolume) {
 				Reason: "Ceph CSI stages static CephFS volumes with userID/userKey; the in-tree secret stays as it is"})
 		}
 	}
-	p.plan.Volumes = append(p.plan.Volumes, vp)
 }
 
 func (p *planner) addCluster(mons []string) {
@@ -266,45 +461,74 @@ func (p *planner) addCluster(mons []string) {
 	p.clusters[e.ClusterID] = e
 }
 
-func (p *planner) addPod(pod *v1.Pod) {
-	running := pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed
-	for i := range pod.Spec.Volumes {
-		vol := &pod.Spec.Volumes[i]
-		if vol.PersistentVolumeClaim != nil && running {
-			k := claimKey(pod.Namespace, vol.PersistentVolumeClaim.ClaimName)
-			p.podsByClaim[k] = append(p.podsByClaim[k], pod.Namespace+"/"+pod.Name)
-		}
-		name := plugins.InTreeNameOfVolume(vol)
-		if name == "" {
-			continue
-		}
-		ip := InlinePlan{Pod: pod.Namespace + "/" + pod.Name, Volume: vol.Name, Plugin: name}
-		if _, err := p.tr.TranslateInTreeInlineVolumeToCSI(p.logger, vol, pod.Namespace); err != nil {
-			ip.Reason = err.Error()
-		} else {
-			ip.Migratable = true
-			if vol.RBD != nil {
-				p.addCluster(vol.RBD.CephMonitors)
-				if vol.RBD.SecretRef != nil {
-					p.rbdSecrets = append(p.rbdSecrets, rbdSecretNeed{ns: pod.Namespace, name: vol.RBD.SecretRef.Name, user: vol.RBD.RadosUser, volume: -1})
-				}
-			}
-			if vol.VsphereVolume != nil {
-				ip.Migratable = false
-				ip.Reason = "the vSphere CSI driver does not support inline volumes after migration: move it to a PV and PVC"
+// addWorkload records the in-tree inline volumes of a pod or a workload's
+// pod template, the claims a running pod uses, and a StatefulSet's claim
+// templates.
+func (p *planner) addWorkload(w *workload) {
+	p.owners[w.key()] = w.Owner
+	if w.Kind == "Pod" && !w.Finished {
+		for _, vol := range w.Spec.Volumes {
+			if vol.PersistentVolumeClaim != nil {
+				k := claimKey(w.Namespace, vol.PersistentVolumeClaim.ClaimName)
+				p.podsByClaim[k] = append(p.podsByClaim[k], w.Namespace+"/"+w.Name)
 			}
 		}
-		if !ip.Migratable {
-			p.plan.Blocked = true
-		}
-		p.plan.InlineVolumes = append(p.plan.InlineVolumes, ip)
 	}
+	for i := range w.Spec.Volumes {
+		vol := &w.Spec.Volumes[i]
+		if name := plugins.InTreeNameOfVolume(vol); name != "" {
+			p.plugins[name] = true
+			p.inline = append(p.inline, inlineFound{plan: p.planInline(w, vol, name), key: w.key(), owner: w.Owner, ns: w.Namespace})
+		}
+	}
+	for _, t := range w.ClaimTemplates {
+		class := ""
+		if t.Spec.StorageClassName != nil {
+			class = *t.Spec.StorageClassName
+		}
+		p.templates = append(p.templates, ClaimTemplatePlan{StatefulSet: w.Namespace + "/" + w.Name, Template: t.Name, StorageClass: class})
+	}
+}
+
+// planInline plans an inline volume: never migratable in place (no pod
+// spec can be changed, and nothing translates inline volumes for the
+// kubelet after the in-tree plugins are gone), but movable to a PV and
+// claim, whose needs (secrets, cluster entry) and blockers are those of the
+// PV form `csimigrate translate` prints.
+func (p *planner) planInline(w *workload, vol *v1.Volume, plugin string) InlinePlan {
+	ip := InlinePlan{Workload: w.ID(), Volume: vol.Name, Plugin: plugin, Claim: inlineClaimName(w, vol.Name)}
+	why := "the in-tree plugin is removed (1.31) and no component translates inline volumes for the kubelet any more"
+	if vol.VsphereVolume != nil {
+		why = "the vSphere CSI driver does not support inline volumes after migration"
+	}
+	ip.Reason = why + "; a pod's volumes cannot be changed: create the PV and claim `csimigrate translate` prints (" + ip.Claim +
+		") and change the " + w.Kind + " to use the claim"
+	pv := inlinePV(vol, w.Namespace, ip.Claim, p.inlineCapacity)
+	if pv == nil || !p.tr.IsPVMigratable(pv) {
+		return ip
+	}
+	var blockers []string
+	for _, f := range p.tr.CheckPV(pv) {
+		if f.Severity == plugins.SeverityBlocker {
+			blockers = append(blockers, f.Message+" ("+f.Remedy+")")
+		}
+	}
+	out, err := p.tr.TranslateInTreePVToCSI(p.logger, pv)
+	if err != nil {
+		blockers = append(blockers, err.Error())
+	}
+	if len(blockers) > 0 {
+		ip.Reason += "; first: " + strings.Join(blockers, "; ")
+	}
+	p.needs(pv, out, err, -1)
+	return ip
 }
 
 func (p *planner) addStorageClass(sc *storagev1.StorageClass) {
 	if !p.tr.IsMigratableIntreePluginByName(sc.Provisioner) {
 		return
 	}
+	p.plugins[sc.Provisioner] = true
 	sp := StorageClassPlan{Name: sc.Name, From: sc.Provisioner}
 	out, err := p.tr.TranslateInTreeStorageClassToCSI(p.logger, sc.Provisioner, sc)
 	if err != nil {
@@ -319,9 +543,34 @@ func (p *planner) addStorageClass(sc *storagev1.StorageClass) {
 			e := ceph.ClusterEntry{ClusterID: out.Parameters["clusterID"], Monitors: strings.Split(mons, ",")}
 			p.clusters[e.ClusterID] = e
 		}
+		if sc.Provisioner == rbd.PluginName {
+			// Ceph CSI reads the migration user from the admin secret's
+			// adminId, never from the class's parameter.
+			if ref, err := secrets.Resolve(secrets.Provisioner, out.Parameters, secrets.Claim{}); err == nil && ref != nil {
+				p.rbdSecrets = append(p.rbdSecrets, rbdSecretNeed{ns: ref.Namespace, name: ref.Name, user: out.Parameters["adminId"], volume: -1, class: sc.Name})
+			}
+		}
 	}
 	p.plan.StorageClasses = append(p.plan.StorageClasses, sp)
 }
+
+// Finding codes of the plan itself (the library's are the plugins').
+const (
+	// FindingRewriteRefuses: rewrite -apply would refuse the PV.
+	FindingRewriteRefuses = "RewriteRefuses"
+	// FindingClaimNotChecked: the input has no claims to check a binding.
+	FindingClaimNotChecked = "ClaimNotChecked"
+	// FindingReclaimKept: the rewritten PV keeps Retain instead of Delete.
+	FindingReclaimKept = "ReclaimPolicyKeptRetain"
+	// FindingSecretMissing: a Secret a migrated volume or class needs is
+	// not in the input.
+	FindingSecretMissing = "SecretMissing"
+	// FindingSecretsNotChecked: the input has no Secrets.
+	FindingSecretsNotChecked = "SecretsNotChecked"
+	// FindingClassSecretNeedsAdminId: an RBD class's admin secret lacks
+	// the adminId of a non-admin adminId parameter.
+	FindingClassSecretNeedsAdminId = "RBDClassSecretNeedsAdminId"
+)
 
 // finish settles what depended on later objects and returns the plan.
 func (p *planner) finish() *Plan {
@@ -338,6 +587,8 @@ func (p *planner) finish() *Plan {
 			plan.Volumes[i].InUseBy = p.podsByClaim[c]
 		}
 	}
+	p.settleInline()
+	p.settleTemplates()
 	secretPlans := map[string]*SecretPlan{}
 	add := func(sp SecretPlan) {
 		k := sp.Namespace + "/" + sp.Name + "/" + sp.Action
@@ -348,6 +599,7 @@ func (p *planner) finish() *Plan {
 		secretPlans[k] = &sp
 	}
 	drop := map[int]bool{}
+	var unchecked []string
 	for _, need := range p.rbdSecrets {
 		s, ok := p.secrets[claimKey(need.ns, need.name)]
 		if ok && need.volume >= 0 {
@@ -355,7 +607,10 @@ func (p *planner) finish() *Plan {
 				drop[need.volume] = true // the secret already names the user
 			}
 		}
-		planRBDSecret(need.ns, need.name, need.user, p.secrets, add)
+		if !p.sawSecrets {
+			unchecked = append(unchecked, claimKey(need.ns, need.name))
+		}
+		p.planRBDSecret(need, add)
 	}
 	for vi, fi := range p.userFinding {
 		if drop[vi] {
@@ -369,9 +624,22 @@ func (p *planner) finish() *Plan {
 	for _, k := range slices.Sorted(maps.Keys(p.fsSecrets)) {
 		sp := p.fsSecrets[k]
 		if _, ok := p.secrets[sp.From]; !ok {
+			if p.sawSecrets {
+				p.secretMissing(sp.From, "the CephFS secret "+sp.Namespace+"/"+sp.Name+" is made from it")
+			} else {
+				unchecked = append(unchecked, sp.From)
+			}
 			sp.Reason += " (source secret not in the input)"
 		}
 		add(sp)
+	}
+	if len(unchecked) > 0 {
+		slices.Sort(unchecked)
+		unchecked = slices.Compact(unchecked)
+		plan.Hazards = append(plan.Hazards, plugins.Finding{Code: FindingSecretsNotChecked, Severity: plugins.SeverityBlocker, Field: "Secret",
+			Message: fmt.Sprintf("the input has no Secrets: the %d the migrated volumes and classes need (%s) are not checked", len(unchecked), strings.Join(first(unchecked, 5), ", ")),
+			Remedy:  "give the secrets too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml (or -live with -read-secrets); values are never printed"})
+		plan.Blocked = true
 	}
 	for _, id := range slices.Sorted(maps.Keys(p.clusters)) {
 		plan.CephClusters = append(plan.CephClusters, p.clusters[id])
@@ -382,22 +650,133 @@ func (p *planner) finish() *Plan {
 	return plan
 }
 
-func planRBDSecret(ns, name, user string, have map[string]*v1.Secret, add func(SecretPlan)) {
-	s, ok := have[claimKey(ns, name)]
+// settleInline lists each inline volume once, under the top owner in the
+// input whose pod template has it (a Deployment rather than its ReplicaSets
+// and pods), with the owned objects it came through.
+func (p *planner) settleInline() {
+	top := func(f inlineFound) string {
+		k, owner := f.key, f.owner
+		for i := 0; owner != "" && i < 8; i++ {
+			kind, name, _ := strings.Cut(owner, "/")
+			cand := kind + "/" + f.ns + "/" + name
+			next, known := p.owners[cand]
+			if !known {
+				break
+			}
+			if p.hasInline(cand, f.plan.Volume) {
+				k = cand
+			}
+			owner = next
+		}
+		return k
+	}
+	index := map[string]int{} // group -> index in out
+	var out []InlinePlan
+	var via [][]string
+	for _, f := range p.inline {
+		group := top(f) + "\x00" + f.plan.Volume
+		i, ok := index[group]
+		if !ok {
+			i = len(out)
+			index[group] = i
+			out = append(out, InlinePlan{})
+			via = append(via, nil)
+		}
+		if top(f) == f.key {
+			out[i] = f.plan
+		} else {
+			via[i] = append(via[i], f.plan.Workload)
+		}
+	}
+	for i := range out {
+		slices.Sort(via[i])
+		out[i].Via = via[i]
+	}
+	if len(out) > 0 {
+		p.plan.Blocked = true
+	}
+	p.plan.InlineVolumes = out
+}
+
+// hasInline reports whether the workload of key has the inline volume.
+func (p *planner) hasInline(key, volume string) bool {
+	return slices.ContainsFunc(p.inline, func(f inlineFound) bool { return f.key == key && f.plan.Volume == volume })
+}
+
+// settleTemplates keeps the claim templates whose class (their own, else
+// the default class) is an in-tree one.
+func (p *planner) settleTemplates() {
+	var out []ClaimTemplatePlan
+	for _, t := range p.templates {
+		class := t.StorageClass
+		if class == "" {
+			class = p.defaultClass
+		}
+		sc, ok := p.classes[class]
+		if !ok || !p.tr.IsMigratableIntreePluginByName(sc.Provisioner) {
+			continue
+		}
+		t.StorageClass = class
+		i := slices.IndexFunc(p.plan.StorageClasses, func(s StorageClassPlan) bool { return s.Name == class })
+		t.Migratable = i >= 0 && p.plan.StorageClasses[i].Migratable
+		if t.Migratable {
+			t.Reason = "new replicas' claims are provisioned by class " + class + ", which csimigrate rewrite replaces by its CSI form (same name): nothing to change in the StatefulSet"
+		} else {
+			t.Reason = "new replicas' claims would be provisioned by class " + class + ", which cannot be translated (see STORAGE CLASSES): scaling up fails after the upgrade"
+			p.plan.Blocked = true
+		}
+		out = append(out, t)
+	}
+	p.plan.ClaimTemplates = out
+}
+
+// secretMissing reports a Secret that is not in the input.
+func (p *planner) secretMissing(ref, why string) {
+	p.plan.Hazards = append(p.plan.Hazards, plugins.Finding{Code: FindingSecretMissing, Severity: plugins.SeverityBlocker, Field: "Secret " + ref,
+		Message: "Secret " + ref + " is not in the input: " + why, Remedy: "create it (csimigrate plan lists its fields under SECRETS), or give it in the input"})
+	p.plan.Blocked = true
+}
+
+func (p *planner) planRBDSecret(need rbdSecretNeed, add func(SecretPlan)) {
+	ns, name, user := need.ns, need.name, need.user
+	what := "migrated volumes"
+	if need.class != "" {
+		what = "StorageClass " + need.class + " (provisioning, expansion and deletion)"
+	}
+	s, ok := p.secrets[claimKey(ns, name)]
 	if !ok {
+		fields := []string{secrets.CephInTreeKey}
 		if user != "" && user != secrets.CephDefaultUser {
-			add(SecretPlan{Namespace: ns, Name: name, Action: "check", Fields: []string{secrets.CephInTreeKey, secrets.CephMigrationUserKey},
-				Reason: fmt.Sprintf("not in the input: it must hold \"key\" and adminId=%s for Ceph CSI to connect as %s", user, user)})
+			fields = append(fields, secrets.CephMigrationUserKey+"="+user)
+		}
+		reason := "not in the input: Ceph CSI needs it for " + what + ", with \"key\""
+		if len(fields) > 1 {
+			reason += fmt.Sprintf(" and adminId=%s to connect as %s", user, user)
+		}
+		if p.sawSecrets {
+			p.secretMissing(claimKey(ns, name), "Ceph CSI needs it for "+what)
+			add(SecretPlan{Namespace: ns, Name: name, Action: "create", Fields: fields, Reason: reason})
+		} else {
+			add(SecretPlan{Namespace: ns, Name: name, Action: "check", Fields: fields, Reason: reason})
 		}
 		return
 	}
 	fixes, err := secrets.CephMigrationSecretFixes(s, user)
 	if errors.Is(err, secrets.ErrCephNoKey) {
 		add(SecretPlan{Namespace: ns, Name: name, Action: "fix", Fields: []string{secrets.CephInTreeKey}, Reason: err.Error()})
+		p.plan.Hazards = append(p.plan.Hazards, plugins.Finding{Code: FindingSecretMissing, Severity: plugins.SeverityBlocker, Field: "Secret " + claimKey(ns, name),
+			Message: "Secret " + claimKey(ns, name) + " has no \"key\": Ceph CSI cannot use it for " + what, Remedy: "put the Ceph user's key under \"key\""})
+		p.plan.Blocked = true
 		return
 	}
 	for _, f := range fixes {
 		add(SecretPlan{Namespace: ns, Name: name, Action: "add", Fields: []string{f.Field + "=" + f.Value}, Reason: f.Reason})
+		if need.class != "" {
+			p.plan.Hazards = append(p.plan.Hazards, plugins.Finding{Code: FindingClassSecretNeedsAdminId, Severity: plugins.SeverityBlocker, Field: "StorageClass " + need.class,
+				Message: fmt.Sprintf("the class's adminId is %q, but Ceph CSI reads the migration user only from the admin secret's adminId and defaults to admin: provisioning would connect as client.admin with %s's key and fail", user, user),
+				Remedy:  fmt.Sprintf("add %s: %s to Secret %s", f.Field, f.Value, claimKey(ns, name))})
+			p.plan.Blocked = true
+		}
 	}
 }
 
@@ -432,16 +811,28 @@ func writePlanTable(w io.Writer, p *Plan, cm *v1.ConfigMap) error {
 	}
 	tw.Flush()
 	if len(p.InlineVolumes) > 0 {
-		fmt.Fprintln(tw, "\nINLINE VOLUMES")
-		fmt.Fprintln(tw, "POD\tVOLUME\tPLUGIN\tMIGRATABLE\tREASON")
+		fmt.Fprintln(tw, "\nINLINE VOLUMES (in pods and workloads' pod templates)")
+		fmt.Fprintln(tw, "WORKLOAD\tVOLUME\tPLUGIN\tMIGRATABLE\tALSO IN\tREASON")
 		for _, v := range p.InlineVolumes {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.Pod, v.Volume, v.Plugin, yesNo(v.Migratable), dash(v.Reason))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Workload, v.Volume, v.Plugin, yesNo(v.Migratable), dash(strings.Join(v.Via, ", ")), dash(v.Reason))
+		}
+		tw.Flush()
+	}
+	if len(p.ClaimTemplates) > 0 {
+		fmt.Fprintln(tw, "\nCLAIM TEMPLATES (StatefulSets' volumeClaimTemplates of in-tree classes)")
+		fmt.Fprintln(tw, "STATEFULSET\tTEMPLATE\tCLASS\tMIGRATABLE\tNOTE")
+		for _, v := range p.ClaimTemplates {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.StatefulSet, v.Template, v.StorageClass, yesNo(v.Migratable), v.Reason)
 		}
 		tw.Flush()
 	}
 	var hazards []string
 	for _, f := range p.Hazards {
-		hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", "cluster", f.Severity, f.Code, f.Message, f.Remedy))
+		obj := "cluster"
+		if strings.HasPrefix(f.Field, "Secret ") || strings.HasPrefix(f.Field, "StorageClass ") {
+			obj = f.Field
+		}
+		hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", obj, f.Severity, f.Code, f.Message, f.Remedy))
 	}
 	for _, v := range p.Volumes {
 		for _, f := range v.Findings {
@@ -504,8 +895,9 @@ func dash(s string) string {
 	return s
 }
 
-// gateSteps returns the feature-gate steps for the cluster's version.
-func gateSteps(v string) ([]string, error) {
+// gateSteps returns the feature-gate steps for the cluster's version, for
+// the in-tree plugins the input uses.
+func gateSteps(v string, used map[string]bool) ([]string, error) {
 	minor, err := featuregate.ParseMinor(v)
 	if err != nil {
 		return nil, err
@@ -515,7 +907,9 @@ func gateSteps(v string) ([]string, error) {
 	}
 	var out []string
 	for _, p := range featuregate.Plugins {
-		out = append(out, featuregate.UpgradeSteps(minor, p)...)
+		if used[p.InTreeName] {
+			out = append(out, featuregate.UpgradeSteps(minor, p)...)
+		}
 	}
 	return out, nil
 }

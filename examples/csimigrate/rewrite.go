@@ -34,7 +34,7 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"interrupted run is resumed by running it again. The in-tree StorageClasses in scope are replaced too,\n"+
 		"after the PVs (delete, then create the translated class; name one as storageclass/NAME). -dry-run sends\n"+
 		"every step with the API server's server-side dry run instead.\n\nUsage: csimigrate rewrite [flags] [-apply [-dry-run] [PV name | storageclass/NAME ...]]", stderr)
-	c.register(fs, "script|yaml")
+	c.register(fs, "script|yaml", "rewrite")
 	apply := fs.Bool("apply", false, "carry out the rewrite against the cluster of -kubeconfig")
 	dry := fs.Bool("dry-run", false, "with -apply: use the API server's server-side dry run")
 	stateNS := fs.String("state-namespace", "kube-system", "with -apply: namespace of the ConfigMaps that hold replacements between steps")
@@ -136,8 +136,28 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitInput
 	}
+	// The in-tree StorageClasses after the PVs, as -apply replaces them.
+	nsc := 0
+	for _, name := range collect.order {
+		sc := collect.classes[name]
+		if werr != nil || !tr.IsMigratableIntreePluginByName(sc.Provisioner) {
+			continue
+		}
+		r, err := classReplacementOf(tr, klog0(), sc)
+		if err != nil {
+			fmt.Fprintf(stderr, "StorageClass %s: %v\n", sc.Name, err)
+			failed = true
+			continue
+		}
+		nsc++
+		if c.output == "yaml" {
+			werr = writeYAML(w, r)
+		} else {
+			werr = writeScriptClass(w, sc, r)
+		}
+	}
 	if c.output == "script" {
-		writeScriptFooter(w, n)
+		writeScriptFooter(w, n, nsc)
 	}
 	if werr == nil {
 		werr = w.Flush()
@@ -333,6 +353,29 @@ rewrite_pv() {
     $KUBECTL patch pv "$name" --type=json -p "[{\"op\":\"replace\",\"path\":\"/spec/persistentVolumeReclaimPolicy\",\"value\":\"$want\"},{\"op\":\"remove\",\"path\":\"/metadata/annotations/csimigrate.io~1original-reclaim-policy\"}]"
   fi
 }
+
+# The in-tree StorageClasses, after the PVs (whose deletion secrets were read
+# from them): StorageClasses cannot be updated, so each is deleted and created
+# again with the same name and the CSI provisioner. Claims created meanwhile
+# wait (Pending) until it exists again.
+rewrite_sc() {
+  local name=$1 intree=$2 driver=$3 uid=$4 manifest=$5
+  local cur
+  cur=$($KUBECTL get storageclass "$name" -o 'jsonpath={.provisioner}' 2>/dev/null || true)
+  [ "$cur" = "$driver" ] && return 0
+  if [ -n "$cur" ]; then
+    if [ "$cur" != "$intree" ]; then
+      echo "storageclass $name has provisioner $cur, not $intree; not replacing it" >&2; exit 1
+    fi
+    if [ -n "$uid" ] && [ "$($KUBECTL get storageclass "$name" -o 'jsonpath={.metadata.uid}')" != "$uid" ]; then
+      echo "storageclass $name is not the reviewed object (uid $uid); not replacing it" >&2; exit 1
+    fi
+    # 1. Delete the in-tree class (its PVs are not affected).
+    $KUBECTL delete storageclass "$name"
+  fi
+  # 2. Create the CSI class with the same name.
+  printf '%s\n' "$manifest" | $KUBECTL create -f -
+}
 `)
 }
 
@@ -350,9 +393,20 @@ func writeScriptPV(w io.Writer, p RewritePV) error {
 	return err
 }
 
+// writeScriptClass writes the call that replaces one in-tree class.
+func writeScriptClass(w io.Writer, inTree, r *storagev1.StorageClass) error {
+	b, err := yaml.Marshal(r)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n# storageclass/%s: %s -> %s (deleted and created again with the same name; its PVs are not affected)", inTree.Name, inTree.Provisioner, r.Provisioner)
+	_, err = fmt.Fprintf(w, "\nrewrite_sc %s %s %s %s %s\n", shellQuote(inTree.Name), shellQuote(inTree.Provisioner), shellQuote(r.Provisioner), shellQuote(string(inTree.UID)), shellQuote(string(b)))
+	return err
+}
+
 // writeScriptFooter ends the script.
-func writeScriptFooter(w io.Writer, n int) {
-	fmt.Fprintf(w, "\necho \"rewrote %d PersistentVolumes\"\n", n)
+func writeScriptFooter(w io.Writer, n, classes int) {
+	fmt.Fprintf(w, "\necho \"rewrote %d PersistentVolumes and %d StorageClasses\"\n", n, classes)
 }
 
 // Add implements Sink.
@@ -363,12 +417,14 @@ func (f sinkFunc) Add(obj any) { f(obj) }
 // template refers to the claim.
 type rewriteInputs struct {
 	classes map[string]*storagev1.StorageClass
+	order   []string                             // class names in input order
 	claims  map[string]*v1.PersistentVolumeClaim // nil: not needed
 }
 
 func (in *rewriteInputs) addClass(obj any) {
 	if sc, ok := obj.(*storagev1.StorageClass); ok {
 		in.classes[sc.Name] = sc
+		in.order = append(in.order, sc.Name)
 	}
 }
 

@@ -101,6 +101,10 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 		fmt.Fprintf(stdout, "%d PersistentVolumes and %d StorageClasses rewritten or already done, %d refused and left as they were, %d steps taken\n",
 			r.done, rc.done, r.refused+rc.refused, a.steps)
 	}
+	if len(a.kept) > 0 {
+		slices.Sort(a.kept)
+		fmt.Fprintf(stdout, "%d PersistentVolumes kept at reclaim policy Retain instead of Delete (see above): %s\n", len(a.kept), strings.Join(a.kept, ", "))
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitBlocked
@@ -174,6 +178,10 @@ type rewriteState struct {
 	Driver      string               `json:"driver"`
 	Handle      string               `json:"handle"`
 	Replacement *v1.PersistentVolume `json:"replacement"`
+	// KeptRetain says why the replacement keeps reclaim policy Retain
+	// where the in-tree PV had Delete ("" when it keeps the policy); the
+	// run that removes the state names the PV with it.
+	KeptRetain string `json:"keptRetain,omitempty"`
 
 	// cmVersion is the resourceVersion of the ConfigMap it was read from.
 	cmVersion string
@@ -212,12 +220,62 @@ func (s *rewriteState) check() error {
 
 var errInterrupted = errors.New("interrupted (step limit)")
 
-// refusal is a PV the rewrite leaves exactly as it was, and why.
-type refusal struct{ reason string }
+// refusal is a PV the rewrite leaves exactly as it was, and why; remedy
+// says what an admin can do about it, when the reason does not.
+type refusal struct{ reason, remedy string }
 
-func (r *refusal) Error() string { return r.reason }
+func (r *refusal) Error() string {
+	if r.remedy == "" {
+		return r.reason
+	}
+	return r.reason + "; " + r.remedy
+}
 
-func refuse(format string, args ...any) error { return &refusal{fmt.Sprintf(format, args...)} }
+func refuse(format string, args ...any) error { return &refusal{reason: fmt.Sprintf(format, args...)} }
+
+// objectRefusal is why the rewrite leaves a PV alone for what the PV
+// object itself says (being deleted, finalizers it does not know), or nil.
+// The plan applies the same rule.
+func objectRefusal(cur *v1.PersistentVolume) error {
+	if cur.DeletionTimestamp != nil {
+		return &refusal{reason: fmt.Sprintf("being deleted (since %s); a rewrite would undo that delete", cur.DeletionTimestamp.UTC().Format(time.RFC3339)),
+			remedy: "let the deletion finish; nothing is left to migrate"}
+	}
+	if others := slices.DeleteFunc(slices.Clone(cur.Finalizers), knownFinalizer); len(others) > 0 {
+		return &refusal{reason: fmt.Sprintf("finalizers %q: csimigrate knows only %s (which it removes from the object it deleted) and %q (whose owners remove them once Retain is set)",
+			others, pvProtection, deletionProtection), remedy: "wait for the finalizers' owners to remove them, or remove them if their owner is gone"}
+	}
+	return nil
+}
+
+// claimRefusal is why the rewrite leaves a PV alone for its claim, or nil:
+// pvc is the claim the PV names (nil when there is none of that name). A
+// PV pre-bound to a claim but not yet bound (no uid) is refused without
+// reading the claim. The plan applies the same rule.
+func claimRefusal(cur *v1.PersistentVolume, pvc *v1.PersistentVolumeClaim) error {
+	c := cur.Spec.ClaimRef
+	if c == nil {
+		return nil
+	}
+	switch {
+	case c.UID == "":
+		return &refusal{reason: fmt.Sprintf("pre-bound to claim %s/%s but not bound yet", c.Namespace, c.Name),
+			remedy: "create the claim (or wait until it binds), or clear spec.claimRef"}
+	case pvc == nil:
+		return &refusal{reason: fmt.Sprintf("its claim %s/%s does not exist (the PV is released)", c.Namespace, c.Name),
+			remedy: "reclaim it (delete the image by hand, then the PV), or re-bind it: clear spec.claimRef.uid and create a claim with spec.volumeName " + cur.Name}
+	case pvc.UID != c.UID:
+		return &refusal{reason: fmt.Sprintf("claim %s/%s has uid %s, the PV names uid %s (a new claim of the same name)", c.Namespace, c.Name, pvc.UID, c.UID),
+			remedy: "re-bind the PV to the claim that uses it, or reclaim it"}
+	case pvc.DeletionTimestamp != nil:
+		return &refusal{reason: fmt.Sprintf("its claim %s/%s is being deleted; the PV will be released", c.Namespace, c.Name),
+			remedy: "let the deletion finish; the PV is then reclaimed by its policy"}
+	case pvc.Spec.VolumeName != cur.Name:
+		return &refusal{reason: fmt.Sprintf("claim %s/%s is bound to volume %q, not to this PV", c.Namespace, c.Name, pvc.Spec.VolumeName),
+			remedy: "clear this PV's spec.claimRef, or fix the binding"}
+	}
+	return nil
+}
 
 // target is a PV the user named for the rewrite: by its name and, when it
 // comes from reviewed input, the uid it had there.
@@ -245,6 +303,8 @@ type applier struct {
 
 	mu    sync.Mutex // guards what follows, and out
 	steps int
+	// kept names the PVs rewritten with Retain instead of Delete.
+	kept []string
 	// Lists read for the checks, shared by the workers for a short while.
 	classes map[string]cached[*storagev1.StorageClass]
 	pods    map[string]cached[[]v1.Pod]
@@ -300,6 +360,15 @@ func (a *applier) step(obj, what string) error {
 	return nil
 }
 
+// keptRetain names, on its own line, a PV rewritten with reclaim policy
+// Retain instead of Delete, and why; the summary counts them.
+func (a *applier) keptRetain(pv, why string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.kept = append(a.kept, pv)
+	fmt.Fprintf(a.out, "pv/%s: kept at %s\n", pv, why)
+}
+
 func (a *applier) say(format string, args ...any) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -347,32 +416,22 @@ type checks struct {
 // and returns what it read, with the PV's replacement; a refusal says why
 // the PV is left alone.
 func (a *applier) check(ctx context.Context, cur *v1.PersistentVolume) (*checks, error) {
-	if cur.DeletionTimestamp != nil {
-		return nil, refuse("being deleted (since %s); a rewrite would undo that delete", cur.DeletionTimestamp.UTC().Format(time.RFC3339))
-	}
-	if others := slices.DeleteFunc(slices.Clone(cur.Finalizers), knownFinalizer); len(others) > 0 {
-		return nil, refuse("finalizers %q: csimigrate knows only %s (which it removes from the object it deleted) and %q (whose owners remove them once Retain is set); remove them or wait for their owners",
-			others, pvProtection, deletionProtection)
+	if err := objectRefusal(cur); err != nil {
+		return nil, err
 	}
 	var pvc *v1.PersistentVolumeClaim
-	if c := cur.Spec.ClaimRef; c != nil {
-		if c.UID == "" {
-			return nil, refuse("pre-bound to claim %s/%s but not bound yet; bind it or clear spec.claimRef first", c.Namespace, c.Name)
-		}
+	if c := cur.Spec.ClaimRef; c != nil && c.UID != "" {
 		var err error
 		pvc, err = a.client.CoreV1().PersistentVolumeClaims(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil, refuse("its claim %s/%s does not exist (the PV is released); reclaim or re-bind it first", c.Namespace, c.Name)
-		case err != nil:
-			return nil, err
-		case pvc.UID != c.UID:
-			return nil, refuse("claim %s/%s has uid %s, the PV names uid %s (a new claim of the same name)", c.Namespace, c.Name, pvc.UID, c.UID)
-		case pvc.DeletionTimestamp != nil:
-			return nil, refuse("its claim %s/%s is being deleted; the PV will be released", c.Namespace, c.Name)
-		case pvc.Spec.VolumeName != cur.Name:
-			return nil, refuse("claim %s/%s is bound to volume %q, not to this PV", c.Namespace, c.Name, pvc.Spec.VolumeName)
+		if apierrors.IsNotFound(err) {
+			pvc, err = nil, nil
 		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := claimRefusal(cur, pvc); err != nil {
+		return nil, err
 	}
 	sc, err := a.storageClass(ctx, cur)
 	if err != nil {
@@ -573,6 +632,9 @@ func (a *applier) loadState(cm *v1.ConfigMap) (*rewriteState, error) {
 func (a *applier) saveState(ctx context.Context, cur *v1.PersistentVolume, r RewritePV) (*v1.ConfigMap, error) {
 	s := rewriteState{PV: cur.Name, UID: cur.UID, ResourceVersion: cur.ResourceVersion, Driver: r.CSI.Spec.CSI.Driver, Handle: r.CSI.Spec.CSI.VolumeHandle,
 		Replacement: r.CSI}
+	if r.RestorePolicy != r.OriginalPolicy && r.OriginalPolicy != "" {
+		s.KeptRetain = fmt.Sprintf("reclaim policy Retain, not %s: %s", r.OriginalPolicy, strings.ReplaceAll(r.Hazard, "reclaim policy kept at Retain: ", ""))
+	}
 	q := r.CSI.Spec.Capacity[v1.ResourceStorage]
 	s.Capacity = q.String()
 	if c := r.CSI.Spec.ClaimRef; c != nil {
@@ -684,6 +746,9 @@ func (a *applier) rewrite(ctx context.Context, t target) error {
 			if state != nil {
 				if err := a.step("pv/"+name, "remove the saved replacement"); err != nil {
 					return err
+				}
+				if state.KeptRetain != "" {
+					a.keptRetain(name, state.KeptRetain)
 				}
 				uid := cm.UID
 				if err := cms.Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
@@ -1009,6 +1074,9 @@ func (a *applier) dryRun(ctx context.Context, targets []target) error {
 			errs = append(errs, fmt.Errorf("pv/%s: create CSI PV: %w", t.name, err))
 		} else {
 			a.say("pv/%s: Retain, delete and create as %s would be accepted\n", t.name, csi.Spec.CSI.Driver)
+			if r := c.r; r.RestorePolicy != r.OriginalPolicy && r.OriginalPolicy != "" {
+				a.keptRetain(t.name, fmt.Sprintf("reclaim policy Retain, not %s, after the rewrite: %s", r.OriginalPolicy, strings.ReplaceAll(r.Hazard, "reclaim policy kept at Retain: ", "")))
+			}
 		}
 		return errs
 	})

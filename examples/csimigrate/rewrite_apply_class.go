@@ -6,6 +6,12 @@ import (
 	"fmt"
 
 	storagev1 "k8s.io/api/storage/v1"
+
+	"k8s.io/klog/v2"
+
+	"github.com/csimigrate/csimigrate/plugins/rbd"
+	"github.com/csimigrate/csimigrate/secrets"
+	"github.com/csimigrate/csimigrate/translate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,11 +37,18 @@ type scState struct {
 // that replaces it: same name, labels and annotations (the default-class one
 // included), the CSI provisioner and translated parameters.
 func (a *applier) classReplacement(sc *storagev1.StorageClass) (*storagev1.StorageClass, error) {
-	out, err := a.tr.TranslateInTreeStorageClassToCSI(a.logger, sc.Provisioner, sc)
+	return classReplacementOf(a.tr, a.logger, sc)
+}
+
+// classReplacementOf is the class that replaces an in-tree class, as
+// rewrite -apply creates it and rewrite prints it for review.
+func classReplacementOf(tr *translate.Translator, logger klog.Logger, sc *storagev1.StorageClass) (*storagev1.StorageClass, error) {
+	out, err := tr.TranslateInTreeStorageClassToCSI(logger, sc.Provisioner, sc)
 	if err != nil {
 		return nil, err
 	}
-	out.ResourceVersion, out.UID, out.CreationTimestamp, out.ManagedFields, out.Generation = "", "", metav1.Time{}, nil, 0
+	out.ResourceVersion, out.UID, out.CreationTimestamp, out.ManagedFields, out.Generation, out.SelfLink = "", "", metav1.Time{}, nil, 0, ""
+	out.TypeMeta = metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"}
 	if out.Annotations == nil {
 		out.Annotations = map[string]string{}
 	}
@@ -125,6 +138,9 @@ func (a *applier) rewriteClass(ctx context.Context, t target) error {
 			if err != nil {
 				return refuse("%v", err)
 			}
+			if err := a.classSecretRefusal(ctx, cur, r); err != nil {
+				return err
+			}
 			if err := a.step("storageclass/"+name, fmt.Sprintf("save the CSI replacement in ConfigMap %s/%s", a.stateNS, scStateName(name))); err != nil {
 				return err
 			}
@@ -191,6 +207,9 @@ func (a *applier) dryRunClasses(ctx context.Context, targets []target) error {
 			return nil
 		}
 		r, err := a.classReplacement(cur)
+		if err == nil {
+			err = a.classSecretRefusal(ctx, cur, r)
+		}
 		if err != nil {
 			return []error{fmt.Errorf("storageclass/%s: %w", t.name, err)}
 		}
@@ -206,4 +225,37 @@ func (a *applier) dryRunClasses(ctx context.Context, targets []target) error {
 		}
 		return errs
 	})
+}
+
+// classSecretRefusal is why the rewrite leaves an in-tree RBD class alone
+// for its admin secret, which the replacement names as its provisioner,
+// controller-expand and node-stage secret: missing, without "key", or
+// without the adminId of a non-admin adminId parameter (Ceph CSI reads the
+// migration user only from the secret and would connect as client.admin
+// with that user's key). The plan reports the same.
+func (a *applier) classSecretRefusal(ctx context.Context, cur, r *storagev1.StorageClass) error {
+	if cur.Provisioner != rbd.PluginName {
+		return nil
+	}
+	ref, err := secrets.Resolve(secrets.Provisioner, r.Parameters, secrets.Claim{})
+	if err != nil || ref == nil {
+		return refuse("the translated class names no usable provisioner secret: %v", err)
+	}
+	s, err := a.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return &refusal{reason: fmt.Sprintf("its admin secret %s/%s does not exist", ref.Namespace, ref.Name),
+			remedy: "create it with the Ceph user's key under \"key\" (and adminId for a user other than admin)"}
+	case err != nil:
+		return fmt.Errorf("reading its admin secret %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	fixes, err := secrets.CephMigrationSecretFixes(s, r.Parameters["adminId"])
+	if err != nil {
+		return &refusal{reason: fmt.Sprintf("its admin secret %s/%s: %v", ref.Namespace, ref.Name, err), remedy: "put the Ceph user's key under \"key\""}
+	}
+	for _, f := range fixes {
+		return &refusal{reason: fmt.Sprintf("adminId is %q, but Ceph CSI reads the migration user only from the admin secret's adminId: the CSI class would provision as client.admin with that user's key and fail", r.Parameters["adminId"]),
+			remedy: fmt.Sprintf("add %s: %s to Secret %s/%s", f.Field, f.Value, ref.Namespace, ref.Name)}
+	}
+	return nil
 }

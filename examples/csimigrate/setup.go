@@ -1,13 +1,17 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/go-logr/logr/funcr"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -24,9 +28,9 @@ func newStderrLogger(w io.Writer) klog.Logger {
 // setup parses a command's flags, builds its translator and reads the input
 // into the sink it makes; ok false means exit with code.
 func setup(name, summary string, args []string, stdin io.Reader, stderr io.Writer, outputs string, sink func(*common, *translate.Translator) Sink) (c *common, code int, ok bool) {
-	c = &common{}
+	c = &common{inlineCapacity: defaultInlineCapacity}
 	fs := newFlagSet(name, summary, stderr)
-	c.register(fs, outputs)
+	c.register(fs, outputs, name)
 	if code, ok := parse(fs, args); !ok {
 		return nil, code, false
 	}
@@ -39,7 +43,12 @@ func setup(name, summary string, args []string, stdin io.Reader, stderr io.Write
 		fmt.Fprintf(stderr, "csimigrate %s: %v\n", name, err)
 		return nil, exitUsage, false
 	}
+	if err := c.spoolStdin(stdin); err != nil {
+		fmt.Fprintf(stderr, "csimigrate %s: %v\n", name, err)
+		return nil, exitInput, false
+	}
 	if err := c.read(stdin, stderr, sink(c, tr)); err != nil {
+		c.cleanup()
 		fmt.Fprintf(stderr, "csimigrate %s: %v\n", name, err)
 		return nil, exitInput, false
 	}
@@ -68,21 +77,63 @@ type common struct {
 	kubeconfig       string
 	live             bool
 	readSecrets      bool
+	// namespace is the namespace of namespaced input objects without one.
+	namespace string
+	// inlineCapacity is the size of PVs made for inline volumes.
+	inlineCapacity resource.Quantity
+	// cleanup removes what spoolStdin made.
+	cleanup func()
 }
 
-func (c *common) register(fs *flag.FlagSet, outputs string) {
+// spoolStdin keeps standard input, when it is one of the inputs, in a
+// temporary file, so that the input can be read more than once; c.cleanup
+// removes it.
+func (c *common) spoolStdin(stdin io.Reader) error {
+	c.cleanup = func() {}
+	if !slices.Contains(c.files, "-") {
+		return nil
+	}
+	path, cleanup, err := spool(stdin)
+	if err != nil {
+		return err
+	}
+	c.cleanup = cleanup
+	for i, f := range c.files {
+		if f == "-" {
+			c.files[i] = path
+		}
+	}
+	return nil
+}
+
+// register defines the flags every reading command takes, and with plan
+// those only the plan uses.
+func (c *common) register(fs *flag.FlagSet, outputs, cmd string) {
 	fs.Var(&c.files, "f", "manifest file, directory or - for stdin (repeatable); none: the embedded sample")
 	fs.StringVar(&c.output, "o", outputs[:strings.IndexByte(outputs, '|')], "output format: "+outputs)
 	fs.StringVar(&c.cephConfig, "ceph-config", "", "Ceph CSI config.json (clusterID -> monitors), for CSI volumes without monitors")
-	fs.StringVar(&c.cephCSINamespace, "ceph-csi-namespace", "ceph-csi", "namespace of the Ceph CSI config map in the plan")
-	fs.StringVar(&c.k8sVersion, "kubernetes-version", "1.30", "the cluster's current Kubernetes minor version, for the feature-gate steps")
 	fs.StringVar(&c.vsphereCats, "vsphere-topology-categories", "", `the vSphere CSI driver's topology-categories, "zone,region" (default: its zone and region keys)`)
 	fs.BoolVar(&c.vsphereLegacy, "vsphere-legacy-topology", false, "the vSphere CSI driver reports the beta failure-domain labels")
 	fs.BoolVar(&c.nodeExpand, "node-expand-secret", true, "set nodeExpandSecretRef on translated PVs (CSINodeExpandSecret)")
 	fs.BoolVar(&c.verbose, "v", false, "log details to stderr")
 	fs.BoolVar(&c.live, "live", false, "read the input from the cluster of -kubeconfig instead of files")
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
-	fs.BoolVar(&c.readSecrets, "read-secrets", true, "with -live: read Secrets to check the fields migration needs (values are never printed)")
+	fs.StringVar(&c.namespace, "n", metav1.NamespaceDefault, "namespace of input objects that have none (as kubectl -n)")
+	if cmd == "translate" {
+		fs.Func("inline-capacity", "size of the PVs and claims made for inline volumes, which carry none (default 1Gi)", func(v string) error {
+			q, err := resource.ParseQuantity(v)
+			if err == nil && q.Sign() <= 0 {
+				err = errors.New("must be positive")
+			}
+			c.inlineCapacity = q
+			return err
+		})
+	}
+	if cmd == "plan" {
+		fs.StringVar(&c.cephCSINamespace, "ceph-csi-namespace", "ceph-csi", "namespace of the Ceph CSI config map in the plan")
+		fs.StringVar(&c.k8sVersion, "kubernetes-version", "1.30", "the cluster's current Kubernetes minor version, for the feature-gate steps")
+		fs.BoolVar(&c.readSecrets, "read-secrets", true, "with -live: read Secrets to check the fields migration needs (values are never printed)")
+	}
 }
 
 // vsphereTopology returns the CSI topology keys the options select.

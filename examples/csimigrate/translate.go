@@ -3,29 +3,36 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
 func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var sink *translateSink
-	_, code, ok := setup("translate", "Prints the CSI equivalents of the input's in-tree PVs and StorageClasses, and of pods' inline\n"+
-		"volumes as PVs, as YAML or JSON, each as soon as it is read (memory does not grow with the input). Objects\n"+
-		"that fail are reported on stderr with the field at fault (exit 1).",
+	c, code, ok := setup("translate", "Prints the CSI equivalents of the input's in-tree PVs and StorageClasses, as YAML or JSON, each as\n"+
+		"soon as it is read (memory does not grow with the input). For each in-tree inline volume of a pod or a\n"+
+		"workload's pod template it prints what moves it to a PV: a CSI PV, a claim bound to it, and the object\n"+
+		"using the claim instead (give the PV the volume's real size with -inline-capacity or by editing it).\n"+
+		"Objects that fail are reported on stderr with the field at fault (exit 1).",
 		args, stdin, stderr, "yaml|json", func(c *common, tr *translate.Translator) Sink {
-			sink = &translateSink{tr: tr, logger: c.logger(stderr), stderr: stderr, w: bufio.NewWriterSize(stdout, 1<<16), json: c.output == "json"}
+			sink = &translateSink{capacity: c.inlineCapacity, tr: tr, logger: c.logger(stderr), stderr: stderr, w: bufio.NewWriterSize(stdout, 1<<16), json: c.output == "json"}
 			return sink
 		})
 	if !ok {
 		return code
 	}
+	defer c.cleanup()
 	if err := sink.finish(); err != nil {
 		fmt.Fprintf(stderr, "csimigrate translate: writing the output: %v\n", err)
 		return exitOutput
@@ -44,9 +51,11 @@ type translateSink struct {
 	stderr io.Writer
 	w      *bufio.Writer
 	json   bool
-	n      int
-	failed bool
-	err    error // the first write error
+	// capacity is the size of the PVs and claims made for inline volumes.
+	capacity resource.Quantity
+	n        int
+	failed   bool
+	err      error // the first write error
 }
 
 // Add implements Sink.
@@ -73,25 +82,96 @@ func (s *translateSink) Add(obj any) {
 			s.failed = true
 			return
 		}
-		csi.ResourceVersion, csi.UID, csi.CreationTimestamp, csi.ManagedFields = "", "", metav1.Time{}, nil
+		csi.ResourceVersion, csi.UID, csi.CreationTimestamp, csi.ManagedFields, csi.SelfLink = "", "", metav1.Time{}, nil, ""
 		csi.TypeMeta = metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"}
 		s.emit(csi)
-	case *v1.Pod:
-		for i := range o.Spec.Volumes {
-			vol := &o.Spec.Volumes[i]
-			if !s.tr.IsInlineMigratable(vol) {
-				continue
-			}
-			pv, err := s.tr.TranslateInTreeInlineVolumeToCSI(s.logger, vol, o.Namespace)
-			if err != nil {
-				fmt.Fprintf(s.stderr, "Pod %s/%s volume %s: %v\n", o.Namespace, o.Name, vol.Name, err)
-				s.failed = true
-				continue
-			}
-			pv.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"}
-			s.emit(pv)
+	default:
+		if w, ok := workloadOf(obj); ok {
+			s.addWorkload(w)
 		}
 	}
+}
+
+// addWorkload prints, for each in-tree inline volume of a pod or a
+// workload's pod template, what moves it to a PV: the CSI PV (named for the
+// workload and volume, reclaim policy Retain, pre-bound), the claim bound
+// to it, and then the object itself with each such volume replaced by its
+// claim. An object a controller owns is not printed (its owner's template
+// is what to change); stderr names the owner.
+func (s *translateSink) addWorkload(w *workload) {
+	var idx []int
+	for i := range w.Spec.Volumes {
+		if isInTreeInline(&w.Spec.Volumes[i]) {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return
+	}
+	if w.Owner != "" {
+		fmt.Fprintf(s.stderr, "%s: owned by %s; translate the manifest of %s (its pod template has the inline volumes)\n", w.ID(), w.Owner, w.Owner)
+		return
+	}
+	claims := map[int]string{}
+	for _, i := range idx {
+		vol := &w.Spec.Volumes[i]
+		name := inlineClaimName(w, vol.Name)
+		pv := inlinePV(vol, w.Namespace, name, s.capacity)
+		what := fmt.Sprintf("%s volume %s", w.ID(), vol.Name)
+		if pv == nil || !s.tr.IsPVMigratable(pv) {
+			continue
+		}
+		var blockers []string
+		for _, f := range s.tr.CheckPV(pv) {
+			if f.Severity == plugins.SeverityBlocker {
+				blockers = append(blockers, f.Code+": "+f.Message+" ("+f.Remedy+")")
+			}
+		}
+		csi, err := s.tr.TranslateInTreePVToCSI(s.logger, pv)
+		if err == nil && len(blockers) > 0 {
+			err = errors.New(strings.Join(blockers, "; "))
+		}
+		if err != nil {
+			fmt.Fprintf(s.stderr, "%s: %v\n", what, err)
+			s.failed = true
+			continue
+		}
+		cleanPV(csi)
+		csi.Annotations = setAnn(csi.Annotations, annInlineOf, w.ID()+" volume "+vol.Name)
+		s.emit(csi)
+		s.emit(inlineClaim(csi, w.Namespace))
+		claims[i] = name
+	}
+	if len(claims) == 0 {
+		return
+	}
+	s.emit(withClaims(w, claims))
+}
+
+// annInlineOf names, on a PV csimigrate translate made for an inline
+// volume, the workload and volume it replaces.
+const annInlineOf = "csimigrate.io/inline-volume-of"
+
+func setAnn(m map[string]string, k, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[k] = v
+	return m
+}
+
+// withClaims returns a copy of the workload's object, cleared of what the
+// server sets, whose pod spec uses the claims instead of the inline volumes
+// at those indexes.
+func withClaims(w *workload, claims map[int]string) any {
+	nw, _ := workloadOf(w.Obj.DeepCopyObject())
+	for i, name := range claims {
+		vol := &nw.Spec.Volumes[i]
+		readOnly := vol.RBD != nil && vol.RBD.ReadOnly || vol.CephFS != nil && vol.CephFS.ReadOnly
+		vol.VolumeSource = v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: name, ReadOnly: readOnly}}
+	}
+	forCreate(nw)
+	return nw.Obj
 }
 
 func (s *translateSink) emit(obj any) {
