@@ -94,6 +94,8 @@ type reader struct {
 	// ignored counts the objects of kinds the command does not read, by
 	// kind.
 	ignored map[string]int
+	// stdinFile is the file standard input was kept in, read as "<stdin>".
+	stdinFile string
 }
 
 // report says on w, once, what the reader did beyond reading: objects
@@ -183,6 +185,9 @@ func (rd *reader) readFile(path string) error {
 		return err
 	}
 	defer f.Close()
+	if path == rd.stdinFile {
+		path = "<stdin>"
+	}
 	return rd.readStream(path, f)
 }
 
@@ -621,7 +626,7 @@ func (c *common) read(stdin io.Reader, stderr io.Writer, inv Sink) error {
 		}
 		return readLive(context.Background(), client, inv, c.readSecrets, progress, stderr)
 	}
-	rd := &reader{sink: inv, progress: progress, namespace: c.namespace}
+	rd := &reader{sink: inv, progress: progress, namespace: c.namespace, stdinFile: c.stdinFile}
 	defer rd.report(stderr)
 	if len(c.files) == 0 {
 		return rd.readStream("<embedded sample>", bytes.NewReader(sample))

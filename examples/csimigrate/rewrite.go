@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -83,19 +82,11 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// needs claims): first the StorageClasses, then the PVs, each written as
 	// it is read, so memory does not grow with the number of PVs. Standard
 	// input is kept in a temporary file for that.
-	if slices.Contains(c.files, "-") {
-		path, cleanup, err := spool(stdin)
-		if err != nil {
-			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-			return exitInput
-		}
-		defer cleanup()
-		for i, f := range c.files {
-			if f == "-" {
-				c.files[i] = path
-			}
-		}
+	if err := c.spoolStdin(stdin); err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitInput
 	}
+	defer c.cleanup()
 	collect := &rewriteInputs{classes: map[string]*storagev1.StorageClass{}}
 	if err := c.read(stdin, stderr, sinkFunc(collect.addClass)); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)

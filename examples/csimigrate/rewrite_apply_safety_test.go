@@ -367,6 +367,46 @@ func TestRewriteApplyStorageClasses(t *testing.T) {
 		return sc
 	}
 	rbdParams := map[string]string{"monitors": "10.70.53.126:6789", "adminSecretName": "ceph-admin", "adminSecretNamespace": "ceph", "pool": "kube"}
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ceph"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A class whose admin secret is missing is refused; so is one whose
+	// non-admin adminId the secret does not name (Ceph CSI would connect
+	// as client.admin), until the secret names it.
+	noSecret := mk("nosecret", "kubernetes.io/rbd", rbdParams)
+	kubeParams := map[string]string{"monitors": "10.70.53.126:6789", "adminId": "kube", "adminSecretName": "ceph-kube", "adminSecretNamespace": "ceph"}
+	kube := mk("kube", "kubernetes.io/rbd", kubeParams)
+	if _, err := c.CoreV1().Secrets("ceph").Create(ctx, cephSecret("ceph", "ceph-kube", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, dry := range []bool{true, false} {
+		args := []string{"rewrite", "-apply", "-kubeconfig", kc}
+		if dry {
+			args = append(args, "-dry-run")
+		}
+		args = append(args, "storageclass/nosecret", "storageclass/kube")
+		out, stderr, code := runCmd(t, "", args...)
+		if code != exitBlocked || !strings.Contains(out+stderr, "ceph/ceph-admin does not exist") || !strings.Contains(out+stderr, "add adminId: kube to Secret ceph/ceph-kube") {
+			t.Errorf("dry run %v: exit %d: %s\n%s", dry, code, stderr, out)
+		}
+		for _, sc := range []*storagev1.StorageClass{noSecret, kube} {
+			if now, _ := c.StorageV1().StorageClasses().Get(ctx, sc.Name, metav1.GetOptions{}); now.ResourceVersion != sc.ResourceVersion {
+				t.Errorf("refused class %s was changed", sc.Name)
+			}
+		}
+	}
+	if _, err := c.CoreV1().Secrets("ceph").Update(ctx, cephSecret("ceph", "ceph-kube", map[string]string{"adminId": "kube"}), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "storageclass/kube"); code != exitOK {
+		t.Fatalf("with adminId in the secret: exit %d: %s\n%s", code, stderr, out)
+	}
+	if _, err := c.CoreV1().Secrets("ceph").Create(ctx, cephSecret("ceph", "ceph-admin", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StorageV1().StorageClasses().Delete(ctx, "nosecret", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	mk("fast", "kubernetes.io/rbd", rbdParams)
 	thick := mk("thick", "kubernetes.io/vsphere-volume", map[string]string{"diskformat": "eagerzeroedthick"})
 	other := mk("other", "example.com/driver", nil)

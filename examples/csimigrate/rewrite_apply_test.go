@@ -15,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -47,6 +48,9 @@ func seed(t *testing.T, c kubernetes.Interface, ns string) []string {
 		t.Fatal(err)
 	}
 	// The in-tree class the dynamic RBD PV came from, with its admin secret.
+	if _, err := c.CoreV1().Secrets("kube-system").Create(ctx, cephSecret("kube-system", "ceph-admin", nil), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	if _, err := c.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "rbd-" + ns}, Provisioner: "kubernetes.io/rbd",
 		Parameters: map[string]string{"monitors": "10.70.53.126:6789", "adminSecretName": "ceph-admin", "adminSecretNamespace": "kube-system", "pool": "rbd"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -80,6 +84,16 @@ func seed(t *testing.T, c kubernetes.Interface, ns string) []string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// cephSecret is an in-tree Ceph secret with a key, and the extra fields.
+func cephSecret(ns, name string, extra map[string]string) *v1.Secret {
+	s := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: "kubernetes.io/rbd",
+		StringData: map[string]string{"key": "AQD1234567890abcdefghijklmnop=="}}
+	for k, v := range extra {
+		s.StringData[k] = v
+	}
+	return s
+}
 
 // claimFor is a 1Gi claim without a class, pre-bound to volume.
 func claimFor(ns, name, volume string) *v1.PersistentVolumeClaim {

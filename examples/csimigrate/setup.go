@@ -81,6 +81,9 @@ type common struct {
 	namespace string
 	// inlineCapacity is the size of PVs made for inline volumes.
 	inlineCapacity resource.Quantity
+	// stdinFile is the file standard input was spooled to: its documents
+	// are named "<stdin>".
+	stdinFile string
 	// cleanup removes what spoolStdin made.
 	cleanup func()
 }
@@ -98,6 +101,7 @@ func (c *common) spoolStdin(stdin io.Reader) error {
 		return err
 	}
 	c.cleanup = cleanup
+	c.stdinFile = path
 	for i, f := range c.files {
 		if f == "-" {
 			c.files[i] = path

@@ -57,6 +57,29 @@ rewrite_pv() {
   fi
 }
 
+# The in-tree StorageClasses, after the PVs (whose deletion secrets were read
+# from them): StorageClasses cannot be updated, so each is deleted and created
+# again with the same name and the CSI provisioner. Claims created meanwhile
+# wait (Pending) until it exists again.
+rewrite_sc() {
+  local name=$1 intree=$2 driver=$3 uid=$4 manifest=$5
+  local cur
+  cur=$($KUBECTL get storageclass "$name" -o 'jsonpath={.provisioner}' 2>/dev/null || true)
+  [ "$cur" = "$driver" ] && return 0
+  if [ -n "$cur" ]; then
+    if [ "$cur" != "$intree" ]; then
+      echo "storageclass $name has provisioner $cur, not $intree; not replacing it" >&2; exit 1
+    fi
+    if [ -n "$uid" ] && [ "$($KUBECTL get storageclass "$name" -o 'jsonpath={.metadata.uid}')" != "$uid" ]; then
+      echo "storageclass $name is not the reviewed object (uid $uid); not replacing it" >&2; exit 1
+    fi
+    # 1. Delete the in-tree class (its PVs are not affected).
+    $KUBECTL delete storageclass "$name"
+  fi
+  # 2. Create the CSI class with the same name.
+  printf '%s\n' "$manifest" | $KUBECTL create -f -
+}
+
 # pvc-6f1c2a4e-0d1b-4b53-9a61-2b0c1d9a7e11 -> rbd.csi.ceph.com (reclaim policy after the rewrite: Delete)
 rewrite_pv 'pvc-6f1c2a4e-0d1b-4b53-9a61-2b0c1d9a7e11' 'rbd.csi.ceph.com' 'Delete' 'apiVersion: v1
 kind: PersistentVolume
@@ -237,4 +260,58 @@ spec:
 status: {}
 '
 
-echo "rewrote 4 PersistentVolumes"
+# storageclass/ceph-rbd: kubernetes.io/rbd -> rbd.csi.ceph.com (deleted and created again with the same name; its PVs are not affected)
+rewrite_sc 'ceph-rbd' 'kubernetes.io/rbd' 'rbd.csi.ceph.com' '' 'allowVolumeExpansion: true
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  annotations:
+    csimigrate.io/migrated-from: kubernetes.io/rbd
+    rbd.csimigrate.io/dropped-parameters: '"'"'{"userId":"kube","userSecretName":"ceph-user-secret"}'"'"'
+  name: ceph-rbd
+parameters:
+  adminId: admin
+  clusterID: cbda9496ca7d608f331a30a56c8592ac
+  csi.storage.k8s.io/controller-expand-secret-name: ceph-admin
+  csi.storage.k8s.io/controller-expand-secret-namespace: kube-system
+  csi.storage.k8s.io/node-expand-secret-name: ceph-admin
+  csi.storage.k8s.io/node-expand-secret-namespace: kube-system
+  csi.storage.k8s.io/node-stage-secret-name: ceph-admin
+  csi.storage.k8s.io/node-stage-secret-namespace: kube-system
+  csi.storage.k8s.io/provisioner-secret-name: ceph-admin
+  csi.storage.k8s.io/provisioner-secret-namespace: kube-system
+  imageFeatures: layering
+  imageFormat: "2"
+  migration: "true"
+  monitors: 10.70.53.126:6789,10.70.53.127:6789
+  pool: replicapool
+provisioner: rbd.csi.ceph.com
+reclaimPolicy: Delete
+'
+
+# storageclass/vsphere-gold: kubernetes.io/vsphere-volume -> csi.vsphere.vmware.com (deleted and created again with the same name; its PVs are not affected)
+rewrite_sc 'vsphere-gold' 'kubernetes.io/vsphere-volume' 'csi.vsphere.vmware.com' '' 'allowedTopologies:
+- matchLabelExpressions:
+  - key: topology.csi.vmware.com/zone
+    values:
+    - zone-a
+    - zone-b
+  - key: topology.csi.vmware.com/region
+    values:
+    - region-1
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  annotations:
+    csimigrate.io/migrated-from: kubernetes.io/vsphere-volume
+  name: vsphere-gold
+parameters:
+  csi.storage.k8s.io/fstype: ext4
+  csimigration: "true"
+  datastore-migrationparam: vsanDatastore
+  diskformat-migrationparam: thin
+  storagepolicyname: gold
+provisioner: csi.vsphere.vmware.com
+'
+
+echo "rewrote 4 PersistentVolumes and 2 StorageClasses"
