@@ -510,7 +510,7 @@ func (p *planner) planInline(w *workload, vol *v1.Volume, plugin string) InlineP
 	var blockers []string
 	for _, f := range p.tr.CheckPV(pv) {
 		if f.Severity == plugins.SeverityBlocker {
-			blockers = append(blockers, f.Message+" ("+f.Remedy+")")
+			blockers = append(blockers, f.Message+" ("+inlineRemedy(w, f)+")")
 		}
 	}
 	out, err := p.tr.TranslateInTreePVToCSI(p.logger, pv)
@@ -522,6 +522,18 @@ func (p *planner) planInline(w *workload, vol *v1.Volume, plugin string) InlineP
 	}
 	p.needs(pv, out, err, -1)
 	return ip
+}
+
+// inlineRemedy is the remedy of a finding of an inline volume's PV form:
+// the workload's volume is what the admin changes before translating.
+func inlineRemedy(w *workload, f plugins.Finding) string {
+	switch f.Code {
+	case rbd.FindingNoSecret:
+		return "create a Secret in " + w.Namespace + " holding the user's key under \"key\" (and \"adminId\" for a non-admin user), name it in the volume's secretRef in the " + w.Kind + "'s manifest, then translate it"
+	case cephfs.FindingSecretFileOnly:
+		return "create a Secret in " + w.Namespace + " holding the key under \"key\", name it in the volume's secretRef in the " + w.Kind + "'s manifest, then translate it"
+	}
+	return f.Remedy
 }
 
 func (p *planner) addStorageClass(sc *storagev1.StorageClass) {
@@ -588,7 +600,6 @@ func (p *planner) finish() *Plan {
 		}
 	}
 	p.settleInline()
-	p.settleTemplates()
 	secretPlans := map[string]*SecretPlan{}
 	add := func(sp SecretPlan) {
 		k := sp.Namespace + "/" + sp.Name + "/" + sp.Action
@@ -641,6 +652,7 @@ func (p *planner) finish() *Plan {
 			Remedy:  "give the secrets too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml (or -live with -read-secrets); values are never printed"})
 		plan.Blocked = true
 	}
+	p.settleTemplates()
 	for _, id := range slices.Sorted(maps.Keys(p.clusters)) {
 		plan.CephClusters = append(plan.CephClusters, p.clusters[id])
 	}
@@ -730,6 +742,15 @@ func (p *planner) settleTemplates() {
 	p.plan.ClaimTemplates = out
 }
 
+// classBlocked marks an in-tree class as not migratable, for why.
+func (p *planner) classBlocked(name, why string) {
+	if i := slices.IndexFunc(p.plan.StorageClasses, func(s StorageClassPlan) bool { return s.Name == name }); i >= 0 {
+		p.plan.StorageClasses[i].Migratable = false
+		p.plan.StorageClasses[i].Reason = why
+	}
+	p.plan.Blocked = true
+}
+
 // secretMissing reports a Secret that is not in the input.
 func (p *planner) secretMissing(ref, why string) {
 	p.plan.Hazards = append(p.plan.Hazards, plugins.Finding{Code: FindingSecretMissing, Severity: plugins.SeverityBlocker, Field: "Secret " + ref,
@@ -755,6 +776,9 @@ func (p *planner) planRBDSecret(need rbdSecretNeed, add func(SecretPlan)) {
 		}
 		if p.sawSecrets {
 			p.secretMissing(claimKey(ns, name), "Ceph CSI needs it for "+what)
+			if need.class != "" {
+				p.classBlocked(need.class, "its admin secret "+claimKey(ns, name)+" is not in the input")
+			}
 			add(SecretPlan{Namespace: ns, Name: name, Action: "create", Fields: fields, Reason: reason})
 		} else {
 			add(SecretPlan{Namespace: ns, Name: name, Action: "check", Fields: fields, Reason: reason})
@@ -767,6 +791,9 @@ func (p *planner) planRBDSecret(need rbdSecretNeed, add func(SecretPlan)) {
 		p.plan.Hazards = append(p.plan.Hazards, plugins.Finding{Code: FindingSecretMissing, Severity: plugins.SeverityBlocker, Field: "Secret " + claimKey(ns, name),
 			Message: "Secret " + claimKey(ns, name) + " has no \"key\": Ceph CSI cannot use it for " + what, Remedy: "put the Ceph user's key under \"key\""})
 		p.plan.Blocked = true
+		if need.class != "" {
+			p.classBlocked(need.class, "its admin secret "+claimKey(ns, name)+" has no \"key\"")
+		}
 		return
 	}
 	for _, f := range fixes {
@@ -775,7 +802,7 @@ func (p *planner) planRBDSecret(need rbdSecretNeed, add func(SecretPlan)) {
 			p.plan.Hazards = append(p.plan.Hazards, plugins.Finding{Code: FindingClassSecretNeedsAdminId, Severity: plugins.SeverityBlocker, Field: "StorageClass " + need.class,
 				Message: fmt.Sprintf("the class's adminId is %q, but Ceph CSI reads the migration user only from the admin secret's adminId and defaults to admin: provisioning would connect as client.admin with %s's key and fail", user, user),
 				Remedy:  fmt.Sprintf("add %s: %s to Secret %s", f.Field, f.Value, claimKey(ns, name))})
-			p.plan.Blocked = true
+			p.classBlocked(need.class, fmt.Sprintf("Ceph CSI would provision as client.admin: add %s: %s to Secret %s", f.Field, f.Value, claimKey(ns, name)))
 		}
 	}
 }

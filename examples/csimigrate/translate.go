@@ -124,7 +124,7 @@ func (s *translateSink) addWorkload(w *workload) {
 		var blockers []string
 		for _, f := range s.tr.CheckPV(pv) {
 			if f.Severity == plugins.SeverityBlocker {
-				blockers = append(blockers, f.Code+": "+f.Message+" ("+f.Remedy+")")
+				blockers = append(blockers, f.Code+": "+f.Message+" ("+inlineRemedy(w, f)+")")
 			}
 		}
 		csi, err := s.tr.TranslateInTreePVToCSI(s.logger, pv)
