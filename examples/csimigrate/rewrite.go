@@ -260,7 +260,13 @@ func replacement(tr *translate.Translator, logger klog.Logger, pv *v1.Persistent
 	csi.Annotations[AnnReclaimPolicy] = string(restore)
 	csi.Annotations[AnnMigratedFrom] = inTree
 	csi.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
-	return RewritePV{Name: pv.Name, Driver: csi.Spec.CSI.Driver, OriginalPolicy: pv.Spec.PersistentVolumeReclaimPolicy,
+	// The policy before the rewrite: the one a Retain step recorded, else
+	// the PV's own.
+	original := pv.Spec.PersistentVolumeReclaimPolicy
+	if orig, ok := pv.Annotations[AnnReclaimPolicy]; ok {
+		original = v1.PersistentVolumeReclaimPolicy(orig)
+	}
+	return RewritePV{Name: pv.Name, Driver: csi.Spec.CSI.Driver, OriginalPolicy: original,
 		RestorePolicy: restore, Hazard: strings.Join(hazard, "; "), CSI: csi}, nil
 }
 
