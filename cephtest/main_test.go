@@ -87,25 +87,7 @@ func cephEnv(t *testing.T) (*Cluster, *Drivers) {
 // returns a translator that knows the same clusters, with a test logger.
 func configure(t *testing.T, d *Drivers, objs ...runtime.Object) (*translate.Translator, klog.Logger) {
 	t.Helper()
-	manifest := filepath.Join(t.TempDir(), "objects.yaml")
-	var b bytes.Buffer
-	s := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, kjson.SerializerOptions{Yaml: true})
-	for _, o := range objs {
-		b.WriteString("---\n")
-		if err := s.Encode(o, &b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(manifest, b.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(envBin, "plan", "-f", manifest, "-o", "json")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
-		t.Fatalf("csimigrate plan: %v\n%s", err, stderr.String())
-	}
+	out := planJSON(t, objs...)
 	var plan struct {
 		ConfigMap struct {
 			Data map[string]string `json:"data"`
@@ -131,6 +113,32 @@ func configure(t *testing.T, d *Drivers, objs ...runtime.Object) (*translate.Tra
 	}
 	logger, _ := ktesting.NewTestContext(t)
 	return tr, logger
+}
+
+// planJSON is the output of `csimigrate plan -o json` on the objects (it
+// exits 1 when something blocks a migration; that is a plan too).
+func planJSON(t *testing.T, objs ...runtime.Object) []byte {
+	t.Helper()
+	manifest := filepath.Join(t.TempDir(), "objects.yaml")
+	var b bytes.Buffer
+	s := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, kjson.SerializerOptions{Yaml: true})
+	for _, o := range objs {
+		b.WriteString("---\n")
+		if err := s.Encode(o, &b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(manifest, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(envBin, "plan", "-f", manifest, "-o", "json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
+		t.Fatalf("csimigrate plan: %v\n%s", err, stderr.String())
+	}
+	return out
 }
 
 // mountCap is a single-node-writer filesystem capability.

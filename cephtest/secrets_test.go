@@ -24,15 +24,7 @@ func TestCephRBDMigrationSecret(t *testing.T) {
 	c, d := cephEnv(t)
 	ctx := callCtx(t)
 	const pool, user = "tenant.pool", "tenant-a"
-	createPool(t, c, pool)
-	if _, err := c.Ceph(ctx, "auth", "get-or-create", "client."+user, "mon", "profile rbd", "osd", "profile rbd pool="+pool); err != nil {
-		t.Fatal(err)
-	}
-	key, err := c.Ceph(ctx, "auth", "get-key", "client."+user)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key = strings.TrimSpace(key)
+	key := poolUser(t, c, pool, user)
 	image := "kubernetes-dynamic-pvc-" + NewUUID()
 	if _, err := c.RBD(ctx, "create", "--size", "64M", pool+"/"+image); err != nil {
 		t.Fatal(err)
@@ -114,4 +106,20 @@ func TestCephRBDMigrationSecret(t *testing.T) {
 	if !trash(t, c, pool)[image] && !gone(t, c, pool, image) {
 		t.Errorf("%s/%s is neither in the trash nor purged", pool, image)
 	}
+}
+
+// poolUser creates pool and a cephx user whose caps are limited to it, and
+// returns the user's key.
+func poolUser(t *testing.T, c *Cluster, pool, user string) string {
+	t.Helper()
+	ctx := callCtx(t)
+	createPool(t, c, pool)
+	if _, err := c.Ceph(ctx, "auth", "get-or-create", "client."+user, "mon", "profile rbd", "osd", "profile rbd pool="+pool); err != nil {
+		t.Fatal(err)
+	}
+	key, err := c.Ceph(ctx, "auth", "get-key", "client."+user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(key)
 }

@@ -170,3 +170,86 @@ func poolID(t *testing.T, c *Cluster, pool string) int64 {
 	t.Fatalf("Ceph lists no pool %q", pool)
 	return 0
 }
+
+// TestCephStorageClassAdminIdFromPlan: an in-tree RBD class as the
+// Kubernetes website shows it (adminId kube, its admin secret holding only
+// kube's key), for a cephx user limited to its pool. Ceph CSI reads the
+// migration user only from the secret, so the translated class provisions
+// as client.admin with that key and is refused; the plan says so (the class
+// is not migratable) and lists the secret field to add; with exactly that
+// field added, the same CreateVolume succeeds.
+func TestCephStorageClassAdminIdFromPlan(t *testing.T) {
+	c, d := cephEnv(t)
+	ctx := callCtx(t)
+	const pool, user = "kube.pool", "kube"
+	key := poolUser(t, c, pool, user)
+	sc := inTreeRBDClass("website", pool, "ceph-secret")
+	sc.Parameters["adminId"], sc.Parameters["adminSecretNamespace"] = user, "kube-system"
+	sc.Parameters["userId"], sc.Parameters["userSecretName"] = user, "ceph-secret-user"
+	secret := &v1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, Type: "kubernetes.io/rbd",
+		ObjectMeta: metav1.ObjectMeta{Name: "ceph-secret", Namespace: "kube-system"}, Data: map[string][]byte{"key": []byte(key)}}
+	var plan struct {
+		StorageClasses []struct {
+			Name       string `json:"name"`
+			Migratable bool   `json:"migratable"`
+		} `json:"storageClasses"`
+		Secrets []struct {
+			Namespace, Name, Action string
+			Fields                  []string
+		} `json:"secrets"`
+	}
+	if err := json.Unmarshal(planJSON(t, sc, secret), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.StorageClasses) != 1 || plan.StorageClasses[0].Migratable {
+		t.Errorf("plan: classes %+v, want %s not migratable", plan.StorageClasses, sc.Name)
+	}
+	tr, logger := configure(t, d, sc, secret)
+	csiSC, err := tr.TranslateInTreeStorageClassToCSI(logger, "kubernetes.io/rbd", sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, err := secrets.StripReserved(csiSC.Parameters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(sec *v1.Secret) (*csi.CreateVolumeResponse, error) {
+		return d.RBD.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "pvc-" + NewUUID(), Parameters: params, Secrets: secrets.SecretStringData(sec),
+			CapacityRange: &csi.CapacityRange{RequiredBytes: imageSize}, VolumeCapabilities: []*csi.VolumeCapability{mountCap("ext4")}})
+	}
+	if _, err := create(secret); err == nil {
+		t.Fatal("CreateVolume with the admin secret as the in-tree class had it succeeded; the plan's finding would be wrong")
+	} else {
+		t.Logf("with the unfixed secret, as the plan says: %v", err)
+	}
+	// Exactly the fields the plan lists.
+	fixed := secret.DeepCopy()
+	n := 0
+	for _, s := range plan.Secrets {
+		if s.Namespace != secret.Namespace || s.Name != secret.Name {
+			continue
+		}
+		if s.Action != "add" {
+			t.Fatalf("plan: secret %s/%s: action %q, want add", s.Namespace, s.Name, s.Action)
+		}
+		for _, f := range s.Fields {
+			k, v, _ := strings.Cut(f, "=")
+			fixed.Data[k] = []byte(v)
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatalf("the plan lists no field to add to %s/%s: %+v", secret.Namespace, secret.Name, plan.Secrets)
+	}
+	resp, err := create(fixed)
+	if err != nil {
+		t.Fatalf("CreateVolume with the secret fixed as the plan lists: %v", err)
+	}
+	image := resp.GetVolume().GetVolumeContext()["imageName"]
+	if _, ok := images(t, c, pool)[image]; !ok {
+		t.Fatalf("Ceph lists no image %s/%s", pool, image)
+	}
+	if _, err := d.RBD.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: resp.GetVolume().GetVolumeId(), Secrets: secrets.SecretStringData(fixed)}); err != nil {
+		t.Fatalf("DeleteVolume: %v", err)
+	}
+}

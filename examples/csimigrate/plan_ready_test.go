@@ -20,7 +20,6 @@ import (
 
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
-	"github.com/csimigrate/csimigrate/testenv"
 )
 
 // genCluster creates, in namespace ns, n in-tree PVs drawn from rng with
@@ -130,19 +129,7 @@ func genCluster(t *testing.T, c kubernetes.Interface, rng *rand.Rand, ns string,
 // plan names; and the secrets and Ceph clusters the plan lists are exactly
 // those the rewritten PVs reference that the cluster lacks or must change.
 func TestReadyPlanRewrites(t *testing.T) {
-	s, err := testenv.Start(os.Stderr)
-	if err != nil {
-		t.Fatalf("cannot start kube-apiserver: %v", err)
-	}
-	t.Cleanup(s.Stop)
-	if err := s.StartControllerManager(os.Stderr, testenv.VolumeControllers...); err != nil {
-		t.Fatalf("cannot start kube-controller-manager: %v", err)
-	}
-	c := s.Client
-	kc, err := s.WriteKubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c, kc := startWithControllerManager(t)
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("CSIMIGRATE_SEED"); v != "" {
 		seed, _ = strconv.ParseUint(v, 10, 64)

@@ -49,13 +49,11 @@ func waitBound(t *testing.T, c kubernetes.Interface, ns string, names []string) 
 	}
 }
 
-// With kube-controller-manager's binder and protection controllers running,
-// claims end Bound to the same PV after a rewrite and after every
-// interrupted-and-resumed run. In the window between the delete of the
-// in-tree PV and the create of its replacement, the binder marks a bound
-// claim Lost (recorded here) and binds it again when the replacement, which
-// names the claim's uid, appears.
-func TestRewriteWithControllerManager(t *testing.T) {
+// startWithControllerManager starts kube-apiserver and kube-controller-
+// manager's volume controllers (the test fails if they cannot start) and
+// returns the server, a client and the path of a kubeconfig.
+func startWithControllerManager(t *testing.T) (*testenv.Server, kubernetes.Interface, string) {
+	t.Helper()
 	s, err := testenv.Start(os.Stderr)
 	if err != nil {
 		t.Fatalf("cannot start kube-apiserver: %v", err)
@@ -64,12 +62,22 @@ func TestRewriteWithControllerManager(t *testing.T) {
 	if err := s.StartControllerManager(os.Stderr, testenv.VolumeControllers...); err != nil {
 		t.Fatalf("cannot start kube-controller-manager: %v", err)
 	}
-	c := s.Client
-	ctx := context.Background()
 	kc, err := s.WriteKubeconfig()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, s.Client, kc
+}
+
+// With kube-controller-manager's binder and protection controllers running,
+// claims end Bound to the same PV after a rewrite and after every
+// interrupted-and-resumed run. In the window between the delete of the
+// in-tree PV and the create of its replacement, the binder marks a bound
+// claim Lost (recorded here) and binds it again when the replacement, which
+// names the claim's uid, appears.
+func TestRewriteWithControllerManager(t *testing.T) {
+	s, c, kc := startWithControllerManager(t)
+	ctx := context.Background()
 
 	names := seed(t, c, "kcm")
 	waitBound(t, c, "kcm", names)
