@@ -86,6 +86,12 @@ func FuzzParseVSpherePath(f *testing.F) {
 			t.Fatalf("String() = %q, input %q", p.String(), s)
 		}
 		_, _ = p.Cluster(), p.DatastoreName()
+		// The path as in-tree resolved it: .vmdk once, the rest kept;
+		// canonical paths are left alone.
+		c := vsphere.CanonicalVolumePath(s)
+		if !strings.HasSuffix(c, ".vmdk") || !strings.HasPrefix(c, s) || vsphere.CanonicalVolumePath(c) != c {
+			t.Fatalf("CanonicalVolumePath(%q) = %q", s, c)
+		}
 	})
 }
 

@@ -63,6 +63,20 @@ func TestVSphereNamesUnchangedByRewrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		before, after := uniqueName(t, migrated), uniqueName(t, rewritten)
+		if p := pv.Spec.VsphereVolume.VolumePath; vsphere.CanonicalVolumePath(p) != p {
+			// A path without ".vmdk": the stock handle is the bare path,
+			// which the driver does not recognise as a migrated volume, so
+			// no attachment with it can be in use; the rewrite's handle is
+			// the path in-tree resolved. The names must differ, so that
+			// -online, which requires a VolumeAttachment named for the
+			// rewrite's handle, refuses such a PV in use.
+			node := gen.DNSSubdomain().Draw(t, "node")
+			if before == after || featuregate.AttachmentName(migrated.Spec.CSI.VolumeHandle, migrated.Spec.CSI.Driver, node) ==
+				featuregate.AttachmentName(rewritten.Spec.CSI.VolumeHandle, rewritten.Spec.CSI.Driver, node) {
+				t.Fatalf("path %q: the stock and rewritten names are equal (%s)", p, before)
+			}
+			return
+		}
 		if before != after {
 			t.Fatalf("kubelet volume name %s before the rewrite, %s after", before, after)
 		}
