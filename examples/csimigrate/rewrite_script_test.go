@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -78,5 +79,74 @@ func TestRewriteScriptWithKubectl(t *testing.T) {
 	unchanged(t, c, held)
 	if _, err := c.CoreV1().PersistentVolumeClaims("script").Get(ctx, "script-held", metav1.GetOptions{}); err != nil {
 		t.Error(err)
+	}
+}
+
+// The review script replaces the in-tree StorageClasses after the PVs, as
+// -apply does: the class is the CSI one afterwards (default-class
+// annotation kept), a second run changes nothing, and a class replaced
+// since the review (another uid) is left alone.
+func TestRewriteScriptStorageClasses(t *testing.T) {
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Fatalf("kubectl (Debian's kubectl package) is needed to run the script: %v", err)
+	}
+	c, kc := startServer(t)
+	ctx := context.Background()
+	sc, err := c.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "gold",
+		Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}}, Provisioner: "kubernetes.io/vsphere-volume",
+		Parameters: map[string]string{"storagepolicyname": "gold", "diskformat": "thin"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := exec.Command("kubectl", "--kubeconfig", kc, "get", "-o", "json", "pv,storageclass")
+	var dump bytes.Buffer
+	get.Stdout, get.Stderr = &dump, os.Stderr
+	if err := get.Run(); err != nil {
+		t.Fatalf("kubectl get: %v", err)
+	}
+	script, stderr, code := runCmd(t, dump.String(), "rewrite", "-f", "-")
+	if code != exitOK || !strings.Contains(script, "rewrite_sc 'gold' 'kubernetes.io/vsphere-volume' 'csi.vsphere.vmware.com' '"+string(sc.UID)+"'") {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, script)
+	}
+	yamlOut, _, _ := runCmd(t, dump.String(), "rewrite", "-o", "yaml", "-f", "-")
+	if !strings.Contains(yamlOut, "kind: StorageClass") || !strings.Contains(yamlOut, "provisioner: csi.vsphere.vmware.com") {
+		t.Errorf("-o yaml does not show the class replacement:\n%s", yamlOut)
+	}
+	path := filepath.Join(t.TempDir(), "rewrite.sh")
+	if err := os.WriteFile(path, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	run := func() (string, error) {
+		cmd := exec.Command("bash", path)
+		cmd.Env = append(os.Environ(), "KUBECTL=kubectl --kubeconfig "+kc)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run(); err != nil {
+		t.Fatalf("script: %v\n%s", err, out)
+	}
+	got, err := c.StorageV1().StorageClasses().Get(ctx, "gold", metav1.GetOptions{})
+	if err != nil || got.Provisioner != "csi.vsphere.vmware.com" || got.Annotations["storageclass.kubernetes.io/is-default-class"] != "true" || got.Parameters["csimigration"] != "true" {
+		t.Fatalf("after the script: %v %+v", err, got)
+	}
+	if out, err := run(); err != nil {
+		t.Fatalf("second run: %v\n%s", err, out)
+	}
+	if again, _ := c.StorageV1().StorageClasses().Get(ctx, "gold", metav1.GetOptions{}); again.ResourceVersion != got.ResourceVersion {
+		t.Error("the second run changed the class")
+	}
+	// Replaced since the review by another in-tree class of the same name.
+	if err := c.StorageV1().StorageClasses().Delete(ctx, "gold", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := c.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "gold"}, Provisioner: "kubernetes.io/vsphere-volume"}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(); err == nil || !strings.Contains(out, "not the reviewed object") {
+		t.Errorf("the script replaced a class it did not review: %v\n%s", err, out)
+	}
+	if now, _ := c.StorageV1().StorageClasses().Get(ctx, "gold", metav1.GetOptions{}); now.ResourceVersion != other.ResourceVersion {
+		t.Error("the unreviewed class was changed")
 	}
 }
