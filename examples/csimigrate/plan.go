@@ -210,6 +210,8 @@ type planner struct {
 	owners    map[string]string
 	inline    []inlineFound
 	templates []ClaimTemplatePlan
+	// messages holds interned finding messages (see intern).
+	messages map[string]string
 	// plugins are the in-tree plugins the input uses.
 	plugins map[string]bool
 	// inlineCapacity is the size of PVs made for inline volumes.
@@ -370,11 +372,11 @@ func (p *planner) rewriteRefusal(pv *v1.PersistentVolume) *plugins.Finding {
 	}
 	if !p.sawClaims && c.UID != "" {
 		if pv.Status.Phase == v1.VolumeReleased {
-			return refused(refuse("its claim %s/%s is gone (the PV is Released); reclaim or re-bind it first", c.Namespace, c.Name))
+			return refused(&refusal{reason: fmt.Sprintf("its claim %s/%s is gone (the PV is Released)", c.Namespace, c.Name),
+				remedy: "reclaim it (delete the image by hand, then the PV), or re-bind it: clear spec.claimRef.uid and create a claim with spec.volumeName " + pv.Name})
 		}
 		return &plugins.Finding{Code: FindingClaimNotChecked, Severity: plugins.SeverityBlocker, Field: "spec.claimRef",
-			Message: fmt.Sprintf("the input has no PersistentVolumeClaims: whether claim %s/%s exists and is bound to this PV (rewrite -apply requires it) is not checked", c.Namespace, c.Name),
-			Remedy:  "give the claims too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml (or -live)"}
+			Message: reasonClaimNotChecked, Remedy: remedyClaimNotChecked}
 	}
 	pvc, found := p.claims[claimKey(c.Namespace, c.Name)]
 	if !found {
@@ -385,6 +387,13 @@ func (p *planner) rewriteRefusal(pv *v1.PersistentVolume) *plugins.Finding {
 	}
 	return nil
 }
+
+// The finding of a bound PV whose claim the input lacks (the same strings
+// for every PV: a dump of PVs alone has one per PV).
+const (
+	reasonClaimNotChecked = "the input has no PersistentVolumeClaims: whether the claim exists and is bound to this PV (rewrite -apply requires it) is not checked"
+	remedyClaimNotChecked = "give the claims too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml (or -live)"
+)
 
 // rewriteChanges are the findings for what the rewrite changes beyond the
 // translated source: a reclaim policy kept at Retain.
@@ -411,7 +420,7 @@ func (p *planner) rewriteChanges(pv *v1.PersistentVolume, vp *VolumePlan) []plug
 		msg += fmt.Sprintf(" (StorageClass %s is not in the input)", pv.Spec.StorageClassName)
 	}
 	return []plugins.Finding{{Code: FindingReclaimKept, Severity: plugins.SeverityWarning, Field: "spec.persistentVolumeReclaimPolicy",
-		Message: fmt.Sprintf("the rewritten PV keeps reclaim policy %s instead of %s: %s", r.RestorePolicy, r.OriginalPolicy, msg),
+		Message: p.intern(fmt.Sprintf("the rewritten PV keeps reclaim policy %s instead of %s: %s", r.RestorePolicy, r.OriginalPolicy, msg)),
 		Remedy:  "delete the volume by hand when it is released; or give the PV's StorageClass with its provisioner secret in the input (or set annotations " + annDeletionSecretName + " and " + annDeletionSecretNamespace + " on the PV) so that the driver can delete it"}}
 }
 
@@ -422,6 +431,21 @@ func reasonOf(err error) string {
 		return r.reason
 	}
 	return err.Error()
+}
+
+// intern returns one copy of each distinct message, so that a finding
+// many PVs share is kept once.
+func (p *planner) intern(msg string) string {
+	if m, ok := p.messages[msg]; ok {
+		return m
+	}
+	if p.messages == nil {
+		p.messages = map[string]string{}
+	}
+	if len(p.messages) < 1000 {
+		p.messages[msg] = msg
+	}
+	return msg
 }
 
 // remedyOf is the remedy of a rewrite refusal.
@@ -867,7 +891,7 @@ func writePlanTable(w io.Writer, p *Plan, cm *v1.ConfigMap) error {
 		}
 		if len(v.InUseBy) > 0 {
 			hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Name, plugins.SeverityWarning, "VolumeInUse",
-				"in use by "+strings.Join(v.InUseBy, ", "),
+				"in use by "+strings.Join(v.InUseBy, ", ")+"; rewrite -apply refuses a PV in use while its pods run (unless -online, where the plugin is already migrated on their nodes)",
 				"stop the pods (scale their workloads to zero) before the rewrite deletes and recreates the PV object; data is kept"))
 		}
 	}
