@@ -1,6 +1,7 @@
 package cephtest
 
 import (
+	"encoding/json"
 	"maps"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/csimigrate/csimigrate/secrets"
 )
@@ -183,4 +185,119 @@ func mountType(t *testing.T, path string) string {
 		}
 	}
 	return typ
+}
+
+// TestCephFSInlineVolumeMoved: a pod manifest as kubernetes/examples
+// publishes it (no namespace, an inline cephfs volume with a secretRef).
+// The plan calls it not migratable and lists the Secret its PV form needs;
+// the PV `csimigrate translate` prints for it is staged by Ceph CSI's
+// CephFS node server with that Secret made exactly as the plan lists it
+// (userID as given, userKey the source secret's key), and the file written
+// beforehand is read through it.
+func TestCephFSInlineVolumeMoved(t *testing.T) {
+	c, d := cephEnv(t)
+	ctx := callCtx(t)
+	const user = "inline"
+	mnt := adminMount(t, c)
+	if err := os.MkdirAll(filepath.Join(mnt, "volumes/inline1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const content = "written through the inline volume\n"
+	if err := os.WriteFile(filepath.Join(mnt, "volumes/inline1/hello.txt"), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Ceph(ctx, "fs", "authorize", FSName, "client."+user, "/volumes/inline1", "rw"); err != nil {
+		t.Fatal(err)
+	}
+	key, err := c.Ceph(ctx, "auth", "get-key", "client."+user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key = strings.TrimSpace(key)
+	pod := &v1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Name: "cephfs2"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "kubernetes/pause"}}, Volumes: []v1.Volume{{Name: "cephfs", VolumeSource: v1.VolumeSource{
+			CephFS: &v1.CephFSVolumeSource{Monitors: []string{MonitorV1}, Path: "/volumes/inline1", User: user, SecretRef: &v1.LocalObjectReference{Name: "ceph-secret"}}}}}}}
+	inTree := &v1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: metav1.ObjectMeta{Name: "ceph-secret"},
+		Data: map[string][]byte{"key": []byte(key)}}
+
+	var plan struct {
+		InlineVolumes []struct {
+			Workload   string `json:"workload"`
+			Migratable bool   `json:"migratable"`
+		} `json:"inlineVolumes"`
+		Secrets []struct {
+			Namespace, Name, Action, From string
+			Fields                        []string
+		} `json:"secrets"`
+	}
+	if err := json.Unmarshal(planJSON(t, pod, inTree), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.InlineVolumes) != 1 || plan.InlineVolumes[0].Migratable || plan.InlineVolumes[0].Workload != "Pod default/cephfs2" {
+		t.Fatalf("plan: inline volumes %+v", plan.InlineVolumes)
+	}
+	if len(plan.Secrets) != 1 || plan.Secrets[0].Action != "create" || plan.Secrets[0].From != "default/ceph-secret" {
+		t.Fatalf("plan: secrets %+v, want one to create from default/ceph-secret", plan.Secrets)
+	}
+	// The Secret, made as the plan lists it.
+	sp := plan.Secrets[0]
+	data := map[string]string{}
+	for _, f := range sp.Fields {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			v = key // a field named without value: the source secret's key
+		}
+		data[k] = v
+	}
+	_, _ = configure(t, d, pod, inTree)
+	pv := translatedInline(t, pod, inTree)
+	src := pv.Spec.CSI
+	if ref := src.NodeStageSecretRef; ref == nil || ref.Namespace != sp.Namespace || ref.Name != sp.Name {
+		t.Fatalf("the PV's nodeStageSecretRef %v is not the secret the plan lists (%s/%s)", ref, sp.Namespace, sp.Name)
+	}
+	staging := filepath.Join(t.TempDir(), "staging")
+	if err := os.Mkdir(staging, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	vc := maps.Clone(src.VolumeAttributes)
+	vc["mounter"] = "fuse" // the kernel client cannot mount here
+	if _, err := d.CephFS.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: src.VolumeHandle, StagingTargetPath: staging,
+		VolumeCapability: rwx(), VolumeContext: vc, Secrets: data}); err != nil {
+		t.Fatalf("NodeStageVolume with the printed PV and the planned secret: %v\n%s", err, d.Log("cephcsi-cephfs"))
+	}
+	target := filepath.Join(t.TempDir(), "target")
+	if _, err := d.CephFS.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: src.VolumeHandle, StagingTargetPath: staging,
+		TargetPath: target, VolumeCapability: rwx(), VolumeContext: src.VolumeAttributes}); err != nil {
+		t.Fatalf("NodePublishVolume: %v", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(target, "hello.txt")); err != nil || string(got) != content {
+		t.Errorf("reading hello.txt: %q, %v", got, err)
+	}
+	if _, err := d.CephFS.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: src.VolumeHandle, TargetPath: target}); err != nil {
+		t.Errorf("NodeUnpublishVolume: %v", err)
+	}
+	if _, err := d.CephFS.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: src.VolumeHandle, StagingTargetPath: staging}); err != nil {
+		t.Errorf("NodeUnstageVolume: %v", err)
+	}
+}
+
+// translatedInline runs `csimigrate translate` on the objects and returns
+// the CSI PV it prints for the inline volume.
+func translatedInline(t *testing.T, objs ...runtime.Object) *v1.PersistentVolume {
+	t.Helper()
+	out := runCommand(t, []string{"translate", "-o", "json"}, objs...)
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(out, &list); err != nil {
+		t.Fatalf("translate -o json: %v\n%s", err, out)
+	}
+	for _, item := range list.Items {
+		var pv v1.PersistentVolume
+		if err := json.Unmarshal(item, &pv); err == nil && pv.Kind == "PersistentVolume" && pv.Spec.CSI != nil {
+			return &pv
+		}
+	}
+	t.Fatalf("translate printed no PV:\n%s", out)
+	return nil
 }

@@ -119,6 +119,14 @@ func configure(t *testing.T, d *Drivers, objs ...runtime.Object) (*translate.Tra
 // exits 1 when something blocks a migration; that is a plan too).
 func planJSON(t *testing.T, objs ...runtime.Object) []byte {
 	t.Helper()
+	return runCommand(t, []string{"plan", "-o", "json"}, objs...)
+}
+
+// runCommand runs the csimigrate command with args on a manifest of the
+// objects and returns its output; exit 1 (something blocks) is an output
+// too.
+func runCommand(t *testing.T, args []string, objs ...runtime.Object) []byte {
+	t.Helper()
 	manifest := filepath.Join(t.TempDir(), "objects.yaml")
 	var b bytes.Buffer
 	s := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, kjson.SerializerOptions{Yaml: true})
@@ -131,12 +139,12 @@ func planJSON(t *testing.T, objs ...runtime.Object) []byte {
 	if err := os.WriteFile(manifest, b.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(envBin, "plan", "-f", manifest, "-o", "json")
+	cmd := exec.Command(envBin, append(args, "-f", manifest)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
-		t.Fatalf("csimigrate plan: %v\n%s", err, stderr.String())
+		t.Fatalf("csimigrate %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	return out
 }

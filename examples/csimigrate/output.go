@@ -13,7 +13,8 @@ import (
 // cleanPV prepares a translated PV for creation: server-set fields cleared.
 func cleanPV(pv *v1.PersistentVolume) *v1.PersistentVolume {
 	pv.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"}
-	pv.ResourceVersion, pv.UID, pv.Generation, pv.SelfLink = "", "", 0, ""
+	pv.ResourceVersion, pv.UID, pv.Generation = "", "", 0
+	clearSelfLink(&pv.ObjectMeta)
 	pv.CreationTimestamp = metav1.Time{}
 	pv.DeletionTimestamp, pv.DeletionGracePeriodSeconds = nil, nil
 	pv.ManagedFields = nil
@@ -46,4 +47,12 @@ func writeJSON(w io.Writer, v any) error {
 func jsonString(v any) (string, error) {
 	b, err := json.Marshal(v)
 	return string(b), err
+}
+
+// clearSelfLink removes the legacy selfLink that dumps of clusters before
+// 1.20 carry: the API server no longer sets it, and printed manifests
+// should not hold it.
+func clearSelfLink(m *metav1.ObjectMeta) {
+	//lint:ignore SA1019 clearing the deprecated field is the point
+	m.SelfLink = ""
 }

@@ -338,8 +338,8 @@ func (p *planner) addPV(pv *v1.PersistentVolume) {
 	if why := p.rewriteRefusal(pv); why != nil {
 		vp.Findings = append(vp.Findings, *why)
 	}
-	if err == nil {
-		vp.Findings = append(vp.Findings, p.rewriteChanges(pv, &vp)...)
+	if err == nil && !slices.ContainsFunc(vp.Findings, func(f plugins.Finding) bool { return f.Severity == plugins.SeverityBlocker }) {
+		vp.Findings = append(vp.Findings, p.rewriteChanges(pv)...)
 	}
 	for _, f := range vp.Findings {
 		if f.Severity == plugins.SeverityBlocker {
@@ -397,7 +397,7 @@ const (
 
 // rewriteChanges are the findings for what the rewrite changes beyond the
 // translated source: a reclaim policy kept at Retain.
-func (p *planner) rewriteChanges(pv *v1.PersistentVolume, vp *VolumePlan) []plugins.Finding {
+func (p *planner) rewriteChanges(pv *v1.PersistentVolume) []plugins.Finding {
 	var pvc *v1.PersistentVolumeClaim
 	if c := pv.Spec.ClaimRef; c != nil {
 		pvc = p.claims[claimKey(c.Namespace, c.Name)]
@@ -405,12 +405,11 @@ func (p *planner) rewriteChanges(pv *v1.PersistentVolume, vp *VolumePlan) []plug
 	sc := p.classes[pv.Spec.StorageClassName]
 	r, err := replacement(p.tr, p.logger, pv, sc, pvc)
 	if err != nil {
-		var blocker *refusal
-		if errors.As(err, &blocker) {
-			return nil // a blocking finding of CheckPV, reported already
-		}
+		// CheckPV's blockers are reported already (the caller asks only
+		// without them); what is left is the class's provisioner secret.
 		return []plugins.Finding{{Code: FindingRewriteRefuses, Severity: plugins.SeverityBlocker, Field: "spec.storageClassName",
-			Message: "csimigrate rewrite would refuse it: " + err.Error(), Remedy: "fix the StorageClass's secret parameters, or remove spec.storageClassName's class from the input's scope"}}
+			Message: "csimigrate rewrite would refuse it: " + err.Error(),
+			Remedy:  "fix the provisioner secret parameters (csi.storage.k8s.io/provisioner-secret-name and -namespace) of StorageClass " + pv.Spec.StorageClassName}}
 	}
 	if r.RestorePolicy == r.OriginalPolicy || r.OriginalPolicy == "" {
 		return nil
@@ -474,10 +473,18 @@ func (p *planner) needs(pv *v1.PersistentVolume, out *v1.PersistentVolume, err e
 		if err == nil && out.Spec.CSI.NodeStageSecretRef != nil && pv.Spec.CephFS.SecretRef != nil && pv.Annotations[cephfs.AnnNodeStageSecret] == "" {
 			ref := out.Spec.CSI.NodeStageSecretRef
 			p.fsSecrets[claimKey(ref.Namespace, ref.Name)] = (SecretPlan{Namespace: ref.Namespace, Name: ref.Name, Action: "create",
-				From: claimKey(ref.Namespace, pv.Spec.CephFS.SecretRef.Name), Fields: []string{secrets.CephUserID, secrets.CephUserKey},
-				Reason: "Ceph CSI stages static CephFS volumes with userID/userKey; the in-tree secret stays as it is"})
+				From: claimKey(ref.Namespace, pv.Spec.CephFS.SecretRef.Name), Fields: []string{secrets.CephUserID + "=" + cephUser(pv.Spec.CephFS.User), secrets.CephUserKey},
+				Reason: "Ceph CSI stages static CephFS volumes with userID/userKey (userKey: the key of the source secret); the in-tree secret stays as it is"})
 		}
 	}
+}
+
+// cephUser is the Ceph user of an in-tree source: admin when empty.
+func cephUser(u string) string {
+	if u == "" {
+		return secrets.CephDefaultUser
+	}
+	return u
 }
 
 func (p *planner) addCluster(mons []string) {

@@ -47,7 +47,8 @@ func classReplacementOf(tr *translate.Translator, logger klog.Logger, sc *storag
 	if err != nil {
 		return nil, err
 	}
-	out.ResourceVersion, out.UID, out.CreationTimestamp, out.ManagedFields, out.Generation, out.SelfLink = "", "", metav1.Time{}, nil, 0, ""
+	out.ResourceVersion, out.UID, out.CreationTimestamp, out.ManagedFields, out.Generation = "", "", metav1.Time{}, nil, 0
+	clearSelfLink(&out.ObjectMeta)
 	out.TypeMeta = metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"}
 	if out.Annotations == nil {
 		out.Annotations = map[string]string{}

@@ -82,7 +82,8 @@ func (s *translateSink) Add(obj any) {
 			s.failed = true
 			return
 		}
-		csi.ResourceVersion, csi.UID, csi.CreationTimestamp, csi.ManagedFields, csi.SelfLink = "", "", metav1.Time{}, nil, ""
+		csi.ResourceVersion, csi.UID, csi.CreationTimestamp, csi.ManagedFields = "", "", metav1.Time{}, nil
+		clearSelfLink(&csi.ObjectMeta)
 		csi.TypeMeta = metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"}
 		s.emit(csi)
 	default:

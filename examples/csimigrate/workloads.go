@@ -187,7 +187,8 @@ var workloadAPIVersion = map[string]string{"Pod": "v1", "ReplicationController":
 // owns and the status.
 func forCreate(w *workload) {
 	m := w.Meta
-	m.ResourceVersion, m.UID, m.Generation, m.SelfLink, m.CreationTimestamp, m.ManagedFields = "", "", 0, "", metav1.Time{}, nil
+	m.ResourceVersion, m.UID, m.Generation, m.CreationTimestamp, m.ManagedFields = "", "", 0, metav1.Time{}, nil
+	clearSelfLink(m)
 	switch o := w.Obj.(type) {
 	case *v1.Pod:
 		o.Status = v1.PodStatus{}
