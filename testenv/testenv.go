@@ -24,11 +24,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -43,6 +45,9 @@ type Server struct {
 	dir    string
 	procs  []*proc
 	logs   []*os.File
+	// cleanup are directories processes made outside dir (a hollow
+	// kubelet's root), removed by Stop.
+	cleanup []string
 }
 
 // proc is a started process; done is closed when it has exited, err then
@@ -72,9 +77,22 @@ func ControllerManagerBinary(log io.Writer) (string, error) {
 	return binary("kube-controller-manager", "CSIMIGRATE_KUBE_CONTROLLER_MANAGER", log)
 }
 
+// HollowNodeBinary returns the kubemark hollow node (the real kubelet over a
+// fake runtime and mounter) built from tools/kube-controller-manager's
+// hollownode package, $CSIMIGRATE_HOLLOW_NODE, else the cached build.
+func HollowNodeBinary(log io.Writer) (string, error) {
+	return binaryOf("hollow-node", "kube-controller-manager", "./hollownode", "CSIMIGRATE_HOLLOW_NODE", log)
+}
+
 // binary returns the cached build of a tools/ command of the
 // k8s.io/kubernetes module, building it when missing.
 func binary(name, env string, log io.Writer) (string, error) {
+	return binaryOf(name, name, ".", env, log)
+}
+
+// binaryOf returns the cached build of package pkg of the tools/ module
+// dir, named name, building it when missing.
+func binaryOf(name, dir, pkg, env string, log io.Writer) (string, error) {
 	if p := os.Getenv(env); p != "" {
 		return p, nil
 	}
@@ -91,8 +109,8 @@ func binary(name, env string, log io.Writer) (string, error) {
 	}
 	fmt.Fprintf(log, "building %s %s into %s (a cold build takes minutes)\n", name, KubernetesVersion, bin)
 	tmp := bin + ".tmp"
-	cmd := exec.Command("go", "build", "-o", tmp, ".")
-	cmd.Dir = filepath.Join(repoRoot(), "tools", name)
+	cmd := exec.Command("go", "build", "-o", tmp, pkg)
+	cmd.Dir = filepath.Join(repoRoot(), "tools", dir)
 	cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
@@ -243,6 +261,9 @@ func (s *Server) Stop() {
 	}
 	if os.Getenv("CSIMIGRATE_KEEP_APISERVER") == "" {
 		os.RemoveAll(s.dir)
+		for _, d := range s.cleanup {
+			os.RemoveAll(d)
+		}
 	}
 }
 
@@ -273,6 +294,54 @@ func (s *Server) StartControllerManager(log io.Writer, controllers ...string) er
 	case <-time.After(2 * time.Second):
 		return nil
 	}
+}
+
+// StartHollowNode starts a kubemark hollow kubelet named node against the
+// server: the real kubelet (v1.36.3) with a fake container runtime and
+// mounter, attach/detach left to kube-controller-manager, on a loopback port
+// of its own, with the given kubelet feature gates ("" for the defaults). It returns the kubelet's root directory
+// (where plugins_registry is) once the Node is Ready; Stop stops it first.
+func (s *Server) StartHollowNode(log io.Writer, node, featureGates string) (string, error) {
+	bin, err := HollowNodeBinary(log)
+	if err != nil {
+		return "", err
+	}
+	kc, err := s.WriteKubeconfig()
+	if err != nil {
+		return "", err
+	}
+	port, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	args := []string{"-kubeconfig=" + kc, "-name=" + node, fmt.Sprintf("-port=%d", port), "-v=4"}
+	if featureGates != "" {
+		args = append(args, "-feature-gates="+featureGates)
+	}
+	name := "hollow-node-" + node
+	if err := s.Spawn(name, bin, args...); err != nil {
+		return "", err
+	}
+	root := regexp.MustCompile(`Using (\S+) as root dir for hollow-kubelet`)
+	deadline := time.Now().Add(90 * time.Second)
+	dir := ""
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(filepath.Join(s.dir, name+".log"))
+		if m := root.FindSubmatch(b); m != nil {
+			dir = string(m[1])
+		}
+		n, err := s.Client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+		if err == nil && dir != "" {
+			for _, c := range n.Status.Conditions {
+				if c.Type == "Ready" && c.Status == "True" {
+					s.cleanup = append(s.cleanup, dir)
+					return dir, nil
+				}
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return "", fmt.Errorf("hollow node %s not Ready after 90 s (root dir %q):\n%s", node, dir, s.Logs(name))
 }
 
 // Spawn starts another process that works against the server (a
