@@ -38,6 +38,38 @@ import (
 // KubernetesVersion is the release the API server is built from.
 const KubernetesVersion = "v1.36.3"
 
+// Release is a Kubernetes release the tests run: its version and the tools/
+// module its kube-apiserver, kube-controller-manager and hollow kubelet are
+// built from.
+type Release struct {
+	Version string
+	// dir is the tools/ module, "" for the default release's modules;
+	// the packages of the three commands in it.
+	dir, apiserver, controllerManager, hollowNode string
+}
+
+// Releases the tests run. V1_36 is the default (Start); V1_30 is the last
+// release with the in-tree RBD plugin and its CSI migration.
+var (
+	V1_36 = Release{Version: KubernetesVersion}
+	V1_30 = Release{Version: "v1.30.14", dir: "kubernetes-1.30", apiserver: "./kube-apiserver", controllerManager: "./kube-controller-manager", hollowNode: "./hollownode"}
+)
+
+// binary returns the release's build of the command name (package pkg of
+// its module).
+func (r Release) binary(name, pkg string, log io.Writer) (string, error) {
+	if r.dir == "" {
+		switch name {
+		case "kube-apiserver":
+			return APIServerBinary(log)
+		case "kube-controller-manager":
+			return ControllerManagerBinary(log)
+		}
+		return HollowNodeBinary(log)
+	}
+	return binaryOf(name, r.Version, r.dir, pkg, "", log)
+}
+
 // Server is a running kube-apiserver with its etcd.
 type Server struct {
 	Config *rest.Config
@@ -45,6 +77,8 @@ type Server struct {
 	dir    string
 	procs  []*proc
 	logs   []*os.File
+	// release is what the server and its processes are built from.
+	release Release
 	// cleanup are directories processes made outside dir (a hollow
 	// kubelet's root), removed by Stop.
 	cleanup []string
@@ -81,18 +115,18 @@ func ControllerManagerBinary(log io.Writer) (string, error) {
 // fake runtime and mounter) built from tools/kube-controller-manager's
 // hollownode package, $CSIMIGRATE_HOLLOW_NODE, else the cached build.
 func HollowNodeBinary(log io.Writer) (string, error) {
-	return binaryOf("hollow-node", "kube-controller-manager", "./hollownode", "CSIMIGRATE_HOLLOW_NODE", log)
+	return binaryOf("hollow-node", KubernetesVersion, "kube-controller-manager", "./hollownode", "CSIMIGRATE_HOLLOW_NODE", log)
 }
 
 // binary returns the cached build of a tools/ command of the
 // k8s.io/kubernetes module, building it when missing.
 func binary(name, env string, log io.Writer) (string, error) {
-	return binaryOf(name, name, ".", env, log)
+	return binaryOf(name, KubernetesVersion, name, ".", env, log)
 }
 
 // binaryOf returns the cached build of package pkg of the tools/ module
-// dir, named name, building it when missing.
-func binaryOf(name, dir, pkg, env string, log io.Writer) (string, error) {
+// dir, named name and version, building it when missing.
+func binaryOf(name, version, dir, pkg, env string, log io.Writer) (string, error) {
 	if p := os.Getenv(env); p != "" {
 		return p, nil
 	}
@@ -100,14 +134,14 @@ func binaryOf(name, dir, pkg, env string, log io.Writer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(cache, "csimigrate", name+"-"+KubernetesVersion)
+	bin := filepath.Join(cache, "csimigrate", name+"-"+version)
 	if st, err := os.Stat(bin); err == nil && st.Mode().IsRegular() {
 		return bin, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(log, "building %s %s into %s (a cold build takes minutes)\n", name, KubernetesVersion, bin)
+	fmt.Fprintf(log, "building %s %s into %s (a cold build takes minutes)\n", name, version, bin)
 	tmp := bin + ".tmp"
 	cmd := exec.Command("go", "build", "-o", tmp, pkg)
 	cmd.Dir = filepath.Join(repoRoot(), "tools", dir)
@@ -130,12 +164,16 @@ func freePort() (int, error) {
 
 // Start starts etcd and kube-apiserver in a temporary directory. Stop
 // them with Stop. The token has system:masters rights.
-func Start(log io.Writer) (*Server, error) {
+func Start(log io.Writer) (*Server, error) { return StartRelease(log, V1_36) }
+
+// StartRelease is Start with the kube-apiserver of release r; the server's
+// controller manager and hollow kubelets are of r too.
+func StartRelease(log io.Writer, r Release) (*Server, error) {
 	etcd, err := exec.LookPath("etcd")
 	if err != nil {
 		return nil, fmt.Errorf("etcd not found (install Debian's etcd-server, or run scripts/setup-apiserver): %w", err)
 	}
-	apiserver, err := APIServerBinary(log)
+	apiserver, err := r.binary("kube-apiserver", r.apiserver, log)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +181,7 @@ func Start(log io.Writer) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: dir}
+	s := &Server{dir: dir, release: r}
 	ok := false
 	defer func() {
 		if !ok {
@@ -275,7 +313,14 @@ var VolumeControllers = []string{"persistentvolume-binder-controller", "persiste
 // with the given controllers; Stop stops it first. It fails when the process
 // exits within its first two seconds.
 func (s *Server) StartControllerManager(log io.Writer, controllers ...string) error {
-	bin, err := ControllerManagerBinary(log)
+	return s.StartControllerManagerWith(log, "", controllers...)
+}
+
+// StartControllerManagerWith is StartControllerManager with feature gates
+// ("" for the defaults).
+func (s *Server) StartControllerManagerWith(log io.Writer, featureGates string, controllers ...string) error {
+	r := s.release
+	bin, err := r.binary("kube-controller-manager", r.controllerManager, log)
 	if err != nil {
 		return err
 	}
@@ -283,8 +328,12 @@ func (s *Server) StartControllerManager(log io.Writer, controllers ...string) er
 	if err != nil {
 		return err
 	}
-	if err := s.spawn("kube-controller-manager", bin, "--kubeconfig="+kc, "--leader-elect=false", "--secure-port=0",
-		"--controllers="+strings.Join(controllers, ","), "--pvclaimbinder-sync-period=2s"); err != nil {
+	args := []string{"--kubeconfig=" + kc, "--leader-elect=false", "--secure-port=0",
+		"--controllers=" + strings.Join(controllers, ","), "--pvclaimbinder-sync-period=2s"}
+	if featureGates != "" {
+		args = append(args, "--feature-gates="+featureGates)
+	}
+	if err := s.spawn("kube-controller-manager", bin, args...); err != nil {
 		return err
 	}
 	p := s.procs[len(s.procs)-1]
@@ -297,12 +346,13 @@ func (s *Server) StartControllerManager(log io.Writer, controllers ...string) er
 }
 
 // StartHollowNode starts a kubemark hollow kubelet named node against the
-// server: the real kubelet (v1.36.3) with a fake container runtime and
+// server: the real kubelet (of the server's release) with a fake container runtime and
 // mounter, attach/detach left to kube-controller-manager, on a loopback port
 // of its own, with the given kubelet feature gates ("" for the defaults). It returns the kubelet's root directory
 // (where plugins_registry is) once the Node is Ready; Stop stops it first.
 func (s *Server) StartHollowNode(log io.Writer, node, featureGates string) (string, error) {
-	bin, err := HollowNodeBinary(log)
+	r := s.release
+	bin, err := r.binary("hollow-node", r.hollowNode, log)
 	if err != nil {
 		return "", err
 	}

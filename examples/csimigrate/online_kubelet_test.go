@@ -11,7 +11,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -19,6 +18,7 @@ import (
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/testenv"
+	"github.com/csimigrate/csimigrate/translate"
 )
 
 // playAttacher plays external-attacher for driver until ctx ends: every
@@ -79,26 +79,54 @@ func attachmentOf(t *testing.T, c kubernetes.Interface, driver, handle, node str
 	return va
 }
 
+// onlineCase is a plugin and the release whose kubelet migrates it.
+type onlineCase struct {
+	release                testenv.Release
+	kcmGates, kubeletGates string
+	driver, inTree         string
+	source                 func(ns string) v1.PersistentVolumeSource
+	// unmigratedNode: start a second node whose kubelet does not migrate
+	// the plugin, and check that -online refuses a PV in use there.
+	unmigratedNode bool
+}
+
 // TestOnlineRewriteWithKubelet proves rewrite -apply -online with
-// Kubernetes' own kubelet (kubemark's hollow node: the real volume manager
-// and CSI volume plugin with csi-translation-lib's migration, over a fake
-// runtime and mounter) and kube-controller-manager's attach/detach
-// controller, v1.36.3, for vSphere (migrated by every 1.36 component): a pod
-// runs on an in-tree PV through the driver; without -online the rewrite
-// refuses it and changes nothing; with -online the PV is replaced under the
-// running pod and for 60 s after that the driver receives no unpublish,
-// unstage or second stage/publish, the VolumeAttachment keeps its uid, the
-// node's volumesInUse and volumesAttached keep the same name, the pod stays
-// Running and its claim Bound; deleting the pod unpublishes and unstages
-// with the ids and paths it was published with and detaches; a new pod
-// stages and publishes the rewritten PV with the same handle.
+// Kubernetes' own kubelet (kubemark's hollow kubelet: the real volume
+// manager and CSI volume plugin with csi-translation-lib's migration, over a
+// fake runtime and mounter) and kube-controller-manager's attach/detach
+// controller: vSphere on 1.36.3 (every 1.36 component migrates it), RBD on
+// 1.30.14 with CSIMigrationRBD (the last release with the plugin). A pod runs
+// on an in-tree PV through the driver; without -online the rewrite refuses
+// it and changes nothing; with -online the PV is replaced under the running
+// pod and for 60 s after that the driver receives no unpublish, unstage or
+// second stage/publish, the VolumeAttachment keeps its uid, the node's
+// volumesInUse and volumesAttached keep the same name, the pod stays Running
+// and its claim Bound; deleting the pod unpublishes and unstages with the
+// ids and paths it was published with and detaches; a new pod stages and
+// publishes the rewritten PV with the same handle. A pod not yet scheduled,
+// and (RBD) a pod on a node whose kubelet does not migrate the plugin, are
+// refused and left as they were.
 func TestOnlineRewriteWithKubelet(t *testing.T) {
-	s, err := testenv.Start(os.Stderr)
+	t.Run("vSphere on 1.36", func(t *testing.T) {
+		onlineRewriteWithKubelet(t, onlineCase{release: testenv.V1_36, driver: plugins.VSphereDriverName, inTree: plugins.VSphereInTreePluginName,
+			source: func(ns string) v1.PersistentVolumeSource {
+				return v1.PersistentVolumeSource{VsphereVolume: &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[vsanDatastore] kubevols/" + ns + ".vmdk", FSType: "ext4"}}
+			}})
+	})
+	t.Run("RBD on 1.30", func(t *testing.T) {
+		onlineRewriteWithKubelet(t, onlineCase{release: testenv.V1_30, kcmGates: "CSIMigrationRBD=true", kubeletGates: "CSIMigrationRBD=true",
+			driver: plugins.RBDDriverName, inTree: plugins.RBDInTreePluginName, unmigratedNode: true,
+			source: func(ns string) v1.PersistentVolumeSource { return rbdSource(ns, ns) }})
+	})
+}
+
+func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
+	s, err := testenv.StartRelease(os.Stderr, tc.release)
 	if err != nil {
-		t.Fatalf("cannot start kube-apiserver: %v", err)
+		t.Fatalf("cannot start kube-apiserver %s: %v", tc.release.Version, err)
 	}
 	t.Cleanup(s.Stop)
-	if err := s.StartControllerManager(os.Stderr, append(slices.Clone(testenv.VolumeControllers), "persistentvolume-attach-detach-controller")...); err != nil {
+	if err := s.StartControllerManagerWith(os.Stderr, tc.kcmGates, append(slices.Clone(testenv.VolumeControllers), "persistentvolume-attach-detach-controller")...); err != nil {
 		t.Fatalf("cannot start kube-controller-manager: %v", err)
 	}
 	c := s.Client
@@ -108,8 +136,9 @@ func TestOnlineRewriteWithKubelet(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	const node, driver = "node1", plugins.VSphereDriverName
-	root, err := s.StartHollowNode(os.Stderr, node, "")
+	const node = "node1"
+	driver := tc.driver
+	root, err := s.StartHollowNode(os.Stderr, node, tc.kubeletGates)
 	if err != nil {
 		t.Fatalf("cannot start the hollow kubelet: %v", err)
 	}
@@ -124,21 +153,35 @@ func TestOnlineRewriteWithKubelet(t *testing.T) {
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// No service-account controller runs: the account pods need.
+	// No service-account controller runs: the account pods need; and the
+	// Ceph secret the kubelet passes to NodeStage.
 	if _, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	const pvName, path = "online-vsphere", "[vsanDatastore] kubevols/online.vmdk"
+	if _, err := c.CoreV1().Secrets(ns).Create(ctx, cephSecret(ns, "ceph", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const pvName = "online-pv"
 	pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claimFor(ns, "data", pvName), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pv := boundPV(pvName, ns, "data", pvc.UID, v1.PersistentVolumeSource{VsphereVolume: &v1.VsphereVirtualDiskVolumeSource{VolumePath: path, FSType: "ext4"}})
-	pv.Spec.Capacity = v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}
+	pv := boundPV(pvName, ns, "data", pvc.UID, tc.source("online"))
 	if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitBound(t, c, ns, []string{pvName})
+	// The handle csi-translation-lib computes (compat/ proves csimigrate's
+	// equal to v0.30.14's and v0.37's).
+	tr, err := translate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	translated, err := tr.TranslateInTreePVToCSI(klog0(), pv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handle := translated.Spec.CSI.VolumeHandle
 
 	// 1. The pod runs on the in-tree PV through the driver.
 	if _, err := c.CoreV1().Pods(ns).Create(ctx, podOn(ns, "app", node, "data"), metav1.CreateOptions{}); err != nil {
@@ -148,8 +191,8 @@ func TestOnlineRewriteWithKubelet(t *testing.T) {
 	calls := d.waitCalls(t, 0, 30*time.Second, "NodeStageVolume", "NodePublishVolume")
 	var stage, publish csiCall
 	for _, call := range calls {
-		if call.VolumeID != path {
-			t.Fatalf("the driver got volume ID %q, want the handle csi-translation-lib computes, %q", call.VolumeID, path)
+		if call.VolumeID != handle {
+			t.Fatalf("the driver got volume ID %q, want the handle csi-translation-lib computes, %q", call.VolumeID, handle)
 		}
 		switch call.Method {
 		case "NodeStageVolume":
@@ -158,21 +201,17 @@ func TestOnlineRewriteWithKubelet(t *testing.T) {
 			publish = call
 		}
 	}
-	va := attachmentOf(t, c, driver, path, node)
+	va := attachmentOf(t, c, driver, handle, node)
 	if va == nil || !va.Status.Attached {
-		t.Fatalf("no attached VolumeAttachment for %s on %s: %+v", path, node, va)
+		t.Fatalf("no attached VolumeAttachment for %s on %s: %+v", handle, node, va)
 	}
 	csiNode, err := c.StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil || !strings.Contains(csiNode.Annotations[featuregate.AnnMigratedPlugins], plugins.VSphereInTreePluginName) {
-		t.Fatalf("CSINode %s does not list %s as migrated: %v %v", node, plugins.VSphereInTreePluginName, err, csiNode)
+	if err != nil || !strings.Contains(csiNode.Annotations[featuregate.AnnMigratedPlugins], tc.inTree) {
+		t.Fatalf("CSINode %s does not list %s as migrated: %v %v", node, tc.inTree, err, csiNode)
 	}
-	nodeBefore, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantInUse := v1.UniqueVolumeName("kubernetes.io/csi/" + driver + "^" + path)
-	if !slices.Contains(nodeBefore.Status.VolumesInUse, wantInUse) {
-		t.Fatalf("node %s volumesInUse %v, want %s", node, nodeBefore.Status.VolumesInUse, wantInUse)
+	wantInUse := v1.UniqueVolumeName("kubernetes.io/csi/" + driver + "^" + handle)
+	if nd, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); err != nil || !slices.Contains(nd.Status.VolumesInUse, wantInUse) {
+		t.Fatalf("node %s volumesInUse %v (%v), want %s", node, nd.Status.VolumesInUse, err, wantInUse)
 	}
 
 	// 5. Without -online the PV in use is refused and left as it was.
@@ -189,7 +228,7 @@ func TestOnlineRewriteWithKubelet(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("rewrite -apply -online: exit %d: %s\n%s", code, stderr, out)
 	}
-	if after := getPV(t, c, pvName); after.Spec.CSI == nil || after.Spec.CSI.VolumeHandle != path {
+	if after := getPV(t, c, pvName); after.Spec.CSI == nil || after.Spec.CSI.VolumeHandle != handle {
 		t.Fatalf("after the rewrite: %+v", after.Spec.PersistentVolumeSource)
 	}
 	watchUntil := time.Now().Add(60 * time.Second)
@@ -197,7 +236,7 @@ func TestOnlineRewriteWithKubelet(t *testing.T) {
 		if got := d.since(n); len(got) > 0 {
 			t.Fatalf("the driver received %v during or after the rewrite", got)
 		}
-		now := attachmentOf(t, c, driver, path, node)
+		now := attachmentOf(t, c, driver, handle, node)
 		if now == nil || now.UID != va.UID || !now.Status.Attached {
 			t.Fatalf("VolumeAttachment changed: was uid %s, now %+v", va.UID, now)
 		}
@@ -221,8 +260,8 @@ func TestOnlineRewriteWithKubelet(t *testing.T) {
 	}
 	for _, call := range d.waitCalls(t, n, 90*time.Second, "NodeUnpublishVolume", "NodeUnstageVolume") {
 		switch {
-		case call.VolumeID != path:
-			t.Errorf("%v: volume ID, want %q", call, path)
+		case call.VolumeID != handle:
+			t.Errorf("%v: volume ID, want %q", call, handle)
 		case call.Method == "NodeUnpublishVolume" && call.Target != publish.Target:
 			t.Errorf("%v: target, published at %s", call, publish.Target)
 		case call.Method == "NodeUnstageVolume" && call.Staging != stage.Staging:
@@ -230,7 +269,7 @@ func TestOnlineRewriteWithKubelet(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(90 * time.Second)
-	for attachmentOf(t, c, driver, path, node) != nil {
+	for attachmentOf(t, c, driver, handle, node) != nil {
 		if time.Now().After(deadline) {
 			t.Fatalf("the VolumeAttachment is still there 90 s after the pod was deleted")
 		}
@@ -243,27 +282,48 @@ func TestOnlineRewriteWithKubelet(t *testing.T) {
 	}
 	waitPodRunning(t, c, ns, "app2", 90*time.Second)
 	for _, call := range d.waitCalls(t, n, 30*time.Second, "NodeStageVolume", "NodePublishVolume") {
-		if call.VolumeID != path {
-			t.Errorf("%v: volume ID, want %q", call, path)
+		if call.VolumeID != handle {
+			t.Errorf("%v: volume ID, want %q", call, handle)
 		}
 	}
 
-	// 4. A pod not yet scheduled is refused.
-	pvc2, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claimFor(ns, "pending", "online-pending"), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
+	// 4. Refusals with a real kubelet: a pod not yet scheduled, and a pod
+	// on a node whose kubelet does not migrate the plugin.
+	refusedInUse := func(pvName, podName, podNode string) {
+		t.Helper()
+		pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claimFor(ns, podName, pvName), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CoreV1().PersistentVolumes().Create(ctx, boundPV(pvName, ns, podName, types.UID(pvc.UID), tc.source(pvName)), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitBound(t, c, ns, []string{pvName})
+		if _, err := c.CoreV1().Pods(ns).Create(ctx, podOn(ns, podName, podNode, podName), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		before := getPV(t, c, pvName)
+		pod, err := c.CoreV1().Pods(ns).Get(ctx, podName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, _, code := runCmd(t, "", "rewrite", "-apply", "-online", "-kubeconfig", kc, pvName); code != exitBlocked || !strings.Contains(out, "refused") {
+			t.Errorf("pod %s on %q: exit %d\n%s", podName, podNode, code, out)
+		}
+		unchanged(t, c, before)
+		if now, err := c.CoreV1().Pods(ns).Get(ctx, podName, metav1.GetOptions{}); err != nil || now.UID != pod.UID || now.DeletionTimestamp != nil {
+			t.Errorf("pod %s was touched: %v", podName, err)
+		}
 	}
-	pv2 := boundPV("online-pending", ns, "pending", types.UID(pvc2.UID), v1.PersistentVolumeSource{VsphereVolume: &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[vsanDatastore] kubevols/pending.vmdk"}})
-	if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv2, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	refusedInUse("online-unscheduled", "unscheduled", "")
+	if tc.unmigratedNode {
+		if _, err := s.StartHollowNode(os.Stderr, "node2", ""); err != nil {
+			t.Fatalf("cannot start the second hollow kubelet: %v", err)
+		}
+		if cn, err := c.StorageV1().CSINodes().Get(ctx, "node2", metav1.GetOptions{}); err == nil && strings.Contains(cn.Annotations[featuregate.AnnMigratedPlugins], tc.inTree) {
+			t.Fatalf("node2 migrates %s without the gate: %v", tc.inTree, cn.Annotations)
+		}
+		refusedInUse("online-unmigrated", "unmigrated", "node2")
 	}
-	waitBound(t, c, ns, []string{"online-pending"})
-	if _, err := c.CoreV1().Pods(ns).Create(ctx, podOn(ns, "unscheduled", "", "pending"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	before = getPV(t, c, "online-pending")
-	if out, _, code := runCmd(t, "", "rewrite", "-apply", "-online", "-kubeconfig", kc, "online-pending"); code != exitBlocked || !strings.Contains(out, "refused") {
-		t.Errorf("a pod not yet scheduled: exit %d\n%s", code, out)
-	}
-	unchanged(t, c, before)
 }
