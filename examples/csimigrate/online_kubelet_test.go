@@ -12,7 +12,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csimigrate/csimigrate/featuregate"
@@ -295,7 +294,7 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.CoreV1().PersistentVolumes().Create(ctx, boundPV(pvName, ns, podName, types.UID(pvc.UID), tc.source(pvName)), metav1.CreateOptions{}); err != nil {
+		if _, err := c.CoreV1().PersistentVolumes().Create(ctx, boundPV(pvName, ns, podName, pvc.UID, tc.source(pvName)), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitBound(t, c, ns, []string{pvName})

@@ -294,11 +294,6 @@ func (p *planner) Add(obj any) {
 		if id, ok := data[secrets.CephMigrationUserKey]; ok {
 			slim.Data[secrets.CephMigrationUserKey] = []byte(id)
 		}
-		for _, k := range []string{secrets.CephUserID, secrets.CephUserKey} {
-			if data[k] != "" {
-				slim.Data[k] = []byte("set")
-			}
-		}
 		p.secrets[claimKey(o.Namespace, o.Name)] = slim
 	}
 }
@@ -321,7 +316,8 @@ func (p *planner) addPV(pv *v1.PersistentVolume) {
 		return
 	}
 	vp.Driver, _ = p.tr.GetCSINameFromInTreeName(name)
-	for _, f := range p.tr.CheckPV(pv) {
+	checked := p.tr.CheckPV(pv)
+	for _, f := range checked {
 		if f.Code == rbd.FindingNonAdminUser {
 			p.userFinding[idx] = len(vp.Findings)
 		}
@@ -338,8 +334,10 @@ func (p *planner) addPV(pv *v1.PersistentVolume) {
 	if why := p.rewriteRefusal(pv); why != nil {
 		vp.Findings = append(vp.Findings, *why)
 	}
+	p.needs(pv, out, err, idx)
 	if err == nil && !slices.ContainsFunc(vp.Findings, func(f plugins.Finding) bool { return f.Severity == plugins.SeverityBlocker }) {
-		vp.Findings = append(vp.Findings, p.rewriteChanges(pv)...)
+		// out is completed into the replacement in place: needs has read it.
+		vp.Findings = append(vp.Findings, p.rewriteChanges(pv, out, checked)...)
 	}
 	for _, f := range vp.Findings {
 		if f.Severity == plugins.SeverityBlocker {
@@ -352,7 +350,6 @@ func (p *planner) addPV(pv *v1.PersistentVolume) {
 	if !vp.Migratable {
 		p.plan.Blocked = true
 	}
-	p.needs(pv, out, err, idx)
 	p.plan.Volumes = append(p.plan.Volumes, vp)
 }
 
@@ -397,13 +394,15 @@ const (
 
 // rewriteChanges are the findings for what the rewrite changes beyond the
 // translated source: a reclaim policy kept at Retain.
-func (p *planner) rewriteChanges(pv *v1.PersistentVolume) []plugins.Finding {
+// out is pv's translation and checked its findings (rewrite -apply's
+// replacement is built from them, not translated again).
+func (p *planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugins.Finding) []plugins.Finding {
 	var pvc *v1.PersistentVolumeClaim
 	if c := pv.Spec.ClaimRef; c != nil {
 		pvc = p.claims[claimKey(c.Namespace, c.Name)]
 	}
 	sc := p.classes[pv.Spec.StorageClassName]
-	r, err := replacement(p.tr, p.logger, pv, sc, pvc)
+	r, err := replacementOf(p.tr, p.logger, pv, out, checked, sc, pvc)
 	if err != nil {
 		// CheckPV's blockers are reported already (the caller asks only
 		// without them); what is left is the class's provisioner secret.
@@ -411,10 +410,10 @@ func (p *planner) rewriteChanges(pv *v1.PersistentVolume) []plugins.Finding {
 			Message: "csimigrate rewrite would refuse it: " + err.Error(),
 			Remedy:  "fix the provisioner secret parameters (csi.storage.k8s.io/provisioner-secret-name and -namespace) of StorageClass " + pv.Spec.StorageClassName}}
 	}
-	if r.RestorePolicy == r.OriginalPolicy || r.OriginalPolicy == "" {
+	if r.KeptRetain() == "" {
 		return nil
 	}
-	msg := strings.ReplaceAll(r.Hazard, "reclaim policy kept at Retain: ", "")
+	msg := strings.Join(r.keptWhy, "; ")
 	if sc == nil && pv.Spec.StorageClassName != "" {
 		msg += fmt.Sprintf(" (StorageClass %s is not in the input)", pv.Spec.StorageClassName)
 	}
@@ -534,24 +533,21 @@ func (p *planner) planInline(w *workload, vol *v1.Volume, plugin string) InlineP
 	}
 	ip.Reason = why + "; a pod's volumes cannot be changed: create the PV and claim `csimigrate translate` prints (" + ip.Claim +
 		") and change the " + w.Kind + " to use the claim"
-	pv := inlinePV(vol, w.Namespace, ip.Claim, p.inlineCapacity)
-	if pv == nil || !p.tr.IsPVMigratable(pv) {
+	form := newInlineForm(p.tr, p.logger, w, vol, ip.Claim, p.inlineCapacity)
+	if form.inTree == nil {
 		return ip
 	}
 	var blockers []string
-	for _, f := range p.tr.CheckPV(pv) {
-		if f.Severity == plugins.SeverityBlocker {
-			blockers = append(blockers, f.Message+" ("+inlineRemedy(w, f)+")")
-		}
+	for _, f := range form.blockers {
+		blockers = append(blockers, f.Message+" ("+f.Remedy+")")
 	}
-	out, err := p.tr.TranslateInTreePVToCSI(p.logger, pv)
-	if err != nil {
-		blockers = append(blockers, err.Error())
+	if form.err != nil {
+		blockers = append(blockers, form.err.Error())
 	}
 	if len(blockers) > 0 {
 		ip.Reason += "; first: " + strings.Join(blockers, "; ")
 	}
-	p.needs(pv, out, err, -1)
+	p.needs(form.inTree, form.csi, form.err, -1)
 	return ip
 }
 
@@ -589,8 +585,8 @@ func (p *planner) addStorageClass(sc *storagev1.StorageClass) {
 		if sc.Provisioner == rbd.PluginName {
 			// Ceph CSI reads the migration user from the admin secret's
 			// adminId, never from the class's parameter.
-			if ref, err := secrets.Resolve(secrets.Provisioner, out.Parameters, secrets.Claim{}); err == nil && ref != nil {
-				p.rbdSecrets = append(p.rbdSecrets, rbdSecretNeed{ns: ref.Namespace, name: ref.Name, user: out.Parameters["adminId"], volume: -1, class: sc.Name})
+			if ref, user, err := classAdminSecret(out); err == nil && ref != nil {
+				p.rbdSecrets = append(p.rbdSecrets, rbdSecretNeed{ns: ref.Namespace, name: ref.Name, user: user, volume: -1, class: sc.Name})
 			}
 		}
 	}
@@ -697,6 +693,10 @@ func (p *planner) finish() *Plan {
 // input whose pod template has it (a Deployment rather than its ReplicaSets
 // and pods), with the owned objects it came through.
 func (p *planner) settleInline() {
+	has := make(map[string]bool, len(p.inline)) // "key\x00volume" of every inline volume found
+	for _, f := range p.inline {
+		has[f.key+"\x00"+f.plan.Volume] = true
+	}
 	top := func(f inlineFound) string {
 		k, owner := f.key, f.owner
 		for i := 0; owner != "" && i < 8; i++ {
@@ -706,7 +706,7 @@ func (p *planner) settleInline() {
 			if !known {
 				break
 			}
-			if p.hasInline(cand, f.plan.Volume) {
+			if has[cand+"\x00"+f.plan.Volume] {
 				k = cand
 			}
 			owner = next
@@ -717,7 +717,8 @@ func (p *planner) settleInline() {
 	var out []InlinePlan
 	var via [][]string
 	for _, f := range p.inline {
-		group := top(f) + "\x00" + f.plan.Volume
+		t := top(f)
+		group := t + "\x00" + f.plan.Volume
 		i, ok := index[group]
 		if !ok {
 			i = len(out)
@@ -725,7 +726,7 @@ func (p *planner) settleInline() {
 			out = append(out, InlinePlan{})
 			via = append(via, nil)
 		}
-		if top(f) == f.key {
+		if t == f.key {
 			out[i] = f.plan
 		} else {
 			via[i] = append(via[i], f.plan.Workload)
@@ -739,11 +740,6 @@ func (p *planner) settleInline() {
 		p.plan.Blocked = true
 	}
 	p.plan.InlineVolumes = out
-}
-
-// hasInline reports whether the workload of key has the inline volume.
-func (p *planner) hasInline(key, volume string) bool {
-	return slices.ContainsFunc(p.inline, func(f inlineFound) bool { return f.key == key && f.plan.Volume == volume })
 }
 
 // settleTemplates keeps the claim templates whose class (their own, else

@@ -181,8 +181,24 @@ type RewritePV struct {
 	// RestorePolicy is the policy the last step restores: the original, or
 	// Retain when a hazard makes deletion through the driver unsafe.
 	RestorePolicy v1.PersistentVolumeReclaimPolicy
-	Hazard        string
-	CSI           *v1.PersistentVolume
+	// Hazard says why the policy is kept at Retain ("" when it is not).
+	Hazard string
+	CSI    *v1.PersistentVolume
+	// keptWhy are the reasons of Hazard.
+	keptWhy []string
+}
+
+// hazardPrefix starts every reason of Hazard.
+const hazardPrefix = "reclaim policy kept at Retain: "
+
+// KeptRetain says why the replacement ends with Retain where the in-tree PV
+// had another policy, as "reclaim policy Retain, not Delete: why"; "" when
+// it keeps the PV's policy.
+func (r RewritePV) KeptRetain() string {
+	if r.RestorePolicy == r.OriginalPolicy || r.OriginalPolicy == "" {
+		return ""
+	}
+	return fmt.Sprintf("reclaim policy %s, not %s: %s", r.RestorePolicy, r.OriginalPolicy, strings.Join(r.keptWhy, "; "))
 }
 
 // Annotations external-provisioner reads on a PV it deletes.
@@ -213,21 +229,30 @@ func replacement(tr *translate.Translator, logger klog.Logger, pv *v1.Persistent
 	if err != nil {
 		return RewritePV{}, err
 	}
-	restore := pv.Spec.PersistentVolumeReclaimPolicy
+	return replacementOf(tr, logger, pv, csi, tr.CheckPV(pv), sc, pvc)
+}
+
+// replacementOf is replacement from the PV's translation csi, which it
+// completes in place, and its findings, for callers that have them.
+func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.PersistentVolume, findings []plugins.Finding, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (RewritePV, error) {
+	// The policy before the rewrite: the one a Retain step recorded, else
+	// the PV's own.
+	original := pv.Spec.PersistentVolumeReclaimPolicy
 	if orig, ok := pv.Annotations[AnnReclaimPolicy]; ok {
-		restore = v1.PersistentVolumeReclaimPolicy(orig)
+		original = v1.PersistentVolumeReclaimPolicy(orig)
 	}
+	restore := original
 	if restore == "" {
 		restore = v1.PersistentVolumeReclaimRetain
 	}
-	var blockers, hazard []string
-	for _, f := range tr.CheckPV(pv) {
+	var blockers, kept []string
+	for _, f := range findings {
 		if f.Severity == plugins.SeverityBlocker {
 			blockers = append(blockers, f.Code+": "+f.Message)
 		}
 		if f.Code == rbd.FindingHandleResolvesElsewhere && restore != v1.PersistentVolumeReclaimRetain {
 			restore = v1.PersistentVolumeReclaimRetain
-			hazard = append(hazard, "reclaim policy kept at Retain: Ceph CSI would delete another image")
+			kept = append(kept, "Ceph CSI would delete another image")
 		}
 	}
 	if len(blockers) > 0 {
@@ -255,19 +280,17 @@ func replacement(tr *translate.Translator, logger klog.Logger, pv *v1.Persistent
 	}
 	if _, ok := csi.Annotations[annDeletionSecretName]; !ok && inTree == rbd.PluginName && restore == v1.PersistentVolumeReclaimDelete {
 		restore = v1.PersistentVolumeReclaimRetain
-		hazard = append(hazard, "reclaim policy kept at Retain: no provisioner secret is known (the PV's StorageClass is gone or names none), and Ceph CSI cannot delete an image without one")
+		kept = append(kept, "no provisioner secret is known (the PV's StorageClass is gone or names none), and Ceph CSI cannot delete an image without one")
 	}
 	csi.Annotations[AnnReclaimPolicy] = string(restore)
 	csi.Annotations[AnnMigratedFrom] = inTree
 	csi.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
-	// The policy before the rewrite: the one a Retain step recorded, else
-	// the PV's own.
-	original := pv.Spec.PersistentVolumeReclaimPolicy
-	if orig, ok := pv.Annotations[AnnReclaimPolicy]; ok {
-		original = v1.PersistentVolumeReclaimPolicy(orig)
+	var hazard []string
+	for _, k := range kept {
+		hazard = append(hazard, hazardPrefix+k)
 	}
 	return RewritePV{Name: pv.Name, Driver: csi.Spec.CSI.Driver, OriginalPolicy: original,
-		RestorePolicy: restore, Hazard: strings.Join(hazard, "; "), CSI: csi}, nil
+		RestorePolicy: restore, Hazard: strings.Join(hazard, "; "), CSI: csi, keptWhy: kept}, nil
 }
 
 // provisionerSecret is the provisioner secret external-provisioner resolves

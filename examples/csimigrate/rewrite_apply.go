@@ -632,9 +632,7 @@ func (a *applier) loadState(cm *v1.ConfigMap) (*rewriteState, error) {
 func (a *applier) saveState(ctx context.Context, cur *v1.PersistentVolume, r RewritePV) (*v1.ConfigMap, error) {
 	s := rewriteState{PV: cur.Name, UID: cur.UID, ResourceVersion: cur.ResourceVersion, Driver: r.CSI.Spec.CSI.Driver, Handle: r.CSI.Spec.CSI.VolumeHandle,
 		Replacement: r.CSI}
-	if r.RestorePolicy != r.OriginalPolicy && r.OriginalPolicy != "" {
-		s.KeptRetain = fmt.Sprintf("reclaim policy Retain, not %s: %s", r.OriginalPolicy, strings.ReplaceAll(r.Hazard, "reclaim policy kept at Retain: ", ""))
-	}
+	s.KeptRetain = r.KeptRetain()
 	q := r.CSI.Spec.Capacity[v1.ResourceStorage]
 	s.Capacity = q.String()
 	if c := r.CSI.Spec.ClaimRef; c != nil {
@@ -1074,8 +1072,8 @@ func (a *applier) dryRun(ctx context.Context, targets []target) error {
 			errs = append(errs, fmt.Errorf("pv/%s: create CSI PV: %w", t.name, err))
 		} else {
 			a.say("pv/%s: Retain, delete and create as %s would be accepted\n", t.name, csi.Spec.CSI.Driver)
-			if r := c.r; r.RestorePolicy != r.OriginalPolicy && r.OriginalPolicy != "" {
-				a.keptRetain(t.name, fmt.Sprintf("reclaim policy Retain, not %s, after the rewrite: %s", r.OriginalPolicy, strings.ReplaceAll(r.Hazard, "reclaim policy kept at Retain: ", "")))
+			if why := c.r.KeptRetain(); why != "" {
+				a.keptRetain(t.name, why)
 			}
 		}
 		return errs

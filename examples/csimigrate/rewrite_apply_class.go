@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
 	"k8s.io/klog/v2"
@@ -238,7 +239,7 @@ func (a *applier) classSecretRefusal(ctx context.Context, cur, r *storagev1.Stor
 	if cur.Provisioner != rbd.PluginName {
 		return nil
 	}
-	ref, err := secrets.Resolve(secrets.Provisioner, r.Parameters, secrets.Claim{})
+	ref, user, err := classAdminSecret(r)
 	if err != nil || ref == nil {
 		return refuse("the translated class names no usable provisioner secret: %v", err)
 	}
@@ -250,13 +251,21 @@ func (a *applier) classSecretRefusal(ctx context.Context, cur, r *storagev1.Stor
 	case err != nil:
 		return fmt.Errorf("reading its admin secret %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
-	fixes, err := secrets.CephMigrationSecretFixes(s, r.Parameters["adminId"])
+	fixes, err := secrets.CephMigrationSecretFixes(s, user)
 	if err != nil {
 		return &refusal{reason: fmt.Sprintf("its admin secret %s/%s: %v", ref.Namespace, ref.Name, err), remedy: "put the Ceph user's key under \"key\""}
 	}
 	for _, f := range fixes {
-		return &refusal{reason: fmt.Sprintf("adminId is %q, but Ceph CSI reads the migration user only from the admin secret's adminId: the CSI class would provision as client.admin with that user's key and fail", r.Parameters["adminId"]),
+		return &refusal{reason: fmt.Sprintf("adminId is %q, but Ceph CSI reads the migration user only from the admin secret's adminId: the CSI class would provision as client.admin with that user's key and fail", user),
 			remedy: fmt.Sprintf("add %s: %s to Secret %s/%s", f.Field, f.Value, ref.Namespace, ref.Name)}
 	}
 	return nil
+}
+
+// classAdminSecret is the admin secret of a translated in-tree RBD class
+// (its provisioner, controller-expand and node-stage secret) and the
+// migration user it must name (the class's adminId).
+func classAdminSecret(translated *storagev1.StorageClass) (*v1.SecretReference, string, error) {
+	ref, err := secrets.Resolve(secrets.Provisioner, translated.Parameters, secrets.Claim{})
+	return ref, translated.Parameters["adminId"], err
 }

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -117,19 +116,17 @@ func (s *translateSink) addWorkload(w *workload) {
 	for _, i := range idx {
 		vol := &w.Spec.Volumes[i]
 		name := inlineClaimName(w, vol.Name)
-		pv := inlinePV(vol, w.Namespace, name, s.capacity)
 		what := fmt.Sprintf("%s volume %s", w.ID(), vol.Name)
-		if pv == nil || !s.tr.IsPVMigratable(pv) {
+		form := newInlineForm(s.tr, s.logger, w, vol, name, s.capacity)
+		if form.inTree == nil {
 			continue
 		}
-		var blockers []string
-		for _, f := range s.tr.CheckPV(pv) {
-			if f.Severity == plugins.SeverityBlocker {
-				blockers = append(blockers, f.Code+": "+f.Message+" ("+inlineRemedy(w, f)+")")
+		csi, err := form.csi, form.err
+		if err == nil && len(form.blockers) > 0 {
+			var blockers []string
+			for _, f := range form.blockers {
+				blockers = append(blockers, f.Code+": "+f.Message+" ("+f.Remedy+")")
 			}
-		}
-		csi, err := s.tr.TranslateInTreePVToCSI(s.logger, pv)
-		if err == nil && len(blockers) > 0 {
 			err = errors.New(strings.Join(blockers, "; "))
 		}
 		if err != nil {

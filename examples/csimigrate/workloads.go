@@ -13,8 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/translate"
 )
 
 // workload is an object whose pod spec can hold inline volumes: a Pod, or
@@ -210,4 +212,30 @@ func forCreate(w *workload) {
 	if t, ok := w.Obj.(interface{ GetObjectKind() schema.ObjectKind }); ok {
 		t.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(workloadAPIVersion[w.Kind], w.Kind))
 	}
+}
+
+// inlineForm is the PV form of the inline volume vol of workload w, named
+// name: the in-tree PV (nil for a source csimigrate does not translate),
+// its CSI translation, and the blocking findings of the in-tree PV, each with
+// the remedy that applies to a workload's volume.
+type inlineForm struct {
+	inTree, csi *v1.PersistentVolume
+	err         error
+	blockers    []plugins.Finding
+}
+
+func newInlineForm(tr *translate.Translator, logger klog.Logger, w *workload, vol *v1.Volume, name string, capacity resource.Quantity) inlineForm {
+	pv := inlinePV(vol, w.Namespace, name, capacity)
+	if pv == nil || !tr.IsPVMigratable(pv) {
+		return inlineForm{}
+	}
+	f := inlineForm{inTree: pv}
+	for _, c := range tr.CheckPV(pv) {
+		if c.Severity == plugins.SeverityBlocker {
+			c.Remedy = inlineRemedy(w, c)
+			f.blockers = append(f.blockers, c)
+		}
+	}
+	f.csi, f.err = tr.TranslateInTreePVToCSI(logger, pv)
+	return f
 }
