@@ -36,10 +36,10 @@ const (
 
 	// AnnOriginalProvisionedBy records, on a CSI PV that replaced an in-tree
 	// PV (csimigrate rewrite), the in-tree PV's
-	// pv.kubernetes.io/provisioned-by ("" when it had none): the
-	// replacement names its CSI driver there, which external-provisioner
-	// requires before it deletes a released volume. A reverse translation
-	// restores the original.
+	// pv.kubernetes.io/provisioned-by, only where it had one (an empty one
+	// included): the replacement names its CSI driver there, which
+	// external-provisioner requires before it deletes a released volume. A
+	// reverse translation restores the original value exactly.
 	AnnOriginalProvisionedBy = "csimigrate.io/original-provisioned-by"
 
 	// AnnAccessModes is set by a forward translation that had to change a

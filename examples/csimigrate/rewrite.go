@@ -32,15 +32,19 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"run derives its state from the cluster (the PVs and a ConfigMap per PV in -state-namespace), so an\n"+
 		"interrupted run is resumed by running it again. The in-tree StorageClasses in scope are replaced too,\n"+
 		"after the PVs (delete, then create the translated class; name one as storageclass/NAME). -dry-run sends\n"+
-		"every step with the API server's server-side dry run instead.\n\nUsage: csimigrate rewrite [flags] [-apply [-dry-run] [PV name | storageclass/NAME ...]]", stderr)
+		"every step with the API server's server-side dry run instead. -undo takes the same steps the other way:\n"+
+		"each CSI PV and StorageClass csimigrate's rewrite created is replaced by the in-tree one it replaced.\n\n"+
+		"Usage: csimigrate rewrite [flags] [-undo] [-apply [-dry-run] [PV name | storageclass/NAME ...]]", stderr)
 	c.register(fs, "script|yaml", "rewrite")
+	var o applyOptions
 	apply := fs.Bool("apply", false, "carry out the rewrite against the cluster of -kubeconfig")
-	dry := fs.Bool("dry-run", false, "with -apply: use the API server's server-side dry run")
-	stateNS := fs.String("state-namespace", "kube-system", "with -apply: namespace of the ConfigMaps that hold replacements between steps")
-	concurrency := fs.Int("concurrency", 8, "with -apply: how many PVs to rewrite at once (each PV's steps stay in order)")
+	fs.BoolVar(&o.undo, "undo", false, "replace the CSI PVs and StorageClasses csimigrate's rewrite created by the in-tree ones they replaced (the review, or with -apply the undo itself)")
+	fs.BoolVar(&o.dry, "dry-run", false, "with -apply: use the API server's server-side dry run")
+	fs.StringVar(&o.stateNS, "state-namespace", "kube-system", "with -apply: namespace of the ConfigMaps that hold replacements between steps")
+	fs.IntVar(&o.concurrency, "concurrency", 8, "with -apply: how many PVs to rewrite at once (each PV's steps stay in order)")
 	qps := fs.Float64("qps", 100, "with -apply: the client's request rate limit towards the API server, per second")
-	burst := fs.Int("burst", 200, "with -apply: the client's burst above -qps")
-	online := fs.Bool("online", false, "with -apply: rewrite PVs that running pods use, where the kubelet of every such pod's node and kube-controller-manager already handle the plugin as CSI")
+	fs.IntVar(&o.burst, "burst", 200, "with -apply: the client's burst above -qps")
+	fs.BoolVar(&o.online, "online", false, "with -apply: rewrite PVs that running pods use, where the kubelet of every such pod's node and kube-controller-manager already handle the plugin as CSI")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -48,119 +52,181 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	names := fs.Args()
-	if !*apply {
-		var applyOnly []string
-		fs.Visit(func(f *flag.Flag) {
-			switch f.Name {
-			case "dry-run", "state-namespace", "concurrency", "qps", "burst", "online":
-				applyOnly = append(applyOnly, "-"+f.Name)
-			}
-		})
-		if len(applyOnly) > 0 || len(names) > 0 {
-			fmt.Fprintf(stderr, "csimigrate rewrite: %s only with -apply (without it, rewrite prints the steps for review)\n",
-				strings.Join(append(applyOnly, quoteAll(names)...), ", "))
-			return exitUsage
-		}
+	if !*apply && !reviewArgsOK(fs, names, stderr) {
+		return exitUsage
 	}
 	tr, err := c.translator()
 	if err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitUsage
 	}
-	if *apply {
-		if *concurrency < 1 || *qps <= 0 || *burst < 1 {
-			fmt.Fprintf(stderr, "csimigrate rewrite: -concurrency %d, -qps %g, -burst %d: want each at least 1\n", *concurrency, *qps, *burst)
-			return exitUsage
-		}
-		return runApply(&c, tr, applyOptions{dry: *dry, stateNS: *stateNS, concurrency: *concurrency, qps: float32(*qps), burst: *burst, online: *online}, names, stdin, stdout, stderr)
+	if !*apply {
+		return runReview(&c, tr, o.undo, stdin, stdout, stderr)
 	}
+	if o.concurrency < 1 || *qps <= 0 || o.burst < 1 {
+		fmt.Fprintf(stderr, "csimigrate rewrite: -concurrency %d, -qps %g, -burst %d: want each at least 1\n", o.concurrency, *qps, o.burst)
+		return exitUsage
+	}
+	o.qps = float32(*qps)
+	return runApply(&c, tr, o, names, stdin, stdout, stderr)
+}
+
+// reviewArgsOK reports whether the flags and names given without -apply
+// are those of the review, and says which are not.
+func reviewArgsOK(fs *flag.FlagSet, names []string, stderr io.Writer) bool {
+	var applyOnly []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "dry-run", "state-namespace", "concurrency", "qps", "burst", "online":
+			applyOnly = append(applyOnly, "-"+f.Name)
+		}
+	})
+	if len(applyOnly) > 0 || len(names) > 0 {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %s only with -apply (without it, rewrite prints the steps for review)\n",
+			strings.Join(append(applyOnly, quoteAll(names)...), ", "))
+		return false
+	}
+	return true
+}
+
+// runReview prints the steps of the rewrite (or its undo) of the input for
+// review. The input is read twice (three times when a class's secret
+// template needs claims): first the StorageClasses, then the PVs, each
+// written as it is read, so memory does not grow with the number of PVs.
+// Standard input is kept in a temporary file for that.
+func runReview(c *common, tr *translate.Translator, undo bool, stdin io.Reader, stdout, stderr io.Writer) int {
 	if c.output != "script" && c.output != "yaml" {
 		fmt.Fprintf(stderr, "csimigrate rewrite: -o %q: want script or yaml\n", c.output)
 		return exitUsage
 	}
-	// The input is read twice (three times when a class's secret template
-	// needs claims): first the StorageClasses, then the PVs, each written as
-	// it is read, so memory does not grow with the number of PVs. Standard
-	// input is kept in a temporary file for that.
 	if err := c.spoolStdin(stdin); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitInput
 	}
 	defer c.cleanup()
-	collect := &rewriteInputs{classes: map[string]*storagev1.StorageClass{}}
-	if err := c.read(stdin, stderr, sinkFunc(collect.addClass)); err != nil {
+	rv := &review{tr: tr, dir: directionOf(undo), script: c.output == "script", stderr: stderr,
+		in: &rewriteInputs{classes: map[string]*storagev1.StorageClass{}}, w: bufio.NewWriterSize(stdout, 1<<16)}
+	if err := rv.readInputs(c, stdin); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitInput
 	}
-	if collect.needClaims(tr) {
-		collect.claims = map[string]*v1.PersistentVolumeClaim{}
-		if err := c.read(stdin, io.Discard, sinkFunc(collect.addClaim)); err != nil {
-			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-			return exitInput
-		}
+	if rv.script {
+		writeScriptHeader(rv.w, rv.dir)
 	}
-	w := bufio.NewWriterSize(stdout, 1<<16)
-	if c.output == "script" {
-		writeScriptHeader(w)
-	}
-	n, failed := 0, false
-	var werr error
-	err = c.read(stdin, io.Discard, sinkFunc(func(obj any) {
-		pv, ok := obj.(*v1.PersistentVolume)
-		if !ok || werr != nil || plugins.InTreeNameOfPV(pv) == "" || !tr.IsPVMigratable(pv) {
-			return
-		}
-		r, err := collect.replacement(tr, pv)
-		if err != nil {
-			fmt.Fprintf(stderr, "PersistentVolume %s: %v\n", pv.Name, err)
-			failed = true
-			return
-		}
-		n++
-		if c.output == "yaml" {
-			werr = writeYAML(w, r.CSI)
-		} else {
-			werr = writeScriptPV(w, r)
-		}
-	}))
-	if err != nil {
+	if err := c.read(stdin, io.Discard, sinkFunc(rv.pv)); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitInput
 	}
-	// The in-tree StorageClasses after the PVs, as -apply replaces them.
-	nsc := 0
-	for _, name := range collect.order {
-		sc := collect.classes[name]
-		if werr != nil || !tr.IsMigratableIntreePluginByName(sc.Provisioner) {
-			continue
-		}
-		r, err := classReplacementOf(tr, klog0(), sc)
-		if err != nil {
-			fmt.Fprintf(stderr, "StorageClass %s: %v\n", sc.Name, err)
-			failed = true
-			continue
-		}
-		nsc++
-		if c.output == "yaml" {
-			werr = writeYAML(w, r)
-		} else {
-			werr = writeScriptClass(w, sc, r)
-		}
+	// The StorageClasses after the PVs, as -apply replaces them.
+	for _, name := range rv.in.order {
+		rv.class(rv.in.classes[name])
 	}
-	if c.output == "script" {
-		writeScriptFooter(w, n, nsc)
+	if rv.script {
+		writeScriptFooter(rv.w, rv.dir, rv.pvs, rv.classes)
 	}
-	if werr == nil {
-		werr = w.Flush()
+	if rv.werr == nil {
+		rv.werr = rv.w.Flush()
 	}
-	if werr != nil {
-		fmt.Fprintf(stderr, "csimigrate rewrite: writing the output: %v\n", werr)
+	if rv.werr != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: writing the output: %v\n", rv.werr)
 		return exitOutput
 	}
-	if failed {
+	if rv.failed {
 		return exitBlocked
 	}
 	return exitOK
+}
+
+// review writes the steps of the rewrite or undo of each object read.
+type review struct {
+	tr     *translate.Translator
+	dir    *direction
+	script bool // -o script, else -o yaml
+	in     *rewriteInputs
+	w      *bufio.Writer
+	stderr io.Writer
+	// What was written, whether an object failed, and the first write error.
+	pvs, classes int
+	failed       bool
+	werr         error
+}
+
+// readInputs reads the StorageClasses, and the claims when a class's secret
+// template needs them.
+func (rv *review) readInputs(c *common, stdin io.Reader) error {
+	if err := c.read(stdin, rv.stderr, sinkFunc(rv.in.addClass)); err != nil {
+		return err
+	}
+	if !rv.in.needClaims(rv.tr) {
+		return nil
+	}
+	rv.in.claims = map[string]*v1.PersistentVolumeClaim{}
+	return c.read(stdin, io.Discard, sinkFunc(rv.in.addClaim))
+}
+
+// pv writes the steps for one PV the direction replaces.
+func (rv *review) pv(obj any) {
+	pv, ok := obj.(*v1.PersistentVolume)
+	if !ok || rv.werr != nil {
+		return
+	}
+	if kind, _ := kindOf(rv.tr, pv); kind != rv.dir.source {
+		return
+	}
+	var p RewritePV
+	var err error
+	if rv.dir.undo {
+		p, err = undoReview(rv.tr, pv)
+	} else {
+		p, err = rv.in.replacement(rv.tr, pv)
+	}
+	if err != nil {
+		fmt.Fprintf(rv.stderr, "PersistentVolume %s: %v\n", pv.Name, err)
+		rv.failed = true
+		return
+	}
+	rv.pvs++
+	if rv.script {
+		rv.werr = writeScriptPV(rv.w, rv.dir, p)
+	} else {
+		rv.werr = writeYAML(rv.w, p.CSI)
+	}
+}
+
+// class writes the steps for one StorageClass the direction replaces.
+func (rv *review) class(sc *storagev1.StorageClass) {
+	if rv.werr != nil || !isSourceClass(rv.tr, rv.dir.undo, sc) {
+		return
+	}
+	var r *storagev1.StorageClass
+	var err error
+	if rv.dir.undo {
+		r, err = classUndoReplacement(sc)
+	} else {
+		r, err = classReplacementOf(rv.tr, klog0(), sc)
+	}
+	if err != nil {
+		fmt.Fprintf(rv.stderr, "StorageClass %s: %v\n", sc.Name, err)
+		rv.failed = true
+		return
+	}
+	rv.classes++
+	if rv.script {
+		rv.werr = writeScriptClass(rv.w, sc, r)
+	} else {
+		rv.werr = writeYAML(rv.w, r)
+	}
+}
+
+// undoReview is the undo of a CSI PV csimigrate created, for review: its
+// in-tree replacement in the field CSI.
+func undoReview(tr *translate.Translator, pv *v1.PersistentVolume) (RewritePV, error) {
+	in, err := undoReplacement(tr, pv)
+	if err != nil {
+		return RewritePV{}, err
+	}
+	policy := v1.PersistentVolumeReclaimPolicy(in.Annotations[AnnReclaimPolicy])
+	return RewritePV{Name: pv.Name, Driver: plugins.InTreeNameOfPV(in), OriginalPolicy: pv.Spec.PersistentVolumeReclaimPolicy, RestorePolicy: policy, CSI: in}, nil
 }
 
 // Annotations the rewrite puts on the CSI PV it creates, so that every later
@@ -276,6 +342,8 @@ func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Per
 		if ref != nil {
 			csi.Annotations[annDeletionSecretName] = ref.Name
 			csi.Annotations[annDeletionSecretNamespace] = ref.Namespace
+			// What the undo removes again.
+			csi.Annotations[AnnAddedAnnotations] = annDeletionSecretName + "," + annDeletionSecretNamespace
 		}
 	}
 	if _, ok := csi.Annotations[annDeletionSecretName]; !ok && inTree == rbd.PluginName && restore == v1.PersistentVolumeReclaimDelete {
@@ -284,6 +352,7 @@ func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Per
 	}
 	csi.Annotations[AnnReclaimPolicy] = string(restore)
 	csi.Annotations[AnnMigratedFrom] = inTree
+	csi.Annotations[AnnPreRewritePolicy] = string(original)
 	csi.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
 	var hazard []string
 	for _, k := range kept {
@@ -310,14 +379,10 @@ func provisionerSecret(tr *translate.Translator, logger klog.Logger, pv *v1.Pers
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'" }
 
-// writeScriptHeader writes the script up to its first PV: a bash script
-// with the ordered, idempotent steps. Every step checks the cluster first,
-// so the script can be run again after an interruption at any point and
-// converges to the same end state.
-func writeScriptHeader(w io.Writer) {
-	_, _ = io.WriteString(w, `#!/usr/bin/env bash
-# Generated by csimigrate rewrite. Review, then run with a kubeconfig for the
-# cluster. Each PV is replaced by a CSI PV of the same name, claimRef and
+// scriptIntro starts the review script; its verbs are the direction's.
+const scriptIntro = `#!/usr/bin/env bash
+# Generated by csimigrate %s. Review, then run with a kubeconfig for
+# the cluster. Each PV is replaced by %s PV of the same name, claimRef and
 # capacity; PVCs stay bound to it. Safe to run again after an interruption:
 # every step reads the cluster's state first. Data is never deleted: the old
 # PV object is removed only after Retain is in force on that exact object.
@@ -325,11 +390,18 @@ func writeScriptHeader(w io.Writer) {
 set -euo pipefail
 KUBECTL=${KUBECTL:-kubectl}
 
-rewrite_pv() {
+`
+
+// scriptFunctions are the review script's functions: the ordered,
+// idempotent steps of replacing one PV and one StorageClass, either way.
+// Every step checks the cluster first, so the script can be run again after
+// an interruption at any point and converges to the same end state.
+const scriptFunctions = `rewrite_pv() {
+  # driver is the CSI driver of the replacement, "" for an in-tree one.
   local name=$1 driver=$2 restore=$3 manifest=$4
   local cur uid
-  cur=$($KUBECTL get pv "$name" -o 'jsonpath={.spec.csi.driver}' 2>/dev/null || true)
-  if [ "$cur" != "$driver" ]; then
+  cur=$($KUBECTL get pv "$name" -o 'jsonpath={.metadata.name}/{.spec.csi.driver}' 2>/dev/null || true)
+  if [ "$cur" != "$name/$driver" ]; then
     if $KUBECTL get pv "$name" >/dev/null 2>&1; then
       uid=$($KUBECTL get pv "$name" -o 'jsonpath={.metadata.uid}')
       # 0. Not being deleted, and held by no finalizer csimigrate does not
@@ -356,17 +428,18 @@ rewrite_pv() {
           *) break ;;
         esac
       done
-      # 2. Delete the in-tree PV object; with Retain the volume is kept. The
+      # 2. Delete the PV object; with Retain the volume is kept. The
       #    pv-protection finalizer holds it: remove that one, from that
       #    object (uid), only when it is the only finalizer.
       $KUBECTL delete pv "$name" --wait=false
       $KUBECTL patch pv "$name" --type=json -p "[{\"op\":\"test\",\"path\":\"/metadata/uid\",\"value\":\"$uid\"},{\"op\":\"test\",\"path\":\"/metadata/finalizers\",\"value\":[\"kubernetes.io/pv-protection\"]},{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]" 2>/dev/null || true
       $KUBECTL wait --for=delete "pv/$name" --timeout=120s
     fi
-    # 3. Create the CSI PV with the same name and claimRef (Retain for now).
+    # 3. Create the replacement with the same name and claimRef (Retain for
+    #    now).
     printf '%s\n' "$manifest" | $KUBECTL create -f -
   fi
-  # 4. Restore the reclaim policy recorded on the CSI PV.
+  # 4. Restore the reclaim policy recorded on the replacement.
   local want
   want=$($KUBECTL get pv "$name" -o "jsonpath={.metadata.annotations.csimigrate\.io/original-reclaim-policy}")
   if [ -n "$want" ]; then
@@ -374,42 +447,55 @@ rewrite_pv() {
   fi
 }
 
-# The in-tree StorageClasses, after the PVs (whose deletion secrets were read
-# from them): StorageClasses cannot be updated, so each is deleted and created
-# again with the same name and the CSI provisioner. Claims created meanwhile
-# wait (Pending) until it exists again.
+# The StorageClasses, after the PVs (whose deletion secrets were read from
+# the in-tree ones): StorageClasses cannot be updated, so each is deleted and
+# created again with the same name and the other provisioner. Claims created
+# meanwhile wait (Pending) until it exists again.
 rewrite_sc() {
-  local name=$1 intree=$2 driver=$3 uid=$4 manifest=$5
+  local name=$1 from=$2 to=$3 uid=$4 manifest=$5
   local cur
   cur=$($KUBECTL get storageclass "$name" -o 'jsonpath={.provisioner}' 2>/dev/null || true)
-  [ "$cur" = "$driver" ] && return 0
+  [ "$cur" = "$to" ] && return 0
   if [ -n "$cur" ]; then
-    if [ "$cur" != "$intree" ]; then
-      echo "storageclass $name has provisioner $cur, not $intree; not replacing it" >&2; exit 1
+    if [ "$cur" != "$from" ]; then
+      echo "storageclass $name has provisioner $cur, not $from; not replacing it" >&2; exit 1
     fi
     if [ -n "$uid" ] && [ "$($KUBECTL get storageclass "$name" -o 'jsonpath={.metadata.uid}')" != "$uid" ]; then
       echo "storageclass $name is not the reviewed object (uid $uid); not replacing it" >&2; exit 1
     fi
-    # 1. Delete the in-tree class (its PVs are not affected).
+    # 1. Delete the class (its PVs are not affected).
     $KUBECTL delete storageclass "$name"
   fi
-  # 2. Create the CSI class with the same name.
+  # 2. Create the replacement with the same name.
   printf '%s\n' "$manifest" | $KUBECTL create -f -
 }
-`)
+`
+
+// writeScriptHeader writes the script up to its first PV.
+func writeScriptHeader(w io.Writer, dir *direction) {
+	what, article := "rewrite", "a CSI"
+	if dir.undo {
+		what, article = "rewrite -undo", "the in-tree"
+	}
+	fmt.Fprintf(w, scriptIntro, what, article)
+	_, _ = io.WriteString(w, scriptFunctions)
 }
 
-// writeScriptPV writes the call that rewrites one PV.
-func writeScriptPV(w io.Writer, p RewritePV) error {
+// writeScriptPV writes the call that replaces one PV.
+func writeScriptPV(w io.Writer, dir *direction, p RewritePV) error {
 	b, err := yaml.Marshal(p.CSI)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n# %s -> %s (reclaim policy after the rewrite: %s)", p.Name, p.Driver, p.RestorePolicy)
+	driver := p.Driver
+	if dir.undo {
+		driver = "" // an in-tree PV has no .spec.csi.driver
+	}
+	fmt.Fprintf(w, "\n# %s -> %s (reclaim policy after the %s: %s)", p.Name, p.Driver, strings.TrimPrefix(strings.TrimPrefix(dir.what, "an "), "a "), p.RestorePolicy)
 	if p.Hazard != "" {
 		fmt.Fprintf(w, "; %s", p.Hazard)
 	}
-	_, err = fmt.Fprintf(w, "\nrewrite_pv %s %s %s %s\n", shellQuote(p.Name), shellQuote(p.Driver), shellQuote(string(p.RestorePolicy)), shellQuote(string(b)))
+	_, err = fmt.Fprintf(w, "\nrewrite_pv %s %s %s %s\n", shellQuote(p.Name), shellQuote(driver), shellQuote(string(p.RestorePolicy)), shellQuote(string(b)))
 	return err
 }
 
@@ -425,8 +511,12 @@ func writeScriptClass(w io.Writer, inTree, r *storagev1.StorageClass) error {
 }
 
 // writeScriptFooter ends the script.
-func writeScriptFooter(w io.Writer, n, classes int) {
-	fmt.Fprintf(w, "\necho \"rewrote %d PersistentVolumes and %d StorageClasses\"\n", n, classes)
+func writeScriptFooter(w io.Writer, dir *direction, n, classes int) {
+	verb := "rewrote"
+	if dir.undo {
+		verb = "undid the rewrite of"
+	}
+	fmt.Fprintf(w, "\necho \"%s %d PersistentVolumes and %d StorageClasses\"\n", verb, n, classes)
 }
 
 // Add implements Sink.

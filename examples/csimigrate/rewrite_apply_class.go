@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -18,17 +19,28 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// stateLabelSC names the StorageClass a state ConfigMap belongs to.
-const stateLabelSC = "csimigrate.io/rewrite-of-storageclass"
+const (
+	// stateLabelSC names the StorageClass a state ConfigMap belongs to.
+	stateLabelSC = "csimigrate.io/rewrite-of-storageclass"
+	// AnnOriginalClass records, on a CSI StorageClass the rewrite created,
+	// the in-tree class it replaced: a StorageClass in JSON without its
+	// metadata (provisioner, parameters and every field the translation
+	// may change). The undo creates that class again, with the CSI class's
+	// name, labels and annotations.
+	AnnOriginalClass = "csimigrate.io/original-storageclass"
+)
 
 // scStateName is the state ConfigMap name for a StorageClass.
 func scStateName(sc string) string { return stateNameWith("csimigrate-rewrite-sc-", sc) }
 
-// scState is what a run saves before it deletes an in-tree StorageClass
-// (StorageClass parameters and provisioner cannot be updated): the
-// replacement and what proves on resuming that it still applies.
+// scState is what a run saves before it deletes a StorageClass (a class's
+// parameters and provisioner cannot be updated): the replacement and what
+// proves on resuming that it still applies.
 type scState struct {
-	StorageClass    string                  `json:"storageClass"`
+	StorageClass string `json:"storageClass"`
+	// Undo says the state is an undo's: the class deleted is a CSI class
+	// csimigrate created, the replacement the in-tree class it replaced.
+	Undo            bool                    `json:"undo,omitempty"`
 	UID             types.UID               `json:"uid"`
 	ResourceVersion string                  `json:"resourceVersion"`
 	Replacement     *storagev1.StorageClass `json:"replacement"`
@@ -55,104 +67,13 @@ func classReplacementOf(tr *translate.Translator, logger klog.Logger, sc *storag
 		out.Annotations = map[string]string{}
 	}
 	out.Annotations[AnnMigratedFrom] = sc.Provisioner
-	return out, nil
-}
-
-// rewriteClass replaces one in-tree StorageClass, resuming from whatever
-// state the cluster is in: save the replacement, delete the class with uid
-// and resourceVersion preconditions, create the replacement, remove the
-// state. Claims created meanwhile that name the class wait (Pending) until
-// it exists again.
-func (a *applier) rewriteClass(ctx context.Context, t target) error {
-	name := t.name
-	scs := a.client.StorageV1().StorageClasses()
-	cms := a.client.CoreV1().ConfigMaps(a.stateNS)
-	for attempt := 0; attempt < 20; attempt++ {
-		cur, err := scs.Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			cur, err = nil, nil
-		}
-		if err != nil {
-			return err
-		}
-		cm, err := cms.Get(ctx, scStateName(name), metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			cm, err = nil, nil
-		}
-		if err != nil {
-			return err
-		}
-		var state *scState
-		if cm != nil {
-			state = &scState{}
-			if err := a.readState(cm, state); err != nil {
-				return err
-			}
-			if state.Replacement == nil || state.Replacement.Name != name || state.StorageClass != name {
-				return fmt.Errorf("ConfigMap %s/%s does not hold a replacement for StorageClass %s; nothing is created from it", a.stateNS, cm.Name, name)
-			}
-			if t.uid != "" && state.UID != t.uid {
-				return fmt.Errorf("ConfigMap %s/%s was saved for uid %s, the reviewed StorageClass has uid %s; nothing is created from it", a.stateNS, cm.Name, state.UID, t.uid)
-			}
-		}
-		switch {
-		case cur == nil && state == nil:
-			return refuse("not found, and no saved replacement (ConfigMap %s/%s)", a.stateNS, scStateName(name))
-		case cur == nil:
-			if err := a.step("storageclass/"+name, "create the CSI StorageClass ("+state.Replacement.Provisioner+")"); err != nil {
-				return err
-			}
-			if _, err := scs.Create(ctx, state.Replacement.DeepCopy(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return err
-			}
-		case cur.Annotations[AnnMigratedFrom] != "" && !a.tr.IsMigratableIntreePluginByName(cur.Provisioner):
-			if state == nil {
-				return nil
-			}
-			if cur.Provisioner != state.Replacement.Provisioner {
-				return fmt.Errorf("StorageClass %s has provisioner %s, ConfigMap %s/%s saved %s; not touching either", name, cur.Provisioner, a.stateNS, cm.Name, state.Replacement.Provisioner)
-			}
-			if err := a.step("storageclass/"+name, "remove the saved replacement"); err != nil {
-				return err
-			}
-			uid := cm.UID
-			if err := cms.Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
-				return err
-			}
-		case !a.tr.IsMigratableIntreePluginByName(cur.Provisioner):
-			return refuse("provisioner %s is not an in-tree plugin csimigrate translates", cur.Provisioner)
-		case t.uid != "" && cur.UID != t.uid:
-			return refuse("the live StorageClass has uid %s, the reviewed one %s (replaced since the review)", cur.UID, t.uid)
-		case state != nil && (cur.UID != state.UID || cur.ResourceVersion != state.ResourceVersion):
-			return fmt.Errorf("StorageClass %s changed after its replacement was saved in ConfigMap %s/%s (uid %s, resourceVersion %s; saved %s, %s); nothing is done with it: delete the ConfigMap and run again to rebuild it",
-				name, a.stateNS, cm.Name, cur.UID, cur.ResourceVersion, state.UID, state.ResourceVersion)
-		case state != nil:
-			if err := a.step("storageclass/"+name, "delete the in-tree StorageClass (its PVs are not affected)"); err != nil {
-				return err
-			}
-			uid, rv := cur.UID, cur.ResourceVersion
-			if err := scs.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}}); err != nil &&
-				!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				return err
-			}
-		default:
-			r, err := a.classReplacement(cur)
-			if err != nil {
-				return refuse("%v", err)
-			}
-			if err := a.classSecretRefusal(ctx, cur, r); err != nil {
-				return err
-			}
-			if err := a.step("storageclass/"+name, fmt.Sprintf("save the CSI replacement in ConfigMap %s/%s", a.stateNS, scStateName(name))); err != nil {
-				return err
-			}
-			s := scState{StorageClass: name, UID: cur.UID, ResourceVersion: cur.ResourceVersion, Replacement: r}
-			if _, err := a.writeState(ctx, scStateName(name), stateLabelSC, name, &s); err != nil && !apierrors.IsAlreadyExists(err) {
-				return err
-			}
-		}
+	orig, err := json.Marshal(storagev1.StorageClass{Provisioner: sc.Provisioner, Parameters: sc.Parameters, ReclaimPolicy: sc.ReclaimPolicy,
+		MountOptions: sc.MountOptions, AllowVolumeExpansion: sc.AllowVolumeExpansion, VolumeBindingMode: sc.VolumeBindingMode, AllowedTopologies: sc.AllowedTopologies})
+	if err != nil {
+		return nil, err
 	}
-	return fmt.Errorf("storageclass/%s: did not converge", name)
+	out.Annotations[AnnOriginalClass] = string(orig)
+	return out, nil
 }
 
 // liveClassTargets lists the cluster's in-tree StorageClasses csimigrate
@@ -164,8 +85,8 @@ func (a *applier) liveClassTargets(ctx context.Context) ([]target, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, sc := range list.Items {
-		if a.tr.IsMigratableIntreePluginByName(sc.Provisioner) {
+	for i := range list.Items {
+		if sc := &list.Items[i]; a.isSourceClass(sc) {
 			seen[sc.Name] = true
 			out = append(out, target{name: sc.Name})
 		}
@@ -189,7 +110,7 @@ func (a *applier) liveClassTargets(ctx context.Context) ([]target, error) {
 func (a *applier) rewriteClasses(ctx context.Context, targets []target) (result, error) {
 	var r result
 	for _, t := range targets {
-		if r.record(a, "storageclass/"+t.name, a.rewriteClass(ctx, t)) {
+		if r.record(a, "storageclass/"+t.name, runSteps(ctx, a, a.newClassRun(t), classSteps)) {
 			return r, errInterrupted
 		}
 	}
@@ -205,13 +126,10 @@ func (a *applier) dryRunClasses(ctx context.Context, targets []target) error {
 		if err != nil {
 			return []error{fmt.Errorf("storageclass/%s: %w", t.name, err)}
 		}
-		if !a.tr.IsMigratableIntreePluginByName(cur.Provisioner) {
+		if !a.isSourceClass(cur) {
 			return nil
 		}
-		r, err := a.classReplacement(cur)
-		if err == nil {
-			err = a.classSecretRefusal(ctx, cur, r)
-		}
+		r, err := a.classChecks(ctx, cur)
 		if err != nil {
 			return []error{fmt.Errorf("storageclass/%s: %w", t.name, err)}
 		}

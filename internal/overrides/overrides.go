@@ -81,10 +81,7 @@ func Record(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
 	want := csiPV.Spec.CSI
 	var o overrides
 	if by, ok := annot.Take(inTree, plugins.AnnOriginalProvisionedBy); ok {
-		annot.Take(inTree, annProvisionedBy)
-		if by != "" {
-			annot.Set(inTree, annProvisionedBy, by)
-		}
+		annot.Set(inTree, annProvisionedBy, by)
 	}
 	original, hasOriginal := annot.Take(inTree, plugins.AnnOriginalVolumeHandle)
 	switch {

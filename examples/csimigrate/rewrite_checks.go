@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/csimigrate/csimigrate/featuregate"
+	"github.com/csimigrate/csimigrate/plugins"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// deletionProtection are the finalizers with which Kubernetes' PV controller
+// (HonorPVReclaimPolicy, on by default from 1.31) and external-provisioner
+// hold a PV whose reclaim policy is Delete until they have deleted the
+// volume. Their owners remove them when the policy becomes Retain; the
+// rewrite waits for that and never removes them itself.
+var deletionProtection = []string{"kubernetes.io/pv-controller", "external-provisioner.volume.kubernetes.io/finalizer"}
+
+// finalizersWaitFor is how long a run waits for the owners of
+// deletionProtection finalizers to remove them once Retain is in force.
+var finalizersWaitFor = 60 * time.Second
+
+// known reports whether a finalizer is one the rewrite knows the owner and
+// meaning of.
+func knownFinalizer(f string) bool {
+	return f == pvProtection || slices.Contains(deletionProtection, f)
+}
+
+var errInterrupted = errors.New("interrupted (step limit)")
+
+// refusal is a PV the rewrite leaves exactly as it was, and why; remedy
+// says what an admin can do about it, when the reason does not.
+type refusal struct{ reason, remedy string }
+
+func (r *refusal) Error() string {
+	if r.remedy == "" {
+		return r.reason
+	}
+	return r.reason + "; " + r.remedy
+}
+
+func refuse(format string, args ...any) error { return &refusal{reason: fmt.Sprintf(format, args...)} }
+
+// objectRefusal is why the rewrite leaves a PV alone for what the PV
+// object itself says (being deleted, finalizers it does not know), or nil.
+// The plan applies the same rule.
+func objectRefusal(cur *v1.PersistentVolume) error {
+	if cur.DeletionTimestamp != nil {
+		return &refusal{reason: fmt.Sprintf("being deleted (since %s); a rewrite would undo that delete", cur.DeletionTimestamp.UTC().Format(time.RFC3339)),
+			remedy: "let the deletion finish; nothing is left to migrate"}
+	}
+	if others := slices.DeleteFunc(slices.Clone(cur.Finalizers), knownFinalizer); len(others) > 0 {
+		return &refusal{reason: fmt.Sprintf("finalizers %q: csimigrate knows only %s (which it removes from the object it deleted) and %q (whose owners remove them once Retain is set)",
+			others, pvProtection, deletionProtection), remedy: "wait for the finalizers' owners to remove them, or remove them if their owner is gone"}
+	}
+	return nil
+}
+
+// claimRefusal is why the rewrite leaves a PV alone for its claim, or nil:
+// pvc is the claim the PV names (nil when there is none of that name). A
+// PV pre-bound to a claim but not yet bound (no uid) is refused without
+// reading the claim. The plan applies the same rule.
+func claimRefusal(cur *v1.PersistentVolume, pvc *v1.PersistentVolumeClaim) error {
+	c := cur.Spec.ClaimRef
+	if c == nil {
+		return nil
+	}
+	switch {
+	case c.UID == "":
+		return &refusal{reason: fmt.Sprintf("pre-bound to claim %s/%s but not bound yet", c.Namespace, c.Name),
+			remedy: "create the claim (or wait until it binds), or clear spec.claimRef"}
+	case pvc == nil:
+		return &refusal{reason: fmt.Sprintf("its claim %s/%s does not exist (the PV is released)", c.Namespace, c.Name),
+			remedy: "reclaim it (delete the image by hand, then the PV), or re-bind it: clear spec.claimRef.uid and create a claim with spec.volumeName " + cur.Name}
+	case pvc.UID != c.UID:
+		return &refusal{reason: fmt.Sprintf("claim %s/%s has uid %s, the PV names uid %s (a new claim of the same name)", c.Namespace, c.Name, pvc.UID, c.UID),
+			remedy: "re-bind the PV to the claim that uses it, or reclaim it"}
+	case pvc.DeletionTimestamp != nil:
+		return &refusal{reason: fmt.Sprintf("its claim %s/%s is being deleted; the PV will be released", c.Namespace, c.Name),
+			remedy: "let the deletion finish; the PV is then reclaimed by its policy"}
+	case pvc.Spec.VolumeName != cur.Name:
+		return &refusal{reason: fmt.Sprintf("claim %s/%s is bound to volume %q, not to this PV", c.Namespace, c.Name, pvc.Spec.VolumeName),
+			remedy: "clear this PV's spec.claimRef, or fix the binding"}
+	}
+	return nil
+}
+
+// storageClass returns the live StorageClass of a PV, nil when it has none
+// or the class is gone.
+func (a *applier) storageClass(ctx context.Context, pv *v1.PersistentVolume) (*storagev1.StorageClass, error) {
+	name := pv.Spec.StorageClassName
+	if name == "" {
+		return nil, nil
+	}
+	a.mu.Lock()
+	c, ok := a.classes[name]
+	a.mu.Unlock()
+	if ok && time.Since(c.at) < cacheFor {
+		return c.v, nil
+	}
+	sc, err := a.client.StorageV1().StorageClasses().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		sc, err = nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	if a.classes == nil {
+		a.classes = map[string]cached[*storagev1.StorageClass]{}
+	}
+	a.classes[name] = cached[*storagev1.StorageClass]{sc, time.Now()}
+	a.mu.Unlock()
+	return sc, nil
+}
+
+// claimChecks refuses a PV for what its object says and for its claim,
+// which it returns (nil when the PV is not bound).
+func (a *applier) claimChecks(ctx context.Context, cur *v1.PersistentVolume) (*v1.PersistentVolumeClaim, error) {
+	if err := objectRefusal(cur); err != nil {
+		return nil, err
+	}
+	var pvc *v1.PersistentVolumeClaim
+	if c := cur.Spec.ClaimRef; c != nil && c.UID != "" {
+		var err error
+		if pvc, err = getOrNil(a.client.CoreV1().PersistentVolumeClaims(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})); err != nil {
+			return nil, err
+		}
+	}
+	return pvc, claimRefusal(cur, pvc)
+}
+
+// inUseRefusal refuses a PV that pods which have not finished use, unless
+// -online and onlineSafe hold for the in-tree form of the volume, inTree,
+// and the CSI driver and handle it is handled as.
+func (a *applier) inUseRefusal(ctx context.Context, cur, inTree *v1.PersistentVolume, driver, handle string) error {
+	c := cur.Spec.ClaimRef
+	if c == nil {
+		return nil
+	}
+	pods, err := a.podsUsing(ctx, c.Namespace, c.Name)
+	if err != nil || len(pods) == 0 {
+		return err
+	}
+	names := make([]string, len(pods))
+	for i, p := range pods {
+		names[i] = p.Name
+	}
+	if !a.online {
+		return refuse("in use by pods %s of claim %s/%s; stop them first (csimigrate plan lists them), or use -online where the plugin is migrated on their nodes",
+			strings.Join(names, ", "), c.Namespace, c.Name)
+	}
+	if err := a.onlineSafe(ctx, inTree, driver, handle, pods); err != nil {
+		return refuse("in use by pods %s of claim %s/%s, and not safe online: %v", strings.Join(names, ", "), c.Namespace, c.Name, err)
+	}
+	return nil
+}
+
+// podsUsing lists the pods of a namespace, not finished, that use a claim.
+func (a *applier) podsUsing(ctx context.Context, ns, claim string) ([]v1.Pod, error) {
+	pods, err := a.podsIn(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	var out []v1.Pod
+	for _, pod := range pods {
+		if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+			continue
+		}
+		for _, vol := range pod.Spec.Volumes {
+			if vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ClaimName == claim {
+				out = append(out, pod)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// onlineSafe reports why a PV used by running pods cannot be rewritten
+// under them, or nil. It can when the kubelet and kube-controller-manager
+// already handle the volume as CSI, with the driver and handle the
+// replacement has (the handle contract), so that the volume name the
+// kubelet tracks and the VolumeAttachment do not change: every pod is
+// scheduled to a node whose CSINode lists the in-tree plugin in
+// storage.alpha.kubernetes.io/migrated-plugins and has the driver, and,
+// unless the driver's CSIDriver says attachRequired: false, a
+// VolumeAttachment of this PV on that node names the driver as attacher
+// (kube-controller-manager attaches it as CSI). While the PV object is gone
+// neither the kubelet's nor the attach/detach controller's desired state
+// drops the volume (both skip a volume whose spec cannot be built, and
+// remove only deleted pods', in v1.36.3).
+//
+// The attachment's name must be the one kube-controller-manager computes
+// from the replacement's handle (featuregate.AttachmentName): the proof that
+// it attached the volume with that handle, so that after the rewrite it
+// finds the same attachment instead of attaching anew and detaching this
+// one.
+func (a *applier) onlineSafe(ctx context.Context, pv *v1.PersistentVolume, driver, handle string, pods []v1.Pod) error {
+	plugin := plugins.InTreeNameOfPV(pv)
+	attach := true
+	if d, err := a.client.StorageV1().CSIDrivers().Get(ctx, driver, metav1.GetOptions{}); err == nil && d.Spec.AttachRequired != nil && !*d.Spec.AttachRequired {
+		attach = false
+	} else if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	var vas []storagev1.VolumeAttachment
+	if attach {
+		list, err := a.client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		vas = list.Items
+	}
+	for _, pod := range pods {
+		node := pod.Spec.NodeName
+		if node == "" {
+			return fmt.Errorf("pod %s is not scheduled yet", pod.Name)
+		}
+		cn, err := a.client.StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("node %s of pod %s has no CSINode (no CSI driver registered there)", node, pod.Name)
+		}
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(featuregate.ParseMigratedPlugins(cn.Annotations[featuregate.AnnMigratedPlugins]), plugin) {
+			return fmt.Errorf("the kubelet of node %s does not migrate %s (CSINode annotation %s = %q)", node, plugin, featuregate.AnnMigratedPlugins, cn.Annotations[featuregate.AnnMigratedPlugins])
+		}
+		if !slices.ContainsFunc(cn.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == driver }) {
+			return fmt.Errorf("driver %s is not registered on node %s", driver, node)
+		}
+		if !attach {
+			continue
+		}
+		i := slices.IndexFunc(vas, func(va storagev1.VolumeAttachment) bool {
+			return va.Spec.NodeName == node && va.Spec.Source.PersistentVolumeName != nil && *va.Spec.Source.PersistentVolumeName == pv.Name
+		})
+		switch {
+		case i < 0:
+			return fmt.Errorf("no VolumeAttachment of this PV on node %s: kube-controller-manager does not attach it as CSI (migration off there?)", node)
+		case vas[i].Spec.Attacher != driver:
+			return fmt.Errorf("VolumeAttachment %s has attacher %s, not %s", vas[i].Name, vas[i].Spec.Attacher, driver)
+		case vas[i].Name != featuregate.AttachmentName(handle, driver, node):
+			return fmt.Errorf("VolumeAttachment %s is not named for the replacement's handle %q (kube-controller-manager translated it to another handle; it would attach the replacement anew)", vas[i].Name, handle)
+		}
+	}
+	return nil
+}
+
+// podsIn lists the pods of a namespace, reusing a list younger than
+// cacheFor.
+func (a *applier) podsIn(ctx context.Context, ns string) ([]v1.Pod, error) {
+	a.mu.Lock()
+	c, ok := a.pods[ns]
+	a.mu.Unlock()
+	if ok && time.Since(c.at) < cacheFor {
+		return c.v, nil
+	}
+	at := time.Now()
+	var pods []v1.Pod
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := a.client.CoreV1().Pods(ns).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		pods = append(pods, list.Items...)
+		if list.Continue == "" {
+			break
+		}
+		opts.Continue = list.Continue
+	}
+	a.mu.Lock()
+	if a.pods == nil {
+		a.pods = map[string]cached[[]v1.Pod]{}
+	}
+	a.pods[ns] = cached[[]v1.Pod]{pods, at}
+	a.mu.Unlock()
+	return pods, nil
+}
+
+// claimStillThere checks, before a replacement is created, that its claim
+// is the one it was built for and still bound to the PV's name.
+func (a *applier) claimStillThere(ctx context.Context, s *rewriteState) error {
+	if s.ClaimName == "" {
+		return nil
+	}
+	pvc, err := a.client.CoreV1().PersistentVolumeClaims(s.ClaimNamespace).Get(ctx, s.ClaimName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("claim %s/%s is gone (a replacement bound to it would be released and reclaimed)", s.ClaimNamespace, s.ClaimName)
+	case err != nil:
+		return err
+	case pvc.UID != s.ClaimUID:
+		return fmt.Errorf("claim %s/%s has uid %s, saved %s (a new claim of the same name)", s.ClaimNamespace, s.ClaimName, pvc.UID, s.ClaimUID)
+	case pvc.Spec.VolumeName != s.PV:
+		return fmt.Errorf("claim %s/%s is bound to volume %q now, not %q", s.ClaimNamespace, s.ClaimName, pvc.Spec.VolumeName, s.PV)
+	case pvc.DeletionTimestamp != nil:
+		return fmt.Errorf("claim %s/%s is being deleted (a replacement bound to it would be released and reclaimed)", s.ClaimNamespace, s.ClaimName)
+	}
+	return nil
+}
+
+// check runs every check on a live in-tree PV before the first write to it
+// and returns what it read, with the PV's replacement; a refusal says why
+// the PV is left alone.
+func (a *applier) check(ctx context.Context, cur *v1.PersistentVolume) (*checks, error) {
+	pvc, err := a.claimChecks(ctx, cur)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := a.storageClass(ctx, cur)
+	if err != nil {
+		return nil, err
+	}
+	r, err := replacement(a.tr, a.logger, cur, sc, pvc)
+	if err != nil {
+		return nil, refuse("%v", err)
+	}
+	if err := a.inUseRefusal(ctx, cur, cur, r.CSI.Spec.CSI.Driver, r.CSI.Spec.CSI.VolumeHandle); err != nil {
+		return nil, err
+	}
+	return &checks{uid: cur.UID, sc: sc, pvc: pvc, repl: r.CSI, kept: r.KeptRetain()}, nil
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"pgregory.net/rapid"
+
+	"github.com/csimigrate/csimigrate/internal/gen"
+	"github.com/csimigrate/csimigrate/translate"
+)
+
+// inTreePV draws an in-tree PV as clusters store them: written by hand or by
+// in-tree provisioning (RBD, CephFS, vSphere), or stored by a migrated
+// external-provisioner for a volume its driver created (the library's
+// reverse translation of the CSI PV, with csimigrate's overrides
+// annotation).
+func inTreePV(t *rapid.T, tr *translate.Translator) *v1.PersistentVolume {
+	switch rapid.IntRange(0, 4).Draw(t, "kind") {
+	case 0:
+		return gen.RBDPV(t)
+	case 1:
+		return gen.CephFSPV(t, false)
+	case 2:
+		return gen.VSpherePV(t)
+	}
+	csi := gen.RBDProvisionedPV(t)
+	if rapid.Bool().Draw(t, "vsphereProvisioned") {
+		csi = gen.VSphereProvisionedPV(t)
+	}
+	pv, err := tr.TranslateCSIPVToInTree(csi)
+	if err != nil {
+		t.Fatalf("reverse translation of a provisioned PV: %v", err)
+	}
+	return pv
+}
+
+// undoneAsStored is the in-tree PV an undo leaves after its last step, as
+// the API server stores what it sends: the replacement with the recorded
+// policy restored.
+func undoneAsStored(in *v1.PersistentVolume) *v1.PersistentVolume {
+	out := in.DeepCopy()
+	out.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimPolicy(out.Annotations[AnnReclaimPolicy])
+	delete(out.Annotations, AnnReclaimPolicy)
+	if len(out.Annotations) == 0 {
+		out.Annotations = nil
+	}
+	return out
+}
+
+// storedFields are what the comparison of a PV before the rewrite and after
+// its undo covers: everything a user or controller set, not what the API
+// server sets (uid, resourceVersion, timestamps, status) or finalizers
+// (admission adds pv-protection, the owners of deletion protection add
+// theirs).
+type storedFields struct {
+	Name        string
+	Labels      map[string]string
+	Annotations map[string]string
+	Spec        v1.PersistentVolumeSpec
+}
+
+func fieldsOf(pv *v1.PersistentVolume) storedFields {
+	a := pv.Annotations
+	if len(a) == 0 {
+		a = nil
+	}
+	l := pv.Labels
+	if len(l) == 0 {
+		l = nil
+	}
+	return storedFields{Name: pv.Name, Labels: l, Annotations: a, Spec: pv.Spec}
+}
+
+// Rewrite then undo is the identity on a PV's name, labels, annotations and
+// spec, for every in-tree PV the rewrite replaces; the undo's replacement
+// names the volume by the driver and handle the rewrite's had.
+func TestUndoIsInverseOfRewrite(t *testing.T) {
+	var c common
+	tr, err := c.translator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		pv := inTreePV(t, tr)
+		var sc *storagev1.StorageClass
+		if pv.Spec.StorageClassName != "" && rapid.Bool().Draw(t, "classKnown") {
+			sc = &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: pv.Spec.StorageClassName}, Provisioner: "kubernetes.io/rbd",
+				Parameters: map[string]string{"monitors": "10.70.53.126:6789", "adminSecretName": "admin", "adminSecretNamespace": "ceph", "pool": "rbd"}}
+		}
+		before := pv.DeepCopy()
+		r, err := replacement(tr, klog0(), pv, sc, nil)
+		if err != nil {
+			t.Skip("the rewrite refuses it:", err)
+		}
+		if diff := cmp.Diff(before, pv); diff != "" {
+			t.Fatalf("replacement changed its argument:\n%s", diff)
+		}
+		in, err := undoReplacement(tr, r.CSI)
+		if err != nil {
+			t.Fatalf("undo of the rewrite of %s: %v", pv.Name, err)
+		}
+		if kind, _ := kindOf(tr, in); kind != pvInTree {
+			t.Fatalf("the undo's replacement is not an in-tree PV csimigrate translates: %+v", in.Spec.PersistentVolumeSource)
+		}
+		want := pv.DeepCopy()
+		if diff := cmp.Diff(fieldsOf(want), fieldsOf(undoneAsStored(in))); diff != "" {
+			t.Fatalf("rewrite then undo (-original +undone):\n%s", diff)
+		}
+		a := &applier{tr: tr, logger: klog0()}
+		d1, h1, err1 := a.identity(r.CSI)
+		d2, h2, err2 := a.identity(in)
+		if err1 != nil || err2 != nil || d1 != d2 || h1 != h2 {
+			t.Fatalf("identity: rewrite %s %q (%v), undo %s %q (%v)", d1, h1, err1, d2, h2, err2)
+		}
+		for k := range in.Annotations {
+			if k != AnnReclaimPolicy && strings.HasPrefix(k, "csimigrate.io/") && want.Annotations[k] == "" {
+				t.Fatalf("the undo leaves the rewrite's annotation %s", k)
+			}
+		}
+	})
+}
