@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,10 +58,25 @@ func poll(t *testing.T, d time.Duration, what string, cond func() (bool, string)
 // from the API server as external-resizer does, grows the image; deleting
 // the claim makes external-provisioner delete the image from Ceph; a new
 // claim on the recreated class provisions an image Ceph lists.
+//
+// On Kubernetes 1.30, the last release with the in-tree RBD plugin, the
+// rewrite is undone and done again before the expansion: `rewrite -apply
+// -undo` gives back the in-tree PV and class as they were stored (the image
+// untouched), and the second rewrite gives the same CSI PV as the first. On
+// 1.36 the undo is refused and changes nothing.
 func TestCephKubernetesChain(t *testing.T) {
+	for _, r := range []testenv.Release{testenv.V1_36, testenv.V1_30} {
+		t.Run(r.Version, func(t *testing.T) { kubernetesChain(t, r) })
+	}
+}
+
+func kubernetesChain(t *testing.T, release testenv.Release) {
 	c, d := cephEnv(t)
 	ctx := callCtx(t)
-	const pool, ns = "kube.rbd-3", "default"
+	pool, ns := "kube.rbd-3", "default"
+	if release != testenv.V1_36 {
+		pool = "kube.rbd-undo"
+	}
 	createPool(t, c, pool)
 	image := "kubernetes-dynamic-pvc-" + NewUUID()
 	if _, err := c.RBD(ctx, "create", "--size", "64M", pool+"/"+image); err != nil {
@@ -66,7 +84,7 @@ func TestCephKubernetesChain(t *testing.T) {
 	}
 
 	var logs bytes.Buffer
-	srv, err := testenv.Start(&logs)
+	srv, err := testenv.StartRelease(&logs, release)
 	if err != nil {
 		t.Fatalf("kube-apiserver: %v\n%s", err, logs.String())
 	}
@@ -127,25 +145,36 @@ func TestCephKubernetesChain(t *testing.T) {
 	// The Ceph CSI config map the plan prints for the cluster is the
 	// drivers' config.json; then the rewrite.
 	configure(t, d, sc, pv)
-	cmd := exec.Command(envBin, "rewrite", "-apply", "-kubeconfig", kc, pv.Name, "storageclass/"+sc.Name)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("csimigrate rewrite -apply: %v\n%s", err, out)
-	}
-	t.Logf("csimigrate rewrite -apply:\n%s", out)
-	rewritten, err := cs.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+	stored, err := cs.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rewritten.Spec.CSI == nil || rewritten.Spec.CSI.Driver != "rbd.csi.ceph.com" {
-		t.Fatalf("the PV after the rewrite is not a Ceph CSI volume: %+v", rewritten.Spec.PersistentVolumeSource)
+	storedSC, err := cs.StorageV1().StorageClasses().Get(ctx, sc.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if rewritten.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
-		t.Errorf("reclaim policy %q after the rewrite, want Delete", rewritten.Spec.PersistentVolumeReclaimPolicy)
-	}
-	newSC, err := cs.StorageV1().StorageClasses().Get(ctx, sc.Name, metav1.GetOptions{})
-	if err != nil || newSC.Provisioner != "rbd.csi.ceph.com" {
-		t.Fatalf("StorageClass %s after the rewrite: %v %v", sc.Name, newSC.Provisioner, err)
+	rewritten := rewriteChain(t, cs, kc, pv.Name, sc.Name)
+	if release == testenv.V1_36 {
+		// The undo is refused: no kubelet of 1.31 or later mounts an
+		// in-tree RBD PV.
+		out, err := exec.Command(envBin, "rewrite", "-apply", "-undo", "-kubeconfig", kc, pv.Name, "storageclass/"+sc.Name).CombinedOutput()
+		if err == nil || !bytes.Contains(out, []byte("1.31 removed the in-tree plugin kubernetes.io/rbd")) {
+			t.Fatalf("undo on %s: %v\n%s", release.Version, err, out)
+		}
+		if now, err := cs.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{}); err != nil || now.ResourceVersion != rewritten.ResourceVersion {
+			t.Fatalf("the refused undo changed the PV: %v", err)
+		}
+	} else {
+		size := images(t, c, pool)[image]
+		undoChain(t, cs, kc, stored, storedSC, ns, claim.Name)
+		if got, ok := images(t, c, pool)[image]; !ok || got != size {
+			t.Errorf("image %s/%s after the undo: listed %t, size %d (was %d)", pool, image, ok, got, size)
+		}
+		again := rewriteChain(t, cs, kc, pv.Name, sc.Name)
+		if diff := cmp.Diff(storedFieldsOf(rewritten), storedFieldsOf(again)); diff != "" {
+			t.Errorf("the rewrite after the undo differs from the first (-first +again):\n%s", diff)
+		}
+		rewritten = again
 	}
 	// The claim stays bound to the same PV, through a few binder syncs.
 	time.Sleep(5 * time.Second)
@@ -225,6 +254,67 @@ func TestCephKubernetesChain(t *testing.T) {
 	if _, ok := images(t, c, pool)[newImage]; ok {
 		t.Errorf("%s/%s is still listed after its claim was deleted", pool, newImage)
 	}
+}
+
+// rewriteChain runs csimigrate rewrite -apply on the PV and class and
+// returns the PV, checked to be a Ceph CSI PV with reclaim policy Delete.
+func rewriteChain(t *testing.T, cs kubernetes.Interface, kc, pvName, scName string) *v1.PersistentVolume {
+	t.Helper()
+	ctx := context.Background()
+	out, err := exec.Command(envBin, "rewrite", "-apply", "-kubeconfig", kc, pvName, "storageclass/"+scName).CombinedOutput()
+	if err != nil {
+		t.Fatalf("csimigrate rewrite -apply: %v\n%s", err, out)
+	}
+	t.Logf("csimigrate rewrite -apply:\n%s", out)
+	rewritten, err := cs.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rewritten.Spec.CSI == nil || rewritten.Spec.CSI.Driver != "rbd.csi.ceph.com" {
+		t.Fatalf("the PV after the rewrite is not a Ceph CSI volume: %+v", rewritten.Spec.PersistentVolumeSource)
+	}
+	if rewritten.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
+		t.Errorf("reclaim policy %q after the rewrite, want Delete", rewritten.Spec.PersistentVolumeReclaimPolicy)
+	}
+	newSC, err := cs.StorageV1().StorageClasses().Get(ctx, scName, metav1.GetOptions{})
+	if err != nil || newSC.Provisioner != "rbd.csi.ceph.com" {
+		t.Fatalf("StorageClass %s after the rewrite: %v %v", scName, newSC.Provisioner, err)
+	}
+	return rewritten
+}
+
+// undoChain runs csimigrate rewrite -apply -undo on the PV and class and
+// checks that they are again as stored before the rewrite, the claim bound.
+func undoChain(t *testing.T, cs kubernetes.Interface, kc string, stored *v1.PersistentVolume, storedSC *storagev1.StorageClass, ns, claim string) {
+	t.Helper()
+	ctx := context.Background()
+	out, err := exec.Command(envBin, "rewrite", "-apply", "-undo", "-kubeconfig", kc, stored.Name, "storageclass/"+storedSC.Name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("csimigrate rewrite -apply -undo: %v\n%s", err, out)
+	}
+	t.Logf("csimigrate rewrite -apply -undo:\n%s", out)
+	waitBound(t, cs, ns, claim, stored.Name)
+	undone, err := cs.CoreV1().PersistentVolumes().Get(ctx, stored.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(storedFieldsOf(stored), storedFieldsOf(undone)); diff != "" {
+		t.Errorf("the in-tree PV after the undo (-before the rewrite +after the undo):\n%s", diff)
+	}
+	sc, err := cs.StorageV1().StorageClasses().Get(ctx, storedSC.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Provisioner != storedSC.Provisioner || !maps.Equal(sc.Parameters, storedSC.Parameters) || !maps.Equal(sc.Annotations, storedSC.Annotations) {
+		t.Errorf("StorageClass after the undo: %s %v %v, before the rewrite %s %v %v", sc.Provisioner, sc.Parameters, sc.Annotations, storedSC.Provisioner, storedSC.Parameters, storedSC.Annotations)
+	}
+}
+
+// storedFieldsOf are a PV's name, labels, annotations and spec: what a
+// rewrite and its undo give back (not what the API server or controllers
+// set: uid, resourceVersion, status, finalizers).
+func storedFieldsOf(pv *v1.PersistentVolume) *v1.PersistentVolume {
+	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pv.Name, Labels: pv.Labels, Annotations: pv.Annotations}, Spec: pv.Spec}
 }
 
 func mustCreate(t *testing.T, f func() error) {

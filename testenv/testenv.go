@@ -143,7 +143,16 @@ func binaryOf(name, version, dir, pkg, env string, log io.Writer) (string, error
 	}
 	fmt.Fprintf(log, "building %s %s into %s (a cold build takes minutes)\n", name, version, bin)
 	tmp := bin + ".tmp"
-	cmd := exec.Command("go", "build", "-o", tmp, pkg)
+	args := []string{"build", "-o", tmp}
+	if name == "kube-apiserver" {
+		// Stamped with its release, as a released binary is (and as
+		// scripts/setup-apiserver builds it), so that clients read its
+		// version.
+		minor, _, _ := strings.Cut(strings.TrimPrefix(version, "v1."), ".")
+		args = append(args, "-ldflags", "-X k8s.io/component-base/version.gitVersion="+version+
+			" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor="+minor)
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
 	cmd.Dir = filepath.Join(repoRoot(), "tools", dir)
 	cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = log, log

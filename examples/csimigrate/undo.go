@@ -141,7 +141,7 @@ func (a *applier) serverMinor() (int, error) {
 	}
 	minor, err := strconv.Atoi(strings.TrimRight(v.Minor, "+"))
 	if err != nil || v.Major != "1" {
-		return 0, fmt.Errorf("the API server's version %q.%q is not 1.N", v.Major, v.Minor)
+		return 0, fmt.Errorf("the API server reports version %q (major %q, minor %q), not 1.N: cannot tell whether its kubelets still have the in-tree plugin", v.GitVersion, v.Major, v.Minor)
 	}
 	a.minor = minor
 	return minor, nil

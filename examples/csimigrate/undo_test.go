@@ -1,0 +1,336 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/csimigrate/csimigrate/testenv"
+)
+
+// startReleaseWithControllerManager is startWithControllerManager for a
+// release of Kubernetes.
+func startReleaseWithControllerManager(t *testing.T, r testenv.Release) (*testenv.Server, kubernetes.Interface, string) {
+	t.Helper()
+	s, err := testenv.StartRelease(os.Stderr, r)
+	if err != nil {
+		t.Fatalf("cannot start kube-apiserver %s: %v", r.Version, err)
+	}
+	t.Cleanup(s.Stop)
+	if err := s.StartControllerManager(os.Stderr, testenv.VolumeControllers...); err != nil {
+		t.Fatalf("cannot start kube-controller-manager %s: %v", r.Version, err)
+	}
+	kc, err := s.WriteKubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, s.Client, kc
+}
+
+// storedOf reads the stored fields of the PVs.
+func storedOf(t *testing.T, c kubernetes.Interface, names []string) map[string]storedFields {
+	t.Helper()
+	out := map[string]storedFields{}
+	for _, n := range names {
+		out[n] = fieldsOf(getPV(t, c, n))
+	}
+	return out
+}
+
+// undoApplier is newApplier for the undo.
+func undoApplier(c kubernetes.Interface, out *bytes.Buffer) *applier {
+	a := newApplier(c, out)
+	a.undo = true
+	return a
+}
+
+// On Kubernetes 1.30 (the last release with the in-tree RBD and CephFS
+// plugins), with kube-controller-manager's binder and protection
+// controllers: rewrite, undo, rewrite again. The undo gives back every PV as
+// it was stored before the rewrite (spec, labels, annotations: the RBD PV
+// kept at Retain by the rewrite gets its Delete back), claims end Bound,
+// the StorageClass comes back with its parameters, a second undo changes
+// nothing, the rewrite after the undo gives the same CSI PVs as the first;
+// and an undo interrupted after each step resumes to the same end.
+func TestUndoWithControllerManager(t *testing.T) {
+	s, c, kc := startReleaseWithControllerManager(t, testenv.V1_30)
+	ctx := context.Background()
+
+	names := seed(t, c, "undo")
+	waitBound(t, c, "undo", names)
+	original := storedOf(t, c, names)
+	class, err := c.StorageV1().StorageClasses().Get(ctx, "rbd-undo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply := func(args ...string) string {
+		t.Helper()
+		out, stderr, code := runCmd(t, "", append([]string{"rewrite", "-apply", "-kubeconfig", kc}, args...)...)
+		if code != exitOK {
+			t.Fatalf("rewrite -apply %q: exit %d: %s\n%s\n%s", args, code, stderr, out, s.Logs("kube-controller-manager"))
+		}
+		return out
+	}
+	apply(append(names, "storageclass/rbd-undo")...)
+	waitBound(t, c, "undo", names)
+	rewritten := storedOf(t, c, names)
+	if rewritten["undo-rbd-static"].Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
+		t.Fatalf("the rewrite did not keep the static RBD PV at Retain: %+v", rewritten["undo-rbd-static"].Spec)
+	}
+
+	out := apply(append([]string{"-undo"}, append(names, "storageclass/rbd-undo")...)...)
+	waitBound(t, c, "undo", names)
+	if diff := cmp.Diff(original, storedOf(t, c, names)); diff != "" {
+		t.Errorf("after rewrite and undo (-original +undone):\n%s\n%s", diff, out)
+	}
+	back, err := c.StorageV1().StorageClasses().Get(ctx, "rbd-undo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(classFields(class), classFields(back)); diff != "" {
+		t.Errorf("StorageClass after rewrite and undo (-original +undone):\n%s", diff)
+	}
+	noStateLeft(t, c)
+	if out := apply("-undo"); !strings.Contains(out, ", 0 steps taken") {
+		t.Errorf("a second undo took steps:\n%s", out)
+	}
+
+	apply(names...)
+	waitBound(t, c, "undo", names)
+	if diff := cmp.Diff(rewritten, storedOf(t, c, names)); diff != "" {
+		t.Errorf("the rewrite after the undo differs from the first (-first +again):\n%s", diff)
+	}
+
+	// An undo interrupted after each step, then resumed.
+	for k := 1; k <= 8; k++ {
+		ns := fmt.Sprintf("undo-cut%d", k)
+		names := seed(t, c, ns)
+		waitBound(t, c, ns, names)
+		original := storedOf(t, c, names)
+		if _, err := newApplier(c, &bytes.Buffer{}).rewriteAll(ctx, targetsOf(names)); err != nil {
+			t.Fatal(err)
+		}
+		cut := undoApplier(c, &bytes.Buffer{})
+		cut.stepLimit = k
+		_, err := cut.rewriteAll(ctx, targetsOf(names))
+		if !errors.Is(err, errInterrupted) {
+			t.Fatalf("k=%d: the interrupted undo returned %v", k, err)
+		}
+		// A rewrite is refused while the undo is in progress, where it
+		// saved its state.
+		var buf bytes.Buffer
+		if _, err := c.CoreV1().ConfigMaps("kube-system").Get(ctx, stateName(names[0]), metav1.GetOptions{}); err == nil {
+			_, err := newApplier(c, &buf).rewriteAll(ctx, targetsOf(names[:1]))
+			if err == nil || !strings.Contains(err.Error(), "holds an undo of pv/"+names[0]+" in progress; finish it first (csimigrate rewrite -apply -undo)") {
+				t.Errorf("k=%d: a rewrite during the undo returned %v\n%s", k, err, buf.String())
+			}
+			buf.Reset()
+		}
+		if _, err := undoApplier(c, &buf).rewriteAll(ctx, targetsOf(names)); err != nil {
+			t.Fatalf("k=%d: resume: %v\n%s", k, err, buf.String())
+		}
+		waitBound(t, c, ns, names)
+		if diff := cmp.Diff(original, storedOf(t, c, names)); diff != "" {
+			t.Errorf("k=%d: after an interrupted undo (-original +undone):\n%s", k, diff)
+		}
+	}
+	noStateLeft(t, c)
+}
+
+// classFields are a StorageClass's fields a user sets.
+func classFields(sc *storagev1.StorageClass) *storagev1.StorageClass {
+	out := sc.DeepCopy()
+	out.ObjectMeta = metav1.ObjectMeta{Name: sc.Name, Labels: sc.Labels, Annotations: sc.Annotations}
+	out.TypeMeta = metav1.TypeMeta{}
+	return out
+}
+
+func noStateLeft(t *testing.T, c kubernetes.Interface) {
+	t.Helper()
+	cms, err := c.CoreV1().ConfigMaps("kube-system").List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cms.Items) != 0 {
+		t.Errorf("%d saved replacements left", len(cms.Items))
+	}
+}
+
+// What the undo refuses, on Kubernetes 1.36 without controllers: RBD and
+// CephFS (whose in-tree plugins 1.31 removed) are left as CSI PVs while the
+// vSphere PV is undone; a CSI PV csimigrate did not create is not a target;
+// a PV in use; a PV whose rewrite is in progress; a PV rewritten without
+// the record of what to restore. The dry run and the review change nothing.
+func TestUndoRefusals(t *testing.T) {
+	c, kc := startServer(t)
+	ctx := context.Background()
+	undo := func(args ...string) (string, string, int) {
+		return runCmd(t, "", append([]string{"rewrite", "-undo", "-apply", "-kubeconfig", kc}, args...)...)
+	}
+	names := seed(t, c, "ref")
+	original := storedOf(t, c, names)
+	if _, _, code := runCmd(t, "", append([]string{"rewrite", "-apply", "-kubeconfig", kc}, append(names, "storageclass/rbd-ref")...)...); code != exitOK {
+		t.Fatal("rewrite failed")
+	}
+	before := map[string]*v1.PersistentVolume{}
+	for _, n := range names {
+		before[n] = getPV(t, c, n)
+	}
+	class := func() *storagev1.StorageClass {
+		sc, err := c.StorageV1().StorageClasses().Get(ctx, "rbd-ref", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	csiClass := class()
+
+	// The review and the dry run.
+	review, stderr, code := runCmd(t, "", "rewrite", "-undo", "-live", "-kubeconfig", kc, "-o", "yaml")
+	if code != exitOK || !strings.Contains(review, "vsphereVolume:") || !strings.Contains(review, "rbd:") || !strings.Contains(review, "provisioner: kubernetes.io/rbd") {
+		t.Errorf("rewrite -undo -o yaml: exit %d: %s\n%s", code, stderr, review)
+	}
+	out, stderr, code := undo("-dry-run", "ref-vsphere")
+	if code != exitOK || !strings.Contains(out, "pv/ref-vsphere: Retain, delete and create as kubernetes.io/vsphere-volume would be accepted") {
+		t.Errorf("dry run: exit %d: %s\n%s", code, stderr, out)
+	}
+	unchanged(t, c, before["ref-vsphere"])
+
+	out, _, code = undo()
+	if code != exitBlocked {
+		t.Errorf("undo on 1.36: exit %d, want %d:\n%s", code, exitBlocked, out)
+	}
+	for _, n := range []string{"ref-rbd", "ref-rbd-static", "ref-cephfs"} {
+		if !strings.Contains(out, "pv/"+n+": refused, left as it was: the API server is Kubernetes 1.36, and 1.31 removed the in-tree plugin") {
+			t.Errorf("%s not refused for the release:\n%s", n, out)
+		}
+		unchanged(t, c, before[n])
+		noState(t, c, n)
+	}
+	if !strings.Contains(out, "storageclass/rbd-ref: refused, left as it was: the API server is Kubernetes 1.36") {
+		t.Errorf("the RBD class was not refused:\n%s", out)
+	}
+	if diff := cmp.Diff(csiClass, class()); diff != "" {
+		t.Errorf("the refused class changed:\n%s", diff)
+	}
+	if diff := cmp.Diff(original["ref-vsphere"], fieldsOf(getPV(t, c, "ref-vsphere"))); diff != "" {
+		t.Errorf("vSphere after rewrite and undo (-original +undone):\n%s", diff)
+	}
+
+	// A CSI PV csimigrate did not create is not among the targets.
+	foreign := mkPV(t, c, "ref2", "foreign", func(pv *v1.PersistentVolume) {
+		pv.Spec.RBD = nil
+		pv.Spec.CSI = &v1.CSIPersistentVolumeSource{Driver: "csi.vsphere.vmware.com", VolumeHandle: "b9f2e0a4-0000-4000-8000-000000000001"}
+	})
+	if _, stderr, code := undo("foreign"); code != exitUsage || !strings.Contains(stderr, `PV "foreign" is not a rewritten PV of the cluster`) {
+		t.Errorf("a foreign CSI PV named: exit %d: %s", code, stderr)
+	}
+	unchanged(t, c, foreign)
+
+	t.Run("in-use", func(t *testing.T) {
+		pv := rewrittenVSphere(t, c, kc, "inuse")
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app-0", Namespace: "inuse"}, Spec: v1.PodSpec{
+			Containers: []v1.Container{{Name: "app", Image: "registry.example/app:1"}},
+			Volumes:    []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "inuse"}}}}}}
+		if _, err := c.CoreV1().Pods("inuse").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"inuse"}, {"-online", "inuse"}} {
+			out, _, code := undo(args...)
+			if code != exitBlocked || !strings.Contains(out, "pv/inuse: refused, left as it was: in use by pods app-0") {
+				t.Errorf("%q: exit %d:\n%s", args, code, out)
+			}
+		}
+		unchanged(t, c, pv)
+	})
+	t.Run("rewrite-in-progress", func(t *testing.T) {
+		mkPV(t, c, "prog", "prog", func(pv *v1.PersistentVolume) {
+			pv.Spec.RBD = nil
+			pv.Spec.VsphereVolume = &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[ds] kubevols/prog.vmdk"}
+		})
+		cut := newApplier(c, &bytes.Buffer{})
+		cut.stepLimit = 5 // Retain, save, delete, finalizer, create
+		if _, err := cut.rewriteAll(ctx, targetsOf([]string{"prog"})); !errors.Is(err, errInterrupted) {
+			t.Fatal(err)
+		}
+		pv := getPV(t, c, "prog")
+		var buf bytes.Buffer
+		_, err := undoApplier(c, &buf).rewriteAll(ctx, targetsOf([]string{"prog"}))
+		if err == nil || !strings.Contains(err.Error(), "holds a rewrite of pv/prog in progress; finish it first (csimigrate rewrite -apply)") {
+			t.Errorf("undo during a rewrite: %v\n%s", err, buf.String())
+		}
+		unchanged(t, c, pv)
+	})
+	t.Run("no-record", func(t *testing.T) {
+		pv := rewrittenVSphere(t, c, kc, "norecord")
+		delete(pv.Annotations, AnnPreRewritePolicy)
+		pv, err := c.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _, code := undo("norecord")
+		if code != exitBlocked || !strings.Contains(out, "it has no annotation "+AnnPreRewritePolicy) {
+			t.Errorf("exit %d:\n%s", code, out)
+		}
+		unchanged(t, c, pv)
+	})
+}
+
+// rewrittenVSphere creates a bound in-tree vSphere PV named ns in namespace
+// ns, rewrites it and returns the CSI PV.
+func rewrittenVSphere(t *testing.T, c kubernetes.Interface, kc, ns string) *v1.PersistentVolume {
+	t.Helper()
+	mkPV(t, c, ns, ns, func(pv *v1.PersistentVolume) {
+		pv.Spec.RBD = nil
+		pv.Spec.VsphereVolume = &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[ds] kubevols/" + ns + ".vmdk"}
+	})
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, ns); code != exitOK {
+		t.Fatalf("rewrite: exit %d: %s\n%s", code, stderr, out)
+	}
+	return getPV(t, c, ns)
+}
+
+// The undo's review script, run with kubectl twice, gives back the vSphere
+// PV as it was stored before the rewrite.
+func TestUndoScriptWithKubectl(t *testing.T) {
+	c, kc := startServer(t)
+	mkPV(t, c, "script", "script", func(pv *v1.PersistentVolume) {
+		pv.Spec.RBD = nil
+		pv.Spec.VsphereVolume = &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[ds] kubevols/script", StoragePolicyName: "gold"}
+		pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/vsphere-volume"}
+	})
+	original := fieldsOf(getPV(t, c, "script"))
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "script"); code != exitOK {
+		t.Fatalf("rewrite: exit %d: %s\n%s", code, stderr, out)
+	}
+	script, stderr, code := runCmd(t, "", "rewrite", "-undo", "-live", "-kubeconfig", kc)
+	if code != exitOK || !strings.Contains(script, "rewrite_pv 'script' '' 'Delete'") {
+		t.Fatalf("rewrite -undo -o script: exit %d: %s\n%s", code, stderr, script)
+	}
+	for range 2 {
+		cmd := exec.Command("bash", "-s")
+		cmd.Stdin = strings.NewReader(script)
+		cmd.Env = append(os.Environ(), "KUBECTL=kubectl --kubeconfig "+kc)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("the undo script: %v\n%s", err, out)
+		}
+	}
+	if diff := cmp.Diff(original, fieldsOf(getPV(t, c, "script"))); diff != "" {
+		t.Errorf("after the undo script (-original +undone):\n%s", diff)
+	}
+	if _, err := c.CoreV1().ConfigMaps("kube-system").Get(context.Background(), stateName("script"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("state ConfigMap: %v", err)
+	}
+}
