@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -217,7 +219,8 @@ func (r *classRun) removeState(ctx context.Context) error {
 
 // classUndoReplacement is the in-tree class a CSI class csimigrate created
 // replaced: the one recorded in AnnOriginalClass, with the CSI class's name,
-// labels and annotations (without those the rewrite added).
+// labels and annotations (without those the rewrite added, listed in
+// AnnAddedAnnotations: an annotation an admin changed since is kept).
 func classUndoReplacement(cur *storagev1.StorageClass) (*storagev1.StorageClass, error) {
 	raw, ok := cur.Annotations[AnnOriginalClass]
 	if !ok {
@@ -234,8 +237,9 @@ func classUndoReplacement(cur *storagev1.StorageClass) (*storagev1.StorageClass,
 	out := orig.DeepCopy()
 	out.TypeMeta = metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"}
 	out.ObjectMeta = metav1.ObjectMeta{Name: cur.Name, Labels: maps.Clone(cur.Labels), Annotations: map[string]string{}}
+	added := strings.Split(cur.Annotations[AnnAddedAnnotations], ",")
 	for k, v := range cur.Annotations {
-		if k != AnnMigratedFrom && k != AnnOriginalClass {
+		if k != AnnMigratedFrom && k != AnnOriginalClass && k != AnnAddedAnnotations && !slices.Contains(added, k) {
 			out.Annotations[k] = v
 		}
 	}

@@ -195,152 +195,185 @@ func (rd *reader) readFile(path string) error {
 // decoded one at a time, so memory does not grow with the input) or YAML
 // split into documents at its document markers: a line "---", possibly
 // followed by a comment or by the document's first content, and a line
-// "..." (document end). A YAML List document is read whole.
+// "..." (document end). A YAML List document is read whole, unless it has
+// the shape kubectl prints, whose items are decoded one at a time.
 func (rd *reader) readStream(source string, r io.Reader) error {
 	br := bufio.NewReaderSize(r, 1<<16)
-	for {
-		b, err := br.Peek(1)
-		if err != nil {
-			break
-		}
-		if b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r' {
-			_, _ = br.ReadByte()
-			continue
-		}
-		if b[0] == '{' || b[0] == '[' {
-			return rd.readJSON(source, br)
-		}
-		break
+	if startsJSON(br) {
+		return rd.readJSON(source, br)
 	}
 	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
-	var doc, item, pending bytes.Buffer
-	n := 0
-	// A List document as kubectl prints it ("items:", then "- " entries at
-	// column 0) is decoded item by item: items is itemsStreaming while the
-	// entries are read, each kept in item (dedented) until the next.
-	items, streamed := itemsNone, 0
-	flushItem := func() error {
-		if item.Len() == 0 {
-			return nil
-		}
-		err := rd.decodeDoc(item.Bytes())
-		item.Reset()
-		if err != nil {
-			return &InputError{Source: source, Doc: n + 1, Err: fmt.Errorf("items[%d]: %w", streamed, err)}
-		}
-		streamed++
-		return nil
-	}
-	flush := func() error {
-		if err := flushItem(); err != nil {
+	y := &yamlStream{rd: rd, source: source}
+	for sc.Scan() {
+		if err := y.line(sc.Bytes()); err != nil {
 			return err
 		}
-		if items == itemsPending {
-			doc.Write(pending.Bytes()) // "items:" and nothing after it
-			pending.Reset()
-		}
-		wasList := streamed > 0 || items == itemsStreaming
-		items, streamed = itemsNone, 0
-		if len(bytes.TrimSpace(doc.Bytes())) == 0 && !wasList {
-			doc.Reset()
-			return nil
-		}
-		n++
-		var err error
-		if wasList {
-			err = checkListHeader(doc.Bytes())
-		} else {
-			err = rd.decodeDoc(doc.Bytes())
-		}
-		doc.Reset()
-		if err != nil {
-			return &InputError{Source: source, Doc: n, Err: err}
-		}
-		return nil
-	}
-	for sc.Scan() {
-		line := sc.Bytes()
-		switch items {
-		case itemsPending:
-			// The first content line after "items:" decides; "items:" and
-			// the comments after it are held in pending until then.
-			if isBlankOrComment(line) {
-				pending.Write(line)
-				pending.WriteByte('\n')
-				continue
-			}
-			if isEntry(line) {
-				items = itemsStreaming
-				pending.Reset()
-				item.Write(line[min(2, len(line)):])
-				item.WriteByte('\n')
-				continue
-			}
-			// Another shape: the document is read whole.
-			items = itemsNone
-			doc.Write(pending.Bytes())
-			pending.Reset()
-		case itemsStreaming:
-			switch {
-			case isEntry(line):
-				if err := flushItem(); err != nil {
-					return err
-				}
-				item.Write(line[min(2, len(line)):])
-				item.WriteByte('\n')
-				continue
-			case bytes.HasPrefix(line, []byte("  ")) || isBlankOrComment(line):
-				if len(line) >= 2 && line[0] == ' ' {
-					line = line[2:]
-				}
-				item.Write(line)
-				item.WriteByte('\n')
-				continue
-			case line[0] == ' ' || line[0] == '\t':
-				return &InputError{Source: source, Doc: n + 1, Err: fmt.Errorf("items[%d]: line %q is indented less than the list's entries", streamed, line)}
-			default:
-				// A top-level key after the items: the list ends.
-				if err := flushItem(); err != nil {
-					return err
-				}
-				items = itemsDone
-			}
-		}
-		if rest, ok := documentMarker(line, "---"); ok {
-			if err := flush(); err != nil {
-				return err
-			}
-			// "--- # comment" starts an empty line; "--- key: v" or
-			// "--- |" start the document with that content.
-			if t := bytes.TrimSpace(rest); len(t) > 0 && t[0] != '#' {
-				doc.Write(t)
-				doc.WriteByte('\n')
-			}
-			continue
-		}
-		if rest, ok := documentMarker(line, "..."); ok {
-			if t := bytes.TrimSpace(rest); len(t) > 0 && t[0] != '#' {
-				return &InputError{Source: source, Doc: n + 1, Err: fmt.Errorf("content %q after the document end marker \"...\"", t)}
-			}
-			if err := flush(); err != nil {
-				return err
-			}
-			continue
-		}
-		if items == itemsNone && isItemsKey(line) {
-			items = itemsPending
-			pending.Write(line)
-			pending.WriteByte('\n')
-			continue
-		}
-		doc.Write(line)
-		doc.WriteByte('\n')
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("%s: %w", source, err)
 	}
-	return flush()
+	return y.flush()
+}
+
+// startsJSON skips the white space at the start of the input and reports
+// whether JSON follows.
+func startsJSON(br *bufio.Reader) bool {
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			return false
+		}
+		switch b[0] {
+		case ' ', '\t', '\n', '\r':
+			_, _ = br.ReadByte()
+		case '{', '[':
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// yamlStream splits YAML, line by line, into documents, and a List document
+// as kubectl prints it ("items:", then "- " entries at column 0) into its
+// items: items is itemsStreaming while the entries are read, each kept in
+// item (dedented) until the next.
+type yamlStream struct {
+	rd                 *reader
+	source             string
+	doc, item, pending bytes.Buffer
+	// n counts the documents read; streamed the items of the current one.
+	n, items, streamed int
+}
+
+// flushItem decodes the List entry read so far.
+func (y *yamlStream) flushItem() error {
+	if y.item.Len() == 0 {
+		return nil
+	}
+	err := y.rd.decodeDoc(y.item.Bytes())
+	y.item.Reset()
+	if err != nil {
+		return &InputError{Source: y.source, Doc: y.n + 1, Err: fmt.Errorf("items[%d]: %w", y.streamed, err)}
+	}
+	y.streamed++
+	return nil
+}
+
+// flush decodes the document read so far (a streamed List's header only).
+func (y *yamlStream) flush() error {
+	if err := y.flushItem(); err != nil {
+		return err
+	}
+	if y.items == itemsPending {
+		y.doc.Write(y.pending.Bytes()) // "items:" and nothing after it
+		y.pending.Reset()
+	}
+	wasList := y.streamed > 0 || y.items == itemsStreaming
+	y.items, y.streamed = itemsNone, 0
+	if len(bytes.TrimSpace(y.doc.Bytes())) == 0 && !wasList {
+		y.doc.Reset()
+		return nil
+	}
+	y.n++
+	var err error
+	if wasList {
+		err = checkListHeader(y.doc.Bytes())
+	} else {
+		err = y.rd.decodeDoc(y.doc.Bytes())
+	}
+	y.doc.Reset()
+	if err != nil {
+		return &InputError{Source: y.source, Doc: y.n, Err: err}
+	}
+	return nil
+}
+
+// line takes one line of the input.
+func (y *yamlStream) line(line []byte) error {
+	if taken, err := y.itemLine(line); taken || err != nil {
+		return err
+	}
+	if rest, ok := documentMarker(line, "---"); ok {
+		if err := y.flush(); err != nil {
+			return err
+		}
+		// "--- # comment" starts an empty line; "--- key: v" or "--- |"
+		// start the document with that content.
+		if t := bytes.TrimSpace(rest); len(t) > 0 && t[0] != '#' {
+			y.doc.Write(t)
+			y.doc.WriteByte('\n')
+		}
+		return nil
+	}
+	if rest, ok := documentMarker(line, "..."); ok {
+		if t := bytes.TrimSpace(rest); len(t) > 0 && t[0] != '#' {
+			return &InputError{Source: y.source, Doc: y.n + 1, Err: fmt.Errorf("content %q after the document end marker \"...\"", t)}
+		}
+		return y.flush()
+	}
+	if y.items == itemsNone && isItemsKey(line) {
+		y.items = itemsPending
+		y.pending.Write(line)
+		y.pending.WriteByte('\n')
+		return nil
+	}
+	y.doc.Write(line)
+	y.doc.WriteByte('\n')
+	return nil
+}
+
+// itemLine takes a line after a top-level "items:" and reports whether it
+// was taken (as an entry's, or held until the shape is known).
+func (y *yamlStream) itemLine(line []byte) (bool, error) {
+	switch y.items {
+	case itemsPending:
+		// The first content line after "items:" decides; "items:" and the
+		// comments after it are held in pending until then.
+		if isBlankOrComment(line) {
+			y.pending.Write(line)
+			y.pending.WriteByte('\n')
+			return true, nil
+		}
+		if isEntry(line) {
+			y.items = itemsStreaming
+			y.pending.Reset()
+			y.item.Write(line[min(2, len(line)):])
+			y.item.WriteByte('\n')
+			return true, nil
+		}
+		// Another shape: the document is read whole.
+		y.items = itemsNone
+		y.doc.Write(y.pending.Bytes())
+		y.pending.Reset()
+	case itemsStreaming:
+		switch {
+		case isEntry(line):
+			if err := y.flushItem(); err != nil {
+				return true, err
+			}
+			y.item.Write(line[min(2, len(line)):])
+			y.item.WriteByte('\n')
+			return true, nil
+		case bytes.HasPrefix(line, []byte("  ")) || isBlankOrComment(line):
+			if len(line) >= 2 && line[0] == ' ' {
+				line = line[2:]
+			}
+			y.item.Write(line)
+			y.item.WriteByte('\n')
+			return true, nil
+		case line[0] == ' ' || line[0] == '\t':
+			return true, &InputError{Source: y.source, Doc: y.n + 1, Err: fmt.Errorf("items[%d]: line %q is indented less than the list's entries", y.streamed, line)}
+		default:
+			// A top-level key after the items: the list ends.
+			if err := y.flushItem(); err != nil {
+				return true, err
+			}
+			y.items = itemsDone
+		}
+	}
+	return false, nil
 }
 
 // States of a YAML document's top-level "items:".

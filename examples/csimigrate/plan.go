@@ -856,6 +856,29 @@ func yesNo(b bool) string {
 	return "NO"
 }
 
+// planHazards are the plan's hazard rows, cluster-wide then per volume.
+func planHazards(p *Plan) []string {
+	var hazards []string
+	for _, f := range p.Hazards {
+		obj := "cluster"
+		if strings.HasPrefix(f.Field, "Secret ") || strings.HasPrefix(f.Field, "StorageClass ") {
+			obj = f.Field
+		}
+		hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", obj, f.Severity, f.Code, f.Message, f.Remedy))
+	}
+	for _, v := range p.Volumes {
+		for _, f := range v.Findings {
+			hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Name, f.Severity, f.Code, f.Message, f.Remedy))
+		}
+		if len(v.InUseBy) > 0 {
+			hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Name, plugins.SeverityWarning, "VolumeInUse",
+				"in use by "+strings.Join(v.InUseBy, ", ")+"; rewrite -apply refuses a PV in use while its pods run (unless -online, where the plugin is already migrated on their nodes)",
+				"stop the pods (scale their workloads to zero) before the rewrite deletes and recreates the PV object; data is kept"))
+		}
+	}
+	return hazards
+}
+
 func writePlanTable(w io.Writer, p *Plan, cm *v1.ConfigMap) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PERSISTENT VOLUMES")
@@ -880,25 +903,7 @@ func writePlanTable(w io.Writer, p *Plan, cm *v1.ConfigMap) error {
 		}
 		tw.Flush()
 	}
-	var hazards []string
-	for _, f := range p.Hazards {
-		obj := "cluster"
-		if strings.HasPrefix(f.Field, "Secret ") || strings.HasPrefix(f.Field, "StorageClass ") {
-			obj = f.Field
-		}
-		hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", obj, f.Severity, f.Code, f.Message, f.Remedy))
-	}
-	for _, v := range p.Volumes {
-		for _, f := range v.Findings {
-			hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Name, f.Severity, f.Code, f.Message, f.Remedy))
-		}
-		if len(v.InUseBy) > 0 {
-			hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Name, plugins.SeverityWarning, "VolumeInUse",
-				"in use by "+strings.Join(v.InUseBy, ", ")+"; rewrite -apply refuses a PV in use while its pods run (unless -online, where the plugin is already migrated on their nodes)",
-				"stop the pods (scale their workloads to zero) before the rewrite deletes and recreates the PV object; data is kept"))
-		}
-	}
-	if len(hazards) > 0 {
+	if hazards := planHazards(p); len(hazards) > 0 {
 		fmt.Fprintln(tw, "\nHAZARDS")
 		fmt.Fprintln(tw, "OBJECT\tSEVERITY\tCODE\tMESSAGE\tREMEDY")
 		for _, h := range hazards {

@@ -325,6 +325,7 @@ func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Per
 		return RewritePV{}, errors.New(strings.Join(blockers, "; "))
 	}
 	cleanPV(csi)
+	keepClaimRef(csi, pv)
 	csi.Finalizers = nil
 	if csi.Annotations == nil {
 		csi.Annotations = map[string]string{}
@@ -360,6 +361,15 @@ func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Per
 	}
 	return RewritePV{Name: pv.Name, Driver: csi.Spec.CSI.Driver, OriginalPolicy: original,
 		RestorePolicy: restore, Hazard: strings.Join(hazard, "; "), CSI: csi, keptWhy: kept}, nil
+}
+
+// keepClaimRef gives a replacement the claimRef's resourceVersion of the PV
+// it replaces (cleanPV clears it): the binder wrote it there, and the undo
+// gives it back.
+func keepClaimRef(repl, pv *v1.PersistentVolume) {
+	if repl.Spec.ClaimRef != nil && pv.Spec.ClaimRef != nil {
+		repl.Spec.ClaimRef.ResourceVersion = pv.Spec.ClaimRef.ResourceVersion
+	}
 }
 
 // provisionerSecret is the provisioner secret external-provisioner resolves

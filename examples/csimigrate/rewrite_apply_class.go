@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -65,6 +68,16 @@ func classReplacementOf(tr *translate.Translator, logger klog.Logger, sc *storag
 	out.TypeMeta = metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"}
 	if out.Annotations == nil {
 		out.Annotations = map[string]string{}
+	}
+	var added []string
+	for _, k := range slices.Sorted(maps.Keys(out.Annotations)) {
+		if _, ok := sc.Annotations[k]; !ok {
+			added = append(added, k)
+		}
+	}
+	if len(added) > 0 {
+		// What the undo removes again.
+		out.Annotations[AnnAddedAnnotations] = strings.Join(added, ",")
 	}
 	out.Annotations[AnnMigratedFrom] = sc.Provisioner
 	orig, err := json.Marshal(storagev1.StorageClass{Provisioner: sc.Provisioner, Parameters: sc.Parameters, ReclaimPolicy: sc.ReclaimPolicy,

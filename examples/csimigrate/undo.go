@@ -44,6 +44,7 @@ func undoReplacement(tr *translate.Translator, cur *v1.PersistentVolume) (*v1.Pe
 		return nil, fmt.Errorf("the volume has no in-tree form: %w", err)
 	}
 	cleanPV(in)
+	keepClaimRef(in, cur)
 	in.Finalizers = nil
 	for k := range strings.SplitSeq(cur.Annotations[AnnAddedAnnotations], ",") {
 		delete(in.Annotations, k)

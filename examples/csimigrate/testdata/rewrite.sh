@@ -273,6 +273,7 @@ apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata:
   annotations:
+    csimigrate.io/added-annotations: rbd.csimigrate.io/dropped-parameters
     csimigrate.io/migrated-from: kubernetes.io/rbd
     csimigrate.io/original-storageclass: '"'"'{"metadata":{},"provisioner":"kubernetes.io/rbd","parameters":{"adminId":"admin","adminSecretName":"ceph-admin","adminSecretNamespace":"kube-system","imageFeatures":"layering","imageFormat":"2","monitors":"10.70.53.126:6789,10.70.53.127:6789","pool":"replicapool","userId":"kube","userSecretName":"ceph-user-secret"},"reclaimPolicy":"Delete","allowVolumeExpansion":true}'"'"'
     rbd.csimigrate.io/dropped-parameters: '"'"'{"userId":"kube","userSecretName":"ceph-user-secret"}'"'"'
