@@ -88,17 +88,17 @@ func appendOverrides(dst []byte, o *overrides) []byte {
 		dst = append(dst, name...)
 		dst = append(dst, '"', ':')
 	}
-	if o.volumeHandle != nil {
+	if o.hasVolumeHandle {
 		member("volumeHandle")
-		dst = appendJSONString(dst, *o.volumeHandle)
+		dst = appendJSONString(dst, o.volumeHandle)
 	}
-	if o.readOnly != nil {
+	if o.hasReadOnly {
 		member("readOnly")
-		dst = strconv.AppendBool(dst, *o.readOnly)
+		dst = strconv.AppendBool(dst, o.readOnly)
 	}
-	if o.fsType != nil {
+	if o.hasFSType {
 		member("fsType")
-		dst = appendJSONString(dst, *o.fsType)
+		dst = appendJSONString(dst, o.fsType)
 	}
 	if len(o.attrs) > 0 {
 		member("volumeAttributes")

@@ -76,7 +76,16 @@ func drawOverrides(t *rapid.T) csiOverrides {
 // sorted returns o in the form Record writes, its attributes and references
 // sorted.
 func (o *csiOverrides) sorted() *overrides {
-	w := &overrides{volumeHandle: o.VolumeHandle, readOnly: o.ReadOnly, fsType: o.FSType}
+	w := &overrides{}
+	if o.VolumeHandle != nil {
+		w.volumeHandle, w.hasVolumeHandle = *o.VolumeHandle, true
+	}
+	if o.ReadOnly != nil {
+		w.readOnly, w.hasReadOnly = *o.ReadOnly, true
+	}
+	if o.FSType != nil {
+		w.fsType, w.hasFSType = *o.FSType, true
+	}
 	for _, k := range slices.Sorted(maps.Keys(o.VolumeAttributes)) {
 		if v := o.VolumeAttributes[k]; v == nil {
 			w.attrs = append(w.attrs, attrOverride{key: k, remove: true})

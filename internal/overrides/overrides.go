@@ -5,7 +5,6 @@
 package overrides
 
 import (
-	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
@@ -86,15 +85,15 @@ func Record(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
 	original, hasOriginal := annot.Take(inTree, plugins.AnnOriginalVolumeHandle)
 	switch {
 	case want.VolumeHandle != f.VolumeHandle:
-		o.volumeHandle = &want.VolumeHandle
+		o.volumeHandle, o.hasVolumeHandle = want.VolumeHandle, true
 	case hasOriginal && original != f.VolumeHandle:
-		o.volumeHandle = &original
+		o.volumeHandle, o.hasVolumeHandle = original, true
 	}
 	if want.ReadOnly != f.ReadOnly {
-		o.readOnly = &want.ReadOnly
+		o.readOnly, o.hasReadOnly = want.ReadOnly, true
 	}
 	if want.FSType != f.FSType {
-		o.fsType = &want.FSType
+		o.fsType, o.hasFSType = want.FSType, true
 	}
 	var attrs [16]attrOverride
 	o.attrs = attrs[:0]
@@ -153,11 +152,18 @@ func Record(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
 // name. It is the csiOverrides a reader decodes, without maps, so that
 // writing it takes no allocation but the annotation's.
 type overrides struct {
-	volumeHandle *string
-	readOnly     *bool
-	fsType       *string
-	attrs        []attrOverride
-	refs         []refOverride
+	scalars
+	attrs []attrOverride
+	refs  []refOverride
+}
+
+// scalars are the overrides other than attributes and references.
+type scalars struct {
+	// Each is recorded where its has* is set.
+	volumeHandle                            string
+	readOnly                                bool
+	fsType                                  string
+	hasVolumeHandle, hasReadOnly, hasFSType bool
 	// accessModes is set when modes are recorded ([] for none).
 	accessModes bool
 	modes       []v1.PersistentVolumeAccessMode
@@ -199,7 +205,7 @@ func sortAttrs(a []attrOverride) {
 }
 
 func (o *overrides) empty() bool {
-	return o.volumeHandle == nil && o.readOnly == nil && o.fsType == nil && len(o.attrs) == 0 &&
+	return !o.hasVolumeHandle && !o.hasReadOnly && !o.hasFSType && len(o.attrs) == 0 &&
 		len(o.refs) == 0 && !o.accessModes
 }
 
@@ -253,98 +259,107 @@ func Forward(out *v1.PersistentVolume, attrs []Attribute) error {
 }
 
 // applyAnnotation decodes the overrides annotation raw and applies it to out,
-// whose attributes are base when withBase (else its attribute map).
+// whose attributes are base when withBase (else its attribute map). The
+// attributes and references are read into room on the stack.
 func applyAnnotation(out *v1.PersistentVolume, raw string, base []Attribute, withBase bool) error {
-	var o csiOverrides
-	if err := json.Unmarshal([]byte(raw), &o); err != nil {
+	var sc scalars
+	var attrBuf [16]attrOverride
+	var refBuf [5]refOverride
+	attrs, refs, err := decode(raw, &sc, attrBuf[:0], refBuf[:0])
+	if err != nil {
 		return plugins.Invalid("PersistentVolume", out.Name, field.Invalid(
 			field.NewPath("metadata", "annotations").Key(plugins.AnnCSIOverrides), raw,
 			"must be the JSON object a reverse translation by csimigrate writes: "+err.Error()))
 	}
-	return o.apply(out, base, withBase)
+	return apply(out, &sc, attrs, refs, base, withBase)
 }
 
-// apply applies o, as encoding/json decoded it (each key once, nothing
-// shared), to out's CSI source and access modes. The attributes it starts
-// from are base when withBase, else the source's map. A reference to a slot
-// the CSI source does not have is an error that names the first such slot
-// in the order of their names, before anything changes.
-func (o *csiOverrides) apply(out *v1.PersistentVolume, base []Attribute, withBase bool) error {
+// apply applies the overrides (each attribute key and slot once, sorted) to
+// out's CSI source and access modes. The attributes it starts from are base
+// when withBase, else the source's map. A reference to a slot the CSI source
+// does not have is an error that names the first such slot in the order of
+// their names, before anything changes.
+func apply(out *v1.PersistentVolume, sc *scalars, attrs []attrOverride, refs []refOverride, base []Attribute, withBase bool) error {
 	c := out.Spec.CSI
-	bad, hasBad := "", false
-	for slot := range o.SecretRefs {
-		if refSlot(c, slot) == nil && (!hasBad || slot < bad) {
-			bad, hasBad = slot, true
+	for _, r := range refs {
+		if refSlot(c, r.slot) == nil {
+			return plugins.Invalid("PersistentVolume", out.Name, field.NotSupported(
+				field.NewPath("metadata", "annotations").Key(plugins.AnnCSIOverrides).Child("secretRefs"), r.slot,
+				[]string{"controllerExpand", "controllerPublish", "nodeExpand", "nodePublish", "nodeStage"}))
 		}
 	}
-	if hasBad {
-		return plugins.Invalid("PersistentVolume", out.Name, field.NotSupported(
-			field.NewPath("metadata", "annotations").Key(plugins.AnnCSIOverrides).Child("secretRefs"), bad,
-			[]string{"controllerExpand", "controllerPublish", "nodeExpand", "nodePublish", "nodeStage"}))
+	if sc.hasVolumeHandle {
+		c.VolumeHandle = sc.volumeHandle
 	}
-	if o.VolumeHandle != nil {
-		c.VolumeHandle = *o.VolumeHandle
+	if sc.hasReadOnly {
+		c.ReadOnly = sc.readOnly
 	}
-	if o.ReadOnly != nil {
-		c.ReadOnly = *o.ReadOnly
-	}
-	if o.FSType != nil {
-		c.FSType = *o.FSType
+	if sc.hasFSType {
+		c.FSType = sc.fsType
 	}
 	switch {
-	case len(o.VolumeAttributes) > 0:
-		// One new map sized for the result: adding to a full one would grow
-		// (and rehash) it.
-		n := len(c.VolumeAttributes)
-		if withBase {
-			n = len(base)
-		}
-		for k, v := range o.VolumeAttributes {
-			if v == nil {
-				continue
-			}
-			found := false
-			if withBase {
-				found = slices.IndexFunc(base, func(b Attribute) bool { return b.Key == k }) >= 0
-			} else {
-				_, found = c.VolumeAttributes[k]
-			}
-			if !found {
-				n++
-			}
-		}
-		attrs := make(map[string]string, n)
-		if withBase {
-			for _, b := range base {
-				attrs[b.Key] = b.Value
-			}
-		} else {
-			maps.Copy(attrs, c.VolumeAttributes)
-		}
-		for k, v := range o.VolumeAttributes {
-			if v == nil {
-				delete(attrs, k)
-			} else {
-				attrs[k] = *v
-			}
-		}
-		if len(attrs) == 0 {
-			attrs = nil
-		}
-		c.VolumeAttributes = attrs
+	case len(attrs) > 0:
+		c.VolumeAttributes = applyAttrs(attrs, c.VolumeAttributes, base, withBase)
 	case withBase:
 		c.VolumeAttributes = AttributeMap(base)
 	}
-	for slot, ref := range o.SecretRefs {
-		*refSlot(c, slot) = ref
+	for _, r := range refs {
+		var ref *v1.SecretReference
+		if !r.remove {
+			ref = &v1.SecretReference{Name: r.ref.Name, Namespace: r.ref.Namespace}
+		}
+		*refSlot(c, r.slot) = ref
 	}
-	if o.AccessModes != nil {
+	if sc.accessModes {
 		out.Spec.AccessModes = nil
-		if len(*o.AccessModes) > 0 {
-			out.Spec.AccessModes = *o.AccessModes
+		if len(sc.modes) > 0 {
+			out.Spec.AccessModes = sc.modes
 		}
 	}
 	return nil
+}
+
+// applyAttrs returns the attributes, base when withBase (else have), with
+// those of o set and removed: one new map sized for the result (adding to a
+// full one would grow, and rehash, it); nil when none is left.
+func applyAttrs(o []attrOverride, have map[string]string, base []Attribute, withBase bool) map[string]string {
+	n := len(have)
+	if withBase {
+		n = len(base)
+	}
+	for _, a := range o {
+		if a.remove {
+			continue
+		}
+		found := false
+		if withBase {
+			found = slices.IndexFunc(base, func(b Attribute) bool { return b.Key == a.key }) >= 0
+		} else {
+			_, found = have[a.key]
+		}
+		if !found {
+			n++
+		}
+	}
+	attrs := make(map[string]string, n)
+	if withBase {
+		for _, b := range base {
+			attrs[b.Key] = b.Value
+		}
+	} else {
+		maps.Copy(attrs, have)
+	}
+	for _, a := range o {
+		if a.remove {
+			delete(attrs, a.key)
+		} else {
+			attrs[a.key] = a.value
+		}
+	}
+	if len(attrs) == 0 {
+		return nil
+	}
+	return attrs
 }
 
 // refSlot returns the field of c that holds the secret reference named slot

@@ -2,11 +2,14 @@ package overrides
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"pgregory.net/rapid"
 
 	"github.com/csimigrate/csimigrate/plugins"
@@ -102,4 +105,87 @@ func TestRecordSortsAttributes(t *testing.T) {
 			t.Fatalf("got  %s\nwant %s", got, b)
 		}
 	})
+}
+
+// apply is the reference: it applies o, as encoding/json decoded it (each key once, nothing
+// shared), to out's CSI source and access modes. The attributes it starts
+// from are base when withBase, else the source's map. A reference to a slot
+// the CSI source does not have is an error that names the first such slot
+// in the order of their names, before anything changes.
+func (o *csiOverrides) apply(out *v1.PersistentVolume, base []Attribute, withBase bool) error {
+	c := out.Spec.CSI
+	bad, hasBad := "", false
+	for slot := range o.SecretRefs {
+		if refSlot(c, slot) == nil && (!hasBad || slot < bad) {
+			bad, hasBad = slot, true
+		}
+	}
+	if hasBad {
+		return plugins.Invalid("PersistentVolume", out.Name, field.NotSupported(
+			field.NewPath("metadata", "annotations").Key(plugins.AnnCSIOverrides).Child("secretRefs"), bad,
+			[]string{"controllerExpand", "controllerPublish", "nodeExpand", "nodePublish", "nodeStage"}))
+	}
+	if o.VolumeHandle != nil {
+		c.VolumeHandle = *o.VolumeHandle
+	}
+	if o.ReadOnly != nil {
+		c.ReadOnly = *o.ReadOnly
+	}
+	if o.FSType != nil {
+		c.FSType = *o.FSType
+	}
+	switch {
+	case len(o.VolumeAttributes) > 0:
+		// One new map sized for the result: adding to a full one would grow
+		// (and rehash) it.
+		n := len(c.VolumeAttributes)
+		if withBase {
+			n = len(base)
+		}
+		for k, v := range o.VolumeAttributes {
+			if v == nil {
+				continue
+			}
+			found := false
+			if withBase {
+				found = slices.IndexFunc(base, func(b Attribute) bool { return b.Key == k }) >= 0
+			} else {
+				_, found = c.VolumeAttributes[k]
+			}
+			if !found {
+				n++
+			}
+		}
+		attrs := make(map[string]string, n)
+		if withBase {
+			for _, b := range base {
+				attrs[b.Key] = b.Value
+			}
+		} else {
+			maps.Copy(attrs, c.VolumeAttributes)
+		}
+		for k, v := range o.VolumeAttributes {
+			if v == nil {
+				delete(attrs, k)
+			} else {
+				attrs[k] = *v
+			}
+		}
+		if len(attrs) == 0 {
+			attrs = nil
+		}
+		c.VolumeAttributes = attrs
+	case withBase:
+		c.VolumeAttributes = AttributeMap(base)
+	}
+	for slot, ref := range o.SecretRefs {
+		*refSlot(c, slot) = ref
+	}
+	if o.AccessModes != nil {
+		out.Spec.AccessModes = nil
+		if len(*o.AccessModes) > 0 {
+			out.Spec.AccessModes = *o.AccessModes
+		}
+	}
+	return nil
 }

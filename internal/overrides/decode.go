@@ -1,0 +1,233 @@
+package overrides
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// decode reads the annotation raw: its scalars into sc, its attributes and
+// references appended to attrs and refs (room a caller gives on its stack,
+// so that reading the form the writer produces allocates nothing but the
+// access modes). encoding/json is the reference reader: any JSON it accepts
+// means what it reads. The form appendOverrides writes (members in order,
+// no white space, keys sorted, strings without escapes) is read directly,
+// without reflection, where it means the same to encoding/json (FuzzDecode
+// holds the two to that); anything else goes through encoding/json.
+func decode(raw string, sc *scalars, attrs []attrOverride, refs []refOverride) ([]attrOverride, []refOverride, error) {
+	if a, r, ok := decodeWritten(raw, sc, attrs, refs); ok {
+		return a, r, nil
+	}
+	*sc = scalars{}
+	var j csiOverrides
+	if err := json.Unmarshal([]byte(raw), &j); err != nil {
+		return nil, nil, err
+	}
+	a, r := j.flatten(sc, attrs[:0], refs[:0])
+	return a, r, nil
+}
+
+// flatten is j as the overrides it stands for: its scalars into sc, its
+// attributes sorted by key and references by slot appended to attrs and
+// refs.
+func (j *csiOverrides) flatten(sc *scalars, attrs []attrOverride, refs []refOverride) ([]attrOverride, []refOverride) {
+	if j.VolumeHandle != nil {
+		sc.volumeHandle, sc.hasVolumeHandle = *j.VolumeHandle, true
+	}
+	if j.ReadOnly != nil {
+		sc.readOnly, sc.hasReadOnly = *j.ReadOnly, true
+	}
+	if j.FSType != nil {
+		sc.fsType, sc.hasFSType = *j.FSType, true
+	}
+	for k, v := range j.VolumeAttributes {
+		if v == nil {
+			attrs = append(attrs, attrOverride{key: k, remove: true})
+		} else {
+			attrs = append(attrs, attrOverride{key: k, value: *v})
+		}
+	}
+	sortAttrs(attrs)
+	for slot, ref := range j.SecretRefs {
+		refs = append(refs, refOverrideOf(slot, ref))
+	}
+	slices.SortFunc(refs, func(x, y refOverride) int { return strings.Compare(x.slot, y.slot) })
+	if j.AccessModes != nil {
+		sc.accessModes, sc.modes = true, *j.AccessModes
+	}
+	return attrs, refs
+}
+
+// scanner reads the written form of the annotation: literal text and
+// strings without escapes.
+type scanner struct {
+	s string
+	i int
+}
+
+// lit consumes l if the input continues with it.
+func (p *scanner) lit(l string) bool {
+	if strings.HasPrefix(p.s[p.i:], l) {
+		p.i += len(l)
+		return true
+	}
+	return false
+}
+
+// member consumes `,"name":` (without the comma for the first member).
+func (p *scanner) member(name string, first bool) bool {
+	save := p.i
+	if (first || p.lit(",")) && p.lit(`"`) && p.lit(name) && p.lit(`":`) {
+		return true
+	}
+	p.i = save
+	return false
+}
+
+// str consumes a string that encoding/json reads as its bytes: no escape,
+// no control character, valid UTF-8.
+func (p *scanner) str() (string, bool) {
+	if p.i >= len(p.s) || p.s[p.i] != '"' {
+		return "", false
+	}
+	for j := p.i + 1; j < len(p.s); {
+		c := p.s[j]
+		switch {
+		case c == '"':
+			out := p.s[p.i+1 : j]
+			p.i = j + 1
+			return out, true
+		case c == '\\' || c < 0x20:
+			return "", false
+		case c < utf8.RuneSelf:
+			j++
+		default:
+			r, size := utf8.DecodeRuneInString(p.s[j:])
+			if r == utf8.RuneError && size == 1 {
+				return "", false
+			}
+			j += size
+		}
+	}
+	return "", false
+}
+
+// decodeWritten reads raw, if it has the form appendOverrides writes, as
+// decode does, and reports whether it did.
+func decodeWritten(raw string, sc *scalars, attrs []attrOverride, refs []refOverride) ([]attrOverride, []refOverride, bool) {
+	p := &scanner{s: raw}
+	if !p.lit("{") {
+		return nil, nil, false
+	}
+	first, ok := true, true
+	if p.member("volumeHandle", first) {
+		first = false
+		sc.volumeHandle, ok = p.str()
+		sc.hasVolumeHandle = true
+	}
+	if ok && p.member("readOnly", first) {
+		first = false
+		sc.hasReadOnly = true
+		switch {
+		case p.lit("true"):
+			sc.readOnly = true
+		case p.lit("false"):
+		default:
+			ok = false
+		}
+	}
+	if ok && p.member("fsType", first) {
+		first = false
+		sc.fsType, ok = p.str()
+		sc.hasFSType = true
+	}
+	if ok && p.member("volumeAttributes", first) {
+		first = false
+		attrs, ok = p.attrs(attrs)
+	}
+	if ok && p.member("secretRefs", first) {
+		first = false
+		refs, ok = p.refs(refs)
+	}
+	if ok && p.member("accessModes", first) {
+		sc.modes, ok = p.modes()
+		sc.accessModes = true
+	}
+	return attrs, refs, ok && p.lit("}") && p.i == len(p.s)
+}
+
+// entries reads `{` entries `}`: each a string key, strictly increasing
+// (so each once, as encoding/json's map would hold it), a colon and a value
+// that one reads.
+func (p *scanner) entries(one func(key string) bool) bool {
+	if !p.lit("{") {
+		return false
+	}
+	prev := ""
+	for n := 0; !p.lit("}"); n++ {
+		if n > 0 && !p.lit(",") {
+			return false
+		}
+		key, ok := p.str()
+		if !ok || (n > 0 && key <= prev) || !p.lit(":") || !one(key) {
+			return false
+		}
+		prev = key
+	}
+	return true
+}
+
+func (p *scanner) attrs(dst []attrOverride) ([]attrOverride, bool) {
+	ok := p.entries(func(key string) bool {
+		if p.lit("null") {
+			dst = append(dst, attrOverride{key: key, remove: true})
+			return true
+		}
+		v, ok := p.str()
+		dst = append(dst, attrOverride{key: key, value: v})
+		return ok
+	})
+	return dst, ok
+}
+
+func (p *scanner) refs(dst []refOverride) ([]refOverride, bool) {
+	ok := p.entries(func(slot string) bool {
+		if p.lit("null") {
+			dst = append(dst, refOverride{slot: slot, remove: true})
+			return true
+		}
+		var ref v1.SecretReference
+		ok := p.lit("{")
+		if ok && p.member("name", true) {
+			ref.Name, ok = p.str()
+		}
+		if ok && p.member("namespace", p.s[p.i-1] == '{') {
+			ref.Namespace, ok = p.str()
+		}
+		dst = append(dst, refOverride{slot: slot, ref: ref})
+		return ok && p.lit("}")
+	})
+	return dst, ok
+}
+
+// modes reads the access modes, a new slice ([] for none).
+func (p *scanner) modes() ([]v1.PersistentVolumeAccessMode, bool) {
+	if !p.lit("[") {
+		return nil, false
+	}
+	modes := []v1.PersistentVolumeAccessMode{}
+	for n := 0; !p.lit("]"); n++ {
+		if n > 0 && !p.lit(",") {
+			return nil, false
+		}
+		m, ok := p.str()
+		if !ok {
+			return nil, false
+		}
+		modes = append(modes, v1.PersistentVolumeAccessMode(m))
+	}
+	return modes, true
+}
