@@ -1,6 +1,7 @@
 package overrides
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -93,27 +94,44 @@ func (p *scanner) str() (string, bool) {
 	if p.i >= len(p.s) || p.s[p.i] != '"' {
 		return "", false
 	}
-	for j := p.i + 1; j < len(p.s); {
-		c := p.s[j]
-		switch {
-		case c == '"':
-			out := p.s[p.i+1 : j]
-			p.i = j + 1
-			return out, true
-		case c == '\\' || c < 0x20:
-			return "", false
-		case c < utf8.RuneSelf:
-			j++
-		default:
-			r, size := utf8.DecodeRuneInString(p.s[j:])
-			if r == utf8.RuneError && size == 1 {
-				return "", false
-			}
-			j += size
+	n := strings.IndexByte(p.s[p.i+1:], '"')
+	if n < 0 {
+		return "", false
+	}
+	s := p.s[p.i+1 : p.i+1+n]
+	ascii := true
+	i := 0
+	// Eight bytes at a time while they are plain: ASCII, no control
+	// character, no backslash.
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64([]byte(s[i : i+8]))
+		if x&hi8 != 0 || hasLess(x, 0x20) || hasLess(x^(lo8*'\\'), 1) {
+			break
 		}
 	}
-	return "", false
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c == '\\':
+			return "", false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	if !ascii && !utf8.ValidString(s) {
+		return "", false
+	}
+	p.i += n + 2
+	return s, true
 }
+
+// Word-at-a-time byte tests (Hacker's Delight, "find a byte less than n").
+const (
+	lo8 = 0x0101010101010101
+	hi8 = 0x8080808080808080
+)
+
+// hasLess reports whether a byte of x is less than n (n at most 128).
+func hasLess(x uint64, n byte) bool { return (x-lo8*uint64(n))&^x&hi8 != 0 }
 
 // decodeWritten reads raw, if it has the form appendOverrides writes, as
 // decode does, and reports whether it did.

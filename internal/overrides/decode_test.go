@@ -104,3 +104,22 @@ func TestDecodeWhatIsWritten(t *testing.T) {
 		t.Fatalf("%s (-written +read):\n%s", raw, diff)
 	}
 }
+
+// Every byte at every offset of a string read eight bytes at a time: the
+// direct path refuses or reads it as encoding/json does.
+func TestDecodeEveryByte(t *testing.T) {
+	for pos := range 17 {
+		for b := range 256 {
+			s := []byte("abcdefghijklmnopq")
+			s[pos] = byte(b)
+			raw := `{"volumeHandle":"` + string(s) + `"}`
+			var sc scalars
+			_, _, err := decode(raw, &sc, nil, nil)
+			var j csiOverrides
+			jerr := json.Unmarshal([]byte(raw), &j)
+			if (err == nil) != (jerr == nil) || (err == nil && sc.volumeHandle != *j.VolumeHandle) {
+				t.Fatalf("byte %#x at %d: decode %q %v, encoding/json %v", b, pos, sc.volumeHandle, err, jerr)
+			}
+		}
+	}
+}
