@@ -19,15 +19,3 @@ func ExampleOwnerOf() {
 	// csi
 	// none unrecognized feature gate: CSIMigrationRBD
 }
-
-func ExampleNextStep() {
-	cfg := featuregate.StagedConfig{MigrationMinor: 26, LegacyProvisioner: "kubernetes.io/vsphere-volume", LegacyStorageClassNames: []string{"default"}}
-	obs := featuregate.ObservedCluster{ControlPlaneExists: true, Minor: 26, KubeletMinors: map[string]int{"n1": 25},
-		StorageClasses: []featuregate.StorageClassRef{{Name: "default", Provisioner: "kubernetes.io/vsphere-volume"}}}
-	fmt.Println(featuregate.NextStep(cfg, obs).Action)
-	obs.KubeletMinors["n1"] = 26
-	fmt.Println(featuregate.NextStep(cfg, obs).Action)
-	// Output:
-	// Requeue
-	// DeleteStorageClasses
-}

@@ -20,6 +20,7 @@ import (
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
+	"github.com/csimigrate/csimigrate/plugins/vsphere/envcheck"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
 	"github.com/csimigrate/csimigrate/volumeid"
@@ -372,8 +373,8 @@ func FuzzVSphereVersions(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if v, err := vsphere.ParseVersion(s); err == nil {
-			w, err := vsphere.ParseVersion(v.String())
+		if v, err := envcheck.ParseVersion(s); err == nil {
+			w, err := envcheck.ParseVersion(v.String())
 			if err != nil {
 				t.Fatalf("%q parsed to %v, which does not parse: %v", s, v, err)
 			}
@@ -382,7 +383,7 @@ func FuzzVSphereVersions(f *testing.F) {
 				t.Fatalf("%q: %+v, reparsed %+v", s, v, w)
 			}
 		}
-		_, _ = vsphere.ParseHardwareVersion(s)
+		_, _ = envcheck.ParseHardwareVersion(s)
 	})
 }
 

@@ -69,7 +69,6 @@ type config struct {
 	clusters       ceph.ClusterConfig
 	noNodeExpand   bool
 	vsphereOpts    vsphere.Options
-	cephfsOpts     cephfs.Options
 	disabledPlugin map[string]bool
 }
 
@@ -109,13 +108,6 @@ func WithNodeExpandSecret(enabled bool) Option {
 // WithVSphereOptions configures the built-in vSphere plugin.
 func WithVSphereOptions(o vsphere.Options) Option {
 	return func(c *config) { c.vsphereOpts = o }
-}
-
-// WithCephFSOptions configures the built-in CephFS plugin; its ClusterConfig
-// and DisableNodeExpandSecret are taken from WithCephClusterConfig and
-// WithNodeExpandSecret.
-func WithCephFSOptions(o cephfs.Options) Option {
-	return func(c *config) { c.cephfsOpts = o }
 }
 
 // WithFeatureGates makes the translator honour the feature gates of a
@@ -160,8 +152,8 @@ func New(opts ...Option) (*Translator, error) {
 	}
 	builtin := []plugins.InTreePlugin{
 		rbd.New(rbd.Options{ClusterConfig: c.clusters, DisableNodeExpandSecret: c.noNodeExpand}),
-		cephfs.New(withCephFSDefaults(c)),
-		vsphere.New(withVSphereDefaults(c)),
+		cephfs.New(cephfs.Options{ClusterConfig: c.clusters}),
+		vsphere.New(c.vsphereOpts),
 	}
 	t := &Translator{
 		byInTree: map[string]plugins.InTreePlugin{},
@@ -212,17 +204,6 @@ func New(opts ...Option) (*Translator, error) {
 		}
 	}
 	return t, nil
-}
-
-func withCephFSDefaults(c config) cephfs.Options {
-	o := c.cephfsOpts
-	o.ClusterConfig = c.clusters
-	o.DisableNodeExpandSecret = c.noNodeExpand
-	return o
-}
-
-func withVSphereDefaults(c config) vsphere.Options {
-	return c.vsphereOpts
 }
 
 // Plugins returns the registered plugins sorted by in-tree name.

@@ -102,11 +102,9 @@ func (e *secretFileOnlyError) Is(target error) bool {
 // Options configure the plugin.
 type Options struct {
 	// ClusterConfig maps clusterIDs to monitors for reverse translation.
+	// (CephFS static volumes are never expanded: no node-expand reference
+	// is set, whatever the CSINodeExpandSecret feature says.)
 	ClusterConfig ceph.ClusterConfig
-	// DisableNodeExpandSecret is accepted for symmetry with the other
-	// plugins; CephFS static volumes are never expanded, so no node-expand
-	// reference is set either way.
-	DisableNodeExpandSecret bool
 }
 
 // Plugin is the CephFS translator; safe for concurrent use.

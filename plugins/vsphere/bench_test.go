@@ -30,12 +30,3 @@ func BenchmarkPlugin(b *testing.B) {
 			"storagepolicyname": "gold", "datastore": "vsanDatastore", "diskformat": "thin", "fstype": "ext4"}},
 	})
 }
-
-func BenchmarkParseVersion(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := vsphere.ParseVersion("7.0U3c"); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

@@ -1,4 +1,4 @@
-package vsphere_test
+package envcheck_test
 
 import (
 	"fmt"
@@ -7,26 +7,26 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
-	"github.com/csimigrate/csimigrate/plugins/vsphere"
+	"github.com/csimigrate/csimigrate/plugins/vsphere/envcheck"
 )
 
 func TestParseVersion(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
-		want vsphere.Version
+		want envcheck.Version
 	}{
-		{"7.0.3", vsphere.Version{Major: 7, Patch: 3}},
-		{"7.0.3.1", vsphere.Version{Major: 7, Patch: 3, Revision: 1}},
-		{"8.0.2.00300", vsphere.Version{Major: 8, Patch: 2, Revision: 300}},
-		{"6.7", vsphere.Version{Major: 6, Minor: 7}},
-		{"v7.0.3", vsphere.Version{Major: 7, Patch: 3}},
-		{"6.7.0 build 1234", vsphere.Version{Major: 6, Minor: 7, Build: 1234}},
-		{"7.0 U3", vsphere.Version{Major: 7, Patch: 3}},
-		{"7.0U3c", vsphere.Version{Major: 7, Patch: 3, Letter: "c"}},
-		{"7.0 Update 2", vsphere.Version{Major: 7, Patch: 2}},
-		{" 8.0.08 ", vsphere.Version{Major: 8, Patch: 8}},
+		{"7.0.3", envcheck.Version{Major: 7, Patch: 3}},
+		{"7.0.3.1", envcheck.Version{Major: 7, Patch: 3, Revision: 1}},
+		{"8.0.2.00300", envcheck.Version{Major: 8, Patch: 2, Revision: 300}},
+		{"6.7", envcheck.Version{Major: 6, Minor: 7}},
+		{"v7.0.3", envcheck.Version{Major: 7, Patch: 3}},
+		{"6.7.0 build 1234", envcheck.Version{Major: 6, Minor: 7, Build: 1234}},
+		{"7.0 U3", envcheck.Version{Major: 7, Patch: 3}},
+		{"7.0U3c", envcheck.Version{Major: 7, Patch: 3, Letter: "c"}},
+		{"7.0 Update 2", envcheck.Version{Major: 7, Patch: 2}},
+		{" 8.0.08 ", envcheck.Version{Major: 8, Patch: 8}},
 	} {
-		got, err := vsphere.ParseVersion(tc.in)
+		got, err := envcheck.ParseVersion(tc.in)
 		if err != nil {
 			t.Errorf("%q: %v", tc.in, err)
 			continue
@@ -36,15 +36,15 @@ func TestParseVersion(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "7", "seven", "7.0.x", "7.0 U", "7.0 Uabc", "7.0.3 U1", "1.2.3.4.5", "6.7.0 build x", "-1.0"} {
-		if v, err := vsphere.ParseVersion(bad); err == nil {
+		if v, err := envcheck.ParseVersion(bad); err == nil {
 			t.Errorf("%q parsed as %v", bad, v)
 		}
 	}
 	// Ordering as an administrator means it.
 	order := []string{"6.7", "6.7.0 build 99", "6.7.3", "7.0 U2", "7.0U3", "7.0U3c", "7.0.3.1", "8.0.2.00300"}
 	for i := 1; i < len(order); i++ {
-		a, _ := vsphere.ParseVersion(order[i-1])
-		b, _ := vsphere.ParseVersion(order[i])
+		a, _ := envcheck.ParseVersion(order[i-1])
+		b, _ := envcheck.ParseVersion(order[i])
 		if a.Compare(b) > 0 {
 			t.Errorf("%s > %s", order[i-1], order[i])
 		}
@@ -53,27 +53,27 @@ func TestParseVersion(t *testing.T) {
 
 func TestParseHardwareVersion(t *testing.T) {
 	for in, want := range map[string]int{"vmx-08": 8, "vmx-09": 9, "vmx-15": 15, "19": 19} {
-		if got, err := vsphere.ParseHardwareVersion(in); err != nil || got != want {
+		if got, err := envcheck.ParseHardwareVersion(in); err != nil || got != want {
 			t.Errorf("%q: %d, %v", in, got, err)
 		}
 	}
 	for _, bad := range []string{"", "vmx-", "vmx-x", "xmv-15", "vmx--1"} {
-		if _, err := vsphere.ParseHardwareVersion(bad); err == nil {
+		if _, err := envcheck.ParseHardwareVersion(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
 }
 
 func TestCheck(t *testing.T) {
-	env := vsphere.Environment{
+	env := envcheck.Environment{
 		VCenterVersion:         "7.0.1",
-		Hosts:                  []vsphere.Host{{Name: "esx1", Version: "6.7.0 build 1234"}, {Name: "esx2", Version: "7.0 U3"}, {Name: "esx3", Version: "7.0 U3 something"}},
-		VMs:                    []vsphere.VM{{Name: "node-1", HardwareVersion: "vmx-09"}, {Name: "node-2", HardwareVersion: "vmx-19"}},
-		ExistingDrivers:        []string{"csidriver/csi.vsphere.vmware.com"},
+		Hosts:                  []envcheck.Host{{Name: "esx1", Version: "6.7.0 build 1234"}, {Name: "esx2", Version: "7.0 U3"}, {Name: "esx3", Version: "7.0 U3 something"}},
+		VMs:                    []envcheck.VM{{Name: "node-1", HardwareVersion: "vmx-09"}, {Name: "node-2", HardwareVersion: "vmx-19"}},
+		ExistingDrivers:        []string{"csidriver/csi.envcheck.vmware.com"},
 		MaxBlockVolumesPerNode: 255,
 	}
 	var got []string
-	for _, r := range vsphere.Check(env) {
+	for _, r := range envcheck.Check(env) {
 		got = append(got, fmt.Sprintf("%s %s %s", r.Status, r.Object, r.Outcome))
 	}
 	want := []string{
@@ -83,34 +83,43 @@ func TestCheck(t *testing.T) {
 		"block_volume_limit_error host/esx1 Degrade",
 		"block_volume_limit_error host/esx2 Degrade",
 		"check_unparsable_version host/esx3 BlockUpgrade",
-		"existing_driver_found csidriver/csi.vsphere.vmware.com BlockUpgrade",
+		"existing_driver_found csidriver/csi.envcheck.vmware.com BlockUpgrade",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	// With the driver installed, failed minimums degrade instead.
-	env = vsphere.Environment{VCenterError: "connection refused", DriverInstalled: true, VMs: []vsphere.VM{{Name: "n", HardwareVersion: "vmx-13"}}}
+	env = envcheck.Environment{VCenterError: "connection refused", DriverInstalled: true, VMs: []envcheck.VM{{Name: "n", HardwareVersion: "vmx-13"}}}
 	got = nil
-	for _, r := range vsphere.Check(env) {
+	for _, r := range envcheck.Check(env) {
 		got = append(got, fmt.Sprintf("%s %s %s", r.Status, r.Object, r.Outcome))
 	}
 	want = []string{"check_deprecated_hw_version vm/n Degrade", "vcenter_api_error vcenter Degrade"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if r := vsphere.Check(vsphere.Environment{VCenterVersion: "8.0.2.00300", Hosts: []vsphere.Host{{Name: "h", Version: "8.0.1"}}, MaxBlockVolumesPerNode: 255}); len(r) != 0 {
+	if r := envcheck.Check(envcheck.Environment{VCenterVersion: "8.0.2.00300", Hosts: []envcheck.Host{{Name: "h", Version: "8.0.1"}}, MaxBlockVolumesPerNode: 255}); len(r) != 0 {
 		t.Errorf("a good environment fails: %+v", r)
 	}
 }
 
 func TestParseVersionProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		v := vsphere.Version{Major: rapid.IntRange(0, 99).Draw(t, "major"), Minor: rapid.IntRange(0, 99).Draw(t, "minor"),
+		v := envcheck.Version{Major: rapid.IntRange(0, 99).Draw(t, "major"), Minor: rapid.IntRange(0, 99).Draw(t, "minor"),
 			Patch: rapid.IntRange(0, 99).Draw(t, "patch"), Revision: rapid.IntRange(0, 99999).Draw(t, "rev")}
-		got, err := vsphere.ParseVersion(v.String())
+		got, err := envcheck.ParseVersion(v.String())
 		if err != nil || got != v {
 			t.Fatalf("%s: %+v %v", v, got, err)
 		}
-		_, _ = vsphere.ParseVersion(rapid.String().Draw(t, "any"))
+		_, _ = envcheck.ParseVersion(rapid.String().Draw(t, "any"))
 	})
+}
+
+func BenchmarkParseVersion(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := envcheck.ParseVersion("7.0U3c"); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -1,18 +1,18 @@
-package vsphere_test
+package envcheck_test
 
 import (
 	"fmt"
 
-	"github.com/csimigrate/csimigrate/plugins/vsphere"
+	"github.com/csimigrate/csimigrate/plugins/vsphere/envcheck"
 )
 
 // The checks a driver operator runs before installing or upgrading the
 // vSphere CSI driver.
 func ExampleCheck() {
-	for _, r := range vsphere.Check(vsphere.Environment{
+	for _, r := range envcheck.Check(envcheck.Environment{
 		VCenterVersion: "7.0 U3c",
-		Hosts:          []vsphere.Host{{Name: "esx1", Version: "6.7.0 build 1234"}},
-		VMs:            []vsphere.VM{{Name: "node-1", HardwareVersion: "vmx-13"}},
+		Hosts:          []envcheck.Host{{Name: "esx1", Version: "6.7.0 build 1234"}},
+		VMs:            []envcheck.VM{{Name: "node-1", HardwareVersion: "vmx-13"}},
 	}) {
 		fmt.Println(r.Status, r.Object, r.Outcome)
 	}

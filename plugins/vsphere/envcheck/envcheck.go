@@ -1,4 +1,7 @@
-package vsphere
+// Package envcheck checks a vSphere environment for the CSI driver the way
+// OpenShift's vSphere problem detector does: vCenter and ESXi versions and
+// VM hardware versions against what vSphere CSI needs.
+package envcheck
 
 import (
 	"cmp"
