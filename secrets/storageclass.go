@@ -36,8 +36,66 @@ const (
 	ControllerModify Kind = "controller-modify"
 )
 
-// Kinds lists every kind.
-var Kinds = []Kind{Provisioner, ControllerPublish, NodeStage, NodePublish, ControllerExpand, NodeExpand, ControllerModify}
+// slots is the one table of the secret references, as every rule that
+// applies to one spells it (external-provisioner's secretParamsMap,
+// extended): its kind, from which its csi.storage.k8s.io/ parameter keys
+// and its member name in csimigrate's overrides annotation derive; its
+// deprecated parameter keys; where Refs holds it; and where a CSI PV source
+// holds it (nil: nowhere; external-provisioner writes it as PV
+// annotations). In the order external-provisioner resolves them. (Refs is
+// read by value, so that reading a caller's Refs does not move it to the
+// heap.)
+var slots = []struct {
+	kind                                Kind
+	deprecatedName, deprecatedNamespace string
+	get                                 func(Refs) *v1.SecretReference
+	set                                 func(*Refs, *v1.SecretReference)
+	source                              func(*v1.CSIPersistentVolumeSource) **v1.SecretReference
+}{
+	{Provisioner, "csiProvisionerSecretName", "csiProvisionerSecretNamespace", func(r Refs) *v1.SecretReference { return r.Provisioner }, func(r *Refs, v *v1.SecretReference) { r.Provisioner = v }, nil},
+	{ControllerPublish, "csiControllerPublishSecretName", "csiControllerPublishSecretNamespace", func(r Refs) *v1.SecretReference { return r.ControllerPublish }, func(r *Refs, v *v1.SecretReference) { r.ControllerPublish = v },
+		func(s *v1.CSIPersistentVolumeSource) **v1.SecretReference { return &s.ControllerPublishSecretRef }},
+	{NodeStage, "csiNodeStageSecretName", "csiNodeStageSecretNamespace", func(r Refs) *v1.SecretReference { return r.NodeStage }, func(r *Refs, v *v1.SecretReference) { r.NodeStage = v },
+		func(s *v1.CSIPersistentVolumeSource) **v1.SecretReference { return &s.NodeStageSecretRef }},
+	{NodePublish, "csiNodePublishSecretName", "csiNodePublishSecretNamespace", func(r Refs) *v1.SecretReference { return r.NodePublish }, func(r *Refs, v *v1.SecretReference) { r.NodePublish = v },
+		func(s *v1.CSIPersistentVolumeSource) **v1.SecretReference { return &s.NodePublishSecretRef }},
+	{ControllerExpand, "", "", func(r Refs) *v1.SecretReference { return r.ControllerExpand }, func(r *Refs, v *v1.SecretReference) { r.ControllerExpand = v },
+		func(s *v1.CSIPersistentVolumeSource) **v1.SecretReference { return &s.ControllerExpandSecretRef }},
+	{NodeExpand, "", "", func(r Refs) *v1.SecretReference { return r.NodeExpand }, func(r *Refs, v *v1.SecretReference) { r.NodeExpand = v },
+		func(s *v1.CSIPersistentVolumeSource) **v1.SecretReference { return &s.NodeExpandSecretRef }},
+	{ControllerModify, "", "", func(r Refs) *v1.SecretReference { return r.ControllerModify }, func(r *Refs, v *v1.SecretReference) { r.ControllerModify = v }, nil},
+}
+
+// Kinds lists every kind, in the order external-provisioner resolves them.
+var Kinds = func() []Kind {
+	out := make([]Kind, len(slots))
+	for i, s := range slots {
+		out[i] = s.kind
+	}
+	return out
+}()
+
+// SourceRef returns the field of a CSI PV source that holds the kind's
+// reference, or nil for a kind a source does not carry (Provisioner,
+// ControllerModify) and an unknown kind.
+func (k Kind) SourceRef(src *v1.CSIPersistentVolumeSource) **v1.SecretReference {
+	for _, s := range slots {
+		if s.kind == k && s.source != nil {
+			return s.source(src)
+		}
+	}
+	return nil
+}
+
+// Get returns the kind's reference (nil when unset or for an unknown kind).
+func (r Refs) Get(k Kind) *v1.SecretReference {
+	for _, s := range slots {
+		if s.kind == k {
+			return s.get(r)
+		}
+	}
+	return nil
+}
 
 // Keys are a kind's StorageClass parameter keys.
 type Keys struct {
@@ -48,15 +106,10 @@ type Keys struct {
 // KeysOf returns the parameter keys of a kind.
 func KeysOf(k Kind) Keys {
 	keys := Keys{Name: Prefix + string(k) + "-secret-name", Namespace: Prefix + string(k) + "-secret-namespace"}
-	switch k {
-	case Provisioner:
-		keys.DeprecatedName, keys.DeprecatedNamespace = "csiProvisionerSecretName", "csiProvisionerSecretNamespace"
-	case ControllerPublish:
-		keys.DeprecatedName, keys.DeprecatedNamespace = "csiControllerPublishSecretName", "csiControllerPublishSecretNamespace"
-	case NodeStage:
-		keys.DeprecatedName, keys.DeprecatedNamespace = "csiNodeStageSecretName", "csiNodeStageSecretNamespace"
-	case NodePublish:
-		keys.DeprecatedName, keys.DeprecatedNamespace = "csiNodePublishSecretName", "csiNodePublishSecretNamespace"
+	for _, s := range slots {
+		if s.kind == k {
+			keys.DeprecatedName, keys.DeprecatedNamespace = s.deprecatedName, s.deprecatedNamespace
+		}
 	}
 	return keys
 }
@@ -240,14 +293,12 @@ type Refs struct {
 // names its kind.
 func ResolveAll(params map[string]string, c Claim) (Refs, error) {
 	var r Refs
-	dst := map[Kind]**v1.SecretReference{Provisioner: &r.Provisioner, ControllerPublish: &r.ControllerPublish, NodeStage: &r.NodeStage,
-		NodePublish: &r.NodePublish, ControllerExpand: &r.ControllerExpand, NodeExpand: &r.NodeExpand, ControllerModify: &r.ControllerModify}
-	for _, k := range Kinds {
-		ref, err := Resolve(k, params, c)
+	for _, s := range slots {
+		ref, err := Resolve(s.kind, params, c)
 		if err != nil {
 			return Refs{}, err
 		}
-		*dst[k] = ref
+		s.set(&r, ref)
 	}
 	return r, nil
 }
@@ -256,11 +307,11 @@ func ResolveAll(params map[string]string, c Claim) (Refs, error) {
 // provisioner's and the controller-modify one, which external-provisioner
 // writes as PV annotations).
 func (r Refs) ApplyTo(src *v1.CSIPersistentVolumeSource) {
-	src.ControllerPublishSecretRef = r.ControllerPublish
-	src.NodeStageSecretRef = r.NodeStage
-	src.NodePublishSecretRef = r.NodePublish
-	src.ControllerExpandSecretRef = r.ControllerExpand
-	src.NodeExpandSecretRef = r.NodeExpand
+	for _, s := range slots {
+		if s.source != nil {
+			*s.source(src) = s.get(r)
+		}
+	}
 }
 
 // NodeExpandSecretRef computes a CSI PV's nodeExpandSecretRef (KEP-3107)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/internal/annot"
 	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/secrets"
 )
 
 // A recorded handle other than the stock one moves to
@@ -34,7 +35,8 @@ func TestKeepStockHandle(t *testing.T) {
 	back := out.DeepCopy()
 	back.Spec.CSI = nil
 	f := Forwarded{VolumeHandle: "h", Attributes: []Attribute{{"a", "1"}, {"nodeStage", "2"}},
-		NodeStage: out.Spec.CSI.NodeStageSecretRef, AccessModes: out.Spec.AccessModes}
+		AccessModes: out.Spec.AccessModes}
+	f.SetRef(secrets.NodeStage, out.Spec.CSI.NodeStageSecretRef)
 	if err := Record(back, out, &f); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/internal/annot"
 	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/secrets"
 )
 
 // annProvisionedBy is the annotation provisioners and the PV controller
@@ -44,10 +45,32 @@ type Forwarded struct {
 	FSType       string
 	// Attributes are the volume attributes, each key once.
 	Attributes []Attribute
-	// The secret references, nil when unset.
-	NodeStage, NodePublish, ControllerPublish, ControllerExpand, NodeExpand *v1.SecretReference
+	// refs are the secret references, by the index of their kind in
+	// secrets.Kinds (nil when unset): see SetRef and Ref.
+	refs [numKinds]*v1.SecretReference
 	// AccessModes are the PV's access modes after translation.
 	AccessModes []v1.PersistentVolumeAccessMode
+}
+
+// numKinds is len(secrets.Kinds), checked by kindIndex's test.
+const numKinds = 7
+
+// kindIndex is the index of k in secrets.Kinds, -1 for an unknown kind.
+func kindIndex(k secrets.Kind) int { return slices.Index(secrets.Kinds, k) }
+
+// SetRef sets the reference of a kind a CSI PV source carries.
+func (f *Forwarded) SetRef(k secrets.Kind, ref *v1.SecretReference) {
+	if i := kindIndex(k); i >= 0 {
+		f.refs[i] = ref
+	}
+}
+
+// Ref returns the reference of a kind (nil when unset).
+func (f *Forwarded) Ref(k secrets.Kind) *v1.SecretReference {
+	if i := kindIndex(k); i >= 0 {
+		return f.refs[i]
+	}
+	return nil
 }
 
 // AttributeMap returns attrs as a new map, nil when there are none.
@@ -130,11 +153,9 @@ func Record(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
 	// let f, and the attributes it points to, stay on the caller's stack.)
 	var refs [5]refOverride
 	o.refs = refs[:0]
-	o.refs = appendRefOverride(o.refs, "controllerExpand", want.ControllerExpandSecretRef, f.ControllerExpand)
-	o.refs = appendRefOverride(o.refs, "controllerPublish", want.ControllerPublishSecretRef, f.ControllerPublish)
-	o.refs = appendRefOverride(o.refs, "nodeExpand", want.NodeExpandSecretRef, f.NodeExpand)
-	o.refs = appendRefOverride(o.refs, "nodePublish", want.NodePublishSecretRef, f.NodePublish)
-	o.refs = appendRefOverride(o.refs, "nodeStage", want.NodeStageSecretRef, f.NodeStage)
+	for _, slot := range sourceSlots {
+		o.refs = appendRefOverride(o.refs, slot.name, *slot.kind.SourceRef(want), f.Ref(slot.kind))
+	}
 	if !annot.EqualModes(csiPV.Spec.AccessModes, f.AccessModes) {
 		o.accessModes = true
 		o.modes = csiPV.Spec.AccessModes
@@ -285,7 +306,7 @@ func apply(out *v1.PersistentVolume, sc *scalars, attrs []attrOverride, refs []r
 		if refSlot(c, r.slot) == nil {
 			return plugins.Invalid("PersistentVolume", out.Name, field.NotSupported(
 				field.NewPath("metadata", "annotations").Key(plugins.AnnCSIOverrides).Child("secretRefs"), r.slot,
-				[]string{"controllerExpand", "controllerPublish", "nodeExpand", "nodePublish", "nodeStage"}))
+				slotNames))
 		}
 	}
 	if sc.hasVolumeHandle {
@@ -362,20 +383,48 @@ func applyAttrs(o []attrOverride, have map[string]string, base []Attribute, with
 	return attrs
 }
 
+// sourceSlot is a secret reference a CSI PV source carries, by its member
+// name in the annotation.
+type sourceSlot struct {
+	name string
+	kind secrets.Kind
+}
+
+// sourceSlots are the references a CSI PV source carries (secrets' table),
+// named as the annotation names them, the kind in camel case ("node-stage"
+// is "nodeStage"), sorted by name as encoding/json writes map keys.
+var sourceSlots = func() []sourceSlot {
+	var out []sourceSlot
+	for _, k := range secrets.Kinds {
+		if k.SourceRef(&v1.CSIPersistentVolumeSource{}) == nil {
+			continue
+		}
+		parts := strings.Split(string(k), "-")
+		for i := 1; i < len(parts); i++ {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+		out = append(out, sourceSlot{name: strings.Join(parts, ""), kind: k})
+	}
+	slices.SortFunc(out, func(x, y sourceSlot) int { return strings.Compare(x.name, y.name) })
+	return out
+}()
+
+// slotNames are the names of sourceSlots, for errors.
+var slotNames = func() []string {
+	out := make([]string, len(sourceSlots))
+	for i, s := range sourceSlots {
+		out[i] = s.name
+	}
+	return out
+}()
+
 // refSlot returns the field of c that holds the secret reference named slot
 // in the overrides annotation, or nil.
 func refSlot(c *v1.CSIPersistentVolumeSource, slot string) **v1.SecretReference {
-	switch slot {
-	case "controllerExpand":
-		return &c.ControllerExpandSecretRef
-	case "controllerPublish":
-		return &c.ControllerPublishSecretRef
-	case "nodeExpand":
-		return &c.NodeExpandSecretRef
-	case "nodePublish":
-		return &c.NodePublishSecretRef
-	case "nodeStage":
-		return &c.NodeStageSecretRef
+	for _, s := range sourceSlots {
+		if s.name == slot {
+			return s.kind.SourceRef(c)
+		}
 	}
 	return nil
 }

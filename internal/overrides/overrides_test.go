@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/secrets"
 )
 
 // basePV is a PV a forward translation produced, for applying overrides to.
@@ -86,8 +87,9 @@ func TestRecordSortsAttributes(t *testing.T) {
 			csiPV.Spec.CSI.VolumeAttributes[k] = v
 		}
 		inTree := &v1.PersistentVolume{}
-		f := &Forwarded{VolumeHandle: "h", NodeStage: csiPV.Spec.CSI.NodeStageSecretRef,
+		f := &Forwarded{VolumeHandle: "h",
 			AccessModes: csiPV.Spec.AccessModes, Attributes: []Attribute{{"a", "1"}, {"gone", "x"}}}
+		f.SetRef(secrets.NodeStage, csiPV.Spec.CSI.NodeStageSecretRef)
 		if err := Record(inTree, csiPV, f); err != nil {
 			t.Fatal(err)
 		}
@@ -188,4 +190,19 @@ func (o *csiOverrides) apply(out *v1.PersistentVolume, base []Attribute, withBas
 		}
 	}
 	return nil
+}
+
+// Forwarded holds a reference for every kind secrets knows.
+func TestKindIndex(t *testing.T) {
+	if numKinds != len(secrets.Kinds) {
+		t.Fatalf("numKinds %d, secrets.Kinds %d", numKinds, len(secrets.Kinds))
+	}
+	for i, k := range secrets.Kinds {
+		var f Forwarded
+		ref := &v1.SecretReference{Name: string(k)}
+		f.SetRef(k, ref)
+		if kindIndex(k) != i || f.Ref(k) != ref {
+			t.Errorf("%s: index %d, ref %v", k, kindIndex(k), f.Ref(k))
+		}
+	}
 }

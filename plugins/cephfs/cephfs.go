@@ -478,7 +478,8 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	}
 	var fattrs [4]overrides.Attribute
 	f := overrides.Forwarded{VolumeHandle: v.handle, ReadOnly: v.readOnly, Attributes: v.attributes(fattrs[:0]),
-		NodeStage: &v.stage, AccessModes: out.Spec.AccessModes}
+		AccessModes: out.Spec.AccessModes}
+	f.SetRef(secrets.NodeStage, &v.stage)
 	if err := overrides.Record(out, pv, &f); err != nil {
 		return nil, err
 	}

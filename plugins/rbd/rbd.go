@@ -240,9 +240,10 @@ func (p *Plugin) forwardOf(pv *v1.PersistentVolume, handle, clusterID string, at
 		overrides.Attribute{Key: attrMigration, Value: "true"},
 		overrides.Attribute{Key: attrTryOtherMounters, Value: "true"})
 	if ref, _ := ceph.InTreeSecretRef(src.SecretRef, ceph.ClaimNamespace(pv), nil); ref != nil {
-		f.NodeStage, f.ControllerExpand = ref, ref
+		f.SetRef(secrets.NodeStage, ref)
+		f.SetRef(secrets.ControllerExpand, ref)
 		if !p.opts.DisableNodeExpandSecret {
-			f.NodeExpand = ref
+			f.SetRef(secrets.NodeExpand, ref)
 		}
 	}
 	return f, a
@@ -295,14 +296,14 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 		FSType:       f.FSType,
 		ReadOnly:     f.ReadOnly,
 	}
-	if f.NodeStage != nil {
+	if f.Ref(secrets.NodeStage) != nil {
 		refs := &blk.refs
 		for i := range refs {
-			refs[i] = *f.NodeStage
+			refs[i] = *f.Ref(secrets.NodeStage)
 		}
 		csi.NodeStageSecretRef = &refs[0]
 		csi.ControllerExpandSecretRef = &refs[1]
-		if f.NodeExpand != nil {
+		if f.Ref(secrets.NodeExpand) != nil {
 			csi.NodeExpandSecretRef = &refs[2]
 		}
 	}
@@ -313,7 +314,7 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 	if src.Keyring != "" {
 		annot.Set(out, AnnKeyring, src.Keyring)
 	}
-	if r := src.SecretRef; r != nil && (f.NodeStage == nil || *f.NodeStage != *r) {
+	if r := src.SecretRef; r != nil && (f.Ref(secrets.NodeStage) == nil || *f.Ref(secrets.NodeStage) != *r) {
 		b, _ := json.Marshal(r)
 		annot.Set(out, AnnSecretRef, string(b))
 	}
