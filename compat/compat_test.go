@@ -12,9 +12,9 @@ import (
 	"k8s.io/klog/v2"
 	"pgregory.net/rapid"
 
+	"github.com/csimigrate/csimigrate/internal/cephpv"
 	"github.com/csimigrate/csimigrate/internal/gen"
 	"github.com/csimigrate/csimigrate/internal/peertest"
-	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
 )
@@ -55,11 +55,11 @@ func TestRBDForwardMatchesUpstream(t *testing.T) {
 		// the in-tree plugin did (an empty name is no secret, an empty
 		// namespace the claim's), which the API server requires of the
 		// controller-expand reference.
-		wantRef, _ := ceph.InTreeSecretRef(want.Spec.CSI.NodeStageSecretRef, ceph.ClaimNamespace(pv), nil)
+		wantRef, _ := cephpv.InTreeSecretRef(want.Spec.CSI.NodeStageSecretRef, cephpv.ClaimNamespace(pv), nil)
 		if diff := cmp.Diff(wantRef, got.Spec.CSI.NodeStageSecretRef); diff != "" {
 			t.Fatalf("node-stage secret (-upstream resolved +ours):\n%s", diff)
 		}
-		wantRef, _ = ceph.InTreeSecretRef(want.Spec.CSI.ControllerExpandSecretRef, ceph.ClaimNamespace(pv), nil)
+		wantRef, _ = cephpv.InTreeSecretRef(want.Spec.CSI.ControllerExpandSecretRef, cephpv.ClaimNamespace(pv), nil)
 		if diff := cmp.Diff(wantRef, got.Spec.CSI.ControllerExpandSecretRef); diff != "" {
 			t.Fatalf("controller-expand secret (-upstream resolved +ours):\n%s", diff)
 		}

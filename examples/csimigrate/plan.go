@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/csimigrate/csimigrate/featuregate"
+	"github.com/csimigrate/csimigrate/internal/cephpv"
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
@@ -463,7 +464,7 @@ func (p *planner) needs(pv *v1.PersistentVolume, out *v1.PersistentVolume, err e
 	case pv.Spec.RBD != nil:
 		p.addCluster(pv.Spec.RBD.CephMonitors)
 		if ref := pv.Spec.RBD.SecretRef; ref != nil && ref.Name != "" {
-			if ns := ceph.SecretNamespace(ref, ceph.ClaimNamespace(pv)); ns != "" {
+			if ns := cephpv.SecretNamespace(ref, cephpv.ClaimNamespace(pv)); ns != "" {
 				p.rbdSecrets = append(p.rbdSecrets, rbdSecretNeed{ns: ns, name: ref.Name, user: pv.Spec.RBD.RadosUser, volume: volume})
 			}
 		}

@@ -47,6 +47,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/internal/annot"
+	"github.com/csimigrate/csimigrate/internal/cephpv"
 	"github.com/csimigrate/csimigrate/internal/check"
 	"github.com/csimigrate/csimigrate/internal/overrides"
 	"github.com/csimigrate/csimigrate/internal/pvcopy"
@@ -253,9 +254,9 @@ func stageSecret(kind, name string, fp func() *field.Path, s source, stageOverri
 		// An empty name was no secret in-tree: the volume used its secret
 		// file, and is secretFile-only here.
 		// The path is built only for the error.
-		stage = v1.SecretReference{Namespace: ceph.SecretNamespace(s.secretRef, claimNS)}
+		stage = v1.SecretReference{Namespace: cephpv.SecretNamespace(s.secretRef, claimNS)}
 		if stage.Namespace == "" {
-			_, ferr := ceph.InTreeSecretRef(s.secretRef, claimNS, fp().Child("secretRef"))
+			_, ferr := cephpv.InTreeSecretRef(s.secretRef, claimNS, fp().Child("secretRef"))
 			errs = append(errs, ferr)
 		}
 		deriveName = true
@@ -369,7 +370,7 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 	src := pv.Spec.CephFS
 	fsName, found := fsNameOf(pv.Spec.MountOptions)
 	v, err := newStaticVolume("PersistentVolume", pv.Name, cephfsPath, pvSource(src), fsName,
-		pv.Annotations[AnnNodeStageSecret], ceph.ClaimNamespace(pv))
+		pv.Annotations[AnnNodeStageSecret], cephpv.ClaimNamespace(pv))
 	if err != nil {
 		return nil, err
 	}
@@ -433,7 +434,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	blk := new(reverseBlock)
 	out := pvcopy.Into(&blk.pv, pv, 2)
 	carried, carriedOK := annot.Take(out, AnnMonitors)
-	mons, err := p.opts.ClusterConfig.VolumeMonitors(ceph.VolumeSources{Carried: carried, HasCarried: carriedOK, Attributes: attrs, ClusterID: clusterID})
+	mons, err := cephpv.VolumeMonitors(p.opts.ClusterConfig, cephpv.VolumeSources{Carried: carried, HasCarried: carriedOK, Attributes: attrs, ClusterID: clusterID})
 	if err != nil {
 		return nil, check.MissingMonitors(pv.Name, "spec.cephfs.monitors", err)
 	}
@@ -472,7 +473,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	// What a forward translation of the result sets, for overrides.Record.
 	fsName, _ := fsNameOf(out.Spec.MountOptions)
 	v, err := newStaticVolume("PersistentVolume", pv.Name, cephfsPath, pvSource(out.Spec.CephFS), fsName,
-		out.Annotations[AnnNodeStageSecret], ceph.ClaimNamespace(out))
+		out.Annotations[AnnNodeStageSecret], cephpv.ClaimNamespace(out))
 	if err != nil {
 		return nil, fmt.Errorf("checking the reverse translation: %w", err)
 	}
@@ -536,7 +537,7 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 		return nil
 	}
 	ref, deriveName, err := stageSecret("PersistentVolume", pv.Name, cephfsPath, pvSource(pv.Spec.CephFS),
-		pv.Annotations[AnnNodeStageSecret], ceph.ClaimNamespace(pv))
+		pv.Annotations[AnnNodeStageSecret], cephpv.ClaimNamespace(pv))
 	if deriveName {
 		ref.Name = secrets.CephFSCSISecretName(pv.Spec.CephFS.SecretRef.Name, pv.Spec.CephFS.User)
 	}

@@ -61,6 +61,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/internal/annot"
+	"github.com/csimigrate/csimigrate/internal/cephpv"
 	"github.com/csimigrate/csimigrate/internal/check"
 	"github.com/csimigrate/csimigrate/internal/overrides"
 	"github.com/csimigrate/csimigrate/internal/pvcopy"
@@ -100,7 +101,7 @@ const (
 	// AnnSecretRef carries the in-tree secretRef, as the JSON of a
 	// SecretReference, when the CSI references are not that reference
 	// verbatim: an empty name (no secret, as in-tree), or an empty namespace
-	// (the claim's, as in-tree; see ceph.InTreeSecretRef).
+	// (the claim's, as in-tree; see cephpv.InTreeSecretRef).
 	AnnSecretRef = "rbd.csimigrate.io/secret-ref"
 	// AnnDroppedParameters is set on a translated StorageClass to the
 	// in-tree parameters that Ceph CSI has no counterpart for, as a JSON
@@ -239,7 +240,7 @@ func (p *Plugin) forwardOf(pv *v1.PersistentVolume, handle, clusterID string, at
 		overrides.Attribute{Key: attrJournalPool, Value: pv.Annotations[AnnJournalPool]},
 		overrides.Attribute{Key: attrMigration, Value: "true"},
 		overrides.Attribute{Key: attrTryOtherMounters, Value: "true"})
-	if ref, _ := ceph.InTreeSecretRef(src.SecretRef, ceph.ClaimNamespace(pv), nil); ref != nil {
+	if ref, _ := cephpv.InTreeSecretRef(src.SecretRef, cephpv.ClaimNamespace(pv), nil); ref != nil {
 		f.SetRef(secrets.NodeStage, ref)
 		f.SetRef(secrets.ControllerExpand, ref)
 		if !p.opts.DisableNodeExpandSecret {
@@ -267,7 +268,7 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 		return nil, plugins.Invalid("PersistentVolume", pv.Name, validateSource(field.NewPath("spec", "rbd"), src.CephMonitors, src.RBDImage)...)
 	}
 	if src.SecretRef != nil && src.SecretRef.Namespace == "" {
-		if _, ferr := ceph.InTreeSecretRef(src.SecretRef, ceph.ClaimNamespace(pv), field.NewPath("spec", "rbd", "secretRef")); ferr != nil {
+		if _, ferr := cephpv.InTreeSecretRef(src.SecretRef, cephpv.ClaimNamespace(pv), field.NewPath("spec", "rbd", "secretRef")); ferr != nil {
 			return nil, plugins.Invalid("PersistentVolume", pv.Name, ferr)
 		}
 	}
@@ -364,7 +365,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	blk := new(reverseBlock)
 	out := pvcopy.Into(&blk.pv, pv, 6)
 	carried, carriedOK := annot.Take(out, AnnMonitors)
-	mons, err := p.opts.ClusterConfig.VolumeMonitors(ceph.VolumeSources{Carried: carried, HasCarried: carriedOK, Attributes: attrs, ClusterID: clusterID})
+	mons, err := cephpv.VolumeMonitors(p.opts.ClusterConfig, cephpv.VolumeSources{Carried: carried, HasCarried: carriedOK, Attributes: attrs, ClusterID: clusterID})
 	if err != nil {
 		return nil, check.MissingMonitors(pv.Name, "spec.rbd.monitors", err)
 	}
@@ -645,7 +646,7 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 			Message: handleHazard(ue),
 			Remedy:  "set persistentVolumeReclaimPolicy: Retain before migrating, and delete the image by hand when the volume is released; or set annotation " + AnnVolumeHandle + " to a handle Ceph CSI resolves to this image"})
 	}
-	ref, ferr := ceph.InTreeSecretRef(src.SecretRef, ceph.ClaimNamespace(pv), field.NewPath("spec", "rbd", "secretRef"))
+	ref, ferr := cephpv.InTreeSecretRef(src.SecretRef, cephpv.ClaimNamespace(pv), field.NewPath("spec", "rbd", "secretRef"))
 	if ferr != nil {
 		out = append(out, plugins.Finding{Code: FindingInvalid, Severity: plugins.SeverityBlocker, Field: ferr.Field, Message: ferr.Detail,
 			Remedy: "bind the PV to its claim first: the in-tree plugin read the secret in the namespace of the pod using the volume, which is its claim's, and so does the translation"})
