@@ -13,8 +13,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/csimigrate/csimigrate/internal/cephpv"
-	"github.com/csimigrate/csimigrate/internal/gen"
-	"github.com/csimigrate/csimigrate/internal/peertest"
+	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
+	"github.com/csimigrate/csimigrate/internal/testsupport/peertest"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
 )

@@ -6,8 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	upstream "k8s.io/csi-translation-lib/plugins"
 
-	"github.com/csimigrate/csimigrate/internal/gen"
-	"github.com/csimigrate/csimigrate/internal/peertest"
+	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
+	"github.com/csimigrate/csimigrate/internal/testsupport/peertest"
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/rbd"

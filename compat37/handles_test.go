@@ -7,8 +7,8 @@ import (
 	upstream "k8s.io/csi-translation-lib/plugins"
 	"k8s.io/klog/v2"
 
-	"github.com/csimigrate/csimigrate/internal/gen"
-	"github.com/csimigrate/csimigrate/internal/peertest"
+	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
+	"github.com/csimigrate/csimigrate/internal/testsupport/peertest"
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
 )

@@ -15,7 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	"pgregory.net/rapid"
 
-	"github.com/csimigrate/csimigrate/internal/gen"
+	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
 	"github.com/csimigrate/csimigrate/secrets"

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"pgregory.net/rapid"
 
-	"github.com/csimigrate/csimigrate/internal/gen"
+	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
 	"github.com/csimigrate/csimigrate/testenv"
 	"github.com/csimigrate/csimigrate/translate"
 )

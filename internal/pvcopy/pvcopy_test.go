@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"pgregory.net/rapid"
 
-	"github.com/csimigrate/csimigrate/internal/gen"
-	"github.com/csimigrate/csimigrate/internal/plugintest"
+	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
+	"github.com/csimigrate/csimigrate/internal/testsupport/plugintest"
 	"github.com/csimigrate/csimigrate/internal/pvcopy"
 )
 

@@ -15,8 +15,8 @@ import (
 	"k8s.io/klog/v2"
 	"pgregory.net/rapid"
 
-	"github.com/csimigrate/csimigrate/internal/gen"
-	"github.com/csimigrate/csimigrate/internal/plugintest"
+	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
+	"github.com/csimigrate/csimigrate/internal/testsupport/plugintest"
 	"github.com/csimigrate/csimigrate/plugins"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/rbd"

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/csimigrate/csimigrate/internal/plugintest"
+	"github.com/csimigrate/csimigrate/internal/testsupport/plugintest"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
 )
 
