@@ -15,9 +15,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csimigrate/csimigrate/featuregate"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/testenv"
 	"github.com/csimigrate/csimigrate/translate"
+	"github.com/google/go-cmp/cmp"
 )
 
 // playAttacher plays external-attacher for driver until ctx ends: every
@@ -102,19 +103,23 @@ type onlineCase struct {
 // volumesInUse and volumesAttached keep the same name, the pod stays Running
 // and its claim Bound; deleting the pod unpublishes and unstages with the
 // ids and paths it was published with and detaches; a new pod stages and
-// publishes the rewritten PV with the same handle. A pod not yet scheduled,
+// publishes the rewritten PV with the same handle. The undo goes the same
+// way back: refused without -online; with it, the in-tree PV as stored
+// before the rewrite replaces the CSI PV under the running pod, again with
+// no driver call and the same VolumeAttachment and node volume names for
+// 30 s, and a second online rewrite likewise. A pod not yet scheduled,
 // and (RBD) a pod on a node whose kubelet does not migrate the plugin, are
 // refused and left as they were.
 func TestOnlineRewriteWithKubelet(t *testing.T) {
 	t.Run("vSphere on 1.36", func(t *testing.T) {
-		onlineRewriteWithKubelet(t, onlineCase{release: testenv.V1_36, driver: plugins.VSphereDriverName, inTree: plugins.VSphereInTreePluginName,
+		onlineRewriteWithKubelet(t, onlineCase{release: testenv.V1_36, driver: plugin.VSphereDriverName, inTree: plugin.VSphereInTreePluginName,
 			source: func(ns string) v1.PersistentVolumeSource {
 				return v1.PersistentVolumeSource{VsphereVolume: &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[vsanDatastore] kubevols/" + ns + ".vmdk", FSType: "ext4"}}
 			}})
 	})
 	t.Run("RBD on 1.30", func(t *testing.T) {
 		onlineRewriteWithKubelet(t, onlineCase{release: testenv.V1_30, kcmGates: "CSIMigrationRBD=true", kubeletGates: "CSIMigrationRBD=true",
-			driver: plugins.RBDDriverName, inTree: plugins.RBDInTreePluginName, unmigratedNode: true,
+			driver: plugin.RBDDriverName, inTree: plugin.RBDInTreePluginName, unmigratedNode: true,
 			source: func(ns string) v1.PersistentVolumeSource { return rbdSource(ns, ns) }})
 	})
 }
@@ -170,6 +175,7 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 		t.Fatal(err)
 	}
 	waitBound(t, c, ns, []string{pvName})
+	stored := getPV(t, c, pvName)
 	// The handle csi-translation-lib computes (compat/ proves csimigrate's
 	// equal to v0.30.14's and v0.37's).
 	tr, err := translate.New()
@@ -230,25 +236,57 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 	if after := getPV(t, c, pvName); after.Spec.CSI == nil || after.Spec.CSI.VolumeHandle != handle {
 		t.Fatalf("after the rewrite: %+v", after.Spec.PersistentVolumeSource)
 	}
-	watchUntil := time.Now().Add(60 * time.Second)
-	for time.Now().Before(watchUntil) {
-		if got := d.since(n); len(got) > 0 {
-			t.Fatalf("the driver received %v during or after the rewrite", got)
+	// watch fails if, from mark on and for dur, the driver is called, the
+	// VolumeAttachment changes, the pod stops or the node's volume names
+	// change.
+	watch := func(mark int, dur time.Duration, what string) {
+		t.Helper()
+		watchUntil := time.Now().Add(dur)
+		for time.Now().Before(watchUntil) {
+			if got := d.since(mark); len(got) > 0 {
+				t.Fatalf("the driver received %v during or after %s", got, what)
+			}
+			now := attachmentOf(t, c, driver, handle, node)
+			if now == nil || now.UID != va.UID || !now.Status.Attached {
+				t.Fatalf("VolumeAttachment changed by %s: was uid %s, now %+v", what, va.UID, now)
+			}
+			p, err := c.CoreV1().Pods(ns).Get(ctx, "app", metav1.GetOptions{})
+			if err != nil || p.Status.Phase != v1.PodRunning || p.DeletionTimestamp != nil {
+				t.Fatalf("the pod is no longer running after %s: %v %+v", what, err, p.Status)
+			}
+			nd, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+			if err != nil || !slices.Contains(nd.Status.VolumesInUse, wantInUse) || !slices.ContainsFunc(nd.Status.VolumesAttached, func(a v1.AttachedVolume) bool { return a.Name == wantInUse }) {
+				t.Fatalf("node %s after %s: volumesInUse %v, volumesAttached %v; want %s in both", node, what, nd.Status.VolumesInUse, nd.Status.VolumesAttached, wantInUse)
+			}
+			time.Sleep(time.Second)
 		}
-		now := attachmentOf(t, c, driver, handle, node)
-		if now == nil || now.UID != va.UID || !now.Status.Attached {
-			t.Fatalf("VolumeAttachment changed: was uid %s, now %+v", va.UID, now)
-		}
-		p, err := c.CoreV1().Pods(ns).Get(ctx, "app", metav1.GetOptions{})
-		if err != nil || p.Status.Phase != v1.PodRunning || p.DeletionTimestamp != nil {
-			t.Fatalf("the pod is no longer running: %v %+v", err, p.Status)
-		}
-		nd, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		if err != nil || !slices.Contains(nd.Status.VolumesInUse, wantInUse) || !slices.ContainsFunc(nd.Status.VolumesAttached, func(a v1.AttachedVolume) bool { return a.Name == wantInUse }) {
-			t.Fatalf("node %s: volumesInUse %v, volumesAttached %v; want %s in both", node, nd.Status.VolumesInUse, nd.Status.VolumesAttached, wantInUse)
-		}
-		time.Sleep(time.Second)
 	}
+	watch(n, 60*time.Second, "the rewrite")
+	waitBound(t, c, ns, []string{pvName})
+
+	// 6. The undo takes the same way back under the running pod: refused
+	// without -online; with it, the in-tree PV as it was stored replaces the
+	// CSI PV and neither the kubelet nor the attach/detach controller sees a
+	// change. Then the rewrite again, for what follows.
+	rewritten := getPV(t, c, pvName)
+	if out, _, code := runCmd(t, "", "rewrite", "-apply", "-undo", "-kubeconfig", kc, pvName); code != exitBlocked || !strings.Contains(out, "in use by pods app") {
+		t.Fatalf("undo without -online: exit %d\n%s", code, out)
+	}
+	unchanged(t, c, rewritten)
+	n = d.count()
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-undo", "-online", "-kubeconfig", kc, pvName); code != exitOK {
+		t.Fatalf("rewrite -apply -undo -online: exit %d: %s\n%s", code, stderr, out)
+	}
+	if diff := cmp.Diff(fieldsOf(stored), fieldsOf(getPV(t, c, pvName))); diff != "" {
+		t.Errorf("after the online undo (-before the rewrite +after the undo):\n%s", diff)
+	}
+	watch(n, 30*time.Second, "the undo")
+	waitBound(t, c, ns, []string{pvName})
+	n = d.count()
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-online", "-kubeconfig", kc, pvName); code != exitOK {
+		t.Fatalf("rewrite -apply -online after the undo: exit %d: %s\n%s", code, stderr, out)
+	}
+	watch(n, 30*time.Second, "the second rewrite")
 	waitBound(t, c, ns, []string{pvName})
 
 	// 3. Deleting the pod unpublishes and unstages as published, and the
