@@ -12,15 +12,18 @@
 //
 //   - translate: the registry and the Translator users call; every method of
 //     csi-translation-lib's CSITranslator.
-//   - plugins: the InTreePlugin interface, shared helpers and error kinds;
-//     plugins/rbd, plugins/cephfs and plugins/vsphere are the translators,
-//     plugins/ceph the Ceph CSI cluster config.
+//   - plugin: the contract: the InTreePlugin interface, error kinds,
+//     findings, annotations and names.
+//   - plugins/rbd, plugins/cephfs and plugins/vsphere: the built-in
+//     translators; plugins/ceph: the Ceph CSI cluster config;
+//     plugins/vsphere/envcheck: the vSphere driver's environment checks.
 //   - volumeid: RBD and CephFS migration handles, Ceph CSI volume IDs,
 //     vSphere volume paths and the Ceph clusterID, as netip-style value types.
 //   - secrets: redacted secret values, the Ceph migration secret remap, the
 //     derived CephFS CSI secret, and StorageClass secret references.
 //   - featuregate: the CSI-migration feature gates of every Kubernetes
-//     release, who owns a plugin's volumes, and the staged migration planner.
+//     release and who owns a plugin's volumes; featuregate/staged: the
+//     staged migration planner of a running cluster.
 //
 // A short example:
 //

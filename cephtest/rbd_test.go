@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"pgregory.net/rapid"
 
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 )
 
@@ -208,7 +208,7 @@ func TestCephRBDHandleHazards(t *testing.T) {
 				t.Fatalf("translate: %v", err)
 			}
 			handle := csiPV.Spec.CSI.VolumeHandle
-			var finding *plugins.Finding
+			var finding *plugin.Finding
 			for _, f := range tr.CheckPV(pv) {
 				if f.Code == rbd.FindingHandleResolvesElsewhere {
 					f := f

@@ -10,7 +10,7 @@ import (
 	upstream "k8s.io/csi-translation-lib/plugins"
 
 	"github.com/csimigrate/csimigrate/internal/testsupport/plugintest"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
 )
@@ -73,7 +73,7 @@ func vsphereProvisionedPV() *v1.PersistentVolume {
 }
 
 type pair struct {
-	ours   plugins.InTreePlugin
+	ours   plugin.InTreePlugin
 	theirs upstream.InTreePlugin
 }
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
 	"github.com/csimigrate/csimigrate/internal/testsupport/peertest"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
@@ -21,7 +21,7 @@ func stockOf(p upstream.InTreePlugin) peertest.Stock {
 // rbdCase runs csimigrate's RBD plugin as a cluster would: with Ceph CSI's
 // cluster config holding the monitors of the volume.
 var rbdCase = peertest.Case{
-	Ours: func(inTree *v1.PersistentVolume) plugins.InTreePlugin {
+	Ours: func(inTree *v1.PersistentVolume) plugin.InTreePlugin {
 		var cfg ceph.ClusterConfig
 		if inTree != nil {
 			cfg = ceph.NewClusterConfig(ceph.EntryFor(inTree.Spec.RBD.CephMonitors))
@@ -36,7 +36,7 @@ var rbdCase = peertest.Case{
 }
 
 var vsphereCase = peertest.Case{
-	Ours:         func(*v1.PersistentVolume) plugins.InTreePlugin { return vsphere.New(vsphere.Options{}) },
+	Ours:         func(*v1.PersistentVolume) plugin.InTreePlugin { return vsphere.New(vsphere.Options{}) },
 	Stock:        stockOf(upstream.NewvSphereCSITranslator()),
 	InTree:       gen.VSpherePV,
 	Provisioned:  gen.VSphereProvisionedPV,

@@ -9,7 +9,7 @@ import (
 	upstream "k8s.io/csi-translation-lib/plugins"
 	"k8s.io/klog/v2"
 
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
@@ -18,8 +18,8 @@ import (
 
 // Upstream's plugins are csimigrate plugins, and csimigrate's are upstream's.
 var (
-	_ plugins.InTreePlugin  = upstream.NewGCEPersistentDiskCSITranslator()
-	_ plugins.InTreePlugin  = upstream.NewvSphereCSITranslator()
+	_ plugin.InTreePlugin   = upstream.NewGCEPersistentDiskCSITranslator()
+	_ plugin.InTreePlugin   = upstream.NewvSphereCSITranslator()
 	_ upstream.InTreePlugin = rbd.New(rbd.Options{})
 	_ upstream.InTreePlugin = cephfs.New(cephfs.Options{})
 	_ upstream.InTreePlugin = vsphere.New(vsphere.Options{})

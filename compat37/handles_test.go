@@ -9,7 +9,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
 	"github.com/csimigrate/csimigrate/internal/testsupport/peertest"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
 )
 
@@ -20,7 +20,7 @@ var vsphereCase = func() peertest.Case {
 	p := upstream.NewvSphereCSITranslator()
 	logger := klog.Background().V(100)
 	return peertest.Case{
-		Ours: func(*v1.PersistentVolume) plugins.InTreePlugin { return vsphere.New(vsphere.Options{}) },
+		Ours: func(*v1.PersistentVolume) plugin.InTreePlugin { return vsphere.New(vsphere.Options{}) },
 		Stock: peertest.Stock{
 			Forward: func(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
 				return p.TranslateInTreePVToCSI(logger, pv)

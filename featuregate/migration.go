@@ -10,7 +10,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	k8sfeaturegate "k8s.io/component-base/featuregate"
 
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 )
 
 // Plugin describes the gates and history of one in-tree plugin.
@@ -36,11 +36,11 @@ type Plugin struct {
 
 // The plugins this module ships.
 var (
-	RBD = Plugin{InTreeName: plugins.RBDInTreePluginName, Driver: plugins.RBDDriverName, Migration: CSIMigrationRBD,
+	RBD = Plugin{InTreeName: plugin.RBDInTreePluginName, Driver: plugin.RBDDriverName, Migration: CSIMigrationRBD,
 		Unregister: InTreePluginRBDUnregister, InTreeRemovedIn: 31, TranslationRemovedIn: 31}
-	VSphere = Plugin{InTreeName: plugins.VSphereInTreePluginName, Driver: plugins.VSphereDriverName, Migration: CSIMigrationvSphere,
+	VSphere = Plugin{InTreeName: plugin.VSphereInTreePluginName, Driver: plugin.VSphereDriverName, Migration: CSIMigrationvSphere,
 		Complete: CSIMigrationvSphereComplete, Unregister: InTreePluginvSphereUnregister, InTreeRemovedIn: 30}
-	CephFS = Plugin{InTreeName: plugins.CephFSInTreePluginName, Driver: plugins.CephFSDriverName, Migration: CSIMigrationCephFS,
+	CephFS = Plugin{InTreeName: plugin.CephFSInTreePluginName, Driver: plugin.CephFSDriverName, Migration: CSIMigrationCephFS,
 		Unregister: InTreePluginCephFSUnregister, InTreeRemovedIn: 31, Project: true}
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/internal/annot"
 	"github.com/csimigrate/csimigrate/internal/overrides"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
 	"github.com/csimigrate/csimigrate/plugins/vsphere/envcheck"
@@ -167,7 +167,7 @@ func FuzzApplyOverrides(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string) {
 		pv := func(ann string) *v1.PersistentVolume {
 			return &v1.PersistentVolume{
-				ObjectMeta: metav1.ObjectMeta{Name: "pv", Annotations: map[string]string{plugins.AnnCSIOverrides: ann}},
+				ObjectMeta: metav1.ObjectMeta{Name: "pv", Annotations: map[string]string{plugin.AnnCSIOverrides: ann}},
 				Spec: v1.PersistentVolumeSpec{
 					AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
 					PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{
@@ -179,13 +179,13 @@ func FuzzApplyOverrides(f *testing.F) {
 		}
 		got := pv(raw)
 		err := overrides.Apply(got)
-		if _, left := got.Annotations[plugins.AnnCSIOverrides]; left {
+		if _, left := got.Annotations[plugin.AnnCSIOverrides]; left {
 			t.Fatalf("%q: annotation left in place (err %v)", raw, err)
 		}
 		if err == nil {
 			return
 		}
-		if !errors.Is(err, plugins.ErrInvalid) || !strings.Contains(err.Error(), plugins.AnnCSIOverrides) {
+		if !errors.Is(err, plugin.ErrInvalid) || !strings.Contains(err.Error(), plugin.AnnCSIOverrides) {
 			t.Fatalf("%q: error %v does not name the annotation", raw, err)
 		}
 		if diff := cmp.Diff(pv(raw).Spec, got.Spec); diff != "" {

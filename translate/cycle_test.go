@@ -8,7 +8,7 @@ import (
 	storage "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
@@ -135,8 +135,8 @@ func TestSecretReferencesSurviveProvisioning(t *testing.T) {
 				// Stock components compute the volume path from the stored
 				// PV; the provisioned handle is kept beside it.
 				want.VolumeHandle = tc.stock
-				if got := again.Annotations[plugins.AnnOriginalVolumeHandle]; got != tc.handle {
-					t.Errorf("annotation %s = %q, want the provisioned handle %q", plugins.AnnOriginalVolumeHandle, got, tc.handle)
+				if got := again.Annotations[plugin.AnnOriginalVolumeHandle]; got != tc.handle {
+					t.Errorf("annotation %s = %q, want the provisioned handle %q", plugin.AnnOriginalVolumeHandle, got, tc.handle)
 				}
 			}
 			if diff := cmp.Diff(want, again.Spec.CSI); diff != "" {

@@ -1,5 +1,5 @@
 // Package translate is the entry point of csimigrate: a registry of
-// [plugins.InTreePlugin] translators and a [Translator] with every method of
+// [plugin.InTreePlugin] translators and a [Translator] with every method of
 // k8s.io/csi-translation-lib's CSITranslator, with the same signatures, so it
 // can replace that type in external-provisioner, external-attacher,
 // external-resizer and kube-controller-manager forks.
@@ -9,7 +9,7 @@
 // WithReplacedPlugins replaces registered ones.
 // Dispatch is a map lookup by in-tree plugin name, CSI driver name, or the
 // volume source set in a spec. Inputs are never modified; plugins that do not
-// promise that (plugins.NonMutating) are given a copy.
+// promise that (plugin.NonMutating) are given a copy.
 package translate
 
 import (
@@ -23,7 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/featuregate"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
@@ -37,13 +37,13 @@ var (
 	// volume source.
 	ErrNoPlugin = errors.New("no migration plugin")
 	// ErrInvalid: the object cannot be translated; the error is a
-	// *plugins.InvalidError naming the fields.
-	ErrInvalid = plugins.ErrInvalid
+	// *plugin.InvalidError naming the fields.
+	ErrInvalid = plugin.ErrInvalid
 	// ErrUnsupported: the plugin does not offer this translation.
-	ErrUnsupported = plugins.ErrUnsupported
+	ErrUnsupported = plugin.ErrUnsupported
 	// ErrMissingInformation: information the translation needs is neither in
 	// the object nor in the options.
-	ErrMissingInformation = plugins.ErrMissingInformation
+	ErrMissingInformation = plugin.ErrMissingInformation
 	// ErrConflict: two plugins claim the same in-tree plugin or CSI driver
 	// name, or a replacement has nothing to replace (from New).
 	ErrConflict = errors.New("conflicting migration plugins")
@@ -64,8 +64,8 @@ func (e *NoPluginError) Error() string {
 func (e *NoPluginError) Unwrap() error { return ErrNoPlugin }
 
 type config struct {
-	extra          []plugins.InTreePlugin
-	replacements   []plugins.InTreePlugin
+	extra          []plugin.InTreePlugin
+	replacements   []plugin.InTreePlugin
 	clusters       ceph.ClusterConfig
 	noNodeExpand   bool
 	vsphereOpts    vsphere.Options
@@ -79,7 +79,7 @@ type Option func(*config)
 // with the in-tree plugin name of a registered one (built in, or given
 // earlier) makes New fail with ErrConflict; use WithReplacedPlugins to
 // replace one.
-func WithPlugins(p ...plugins.InTreePlugin) Option {
+func WithPlugins(p ...plugin.InTreePlugin) Option {
 	return func(c *config) { c.extra = append(c.extra, p...) }
 }
 
@@ -88,7 +88,7 @@ func WithPlugins(p ...plugins.InTreePlugin) Option {
 // csi-translation-lib's translator in place of a built-in one. A plugin that
 // has nothing to replace, or two replacements of one plugin, make New fail
 // with ErrConflict.
-func WithReplacedPlugins(p ...plugins.InTreePlugin) Option {
+func WithReplacedPlugins(p ...plugin.InTreePlugin) Option {
 	return func(c *config) { c.replacements = append(c.replacements, p...) }
 }
 
@@ -133,12 +133,12 @@ func WithFeatureGates(fg featuregate.Gates, minor int) Option {
 // Translator translates in-tree volume objects to CSI and back by dispatching
 // to the registered plugins. It is safe for concurrent use.
 type Translator struct {
-	byInTree map[string]plugins.InTreePlugin
-	byDriver map[string]plugins.InTreePlugin
+	byInTree map[string]plugin.InTreePlugin
+	byDriver map[string]plugin.InTreePlugin
 	// unknown holds plugins whose in-tree name is not one of
-	// plugins.KnownInTreeNames: they are found by CanSupport.
-	unknown []plugins.InTreePlugin
-	safe    map[plugins.InTreePlugin]bool
+	// plugin.KnownInTreeNames: they are found by CanSupport.
+	unknown []plugin.InTreePlugin
+	safe    map[plugin.InTreePlugin]bool
 }
 
 // New returns a Translator with the built-in plugins and those given with
@@ -150,15 +150,15 @@ func New(opts ...Option) (*Translator, error) {
 	for _, o := range opts {
 		o(&c)
 	}
-	builtin := []plugins.InTreePlugin{
+	builtin := []plugin.InTreePlugin{
 		rbd.New(rbd.Options{ClusterConfig: c.clusters, DisableNodeExpandSecret: c.noNodeExpand}),
 		cephfs.New(cephfs.Options{ClusterConfig: c.clusters}),
 		vsphere.New(c.vsphereOpts),
 	}
 	t := &Translator{
-		byInTree: map[string]plugins.InTreePlugin{},
-		byDriver: map[string]plugins.InTreePlugin{},
-		safe:     map[plugins.InTreePlugin]bool{},
+		byInTree: map[string]plugin.InTreePlugin{},
+		byDriver: map[string]plugin.InTreePlugin{},
+		safe:     map[plugin.InTreePlugin]bool{},
 	}
 	for _, p := range append(builtin, c.extra...) {
 		if p == nil {
@@ -196,10 +196,10 @@ func New(opts ...Option) (*Translator, error) {
 				other.GetInTreePluginName(), name, d)
 		}
 		t.byDriver[d] = p
-		if !slices.Contains(plugins.KnownInTreeNames, name) {
+		if !slices.Contains(plugin.KnownInTreeNames, name) {
 			t.unknown = append(t.unknown, p)
 		}
-		if _, ok := p.(plugins.NonMutating); ok {
+		if _, ok := p.(plugin.NonMutating); ok {
 			t.safe[p] = true
 		}
 	}
@@ -207,16 +207,16 @@ func New(opts ...Option) (*Translator, error) {
 }
 
 // Plugins returns the registered plugins sorted by in-tree name.
-func (t *Translator) Plugins() []plugins.InTreePlugin {
-	out := make([]plugins.InTreePlugin, 0, len(t.byInTree))
+func (t *Translator) Plugins() []plugin.InTreePlugin {
+	out := make([]plugin.InTreePlugin, 0, len(t.byInTree))
 	for _, n := range slices.Sorted(maps.Keys(t.byInTree)) {
 		out = append(out, t.byInTree[n])
 	}
 	return out
 }
 
-func (t *Translator) pluginForPV(pv *v1.PersistentVolume) plugins.InTreePlugin {
-	if name := plugins.InTreeNameOfPV(pv); name != "" {
+func (t *Translator) pluginForPV(pv *v1.PersistentVolume) plugin.InTreePlugin {
+	if name := plugin.InTreeNameOfPV(pv); name != "" {
 		if p, ok := t.byInTree[name]; ok && p.CanSupport(pv) {
 			return p
 		}
@@ -230,8 +230,8 @@ func (t *Translator) pluginForPV(pv *v1.PersistentVolume) plugins.InTreePlugin {
 	return nil
 }
 
-func (t *Translator) pluginForVolume(vol *v1.Volume) plugins.InTreePlugin {
-	if name := plugins.InTreeNameOfVolume(vol); name != "" {
+func (t *Translator) pluginForVolume(vol *v1.Volume) plugin.InTreePlugin {
+	if name := plugin.InTreeNameOfVolume(vol); name != "" {
 		if p, ok := t.byInTree[name]; ok && p.CanSupportInline(vol) {
 			return p
 		}
@@ -385,9 +385,9 @@ func (t *Translator) RepairVolumeHandle(driverName, volumeHandle, nodeID string)
 }
 
 // CheckPV returns the migration hazards the PV's plugin reports (plugins
-// implementing plugins.Checker), or nil.
-func (t *Translator) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
-	if c, ok := t.pluginForPV(pv).(plugins.Checker); ok {
+// implementing plugin.Checker), or nil.
+func (t *Translator) CheckPV(pv *v1.PersistentVolume) []plugin.Finding {
+	if c, ok := t.pluginForPV(pv).(plugin.Checker); ok {
 		return c.CheckPV(pv)
 	}
 	return nil

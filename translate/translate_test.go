@@ -15,7 +15,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/translate"
 )
@@ -257,7 +257,7 @@ func TestCheckPV(t *testing.T) {
 	if mustNew(t).CheckPV(&v1.PersistentVolume{}) != nil {
 		t.Error("findings for a PV no plugin handles")
 	}
-	_ = plugins.SeverityWarning
+	_ = plugin.SeverityWarning
 }
 
 func TestNodeExpandOption(t *testing.T) {

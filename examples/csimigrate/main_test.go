@@ -17,7 +17,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -389,7 +389,7 @@ func buildRewrite(inv *Inventory, tr *translate.Translator) (*RewritePlan, []err
 	var rp RewritePlan
 	var errs []error
 	for _, pv := range inv.PVs {
-		if plugins.InTreeNameOfPV(pv) == "" || !tr.IsPVMigratable(pv) {
+		if plugin.InTreeNameOfPV(pv) == "" || !tr.IsPVMigratable(pv) {
 			continue
 		}
 		r, err := in.replacement(tr, pv)

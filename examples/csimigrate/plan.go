@@ -18,7 +18,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/internal/cephpv"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
@@ -62,7 +62,7 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	plan := pl.finish()
 	plan.FeatureGates = steps
 	for _, w := range c.cephWarnings {
-		plan.Hazards = append(plan.Hazards, plugins.Finding{Code: "CephConfigEntry", Severity: plugins.SeverityWarning, Field: "-ceph-config " + c.cephConfig,
+		plan.Hazards = append(plan.Hazards, plugin.Finding{Code: "CephConfigEntry", Severity: plugin.SeverityWarning, Field: "-ceph-config " + c.cephConfig,
 			Message: w, Remedy: "fix or remove the entry in Ceph CSI's config map; volumes of other clusterIDs are not affected"})
 	}
 	cm := cephConfigMap(plan.CephClusters, c.cephCSINamespace)
@@ -93,7 +93,7 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // Plan is the report of `csimigrate plan`.
 type Plan struct {
 	// Hazards concern the cluster rather than one volume.
-	Hazards        []plugins.Finding   `json:"hazards,omitempty"`
+	Hazards        []plugin.Finding    `json:"hazards,omitempty"`
 	Volumes        []VolumePlan        `json:"volumes"`
 	InlineVolumes  []InlinePlan        `json:"inlineVolumes,omitempty"`
 	ClaimTemplates []ClaimTemplatePlan `json:"claimTemplates,omitempty"`
@@ -106,15 +106,15 @@ type Plan struct {
 
 // VolumePlan is the plan for one in-tree PV.
 type VolumePlan struct {
-	Name       string            `json:"name"`
-	Plugin     string            `json:"plugin"`
-	Driver     string            `json:"driver,omitempty"`
-	Migratable bool              `json:"migratable"`
-	Reason     string            `json:"reason,omitempty"`
-	Claim      string            `json:"claim,omitempty"`
-	InUseBy    []string          `json:"inUseBy,omitempty"`
-	Findings   []plugins.Finding `json:"findings,omitempty"`
-	Handle     string            `json:"volumeHandle,omitempty"`
+	Name       string           `json:"name"`
+	Plugin     string           `json:"plugin"`
+	Driver     string           `json:"driver,omitempty"`
+	Migratable bool             `json:"migratable"`
+	Reason     string           `json:"reason,omitempty"`
+	Claim      string           `json:"claim,omitempty"`
+	InUseBy    []string         `json:"inUseBy,omitempty"`
+	Findings   []plugin.Finding `json:"findings,omitempty"`
+	Handle     string           `json:"volumeHandle,omitempty"`
 }
 
 // InlinePlan is the plan for one inline in-tree volume of a workload's pod
@@ -300,7 +300,7 @@ func (p *planner) Add(obj any) {
 }
 
 func (p *planner) addPV(pv *v1.PersistentVolume) {
-	name := plugins.InTreeNameOfPV(pv)
+	name := plugin.InTreeNameOfPV(pv)
 	if name == "" {
 		return
 	}
@@ -336,12 +336,12 @@ func (p *planner) addPV(pv *v1.PersistentVolume) {
 		vp.Findings = append(vp.Findings, *why)
 	}
 	p.needs(pv, out, err, idx)
-	if err == nil && !slices.ContainsFunc(vp.Findings, func(f plugins.Finding) bool { return f.Severity == plugins.SeverityBlocker }) {
+	if err == nil && !slices.ContainsFunc(vp.Findings, func(f plugin.Finding) bool { return f.Severity == plugin.SeverityBlocker }) {
 		// out is completed into the replacement in place: needs has read it.
 		vp.Findings = append(vp.Findings, p.rewriteChanges(pv, out, checked)...)
 	}
 	for _, f := range vp.Findings {
-		if f.Severity == plugins.SeverityBlocker {
+		if f.Severity == plugin.SeverityBlocker {
 			vp.Migratable = false
 			if vp.Reason == "" {
 				vp.Reason = f.Message
@@ -356,9 +356,9 @@ func (p *planner) addPV(pv *v1.PersistentVolume) {
 
 // rewriteRefusal is the finding for what makes rewrite -apply refuse the
 // PV (objectRefusal, claimRefusal), or for claims the input lacks.
-func (p *planner) rewriteRefusal(pv *v1.PersistentVolume) *plugins.Finding {
-	refused := func(err error) *plugins.Finding {
-		return &plugins.Finding{Code: FindingRewriteRefuses, Severity: plugins.SeverityBlocker, Field: "PersistentVolume " + pv.Name,
+func (p *planner) rewriteRefusal(pv *v1.PersistentVolume) *plugin.Finding {
+	refused := func(err error) *plugin.Finding {
+		return &plugin.Finding{Code: FindingRewriteRefuses, Severity: plugin.SeverityBlocker, Field: "PersistentVolume " + pv.Name,
 			Message: "csimigrate rewrite would refuse it: " + reasonOf(err), Remedy: remedyOf(err)}
 	}
 	if err := objectRefusal(pv); err != nil {
@@ -373,7 +373,7 @@ func (p *planner) rewriteRefusal(pv *v1.PersistentVolume) *plugins.Finding {
 			return refused(&refusal{reason: fmt.Sprintf("its claim %s/%s is gone (the PV is Released)", c.Namespace, c.Name),
 				remedy: "reclaim it (delete the image by hand, then the PV), or re-bind it: clear spec.claimRef.uid and create a claim with spec.volumeName " + pv.Name})
 		}
-		return &plugins.Finding{Code: FindingClaimNotChecked, Severity: plugins.SeverityBlocker, Field: "spec.claimRef",
+		return &plugin.Finding{Code: FindingClaimNotChecked, Severity: plugin.SeverityBlocker, Field: "spec.claimRef",
 			Message: reasonClaimNotChecked, Remedy: remedyClaimNotChecked}
 	}
 	pvc, found := p.claims[claimKey(c.Namespace, c.Name)]
@@ -397,7 +397,7 @@ const (
 // translated source: a reclaim policy kept at Retain.
 // out is pv's translation and checked its findings (rewrite -apply's
 // replacement is built from them, not translated again).
-func (p *planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugins.Finding) []plugins.Finding {
+func (p *planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.Finding) []plugin.Finding {
 	var pvc *v1.PersistentVolumeClaim
 	if c := pv.Spec.ClaimRef; c != nil {
 		pvc = p.claims[claimKey(c.Namespace, c.Name)]
@@ -407,7 +407,7 @@ func (p *planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugins
 	if err != nil {
 		// CheckPV's blockers are reported already (the caller asks only
 		// without them); what is left is the class's provisioner secret.
-		return []plugins.Finding{{Code: FindingRewriteRefuses, Severity: plugins.SeverityBlocker, Field: "spec.storageClassName",
+		return []plugin.Finding{{Code: FindingRewriteRefuses, Severity: plugin.SeverityBlocker, Field: "spec.storageClassName",
 			Message: "csimigrate rewrite would refuse it: " + err.Error(),
 			Remedy:  "fix the provisioner secret parameters (csi.storage.k8s.io/provisioner-secret-name and -namespace) of StorageClass " + pv.Spec.StorageClassName}}
 	}
@@ -418,7 +418,7 @@ func (p *planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugins
 	if sc == nil && pv.Spec.StorageClassName != "" {
 		msg += fmt.Sprintf(" (StorageClass %s is not in the input)", pv.Spec.StorageClassName)
 	}
-	return []plugins.Finding{{Code: FindingReclaimKept, Severity: plugins.SeverityWarning, Field: "spec.persistentVolumeReclaimPolicy",
+	return []plugin.Finding{{Code: FindingReclaimKept, Severity: plugin.SeverityWarning, Field: "spec.persistentVolumeReclaimPolicy",
 		Message: p.intern(fmt.Sprintf("the rewritten PV keeps reclaim policy %s instead of %s: %s", r.RestorePolicy, r.OriginalPolicy, msg)),
 		Remedy:  "delete the volume by hand when it is released; or give the PV's StorageClass with its provisioner secret in the input (or set annotations " + annDeletionSecretName + " and " + annDeletionSecretNamespace + " on the PV) so that the driver can delete it"}}
 }
@@ -507,7 +507,7 @@ func (p *planner) addWorkload(w *workload) {
 	}
 	for i := range w.Spec.Volumes {
 		vol := &w.Spec.Volumes[i]
-		if name := plugins.InTreeNameOfVolume(vol); name != "" {
+		if name := plugin.InTreeNameOfVolume(vol); name != "" {
 			p.plugins[name] = true
 			p.inline = append(p.inline, inlineFound{plan: p.planInline(w, vol, name), key: w.key(), owner: w.Owner, ns: w.Namespace})
 		}
@@ -554,7 +554,7 @@ func (p *planner) planInline(w *workload, vol *v1.Volume, plugin string) InlineP
 
 // inlineRemedy is the remedy of a finding of an inline volume's PV form:
 // the workload's volume is what the admin changes before translating.
-func inlineRemedy(w *workload, f plugins.Finding) string {
+func inlineRemedy(w *workload, f plugin.Finding) string {
 	switch f.Code {
 	case rbd.FindingNoSecret:
 		return "create a Secret in " + w.Namespace + " holding the user's key under \"key\" (and \"adminId\" for a non-admin user), name it in the volume's secretRef in the " + w.Kind + "'s manifest, then translate it"
@@ -616,7 +616,7 @@ const (
 func (p *planner) finish() *Plan {
 	plan := p.plan
 	if len(p.mismatches) > 0 {
-		plan.Hazards = append(plan.Hazards, plugins.Finding{Code: vsphere.FindingTopologyKeyUnused, Severity: plugins.SeverityBlocker,
+		plan.Hazards = append(plan.Hazards, plugin.Finding{Code: vsphere.FindingTopologyKeyUnused, Severity: plugin.SeverityBlocker,
 			Field:   "CSINode.spec.drivers[csi.vsphere.vmware.com].topologyKeys",
 			Message: fmt.Sprintf("translation writes topology keys %v, but the vSphere CSI driver on %d node(s) reports other keys (%s): migrated PVs would not schedule", p.vsphereKeys, len(p.mismatches), strings.Join(first(p.mismatches, 3), "; ")),
 			Remedy:  "run csimigrate with -vsphere-topology-categories matching the driver's [Labels] topology-categories (or -vsphere-legacy-topology)"})
@@ -675,7 +675,7 @@ func (p *planner) finish() *Plan {
 	if len(unchecked) > 0 {
 		slices.Sort(unchecked)
 		unchecked = slices.Compact(unchecked)
-		plan.Hazards = append(plan.Hazards, plugins.Finding{Code: FindingSecretsNotChecked, Severity: plugins.SeverityBlocker, Field: "Secret",
+		plan.Hazards = append(plan.Hazards, plugin.Finding{Code: FindingSecretsNotChecked, Severity: plugin.SeverityBlocker, Field: "Secret",
 			Message: fmt.Sprintf("the input has no Secrets: the %d the migrated volumes and classes need (%s) are not checked", len(unchecked), strings.Join(first(unchecked, 5), ", ")),
 			Remedy:  "give the secrets too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml (or -live with -read-secrets); values are never printed"})
 		plan.Blocked = true
@@ -781,7 +781,7 @@ func (p *planner) classBlocked(name, why string) {
 
 // secretMissing reports a Secret that is not in the input.
 func (p *planner) secretMissing(ref, why string) {
-	p.plan.Hazards = append(p.plan.Hazards, plugins.Finding{Code: FindingSecretMissing, Severity: plugins.SeverityBlocker, Field: "Secret " + ref,
+	p.plan.Hazards = append(p.plan.Hazards, plugin.Finding{Code: FindingSecretMissing, Severity: plugin.SeverityBlocker, Field: "Secret " + ref,
 		Message: "Secret " + ref + " is not in the input: " + why, Remedy: "create it (csimigrate plan lists its fields under SECRETS), or give it in the input"})
 	p.plan.Blocked = true
 }
@@ -816,7 +816,7 @@ func (p *planner) planRBDSecret(need rbdSecretNeed, add func(SecretPlan)) {
 	fixes, err := secrets.CephMigrationSecretFixes(s, user)
 	if errors.Is(err, secrets.ErrCephNoKey) {
 		add(SecretPlan{Namespace: ns, Name: name, Action: "fix", Fields: []string{secrets.CephInTreeKey}, Reason: err.Error()})
-		p.plan.Hazards = append(p.plan.Hazards, plugins.Finding{Code: FindingSecretMissing, Severity: plugins.SeverityBlocker, Field: "Secret " + claimKey(ns, name),
+		p.plan.Hazards = append(p.plan.Hazards, plugin.Finding{Code: FindingSecretMissing, Severity: plugin.SeverityBlocker, Field: "Secret " + claimKey(ns, name),
 			Message: "Secret " + claimKey(ns, name) + " has no \"key\": Ceph CSI cannot use it for " + what, Remedy: "put the Ceph user's key under \"key\""})
 		p.plan.Blocked = true
 		if need.class != "" {
@@ -827,7 +827,7 @@ func (p *planner) planRBDSecret(need rbdSecretNeed, add func(SecretPlan)) {
 	for _, f := range fixes {
 		add(SecretPlan{Namespace: ns, Name: name, Action: "add", Fields: []string{f.Field + "=" + f.Value}, Reason: f.Reason})
 		if need.class != "" {
-			p.plan.Hazards = append(p.plan.Hazards, plugins.Finding{Code: FindingClassSecretNeedsAdminId, Severity: plugins.SeverityBlocker, Field: "StorageClass " + need.class,
+			p.plan.Hazards = append(p.plan.Hazards, plugin.Finding{Code: FindingClassSecretNeedsAdminId, Severity: plugin.SeverityBlocker, Field: "StorageClass " + need.class,
 				Message: fmt.Sprintf("the class's adminId is %q, but Ceph CSI reads the migration user only from the admin secret's adminId and defaults to admin: provisioning would connect as client.admin with %s's key and fail", user, user),
 				Remedy:  fmt.Sprintf("add %s: %s to Secret %s", f.Field, f.Value, claimKey(ns, name))})
 			p.classBlocked(need.class, fmt.Sprintf("Ceph CSI would provision as client.admin: add %s: %s to Secret %s", f.Field, f.Value, claimKey(ns, name)))
@@ -872,7 +872,7 @@ func planHazards(p *Plan) []string {
 			hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Name, f.Severity, f.Code, f.Message, f.Remedy))
 		}
 		if len(v.InUseBy) > 0 {
-			hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Name, plugins.SeverityWarning, "VolumeInUse",
+			hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Name, plugin.SeverityWarning, "VolumeInUse",
 				"in use by "+strings.Join(v.InUseBy, ", ")+"; rewrite -apply refuses a PV in use while its pods run (unless -online, where the plugin is already migrated on their nodes)",
 				"stop the pods (scale their workloads to zero) before the rewrite deletes and recreates the PV object; data is kept"))
 		}

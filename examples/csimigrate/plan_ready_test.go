@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 )
 
@@ -42,7 +42,7 @@ func genCluster(t *testing.T, c kubernetes.Interface, rng *rand.Rand, ns string,
 	mons := []string{"10.70.53.126:6789"}
 	// The class's admin secret is there in two of three clusters.
 	class := ns + "-rbd"
-	_, err = c.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: plugins.RBDInTreePluginName,
+	_, err = c.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: plugin.RBDInTreePluginName,
 		Parameters: map[string]string{"monitors": mons[0], "adminSecretName": "admin", "adminSecretNamespace": ns, "pool": "rbd"}}, metav1.CreateOptions{})
 	must(err)
 	if rng.IntN(3) > 0 {
@@ -99,7 +99,7 @@ func genCluster(t *testing.T, c kubernetes.Interface, rng *rand.Rand, ns string,
 			},
 		}
 		if sc != "" {
-			pv.Annotations = map[string]string{annProvisionedBy: plugins.RBDInTreePluginName}
+			pv.Annotations = map[string]string{annProvisionedBy: plugin.RBDInTreePluginName}
 		}
 		claim := "c" + strconv.Itoa(i)
 		switch rng.IntN(5) {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
@@ -226,7 +226,7 @@ func undoReview(tr *translate.Translator, pv *v1.PersistentVolume) (RewritePV, e
 		return RewritePV{}, err
 	}
 	policy := v1.PersistentVolumeReclaimPolicy(in.Annotations[AnnReclaimPolicy])
-	return RewritePV{Name: pv.Name, Driver: plugins.InTreeNameOfPV(in), OriginalPolicy: pv.Spec.PersistentVolumeReclaimPolicy, RestorePolicy: policy, CSI: in}, nil
+	return RewritePV{Name: pv.Name, Driver: plugin.InTreeNameOfPV(in), OriginalPolicy: pv.Spec.PersistentVolumeReclaimPolicy, RestorePolicy: policy, CSI: in}, nil
 }
 
 // Annotations the rewrite puts on the CSI PV it creates, so that every later
@@ -284,7 +284,7 @@ const (
 // The replacement stays deletable by external-provisioner, which from 1.31
 // is the only component that deletes it: a pv.kubernetes.io/provisioned-by
 // naming the in-tree plugin names the CSI driver instead (the original kept
-// in plugins.AnnOriginalProvisionedBy), and the provisioner secret of sc, the
+// in plugin.AnnOriginalProvisionedBy), and the provisioner secret of sc, the
 // PV's in-tree StorageClass (nil when it is gone), becomes the
 // deletion-secret annotations, so the volume is deleted with the right
 // credentials even after the class is replaced or removed. An RBD volume to
@@ -300,7 +300,7 @@ func replacement(tr *translate.Translator, logger klog.Logger, pv *v1.Persistent
 
 // replacementOf is replacement from the PV's translation csi, which it
 // completes in place, and its findings, for callers that have them.
-func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.PersistentVolume, findings []plugins.Finding, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (RewritePV, error) {
+func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.PersistentVolume, findings []plugin.Finding, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (RewritePV, error) {
 	// The policy before the rewrite: the one a Retain step recorded, else
 	// the PV's own.
 	original := pv.Spec.PersistentVolumeReclaimPolicy
@@ -313,7 +313,7 @@ func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Per
 	}
 	var blockers, kept []string
 	for _, f := range findings {
-		if f.Severity == plugins.SeverityBlocker {
+		if f.Severity == plugin.SeverityBlocker {
 			blockers = append(blockers, f.Code+": "+f.Message)
 		}
 		if f.Code == rbd.FindingHandleResolvesElsewhere && restore != v1.PersistentVolumeReclaimRetain {
@@ -330,9 +330,9 @@ func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Per
 	if csi.Annotations == nil {
 		csi.Annotations = map[string]string{}
 	}
-	inTree := plugins.InTreeNameOfPV(pv)
+	inTree := plugin.InTreeNameOfPV(pv)
 	if by, ok := pv.Annotations[annProvisionedBy]; ok && by != csi.Spec.CSI.Driver {
-		csi.Annotations[plugins.AnnOriginalProvisionedBy] = by
+		csi.Annotations[plugin.AnnOriginalProvisionedBy] = by
 		csi.Annotations[annProvisionedBy] = csi.Spec.CSI.Driver
 	}
 	if _, ok := pv.Annotations[annDeletionSecretName]; !ok && sc != nil && (sc.Provisioner == inTree || sc.Provisioner == csi.Spec.CSI.Driver) {

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -386,7 +386,7 @@ func pvDriver(pv *v1.PersistentVolume) string {
 	if pv.Spec.CSI != nil {
 		return pv.Spec.CSI.Driver
 	}
-	return plugins.InTreeNameOfPV(pv)
+	return plugin.InTreeNameOfPV(pv)
 }
 
 // applyOptions are the flags of rewrite -apply.

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csimigrate/csimigrate/featuregate"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 )
 
 // mkPV creates a bound in-tree RBD PV with its claim in namespace ns and
@@ -291,7 +291,7 @@ func TestRewriteApplySafety(t *testing.T) {
 			t.Fatalf("exit %d: %s\n%s", code, stderr, out)
 		}
 		pv := getPV(t, c, "deletable")
-		want := map[string]string{"pv.kubernetes.io/provisioned-by": "rbd.csi.ceph.com", plugins.AnnOriginalProvisionedBy: "kubernetes.io/rbd",
+		want := map[string]string{"pv.kubernetes.io/provisioned-by": "rbd.csi.ceph.com", plugin.AnnOriginalProvisionedBy: "kubernetes.io/rbd",
 			annDeletionSecretName: "ceph-admin", annDeletionSecretNamespace: "ceph"}
 		for k, v := range want {
 			if pv.Annotations[k] != v {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/csimigrate/csimigrate/featuregate"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -204,7 +204,7 @@ func (a *applier) podsUsing(ctx context.Context, ns, claim string) ([]v1.Pod, er
 // finds the same attachment instead of attaching anew and detaching this
 // one.
 func (a *applier) onlineSafe(ctx context.Context, pv *v1.PersistentVolume, driver, handle string, pods []v1.Pod) error {
-	plugin := plugins.InTreeNameOfPV(pv)
+	inTreeName := plugin.InTreeNameOfPV(pv)
 	attach := true
 	if d, err := a.client.StorageV1().CSIDrivers().Get(ctx, driver, metav1.GetOptions{}); err == nil && d.Spec.AttachRequired != nil && !*d.Spec.AttachRequired {
 		attach = false
@@ -231,8 +231,8 @@ func (a *applier) onlineSafe(ctx context.Context, pv *v1.PersistentVolume, drive
 		if err != nil {
 			return err
 		}
-		if !slices.Contains(featuregate.ParseMigratedPlugins(cn.Annotations[featuregate.AnnMigratedPlugins]), plugin) {
-			return fmt.Errorf("the kubelet of node %s does not migrate %s (CSINode annotation %s = %q)", node, plugin, featuregate.AnnMigratedPlugins, cn.Annotations[featuregate.AnnMigratedPlugins])
+		if !slices.Contains(featuregate.ParseMigratedPlugins(cn.Annotations[featuregate.AnnMigratedPlugins]), inTreeName) {
+			return fmt.Errorf("the kubelet of node %s does not migrate %s (CSINode annotation %s = %q)", node, inTreeName, featuregate.AnnMigratedPlugins, cn.Annotations[featuregate.AnnMigratedPlugins])
 		}
 		if !slices.ContainsFunc(cn.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == driver }) {
 			return fmt.Errorf("driver %s is not registered on node %s", driver, node)

@@ -8,7 +8,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -36,7 +36,7 @@ func kindOf(tr *translate.Translator, pv *v1.PersistentVolume) (pvKind, string) 
 		return pvRewritten, ""
 	case pv.Spec.CSI != nil:
 		return pvOther, "a CSI PV csimigrate did not create"
-	case plugins.InTreeNameOfPV(pv) != "" && tr.IsPVMigratable(pv):
+	case plugin.InTreeNameOfPV(pv) != "" && tr.IsPVMigratable(pv):
 		return pvInTree, ""
 	}
 	return pvOther, "neither an in-tree PV csimigrate translates nor a CSI PV it created"

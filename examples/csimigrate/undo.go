@@ -8,7 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -37,7 +37,7 @@ func undoReplacement(tr *translate.Translator, cur *v1.PersistentVolume) (*v1.Pe
 			remedy: "add the annotations " + AnnPreRewritePolicy + " (the policy before the rewrite) and, if the rewrite added external-provisioner's deletion-secret annotations, " + AnnAddedAnnotations + " naming them"}
 	}
 	in, err := tr.TranslateCSIPVToInTree(cur)
-	if err == nil && plugins.InTreeNameOfPV(in) == "" {
+	if err == nil && plugin.InTreeNameOfPV(in) == "" {
 		err = fmt.Errorf("the reverse translation gave no in-tree source")
 	}
 	if err != nil {
@@ -71,7 +71,7 @@ func (a *applier) checkUndo(ctx context.Context, cur *v1.PersistentVolume) (*che
 	if err != nil {
 		return nil, asRefusal(err)
 	}
-	if err := a.inTreeServed(plugins.InTreeNameOfPV(in)); err != nil {
+	if err := a.inTreeServed(plugin.InTreeNameOfPV(in)); err != nil {
 		return nil, err
 	}
 	// The in-tree PV must be the same volume to the kubelet, the
@@ -109,7 +109,7 @@ func asRefusal(err error) error {
 // and RBD's migration went with its plugin). vSphere's in-tree PVs are still
 // served through CSI migration (a 1.36 kubelet mounts them: the online
 // kubelet test).
-var removedInTree = map[string]int{plugins.RBDInTreePluginName: 31, plugins.CephFSInTreePluginName: 31}
+var removedInTree = map[string]int{plugin.RBDInTreePluginName: 31, plugin.CephFSInTreePluginName: 31}
 
 // inTreeServed refuses an undo to an in-tree plugin that the cluster's
 // Kubernetes (its API server's version) no longer has.

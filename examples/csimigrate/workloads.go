@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -178,7 +178,7 @@ func inlineClaim(pv *v1.PersistentVolume, ns string) *v1.PersistentVolumeClaim {
 
 // isInTreeInline reports whether vol is an inline volume of a plugin
 // csimigrate knows.
-func isInTreeInline(vol *v1.Volume) bool { return plugins.InTreeNameOfVolume(vol) != "" }
+func isInTreeInline(vol *v1.Volume) bool { return plugin.InTreeNameOfVolume(vol) != "" }
 
 // kinds gives the apiVersion of each workload kind, for objects listed from
 // a cluster (which come without their TypeMeta).
@@ -221,7 +221,7 @@ func forCreate(w *workload) {
 type inlineForm struct {
 	inTree, csi *v1.PersistentVolume
 	err         error
-	blockers    []plugins.Finding
+	blockers    []plugin.Finding
 }
 
 func newInlineForm(tr *translate.Translator, logger klog.Logger, w *workload, vol *v1.Volume, name string, capacity resource.Quantity) inlineForm {
@@ -231,7 +231,7 @@ func newInlineForm(tr *translate.Translator, logger klog.Logger, w *workload, vo
 	}
 	f := inlineForm{inTree: pv}
 	for _, c := range tr.CheckPV(pv) {
-		if c.Severity == plugins.SeverityBlocker {
+		if c.Severity == plugin.SeverityBlocker {
 			c.Remedy = inlineRemedy(w, c)
 			f.blockers = append(f.blockers, c)
 		}

@@ -10,7 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 )
 
 // Set sets an annotation on pv, creating the map when needed.
@@ -74,7 +74,7 @@ func DecodeList(s string) ([]string, error) {
 }
 
 // SetAccessModes replaces out's access modes by want and, when they differ
-// from original, records original in [plugins.AnnAccessModes].
+// from original, records original in [plugin.AnnAccessModes].
 func SetAccessModes(out *v1.PersistentVolume, original, want []v1.PersistentVolumeAccessMode) {
 	out.Spec.AccessModes = want
 	if !EqualModes(original, want) {
@@ -82,13 +82,13 @@ func SetAccessModes(out *v1.PersistentVolume, original, want []v1.PersistentVolu
 		for i, m := range original {
 			modes[i] = string(m)
 		}
-		Set(out, plugins.AnnAccessModes, EncodeList(modes))
+		Set(out, plugin.AnnAccessModes, EncodeList(modes))
 	}
 }
 
 // RestoreAccessModes undoes SetAccessModes on a PV being translated back.
 func RestoreAccessModes(pv *v1.PersistentVolume) error {
-	v, ok := Take(pv, plugins.AnnAccessModes)
+	v, ok := Take(pv, plugin.AnnAccessModes)
 	if !ok {
 		return nil
 	}

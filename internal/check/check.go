@@ -6,7 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 )
 
 // PVName returns a PV's name for messages, "" for nil.
@@ -18,29 +18,29 @@ func PVName(pv *v1.PersistentVolume) string {
 }
 
 // CSISource returns pv's CSI source when pv has one for driver; otherwise an
-// error matching plugins.ErrInvalid that names spec.csi or spec.csi.driver.
+// error matching plugin.ErrInvalid that names spec.csi or spec.csi.driver.
 func CSISource(pv *v1.PersistentVolume, driver string) (*v1.CSIPersistentVolumeSource, error) {
 	if pv == nil || pv.Spec.CSI == nil {
-		return nil, plugins.Invalid("PersistentVolume", PVName(pv), field.Required(field.NewPath("spec", "csi"), "a CSI volume source is required"))
+		return nil, plugin.Invalid("PersistentVolume", PVName(pv), field.Required(field.NewPath("spec", "csi"), "a CSI volume source is required"))
 	}
 	if c := pv.Spec.CSI; c.Driver != driver {
-		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.NotSupported(field.NewPath("spec", "csi", "driver"), c.Driver, []string{driver}))
+		return nil, plugin.Invalid("PersistentVolume", pv.Name, field.NotSupported(field.NewPath("spec", "csi", "driver"), c.Driver, []string{driver}))
 	}
 	return pv.Spec.CSI, nil
 }
 
-// InTreePV returns an error matching plugins.ErrInvalid that names the
+// InTreePV returns an error matching plugin.ErrInvalid that names the
 // missing in-tree source at spec.<source> (what: e.g. "an RBD volume
 // source"), for a pv that is nil or lacks it.
 func InTreePV(pv *v1.PersistentVolume, source, what string) error {
-	return plugins.Invalid("PersistentVolume", PVName(pv), field.Required(field.NewPath("spec", source), what+" is required"))
+	return plugin.Invalid("PersistentVolume", PVName(pv), field.Required(field.NewPath("spec", source), what+" is required"))
 }
 
 // MissingMonitors wraps err, the *ceph.MonitorsNotFoundError of a reverse
-// translation of PersistentVolume pvName, in a *plugins.MissingInformationError
+// translation of PersistentVolume pvName, in a *plugin.MissingInformationError
 // about fieldPath (e.g. "spec.rbd.monitors") that says how to supply them.
 func MissingMonitors(pvName, fieldPath string, err error) error {
-	return &plugins.MissingInformationError{
+	return &plugin.MissingInformationError{
 		Field:  fieldPath,
 		Object: `PersistentVolume "` + pvName + `"`,
 		Detail: err.Error() + "; supply Ceph CSI's config.json as an option, with one entry for the clusterID (it never yields monitors [\"\"])",

@@ -7,18 +7,18 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/csimigrate/csimigrate/internal/annot"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/secrets"
 )
 
 // A recorded handle other than the stock one moves to
-// plugins.AnnOriginalVolumeHandle, and a reverse translation records it again, so
+// plugin.AnnOriginalVolumeHandle, and a reverse translation records it again, so
 // in-tree -> CSI -> in-tree stays the identity.
 func TestKeepStockHandle(t *testing.T) {
 	inTree := &v1.PersistentVolume{}
-	annot.Set(inTree, plugins.AnnCSIOverrides, `{"volumeHandle":"fcd-id"}`)
+	annot.Set(inTree, plugin.AnnCSIOverrides, `{"volumeHandle":"fcd-id"}`)
 	out := basePV()
-	out.Annotations = map[string]string{plugins.AnnCSIOverrides: inTree.Annotations[plugins.AnnCSIOverrides]}
+	out.Annotations = map[string]string{plugin.AnnCSIOverrides: inTree.Annotations[plugin.AnnCSIOverrides]}
 	if err := Apply(out); err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestKeepStockHandle(t *testing.T) {
 		t.Fatalf("overrides not applied: %q", out.Spec.CSI.VolumeHandle)
 	}
 	KeepStockHandle(out, "h")
-	if out.Spec.CSI.VolumeHandle != "h" || out.Annotations[plugins.AnnOriginalVolumeHandle] != "fcd-id" {
+	if out.Spec.CSI.VolumeHandle != "h" || out.Annotations[plugin.AnnOriginalVolumeHandle] != "fcd-id" {
 		t.Fatalf("handle %q, annotations %v", out.Spec.CSI.VolumeHandle, out.Annotations)
 	}
 
@@ -52,10 +52,10 @@ func TestKeepStockHandle(t *testing.T) {
 	if err := Record(back, edited, &f); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := back.Annotations[plugins.AnnCSIOverrides], `{"volumeHandle":"other"}`; got != want {
+	if got, want := back.Annotations[plugin.AnnCSIOverrides], `{"volumeHandle":"other"}`; got != want {
 		t.Errorf("overrides %s, want %s", got, want)
 	}
-	if _, ok := back.Annotations[plugins.AnnOriginalVolumeHandle]; ok {
+	if _, ok := back.Annotations[plugin.AnnOriginalVolumeHandle]; ok {
 		t.Error("the annotation is left on the in-tree PV")
 	}
 

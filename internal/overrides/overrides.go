@@ -1,5 +1,5 @@
 // Package overrides keeps the built-in plugins' translations lossless: a
-// reverse translation records in plugins.AnnCSIOverrides what a forward
+// reverse translation records in plugin.AnnCSIOverrides what a forward
 // translation of its result would not reproduce ([Record]), and a forward
 // translation applies and removes it ([Forward], [Apply]).
 package overrides
@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/csimigrate/csimigrate/internal/annot"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/secrets"
 )
 
@@ -87,25 +87,25 @@ func AttributeMap(attrs []Attribute) map[string]string {
 
 // Record completes a reverse translation. inTree is the in-tree PV a plugin
 // restored from csiPV (owned by the caller, modified here); f is what the
-// plugin's forward translation of inTree (without plugins.AnnCSIOverrides,
+// plugin's forward translation of inTree (without plugin.AnnCSIOverrides,
 // which is removed here) would set. Record writes into that annotation
 // whatever differs from csiPV's CSI source and access modes, so that forward
 // translation of the result gives csiPV's CSI source back exactly. When
 // nothing differs, as for every PV a forward translation produced, it only
 // removes the annotation.
 //
-// A CSI PV that carries plugins.AnnOriginalVolumeHandle and the handle the
+// A CSI PV that carries plugin.AnnOriginalVolumeHandle and the handle the
 // forward translation computes has that annotation's handle recorded
-// instead; one that carries plugins.AnnOriginalProvisionedBy gets its
+// instead; one that carries plugin.AnnOriginalProvisionedBy gets its
 // original pv.kubernetes.io/provisioned-by back.
 func Record(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
-	annot.Take(inTree, plugins.AnnCSIOverrides)
+	annot.Take(inTree, plugin.AnnCSIOverrides)
 	want := csiPV.Spec.CSI
 	var o overrides
-	if by, ok := annot.Take(inTree, plugins.AnnOriginalProvisionedBy); ok {
+	if by, ok := annot.Take(inTree, plugin.AnnOriginalProvisionedBy); ok {
 		annot.Set(inTree, annProvisionedBy, by)
 	}
-	original, hasOriginal := annot.Take(inTree, plugins.AnnOriginalVolumeHandle)
+	original, hasOriginal := annot.Take(inTree, plugin.AnnOriginalVolumeHandle)
 	switch {
 	case want.VolumeHandle != f.VolumeHandle:
 		o.volumeHandle, o.hasVolumeHandle = want.VolumeHandle, true
@@ -164,7 +164,7 @@ func Record(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
 		return nil
 	}
 	var buf [512]byte
-	annot.Set(inTree, plugins.AnnCSIOverrides, string(appendOverrides(buf[:0], &o)))
+	annot.Set(inTree, plugin.AnnCSIOverrides, string(appendOverrides(buf[:0], &o)))
 	return nil
 }
 
@@ -230,17 +230,17 @@ func (o *overrides) empty() bool {
 		len(o.refs) == 0 && !o.accessModes
 }
 
-// Apply applies and removes plugins.AnnCSIOverrides on out, a PV that a
+// Apply applies and removes plugin.AnnCSIOverrides on out, a PV that a
 // forward translation produced (with spec.csi set). An unreadable annotation
 // is an error that names it.
 func Apply(out *v1.PersistentVolume) error {
-	raw, ok := annot.Take(out, plugins.AnnCSIOverrides)
+	raw, ok := annot.Take(out, plugin.AnnCSIOverrides)
 	if !ok {
 		return nil
 	}
 	if out.Spec.CSI == nil {
-		return plugins.Invalid("PersistentVolume", out.Name, field.Required(field.NewPath("spec", "csi"),
-			"the annotation "+plugins.AnnCSIOverrides+" applies to a CSI volume source"))
+		return plugin.Invalid("PersistentVolume", out.Name, field.Required(field.NewPath("spec", "csi"),
+			"the annotation "+plugin.AnnCSIOverrides+" applies to a CSI volume source"))
 	}
 	return applyAnnotation(out, raw, nil, false)
 }
@@ -249,7 +249,7 @@ func Apply(out *v1.PersistentVolume) error {
 // plugin csi-translation-lib also translates: after [Apply] or [Forward],
 // when out's handle is not stock, the handle
 // csi-translation-lib computes for the same in-tree PV, out gets stock and
-// its handle moves to plugins.AnnOriginalVolumeHandle. Components running either
+// its handle moves to plugin.AnnOriginalVolumeHandle. Components running either
 // library then compute the same VolumeAttachment and kubelet volume names
 // for one stored PV; the handle a reverse translation recorded stays where
 // the next reverse translation finds it.
@@ -258,20 +258,20 @@ func KeepStockHandle(out *v1.PersistentVolume, stock string) {
 	if c == nil || c.VolumeHandle == stock {
 		return
 	}
-	annot.Set(out, plugins.AnnOriginalVolumeHandle, c.VolumeHandle)
+	annot.Set(out, plugin.AnnOriginalVolumeHandle, c.VolumeHandle)
 	c.VolumeHandle = stock
 }
 
 // Forward completes a forward translation: it sets the volume attributes of
 // out's CSI source to attrs (each key once) and applies and removes
-// plugins.AnnCSIOverrides as [Apply] does, building the attribute map once,
+// plugin.AnnCSIOverrides as [Apply] does, building the attribute map once,
 // with the recorded attributes merged in.
 func Forward(out *v1.PersistentVolume, attrs []Attribute) error {
 	if out.Spec.CSI == nil {
-		return plugins.Invalid("PersistentVolume", out.Name, field.Required(field.NewPath("spec", "csi"),
+		return plugin.Invalid("PersistentVolume", out.Name, field.Required(field.NewPath("spec", "csi"),
 			"a forward translation sets a CSI volume source"))
 	}
-	raw, ok := annot.Take(out, plugins.AnnCSIOverrides)
+	raw, ok := annot.Take(out, plugin.AnnCSIOverrides)
 	if !ok {
 		out.Spec.CSI.VolumeAttributes = AttributeMap(attrs)
 		return nil
@@ -288,8 +288,8 @@ func applyAnnotation(out *v1.PersistentVolume, raw string, base []Attribute, wit
 	var refBuf [5]refOverride
 	attrs, refs, err := decode(raw, &sc, attrBuf[:0], refBuf[:0])
 	if err != nil {
-		return plugins.Invalid("PersistentVolume", out.Name, field.Invalid(
-			field.NewPath("metadata", "annotations").Key(plugins.AnnCSIOverrides), raw,
+		return plugin.Invalid("PersistentVolume", out.Name, field.Invalid(
+			field.NewPath("metadata", "annotations").Key(plugin.AnnCSIOverrides), raw,
 			"must be the JSON object a reverse translation by csimigrate writes: "+err.Error()))
 	}
 	return apply(out, &sc, attrs, refs, base, withBase)
@@ -304,8 +304,8 @@ func apply(out *v1.PersistentVolume, sc *scalars, attrs []attrOverride, refs []r
 	c := out.Spec.CSI
 	for _, r := range refs {
 		if refSlot(c, r.slot) == nil {
-			return plugins.Invalid("PersistentVolume", out.Name, field.NotSupported(
-				field.NewPath("metadata", "annotations").Key(plugins.AnnCSIOverrides).Child("secretRefs"), r.slot,
+			return plugin.Invalid("PersistentVolume", out.Name, field.NotSupported(
+				field.NewPath("metadata", "annotations").Key(plugin.AnnCSIOverrides).Child("secretRefs"), r.slot,
 				slotNames))
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"pgregory.net/rapid"
 
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/secrets"
 )
 
@@ -51,11 +51,11 @@ func TestAppliedAsWritten(t *testing.T) {
 			mutated = true
 		}
 		got := basePV()
-		got.Annotations = map[string]string{plugins.AnnCSIOverrides: raw}
+		got.Annotations = map[string]string{plugin.AnnCSIOverrides: raw}
 		errGot := Apply(got)
 		var slow csiOverrides
 		if jerr := json.Unmarshal([]byte(raw), &slow); jerr != nil {
-			if errGot == nil || !strings.Contains(errGot.Error(), plugins.AnnCSIOverrides) {
+			if errGot == nil || !strings.Contains(errGot.Error(), plugin.AnnCSIOverrides) {
 				t.Fatalf("%s: encoding/json refuses it (%v), Apply: %v", raw, jerr, errGot)
 			}
 			return
@@ -103,7 +103,7 @@ func TestRecordSortsAttributes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := inTree.Annotations[plugins.AnnCSIOverrides]; got != string(b) {
+		if got := inTree.Annotations[plugin.AnnCSIOverrides]; got != string(b) {
 			t.Fatalf("got  %s\nwant %s", got, b)
 		}
 	})
@@ -123,8 +123,8 @@ func (o *csiOverrides) apply(out *v1.PersistentVolume, base []Attribute, withBas
 		}
 	}
 	if hasBad {
-		return plugins.Invalid("PersistentVolume", out.Name, field.NotSupported(
-			field.NewPath("metadata", "annotations").Key(plugins.AnnCSIOverrides).Child("secretRefs"), bad,
+		return plugin.Invalid("PersistentVolume", out.Name, field.NotSupported(
+			field.NewPath("metadata", "annotations").Key(plugin.AnnCSIOverrides).Child("secretRefs"), bad,
 			[]string{"controllerExpand", "controllerPublish", "nodeExpand", "nodePublish", "nodeStage"}))
 	}
 	if o.VolumeHandle != nil {

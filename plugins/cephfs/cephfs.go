@@ -51,7 +51,7 @@ import (
 	"github.com/csimigrate/csimigrate/internal/check"
 	"github.com/csimigrate/csimigrate/internal/overrides"
 	"github.com/csimigrate/csimigrate/internal/pvcopy"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/volumeid"
@@ -59,8 +59,8 @@ import (
 
 // Names of the in-tree plugin, kubernetes.io/cephfs, and the CSI driver, cephfs.csi.ceph.com.
 const (
-	PluginName = plugins.CephFSInTreePluginName
-	DriverName = plugins.CephFSDriverName
+	PluginName = plugin.CephFSInTreePluginName
+	DriverName = plugin.CephFSDriverName
 )
 
 // Annotations carried on translated PVs.
@@ -86,7 +86,7 @@ const (
 
 // ErrSecretFileOnly: the volume authenticates with a key file on the node
 // and has no Secret; see the package documentation for the remedy. Errors
-// matching it also match plugins.ErrMissingInformation.
+// matching it also match plugin.ErrMissingInformation.
 var ErrSecretFileOnly = errors.New("CephFS volume uses only a secretFile")
 
 type secretFileOnlyError struct{ object string }
@@ -97,7 +97,7 @@ func (e *secretFileOnlyError) Error() string {
 }
 
 func (e *secretFileOnlyError) Is(target error) bool {
-	return target == ErrSecretFileOnly || target == plugins.ErrMissingInformation
+	return target == ErrSecretFileOnly || target == plugin.ErrMissingInformation
 }
 
 // Options configure the plugin.
@@ -112,8 +112,8 @@ type Options struct {
 type Plugin struct{ opts Options }
 
 var (
-	_ plugins.InTreePlugin = (*Plugin)(nil)
-	_ plugins.Checker      = (*Plugin)(nil)
+	_ plugin.InTreePlugin = (*Plugin)(nil)
+	_ plugin.Checker      = (*Plugin)(nil)
 )
 
 // New returns a CephFS translator.
@@ -134,13 +134,13 @@ func (p *Plugin) CanSupportInline(vol *v1.Volume) bool { return vol != nil && vo
 // RepairVolumeHandle returns the handle unchanged.
 func (p *Plugin) RepairVolumeHandle(volumeHandle, _ string) (string, error) { return volumeHandle, nil }
 
-// DoesNotModifyInputs marks the plugin as plugins.NonMutating.
+// DoesNotModifyInputs marks the plugin as plugin.NonMutating.
 func (p *Plugin) DoesNotModifyInputs() {}
 
-// TranslateInTreeStorageClassToCSI always fails with plugins.ErrUnsupported:
+// TranslateInTreeStorageClassToCSI always fails with plugin.ErrUnsupported:
 // in-tree CephFS had no provisioner and no StorageClass parameters.
 func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, _ *storage.StorageClass) (*storage.StorageClass, error) {
-	return nil, &plugins.UnsupportedError{Plugin: PluginName, What: "StorageClass translation",
+	return nil, &plugin.UnsupportedError{Plugin: PluginName, What: "StorageClass translation",
 		Reason: "in-tree CephFS had no dynamic provisioner; write a cephfs.csi.ceph.com StorageClass (clusterID, fsName, secrets) instead"}
 }
 
@@ -264,7 +264,7 @@ func stageSecret(kind, name string, fp func() *field.Path, s source, stageOverri
 		return stage, false, &secretFileOnlyError{object: kind + " \"" + name + "\""}
 	}
 	if len(errs) > 0 {
-		return stage, false, &plugins.InvalidError{Kind: kind, Name: name, Errs: errs}
+		return stage, false, &plugin.InvalidError{Kind: kind, Name: name, Errs: errs}
 	}
 	return stage, deriveName, nil
 }
@@ -418,7 +418,7 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 // TranslateCSIPVToInTree translates a PV of cephfs.csi.ceph.com back to
 // spec.cephfs. Monitors come from the carried annotation, the "monitors"
 // attribute or the cluster config, else the error matches
-// plugins.ErrMissingInformation. pv is not modified.
+// plugin.ErrMissingInformation. pv is not modified.
 func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
 	c, err := check.CSISource(pv, DriverName)
 	if err != nil {
@@ -448,7 +448,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	if raw, ok := annot.Take(out, AnnSecretRef); ok {
 		r, has, valid := parseRef(raw)
 		if !valid {
-			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnSecretRef), raw, `want "namespace/name"`))
+			return nil, plugin.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnSecretRef), raw, `want "namespace/name"`))
 		}
 		if has {
 			blk.ref = r
@@ -461,7 +461,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	if raw, ok := annot.Take(out, AnnMountOptions); ok {
 		list, err := annot.DecodeList(raw)
 		if err != nil {
-			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnMountOptions), raw, err.Error()))
+			return nil, plugin.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnMountOptions), raw, err.Error()))
 		}
 		out.Spec.MountOptions = list
 	} else if fs := attrs[attrFSName]; fs != "" {
@@ -498,7 +498,7 @@ type reverseBlock struct {
 // The secret's namespace is the pod's.
 func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume, podNamespace string) (*v1.PersistentVolume, error) {
 	if vol == nil || vol.CephFS == nil {
-		return nil, plugins.Invalid("Volume", "", field.Required(field.NewPath("cephfs"), "an inline CephFS volume source is required"))
+		return nil, plugin.Invalid("Volume", "", field.Required(field.NewPath("cephfs"), "an inline CephFS volume source is required"))
 	}
 	src := vol.CephFS
 	var ref *v1.SecretReference
@@ -532,7 +532,7 @@ const (
 // CheckPV reports what a CephFS PV needs before migration: a CSI secret to
 // derive (always, unless one is named in AnnNodeStageSecret), a secretFile-only
 // volume (blocker), or fields that prevent translation.
-func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
+func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugin.Finding {
 	if !p.CanSupport(pv) {
 		return nil
 	}
@@ -543,16 +543,16 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 	}
 	switch {
 	case errors.Is(err, ErrSecretFileOnly):
-		return []plugins.Finding{{Code: FindingSecretFileOnly, Severity: plugins.SeverityBlocker, Field: "spec.cephfs.secretFile",
+		return []plugin.Finding{{Code: FindingSecretFileOnly, Severity: plugin.SeverityBlocker, Field: "spec.cephfs.secretFile",
 			Message: "the volume authenticates with a key file on the node (" + pv.Spec.CephFS.SecretFile + "), not a Secret; Ceph CSI needs a Secret",
 			Remedy:  "create a Secret with userID and userKey from that key file and set annotation " + AnnNodeStageSecret + "=<namespace>/<name> on the PV"}}
 	case err != nil:
-		return []plugins.Finding{{Code: FindingInvalid, Severity: plugins.SeverityBlocker, Field: "spec.cephfs", Message: err.Error(),
+		return []plugin.Finding{{Code: FindingInvalid, Severity: plugin.SeverityBlocker, Field: "spec.cephfs", Message: err.Error(),
 			Remedy: "bind the PV to its claim (the in-tree plugin read the secret in the namespace of the pod using the volume), or create a Secret with userID and userKey and set annotation " + AnnNodeStageSecret + "=<namespace>/<name> on the PV"}}
 	case pv.Annotations[AnnNodeStageSecret] != "":
 		return nil
 	}
-	return []plugins.Finding{{Code: FindingCSISecret, Severity: plugins.SeverityWarning, Field: "spec.cephfs.secretRef",
+	return []plugin.Finding{{Code: FindingCSISecret, Severity: plugin.SeverityWarning, Field: "spec.cephfs.secretRef",
 		Message: "Ceph CSI stages static CephFS volumes with userID/userKey; the migrated PV references the derived secret " + ref.Namespace + "/" + ref.Name,
 		Remedy: "before migrating, create Secret " + ref.Namespace + "/" + ref.Name + " with userID: " + userOrAdmin(pv.Spec.CephFS.User) + " and userKey: the key of Secret " +
 			ref.Namespace + "/" + pv.Spec.CephFS.SecretRef.Name + " (csimigrate plan lists it under SECRETS)"}}

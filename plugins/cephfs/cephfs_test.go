@@ -15,7 +15,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
 	"github.com/csimigrate/csimigrate/internal/testsupport/plugintest"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
 	"github.com/csimigrate/csimigrate/volumeid"
@@ -93,11 +93,11 @@ func TestSecretFileOnly(t *testing.T) {
 	in.Spec.CephFS.SecretFile = "/etc/ceph/kube.secret"
 	p := cephfs.New(cephfs.Options{})
 	_, err := p.TranslateInTreePVToCSI(logger, in)
-	if !errors.Is(err, cephfs.ErrSecretFileOnly) || !errors.Is(err, plugins.ErrMissingInformation) {
+	if !errors.Is(err, cephfs.ErrSecretFileOnly) || !errors.Is(err, plugin.ErrMissingInformation) {
 		t.Fatalf("err = %v", err)
 	}
 	f := p.CheckPV(in)
-	if len(f) != 1 || f[0].Code != cephfs.FindingSecretFileOnly || f[0].Severity != plugins.SeverityBlocker {
+	if len(f) != 1 || f[0].Code != cephfs.FindingSecretFileOnly || f[0].Severity != plugin.SeverityBlocker {
 		t.Errorf("findings %+v", f)
 	}
 	// The remedy: an administrator names a CSI secret.
@@ -116,8 +116,8 @@ func TestSecretFileOnly(t *testing.T) {
 
 func TestStorageClassUnsupported(t *testing.T) {
 	_, err := cephfs.New(cephfs.Options{}).TranslateInTreeStorageClassToCSI(logger, &storage.StorageClass{})
-	var ue *plugins.UnsupportedError
-	if !errors.Is(err, plugins.ErrUnsupported) || !errors.As(err, &ue) {
+	var ue *plugin.UnsupportedError
+	if !errors.Is(err, plugin.ErrUnsupported) || !errors.As(err, &ue) {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -133,7 +133,7 @@ func TestReverseNative(t *testing.T) {
 		}},
 	}}
 	p := cephfs.New(cephfs.Options{})
-	if _, err := p.TranslateCSIPVToInTree(csi); !errors.Is(err, plugins.ErrMissingInformation) {
+	if _, err := p.TranslateCSIPVToInTree(csi); !errors.Is(err, plugin.ErrMissingInformation) {
 		t.Fatalf("err = %v", err)
 	}
 	cfg := ceph.NewClusterConfig(ceph.ClusterEntry{ClusterID: "c1", Monitors: []string{"m:6789"}})

@@ -33,10 +33,10 @@
 // The reverse translation never writes monitors [""]: it takes them from the
 // carried annotation, from the "monitors" attribute of a Ceph CSI volume
 // context, or from the Ceph CSI cluster config given in [Options], and fails
-// with an error matching plugins.ErrMissingInformation otherwise. For CSI PVs
+// with an error matching plugin.ErrMissingInformation otherwise. For CSI PVs
 // that did not come from a forward translation it writes upstream's
 // annotations (rbd.csi.ceph.com/volume-handle, clusterID, journalPool,
-// imageFeatures, imageFormat) and plugins.AnnCSIOverrides, so that forward
+// imageFeatures, imageFormat) and plugin.AnnCSIOverrides, so that forward
 // translation gives the CSI source back.
 //
 // Hazard: the handle format cannot represent an image without the
@@ -66,7 +66,7 @@ import (
 	"github.com/csimigrate/csimigrate/internal/overrides"
 	"github.com/csimigrate/csimigrate/internal/pvcopy"
 	"github.com/csimigrate/csimigrate/internal/scparams"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/volumeid"
@@ -74,8 +74,8 @@ import (
 
 // Names of the in-tree plugin, kubernetes.io/rbd, and the CSI driver, rbd.csi.ceph.com.
 const (
-	PluginName = plugins.RBDInTreePluginName
-	DriverName = plugins.RBDDriverName
+	PluginName = plugin.RBDInTreePluginName
+	DriverName = plugin.RBDDriverName
 )
 
 // Annotations read and written on PVs.
@@ -92,7 +92,7 @@ const (
 	AnnJournalPool   = "journalPool"
 
 	// AnnMonitors carries the in-tree monitor list on a translated PV, in
-	// the encoding of plugins.AnnAccessModes (usually comma-joined).
+	// the encoding of plugin.AnnAccessModes (usually comma-joined).
 	AnnMonitors = "rbd.csimigrate.io/monitors"
 	// AnnUser carries the in-tree RADOS user (possibly empty).
 	AnnUser = "rbd.csimigrate.io/user"
@@ -148,8 +148,8 @@ type Plugin struct {
 }
 
 var (
-	_ plugins.InTreePlugin = (*Plugin)(nil)
-	_ plugins.Checker      = (*Plugin)(nil)
+	_ plugin.InTreePlugin = (*Plugin)(nil)
+	_ plugin.Checker      = (*Plugin)(nil)
 )
 
 // New returns an RBD translator.
@@ -265,11 +265,11 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 	}
 	src := pv.Spec.RBD
 	if len(src.CephMonitors) == 0 || src.RBDImage == "" {
-		return nil, plugins.Invalid("PersistentVolume", pv.Name, validateSource(field.NewPath("spec", "rbd"), src.CephMonitors, src.RBDImage)...)
+		return nil, plugin.Invalid("PersistentVolume", pv.Name, validateSource(field.NewPath("spec", "rbd"), src.CephMonitors, src.RBDImage)...)
 	}
 	if src.SecretRef != nil && src.SecretRef.Namespace == "" {
 		if _, ferr := cephpv.InTreeSecretRef(src.SecretRef, cephpv.ClaimNamespace(pv), field.NewPath("spec", "rbd", "secretRef")); ferr != nil {
-			return nil, plugins.Invalid("PersistentVolume", pv.Name, ferr)
+			return nil, plugin.Invalid("PersistentVolume", pv.Name, ferr)
 		}
 	}
 	var handle, clusterID string
@@ -359,7 +359,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		}
 	}
 	if image == "" {
-		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Required(field.NewPath("spec", "csi", "volumeAttributes").Key(attrImageName),
+		return nil, plugin.Invalid("PersistentVolume", pv.Name, field.Required(field.NewPath("spec", "csi", "volumeAttributes").Key(attrImageName),
 			"the RBD image name is needed: set the imageName attribute, or use a migration handle"))
 	}
 	blk := new(reverseBlock)
@@ -388,7 +388,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	}
 	if raw, ok := annot.Take(out, AnnSecretRef); ok {
 		if err := json.Unmarshal([]byte(raw), &blk.ref); err != nil {
-			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnSecretRef), raw,
+			return nil, plugin.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnSecretRef), raw,
 				`must be the JSON of a SecretReference, {"name": ..., "namespace": ...}: `+err.Error()))
 		}
 		blk.rbd.SecretRef = &blk.ref
@@ -398,8 +398,8 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	}
 	out.Spec.RBD = &blk.rbd
 	if err := annot.RestoreAccessModes(out); err != nil {
-		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(
-			field.NewPath("metadata", "annotations").Key(plugins.AnnAccessModes), out.Annotations[plugins.AnnAccessModes], err.Error()))
+		return nil, plugin.Invalid("PersistentVolume", pv.Name, field.Invalid(
+			field.NewPath("metadata", "annotations").Key(plugin.AnnAccessModes), out.Annotations[plugin.AnnAccessModes], err.Error()))
 	}
 	// A handle a forward translation would not compose (a volume Ceph CSI
 	// provisioned, or a handle annotated before) is recorded as upstream
@@ -440,7 +440,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 // namespace; one with an empty name is no secret, as in-tree.
 func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume, podNamespace string) (*v1.PersistentVolume, error) {
 	if vol == nil || vol.RBD == nil {
-		return nil, plugins.Invalid("Volume", "", field.Required(field.NewPath("rbd"), "an inline RBD volume source is required"))
+		return nil, plugin.Invalid("Volume", "", field.Required(field.NewPath("rbd"), "an inline RBD volume source is required"))
 	}
 	src := vol.RBD
 	fp := field.NewPath("volumes").Key(vol.Name).Child("rbd")
@@ -449,7 +449,7 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 		errs = append(errs, field.Required(field.NewPath("podNamespace"), "the pod's namespace is needed for the secret reference of an inline volume"))
 	}
 	if len(errs) > 0 {
-		return nil, plugins.Invalid("Volume", vol.Name, errs...)
+		return nil, plugin.Invalid("Volume", vol.Name, errs...)
 	}
 	pool := src.RBDPool
 	if pool == "" {
@@ -518,7 +518,7 @@ var secretKinds = []secrets.Keys{secrets.KeysOf(secrets.Provisioner), secrets.Ke
 // the exact monitors string: "a,b" and "a, b" are different clusters.
 func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storage.StorageClass) (*storage.StorageClass, error) {
 	if sc == nil {
-		return nil, plugins.Invalid("StorageClass", "", field.Required(field.NewPath("storageClass"), "a StorageClass is required"))
+		return nil, plugin.Invalid("StorageClass", "", field.Required(field.NewPath("storageClass"), "a StorageClass is required"))
 	}
 	fp := func() *field.Path { return field.NewPath("parameters") }
 	var given [len(scKeys)]scparams.Param
@@ -543,7 +543,7 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 		errs = append(errs, field.Required(fp().Key("adminSecretName"), "the name of the Ceph admin secret is required"))
 	}
 	if len(errs) > 0 {
-		return nil, plugins.Invalid("StorageClass", sc.Name, errs...)
+		return nil, plugin.Invalid("StorageClass", sc.Name, errs...)
 	}
 	kinds := len(secretKinds)
 	if p.opts.DisableNodeExpandSecret {
@@ -627,14 +627,14 @@ const (
 // resolves to another image, a non-admin RADOS user (the migration secret
 // must then carry adminId), no secret reference (in-tree used a keyring file
 // on the node, Ceph CSI needs a Secret), missing monitors or image.
-func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
+func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugin.Finding {
 	if !p.CanSupport(pv) {
 		return nil
 	}
 	src := pv.Spec.RBD
-	var out []plugins.Finding
+	var out []plugin.Finding
 	for _, e := range validateSource(field.NewPath("spec", "rbd"), src.CephMonitors, src.RBDImage) {
-		out = append(out, plugins.Finding{Code: FindingInvalid, Severity: plugins.SeverityBlocker, Field: e.Field, Message: e.Detail,
+		out = append(out, plugin.Finding{Code: FindingInvalid, Severity: plugin.SeverityBlocker, Field: e.Field, Message: e.Detail,
 			Remedy: "fix the PV; it cannot be translated"})
 	}
 	if len(out) > 0 {
@@ -642,22 +642,22 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
 	}
 	var ue *volumeid.UnrepresentableError
 	if _, err := volumeid.NewRBDHandle(src.CephMonitors, src.RBDPool, src.RBDImage); pv.Annotations[AnnVolumeHandle] == "" && errors.As(err, &ue) {
-		out = append(out, plugins.Finding{Code: FindingHandleResolvesElsewhere, Severity: plugins.SeverityWarning, Field: "spec.rbd.image",
+		out = append(out, plugin.Finding{Code: FindingHandleResolvesElsewhere, Severity: plugin.SeverityWarning, Field: "spec.rbd.image",
 			Message: handleHazard(ue),
 			Remedy:  "set persistentVolumeReclaimPolicy: Retain before migrating, and delete the image by hand when the volume is released; or set annotation " + AnnVolumeHandle + " to a handle Ceph CSI resolves to this image"})
 	}
 	ref, ferr := cephpv.InTreeSecretRef(src.SecretRef, cephpv.ClaimNamespace(pv), field.NewPath("spec", "rbd", "secretRef"))
 	if ferr != nil {
-		out = append(out, plugins.Finding{Code: FindingInvalid, Severity: plugins.SeverityBlocker, Field: ferr.Field, Message: ferr.Detail,
+		out = append(out, plugin.Finding{Code: FindingInvalid, Severity: plugin.SeverityBlocker, Field: ferr.Field, Message: ferr.Detail,
 			Remedy: "bind the PV to its claim first: the in-tree plugin read the secret in the namespace of the pod using the volume, which is its claim's, and so does the translation"})
 	} else if ref == nil {
-		out = append(out, plugins.Finding{Code: FindingNoSecret, Severity: plugins.SeverityBlocker, Field: "spec.rbd.secretRef",
+		out = append(out, plugin.Finding{Code: FindingNoSecret, Severity: plugin.SeverityBlocker, Field: "spec.rbd.secretRef",
 			Message: "the volume has no secret reference (in-tree read the keyring file " + keyringOrDefault(src.Keyring) + " on the node); Ceph CSI needs a Secret",
 			Remedy: "create a Secret holding the user's key under \"key\" (and \"adminId\" for a non-admin user), then re-create the PV object with spec.rbd.secretRef naming it " +
 				"(reclaim policy Retain first, delete the PV object, create it again with the same name and claimRef; the image is kept and the claim binds to it again)"})
 	}
 	if u := src.RadosUser; u != "" && u != defaultUser {
-		out = append(out, plugins.Finding{Code: FindingNonAdminUser, Severity: plugins.SeverityWarning, Field: "spec.rbd.user",
+		out = append(out, plugin.Finding{Code: FindingNonAdminUser, Severity: plugin.SeverityWarning, Field: "spec.rbd.user",
 			Message: "RADOS user \"" + u + "\" is not carried into the CSI request: Ceph CSI takes the user from the secret's adminId field and defaults to admin",
 			Remedy:  "add adminId: " + u + " to the Secret the PV references (csimigrate plan lists it under SECRETS)"})
 	}
@@ -690,5 +690,5 @@ func keyringOrDefault(k string) string {
 	return k
 }
 
-// DoesNotModifyInputs marks the plugin as plugins.NonMutating.
+// DoesNotModifyInputs marks the plugin as plugin.NonMutating.
 func (p *Plugin) DoesNotModifyInputs() {}

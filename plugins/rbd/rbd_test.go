@@ -17,7 +17,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
 	"github.com/csimigrate/csimigrate/internal/testsupport/plugintest"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/volumeid"
@@ -96,7 +96,7 @@ func TestForwardReadOnlyAndAccessModes(t *testing.T) {
 	if !got.Spec.CSI.ReadOnly {
 		t.Error("CSI readOnly not set")
 	}
-	if a := got.Annotations[plugins.AnnAccessModes]; a != "ReadWriteMany,ReadOnlyMany" {
+	if a := got.Annotations[plugin.AnnAccessModes]; a != "ReadWriteMany,ReadOnlyMany" {
 		t.Errorf("carried access modes %q", a)
 	}
 }
@@ -141,8 +141,8 @@ func TestForwardErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := p.TranslateInTreePVToCSI(logger, tc.pv)
-			var ie *plugins.InvalidError
-			if !errors.Is(err, plugins.ErrInvalid) || !errors.As(err, &ie) {
+			var ie *plugin.InvalidError
+			if !errors.Is(err, plugin.ErrInvalid) || !errors.As(err, &ie) {
 				t.Fatalf("err = %v, want *InvalidError", err)
 			}
 			var fe *field.Error
@@ -180,8 +180,8 @@ func TestReverseMonitorsFromConfig(t *testing.T) {
 	pv := provisionedPV()
 	// Without monitors anywhere: a typed error, never monitors [""].
 	_, err := rbd.New(rbd.Options{}).TranslateCSIPVToInTree(pv)
-	var mi *plugins.MissingInformationError
-	if !errors.Is(err, plugins.ErrMissingInformation) || !errors.As(err, &mi) || mi.Field != "spec.rbd.monitors" {
+	var mi *plugin.MissingInformationError
+	if !errors.Is(err, plugin.ErrMissingInformation) || !errors.As(err, &mi) || mi.Field != "spec.rbd.monitors" {
 		t.Fatalf("err = %v, want MissingInformationError for spec.rbd.monitors", err)
 	}
 	cfg, err := ceph.ParseClusterConfig([]byte(`[{"clusterID":"` + refCID + `","monitors":["10.70.53.126:6789"],"rbd":{}}]`))
@@ -263,7 +263,7 @@ func TestInline(t *testing.T) {
 	if r := pv.Spec.CSI.NodeStageSecretRef; r == nil || r.Namespace != "app" || r.Name != "s" {
 		t.Errorf("node-stage ref %v", r)
 	}
-	if _, err := p.TranslateInTreeInlineVolumeToCSI(logger, vol, ""); !errors.Is(err, plugins.ErrInvalid) {
+	if _, err := p.TranslateInTreeInlineVolumeToCSI(logger, vol, ""); !errors.Is(err, plugin.ErrInvalid) {
 		t.Errorf("secret without pod namespace: %v", err)
 	}
 }
@@ -323,7 +323,7 @@ func TestStorageClassErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := p.TranslateInTreeStorageClassToCSI(logger, &storage.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Parameters: tc.params})
-			var ie *plugins.InvalidError
+			var ie *plugin.InvalidError
 			if !errors.As(err, &ie) {
 				t.Fatalf("err = %v", err)
 			}

@@ -49,14 +49,14 @@ import (
 	"github.com/csimigrate/csimigrate/internal/overrides"
 	"github.com/csimigrate/csimigrate/internal/pvcopy"
 	"github.com/csimigrate/csimigrate/internal/scparams"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/volumeid"
 )
 
 // Names of the in-tree plugin, kubernetes.io/vsphere-volume, and the CSI driver, csi.vsphere.vmware.com.
 const (
-	PluginName = plugins.VSphereInTreePluginName
-	DriverName = plugins.VSphereDriverName
+	PluginName = plugin.VSphereInTreePluginName
+	DriverName = plugin.VSphereDriverName
 )
 
 // Keys read and written.
@@ -191,8 +191,8 @@ type Plugin struct {
 }
 
 var (
-	_ plugins.InTreePlugin = (*Plugin)(nil)
-	_ plugins.Checker      = (*Plugin)(nil)
+	_ plugin.InTreePlugin = (*Plugin)(nil)
+	_ plugin.Checker      = (*Plugin)(nil)
 )
 
 // New returns a vSphere translator.
@@ -215,7 +215,7 @@ func (p *Plugin) CanSupportInline(vol *v1.Volume) bool { return vol != nil && vo
 // RepairVolumeHandle returns the handle unchanged.
 func (p *Plugin) RepairVolumeHandle(volumeHandle, _ string) (string, error) { return volumeHandle, nil }
 
-// DoesNotModifyInputs marks the plugin as plugins.NonMutating.
+// DoesNotModifyInputs marks the plugin as plugin.NonMutating.
 func (p *Plugin) DoesNotModifyInputs() {}
 
 func gaOrBeta(key string) string {
@@ -306,7 +306,7 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 	}
 	src := pv.Spec.VsphereVolume
 	if src.VolumePath == "" {
-		return nil, plugins.Invalid("PersistentVolume", pv.Name,
+		return nil, plugin.Invalid("PersistentVolume", pv.Name,
 			field.Required(field.NewPath("spec", "vsphereVolume", "volumePath"), `a volume path such as "[datastore] kubevols/disk.vmdk" is required`))
 	}
 	var attrs [1]overrides.Attribute
@@ -334,7 +334,7 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 	if hasTopologyKey(pv.Spec.NodeAffinity, zoneCSI) || hasTopologyKey(pv.Spec.NodeAffinity, regionCSI) {
 		b, err := json.Marshal(pv.Spec.NodeAffinity)
 		if err != nil {
-			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("spec", "nodeAffinity"), "", err.Error()))
+			return nil, plugin.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("spec", "nodeAffinity"), "", err.Error()))
 		}
 		annot.Set(out, AnnNodeAffinity, string(b))
 	}
@@ -358,7 +358,7 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 	}
 	// The handle is the volume path, as csi-translation-lib computes it,
 	// also for a volume the driver provisioned (its FCD ID then stays in
-	// plugins.AnnOriginalVolumeHandle; the driver maps the path to it).
+	// plugin.AnnOriginalVolumeHandle; the driver maps the path to it).
 	overrides.KeepStockHandle(out, f.VolumeHandle)
 	return out, nil
 }
@@ -421,7 +421,7 @@ type reverseBlock struct {
 // TranslateCSIPVToInTree translates a PV of csi.vsphere.vmware.com back to
 // spec.vsphereVolume. The volume path comes from attribute
 // initialvolumefilepath, else from a handle that is a volume path; otherwise
-// the error matches plugins.ErrMissingInformation (an empty volumePath would
+// the error matches plugin.ErrMissingInformation (an empty volumePath would
 // be rejected by the API server). pv is not modified.
 func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
 	c, err := check.CSISource(pv, DriverName)
@@ -437,7 +437,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		path = c.VolumeHandle
 	}
 	if path == "" {
-		return nil, &plugins.MissingInformationError{
+		return nil, &plugin.MissingInformationError{
 			Field:  "spec.vsphereVolume.volumePath",
 			Object: `PersistentVolume "` + pv.Name + `"`,
 			Detail: fmt.Sprintf("the volume has no %s attribute and its handle %q is not a volume path ([datastore] path.vmdk); volumes the driver created outside migration mode have no in-tree equivalent", AttrInitialVolumeFilePath, c.VolumeHandle),
@@ -461,7 +461,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	if raw, ok := annot.Take(out, AnnNodeAffinity); ok {
 		var na *v1.VolumeNodeAffinity
 		if err := json.Unmarshal([]byte(raw), &na); err != nil {
-			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnNodeAffinity), raw,
+			return nil, plugin.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnNodeAffinity), raw,
 				"must be the JSON of a VolumeNodeAffinity: "+err.Error()))
 		}
 		annot.Take(out, AnnTopology)
@@ -469,7 +469,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	} else if raw, ok := annot.Take(out, AnnTopology); ok {
 		zone, region, created, valid := parseTopologyAnn(raw)
 		if !valid {
-			return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnTopology), raw,
+			return nil, plugin.Invalid("PersistentVolume", pv.Name, field.Invalid(field.NewPath("metadata", "annotations").Key(AnnTopology), raw,
 				`want "zone=<how>,region=<how>[,created=<what>]" with <how> one of affinity-ga, affinity-beta, label-ga, label-beta or empty`))
 		}
 		// Undo in reverse order of the forward translation.
@@ -507,11 +507,11 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 // driver does not support inline migrated volumes; Kubernetes still asks.)
 func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume, _ string) (*v1.PersistentVolume, error) {
 	if vol == nil || vol.VsphereVolume == nil {
-		return nil, plugins.Invalid("Volume", "", field.Required(field.NewPath("vsphereVolume"), "an inline vSphere volume source is required"))
+		return nil, plugin.Invalid("Volume", "", field.Required(field.NewPath("vsphereVolume"), "an inline vSphere volume source is required"))
 	}
 	src := vol.VsphereVolume
 	if src.VolumePath == "" {
-		return nil, plugins.Invalid("Volume", vol.Name, field.Required(field.NewPath("volumes").Key(vol.Name).Child("vsphereVolume", "volumePath"), "a volume path is required"))
+		return nil, plugin.Invalid("Volume", vol.Name, field.Required(field.NewPath("volumes").Key(vol.Name).Child("vsphereVolume", "volumePath"), "a volume path is required"))
 	}
 	attrs := map[string]string{}
 	if src.StoragePolicyName != "" {
@@ -560,7 +560,7 @@ const (
 // storage policy with those capabilities instead) are errors naming the key.
 func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, sc *storage.StorageClass) (*storage.StorageClass, error) {
 	if sc == nil {
-		return nil, plugins.Invalid("StorageClass", "", field.Required(field.NewPath("storageClass"), "a StorageClass is required"))
+		return nil, plugin.Invalid("StorageClass", "", field.Required(field.NewPath("storageClass"), "a StorageClass is required"))
 	}
 	fp := func() *field.Path { return field.NewPath("parameters") }
 	params := make(map[string]string, len(sc.Parameters)+1)
@@ -623,7 +623,7 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, sc *storage.Sto
 		errs = append(errs, field.Forbidden(fp().Key(firstVSAN), "vSAN capabilities cannot be combined with storagepolicyname"))
 	}
 	if len(errs) > 0 {
-		return nil, plugins.Invalid("StorageClass", sc.Name, errs...)
+		return nil, plugin.Invalid("StorageClass", sc.Name, errs...)
 	}
 	params["csimigration"] = "true"
 	shallow := *sc
@@ -638,7 +638,7 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, sc *storage.Sto
 			v1.LabelTopologyRegion: region, v1.LabelFailureDomainBetaRegion: region,
 		})
 		if err != nil {
-			return nil, plugins.Invalid("StorageClass", sc.Name, field.Invalid(field.NewPath("allowedTopologies"), "", err.Error()))
+			return nil, plugin.Invalid("StorageClass", sc.Name, field.Invalid(field.NewPath("allowedTopologies"), "", err.Error()))
 		}
 		out.AllowedTopologies = topo
 	}
@@ -655,25 +655,25 @@ const (
 // CheckPV reports hazards of a vSphere PV: no volume path, a path without
 // ".vmdk" (translated with ".vmdk" appended, as in-tree resolved it), and
 // topology keys that the configured driver keys do not cover.
-func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugins.Finding {
+func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugin.Finding {
 	if !p.CanSupport(pv) {
 		return nil
 	}
 	src := pv.Spec.VsphereVolume
 	if src.VolumePath == "" {
-		return []plugins.Finding{{Code: FindingNoVolumePath, Severity: plugins.SeverityBlocker, Field: "spec.vsphereVolume.volumePath",
+		return []plugin.Finding{{Code: FindingNoVolumePath, Severity: plugin.SeverityBlocker, Field: "spec.vsphereVolume.volumePath",
 			Message: "the volume path is empty", Remedy: "fix the PV; it cannot be translated"}}
 	}
-	var out []plugins.Finding
+	var out []plugin.Finding
 	if c := CanonicalVolumePath(src.VolumePath); c != src.VolumePath {
-		out = append(out, plugins.Finding{Code: FindingNotVMDK, Severity: plugins.SeverityWarning, Field: "spec.vsphereVolume.volumePath",
+		out = append(out, plugin.Finding{Code: FindingNotVMDK, Severity: plugin.SeverityWarning, Field: "spec.vsphereVolume.volumePath",
 			Message: fmt.Sprintf("volume path %q has no .vmdk; the in-tree plugin appended it, and so does the translation: the CSI volume handle is %q (the path is kept in annotation %s)", src.VolumePath, c, AnnVolumePath),
 			Remedy:  "nothing to do if the disk is " + c + "; if it is not, keep the PV in-tree and copy the data to a new volume"})
 	}
 	if na := pv.Spec.NodeAffinity; na != nil {
 		for _, k := range []string{DefaultZoneKey, DefaultRegionKey} {
 			if hasTopologyKey(na, k) && k != p.opts.Topology.zone() && k != p.opts.Topology.region() {
-				out = append(out, plugins.Finding{Code: FindingTopologyKeyUnused, Severity: plugins.SeverityWarning, Field: "spec.nodeAffinity",
+				out = append(out, plugin.Finding{Code: FindingTopologyKeyUnused, Severity: plugin.SeverityWarning, Field: "spec.nodeAffinity",
 					Message: fmt.Sprintf("node affinity uses %q, which the configured driver topology keys (%s, %s) do not report; pods may not schedule", k, p.opts.Topology.zone(), p.opts.Topology.region()),
 					Remedy:  "translate with the topology keys the driver reports, its [Labels] topology-categories (csimigrate: -vsphere-topology-categories)"})
 			}

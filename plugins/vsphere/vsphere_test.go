@@ -14,7 +14,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
 	"github.com/csimigrate/csimigrate/internal/testsupport/plugintest"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
 )
 
@@ -121,7 +121,7 @@ func TestVolumePathWithoutVMDK(t *testing.T) {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 	fs := p.CheckPV(pv)
-	if len(fs) != 1 || fs[0].Code != vsphere.FindingNotVMDK || fs[0].Severity != plugins.SeverityWarning || !strings.Contains(fs[0].Message, "myDisk.vmdk") {
+	if len(fs) != 1 || fs[0].Code != vsphere.FindingNotVMDK || fs[0].Severity != plugin.SeverityWarning || !strings.Contains(fs[0].Message, "myDisk.vmdk") {
 		t.Errorf("findings %+v", fs)
 	}
 	for _, f := range fs {
@@ -142,7 +142,7 @@ func TestStorageClassDatastoreCluster(t *testing.T) {
 	sc := &storage.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "sc"}, Provisioner: vsphere.PluginName,
 		Parameters: map[string]string{"datastore": "DatastoreCluster/ds1", "diskformat": "thin"}}
 	_, err := vsphere.New(vsphere.Options{}).TranslateInTreeStorageClassToCSI(logger, sc)
-	var ie *plugins.InvalidError
+	var ie *plugin.InvalidError
 	if !errors.As(err, &ie) || len(ie.Errs) != 1 || ie.Errs[0].Field != "parameters[datastore]" || !strings.Contains(ie.Errs[0].Detail, `"ds1"`) {
 		t.Fatalf("got %v", err)
 	}
@@ -170,7 +170,7 @@ func TestReverseVolumePath(t *testing.T) {
 	}
 	// Neither: a typed error, never an empty path.
 	_, err = p.TranslateCSIPVToInTree(csi("9d5d0d4c-1111-2222-3333-444455556666", nil))
-	var mi *plugins.MissingInformationError
+	var mi *plugin.MissingInformationError
 	if !errors.As(err, &mi) || mi.Field != "spec.vsphereVolume.volumePath" {
 		t.Fatalf("err = %v", err)
 	}
@@ -209,8 +209,8 @@ func TestReverseProvisioned(t *testing.T) {
 	if diff := cmp.Diff(want, again.Spec.CSI); diff != "" {
 		t.Errorf("CSI source after the round trip (-want +got):\n%s", diff)
 	}
-	if got := again.Annotations[plugins.AnnOriginalVolumeHandle]; got != pv.Spec.CSI.VolumeHandle {
-		t.Errorf("annotation %s = %q, want the FCD ID %q", plugins.AnnOriginalVolumeHandle, got, pv.Spec.CSI.VolumeHandle)
+	if got := again.Annotations[plugin.AnnOriginalVolumeHandle]; got != pv.Spec.CSI.VolumeHandle {
+		t.Errorf("annotation %s = %q, want the FCD ID %q", plugin.AnnOriginalVolumeHandle, got, pv.Spec.CSI.VolumeHandle)
 	}
 	backAgain, err := p.TranslateCSIPVToInTree(again)
 	if err != nil {
@@ -272,7 +272,7 @@ func TestStorageClassErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := vsphere.New(vsphere.Options{}).TranslateInTreeStorageClassToCSI(logger, &storage.StorageClass{Parameters: tc.params})
 			var fe *field.Error
-			if !errors.Is(err, plugins.ErrInvalid) || !errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(err.Error(), tc.detail) {
+			if !errors.Is(err, plugin.ErrInvalid) || !errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(err.Error(), tc.detail) {
 				t.Errorf("err = %v", err)
 			}
 		})
@@ -331,7 +331,7 @@ func TestAllowedTopologiesMerge(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	sc.AllowedTopologies[0].MatchLabelExpressions[1].Values = []string{"c"}
-	if _, err := p.TranslateInTreeStorageClassToCSI(logger, sc); !errors.Is(err, plugins.ErrInvalid) || !strings.Contains(err.Error(), "never match") {
+	if _, err := p.TranslateInTreeStorageClassToCSI(logger, sc); !errors.Is(err, plugin.ErrInvalid) || !strings.Contains(err.Error(), "never match") {
 		t.Errorf("err = %v", err)
 	}
 }

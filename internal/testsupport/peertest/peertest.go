@@ -22,7 +22,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 )
 
 // Stock is a stock translator's plugin, with the signatures of the release
@@ -40,7 +40,7 @@ type Case struct {
 	// in-tree PV inTree (nil for a provisioned one), configured as a
 	// cluster running it would be (for Ceph, with the cluster config that
 	// holds the monitors).
-	Ours func(inTree *v1.PersistentVolume) plugins.InTreePlugin
+	Ours func(inTree *v1.PersistentVolume) plugin.InTreePlugin
 	// Stock is the stock translator of the same in-tree plugin.
 	Stock Stock
 	// InTree generates valid in-tree PVs; Provisioned generates CSI PVs the

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 )
 
 // Stored returns a copy of pv as the API server returns it once the volume
@@ -79,7 +79,7 @@ var Sink struct {
 //	StorageClass/{DeepCopyFloor,TranslateInTreeStorageClassToCSI}
 //
 // The reverse input is the forward translation's output.
-func Benchmarks(b *testing.B, p plugins.InTreePlugin, in BenchInput) {
+func Benchmarks(b *testing.B, p plugin.InTreePlugin, in BenchInput) {
 	logger := klog.Background().V(100)
 	for _, shape := range []struct {
 		name string

@@ -1,4 +1,4 @@
-// Package plugintest checks the contract of plugins.InTreePlugin with rapid:
+// Package plugintest checks the contract of plugin.InTreePlugin with rapid:
 // forward then reverse translation is the identity on valid in-tree PVs,
 // reverse then forward is the identity on what forward produces, inputs are
 // never modified, outputs share no memory with inputs, and nothing panics
@@ -18,12 +18,12 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 )
 
 // RoundTrip checks both round trips and the absence of mutation and sharing
 // on PVs from valid.
-func RoundTrip(t *testing.T, p plugins.InTreePlugin, valid func(*rapid.T) *v1.PersistentVolume) {
+func RoundTrip(t *testing.T, p plugin.InTreePlugin, valid func(*rapid.T) *v1.PersistentVolume) {
 	t.Helper()
 	logger := klog.Background().V(100)
 	rapid.Check(t, func(t *rapid.T) {
@@ -78,14 +78,14 @@ func CSIOnly(pv *v1.PersistentVolume) bool {
 
 // Hostile checks that no method panics or modifies its input on hostile PVs,
 // and that every error is one of the documented kinds.
-func Hostile(t *testing.T, p plugins.InTreePlugin) {
+func Hostile(t *testing.T, p plugin.InTreePlugin) {
 	t.Helper()
 	logger := klog.Background().V(100)
 	rapid.Check(t, func(t *rapid.T) {
 		pv := gen.HostilePV(t)
 		orig := pv.DeepCopy()
 		check := func(what string, err error) {
-			if err != nil && !errors.Is(err, plugins.ErrInvalid) && !errors.Is(err, plugins.ErrMissingInformation) && !errors.Is(err, plugins.ErrUnsupported) {
+			if err != nil && !errors.Is(err, plugin.ErrInvalid) && !errors.Is(err, plugin.ErrMissingInformation) && !errors.Is(err, plugin.ErrUnsupported) {
 				t.Fatalf("%s: error of no documented kind: %v", what, err)
 			}
 		}
@@ -99,13 +99,13 @@ func Hostile(t *testing.T, p plugins.InTreePlugin) {
 			}
 		} else {
 			_, err := p.TranslateInTreePVToCSI(logger, pv)
-			if !errors.Is(err, plugins.ErrInvalid) {
+			if !errors.Is(err, plugin.ErrInvalid) {
 				t.Fatalf("forward of a PV the plugin cannot support: %v", err)
 			}
 		}
 		_, err := p.TranslateCSIPVToInTree(pv)
 		check("reverse", err)
-		if c, ok := p.(plugins.Checker); ok {
+		if c, ok := p.(plugin.Checker); ok {
 			c.CheckPV(pv)
 		}
 		vol := &v1.Volume{Name: pv.Name}

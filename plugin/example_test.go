@@ -1,4 +1,4 @@
-package plugins_test
+package plugin_test
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 
-	"github.com/csimigrate/csimigrate/plugins"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -33,17 +33,17 @@ func (nfsPlugin) RepairVolumeHandle(h, _ string) (string, error) {
 	return h, nil
 }
 
-// DoesNotModifyInputs promises plugins.NonMutating: the translator then
+// DoesNotModifyInputs promises plugin.NonMutating: the translator then
 // passes objects without a defensive copy.
 func (nfsPlugin) DoesNotModifyInputs() {}
 
 func (nfsPlugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
 	if pv == nil || pv.Spec.NFS == nil {
-		return nil, plugins.Invalid("PersistentVolume", "", field.Required(field.NewPath("spec", "nfs"), "an NFS volume source is required"))
+		return nil, plugin.Invalid("PersistentVolume", "", field.Required(field.NewPath("spec", "nfs"), "an NFS volume source is required"))
 	}
 	src := pv.Spec.NFS
 	if src.Server == "" {
-		return nil, plugins.Invalid("PersistentVolume", pv.Name, field.Required(field.NewPath("spec", "nfs", "server"), "the NFS server is required"))
+		return nil, plugin.Invalid("PersistentVolume", pv.Name, field.Required(field.NewPath("spec", "nfs", "server"), "the NFS server is required"))
 	}
 	out := pv.DeepCopy()
 	out.Spec.NFS = nil
@@ -58,7 +58,7 @@ func (nfsPlugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 
 func (p nfsPlugin) TranslateInTreeInlineVolumeToCSI(logger klog.Logger, vol *v1.Volume, _ string) (*v1.PersistentVolume, error) {
 	if vol == nil || vol.NFS == nil {
-		return nil, plugins.Invalid("Volume", "", field.Required(field.NewPath("nfs"), "an inline NFS volume source is required"))
+		return nil, plugin.Invalid("Volume", "", field.Required(field.NewPath("nfs"), "an inline NFS volume source is required"))
 	}
 	return p.TranslateInTreePVToCSI(logger, &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: vol.Name},
 		Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{NFS: vol.NFS}}})
@@ -66,7 +66,7 @@ func (p nfsPlugin) TranslateInTreeInlineVolumeToCSI(logger klog.Logger, vol *v1.
 
 func (nfsPlugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
 	if pv == nil || pv.Spec.CSI == nil || pv.Spec.CSI.Driver != nfsDriver {
-		return nil, plugins.Invalid("PersistentVolume", "", field.Required(field.NewPath("spec", "csi"), "a CSI source of "+nfsDriver+" is required"))
+		return nil, plugin.Invalid("PersistentVolume", "", field.Required(field.NewPath("spec", "csi"), "a CSI source of "+nfsDriver+" is required"))
 	}
 	c := pv.Spec.CSI
 	out := pv.DeepCopy()
@@ -76,11 +76,11 @@ func (nfsPlugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 }
 
 func (nfsPlugin) TranslateInTreeStorageClassToCSI(klog.Logger, *storage.StorageClass) (*storage.StorageClass, error) {
-	return nil, &plugins.UnsupportedError{Plugin: nfsInTree, What: "StorageClass translation", Reason: "in-tree NFS had no provisioner"}
+	return nil, &plugin.UnsupportedError{Plugin: nfsInTree, What: "StorageClass translation", Reason: "in-tree NFS had no provisioner"}
 }
 
-// A third-party plugin implements plugins.InTreePlugin, reports bad input
-// with plugins.Invalid (or the other error types, so that callers can match
+// A third-party plugin implements plugin.InTreePlugin, reports bad input
+// with plugin.Invalid (or the other error types, so that callers can match
 // the error kinds) and is registered with translate.WithPlugins.
 func Example_thirdPartyPlugin() {
 	tr, err := translate.New(translate.WithPlugins(nfsPlugin{}))
@@ -96,7 +96,7 @@ func Example_thirdPartyPlugin() {
 
 	pv.Spec.NFS.Server = ""
 	_, err = tr.TranslateInTreePVToCSI(klog.Background(), pv)
-	fmt.Println(errors.Is(err, plugins.ErrInvalid))
+	fmt.Println(errors.Is(err, plugin.ErrInvalid))
 	fmt.Println(err)
 
 	// A second plugin for the same in-tree name is refused, not silently
@@ -113,10 +113,10 @@ func Example_thirdPartyPlugin() {
 // Invalid builds the error a plugin returns for an object it cannot
 // translate: it names each field at fault and matches ErrInvalid.
 func ExampleInvalid() {
-	err := plugins.Invalid("PersistentVolume", "pv-1",
+	err := plugin.Invalid("PersistentVolume", "pv-1",
 		field.Required(field.NewPath("spec", "rbd", "monitors"), "at least one Ceph monitor (host:port) is required"),
 		field.NotSupported(field.NewPath("spec", "accessModes").Index(0), "ReadWriteMany", []string{"ReadWriteOnce", "ReadOnlyMany"}))
-	fmt.Println(errors.Is(err, plugins.ErrInvalid))
+	fmt.Println(errors.Is(err, plugin.ErrInvalid))
 	var fe *field.Error
 	fmt.Println(errors.As(err, &fe), fe.Field)
 	fmt.Println(err)

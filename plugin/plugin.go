@@ -1,4 +1,4 @@
-// Package plugins defines [InTreePlugin], the interface every migration
+// Package plugin defines [InTreePlugin], the interface every migration
 // translator implements, with the error kinds, findings and annotations its
 // implementations share. The built-in plugins are in the subpackages rbd,
 // cephfs and vsphere; a third-party plugin implements InTreePlugin (and, if it
@@ -28,7 +28,7 @@
 //     Where losslessness would restore another handle (a vSphere volume the
 //     driver provisioned: its FCD ID), the stock handle wins and the other is
 //     kept in [AnnOriginalVolumeHandle] for the next reverse translation.
-package plugins
+package plugin
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package plugins
+package plugin
 
 import v1 "k8s.io/api/core/v1"
 

@@ -1,4 +1,4 @@
-package plugins
+package plugin
 
 // Annotations the built-in plugins write on translated objects, so that a
 // translation is lossless both ways. Their values are part of the stored
