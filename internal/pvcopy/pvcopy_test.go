@@ -10,9 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"pgregory.net/rapid"
 
+	"github.com/csimigrate/csimigrate/internal/pvcopy"
 	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
 	"github.com/csimigrate/csimigrate/internal/testsupport/plugintest"
-	"github.com/csimigrate/csimigrate/internal/pvcopy"
 )
 
 // managedFields generates entries with and without times and field sets,
