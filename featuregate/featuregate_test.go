@@ -139,7 +139,7 @@ func TestDecisions(t *testing.T) {
 	for _, tc := range []struct {
 		minor          int
 		set            string
-		p              Plugin
+		p              PluginGates
 		enabled, compl bool
 		owner          Owner
 	}{
@@ -242,12 +242,12 @@ func TestCheckSkew(t *testing.T) {
 		{Name: "drained", Kubelet: Component{Minor: 26, Gates: gates(t, 26, "CSIMigrationRBD=true")}, Drained: true},
 	}
 	got := CheckSkew(cp, nodes, RBD)
-	if len(got) != 1 || got[0].Node != "early" || got[0].Controller != OwnerInTree || got[0].Kubelet != OwnerCSI {
+	if len(got) != 1 || got[0].Object != "node/early" || got[0].Code != FindingKubeletAhead || !strings.Contains(got[0].Message, "controllers in-tree, kubelet csi") {
 		t.Errorf("%+v", got)
 	}
 	cp = Component{Minor: 26, Gates: gates(t, 26, "CSIMigrationRBD=true,InTreePluginRBDUnregister=true")}
 	got = CheckSkew(cp, nodes[:1], RBD)
-	if len(got) != 1 || got[0].Node != "ok" || !strings.Contains(got[0].Problem, "complete") {
+	if len(got) != 1 || got[0].Object != "node/ok" || got[0].Code != FindingKubeletBehind || !strings.Contains(got[0].Message, "complete") {
 		t.Errorf("%+v", got)
 	}
 	cp = Component{Minor: 26, Gates: gates(t, 26, "CSIMigrationRBD=true")}
@@ -259,7 +259,7 @@ func TestCheckSkew(t *testing.T) {
 func TestUpgradeSteps(t *testing.T) {
 	for _, tc := range []struct {
 		minor int
-		p     Plugin
+		p     PluginGates
 		want  string
 	}{
 		{24, VSphere, "together with CSIMigration=true"},

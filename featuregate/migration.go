@@ -14,7 +14,7 @@ import (
 )
 
 // Plugin describes the gates and history of one in-tree plugin.
-type Plugin struct {
+type PluginGates struct {
 	// InTreeName is the in-tree plugin name, e.g. "kubernetes.io/rbd".
 	InTreeName string
 	// Driver is the CSI driver it migrates to.
@@ -36,25 +36,25 @@ type Plugin struct {
 
 // The plugins this module ships.
 var (
-	RBD = Plugin{InTreeName: plugin.RBDInTreePluginName, Driver: plugin.RBDDriverName, Migration: CSIMigrationRBD,
+	RBD = PluginGates{InTreeName: plugin.RBDInTreePluginName, Driver: plugin.RBDDriverName, Migration: CSIMigrationRBD,
 		Unregister: InTreePluginRBDUnregister, InTreeRemovedIn: 31, TranslationRemovedIn: 31}
-	VSphere = Plugin{InTreeName: plugin.VSphereInTreePluginName, Driver: plugin.VSphereDriverName, Migration: CSIMigrationvSphere,
+	VSphere = PluginGates{InTreeName: plugin.VSphereInTreePluginName, Driver: plugin.VSphereDriverName, Migration: CSIMigrationvSphere,
 		Complete: CSIMigrationvSphereComplete, Unregister: InTreePluginvSphereUnregister, InTreeRemovedIn: 30}
-	CephFS = Plugin{InTreeName: plugin.CephFSInTreePluginName, Driver: plugin.CephFSDriverName, Migration: CSIMigrationCephFS,
+	CephFS = PluginGates{InTreeName: plugin.CephFSInTreePluginName, Driver: plugin.CephFSDriverName, Migration: CSIMigrationCephFS,
 		Unregister: InTreePluginCephFSUnregister, InTreeRemovedIn: 31, Project: true}
 )
 
 // Plugins lists RBD, CephFS and vSphere.
-var Plugins = []Plugin{RBD, CephFS, VSphere}
+var Plugins = []PluginGates{RBD, CephFS, VSphere}
 
 // PluginByName returns the plugin with the in-tree name.
-func PluginByName(inTreeName string) (Plugin, bool) {
+func PluginByName(inTreeName string) (PluginGates, bool) {
 	for _, p := range Plugins {
 		if p.InTreeName == inTreeName {
 			return p, true
 		}
 	}
-	return Plugin{}, false
+	return PluginGates{}, false
 }
 
 // MigrationEnabled reports whether a component of Kubernetes 1.minor with
@@ -65,7 +65,7 @@ func PluginByName(inTreeName string) (Plugin, bool) {
 // plugin (RBD from 1.31) cannot migrate it: false. For this project's own
 // CephFS gates, fg must contain them (AddProjectGates); Kubernetes itself
 // never migrates CephFS.
-func MigrationEnabled(fg Gates, minor int, p Plugin) bool {
+func MigrationEnabled(fg Gates, minor int, p PluginGates) bool {
 	if p.TranslationRemovedIn != 0 && minor >= p.TranslationRemovedIn {
 		return false
 	}
@@ -87,7 +87,7 @@ func MigrationEnabled(fg Gates, minor int, p Plugin) bool {
 // migration is enabled and, before 1.21, CSIMigration<X>Complete is on; from
 // 1.21 InTreePlugin<X>Unregister is on (in 1.21 vSphere accepts either); a
 // release without the in-tree plugin is complete.
-func MigrationComplete(fg Gates, minor int, p Plugin) bool {
+func MigrationComplete(fg Gates, minor int, p PluginGates) bool {
 	if !MigrationEnabled(fg, minor, p) {
 		return false
 	}
@@ -117,7 +117,7 @@ const (
 
 // OwnerOf returns who handles the plugin's volumes in a component of
 // Kubernetes 1.minor with gates fg.
-func OwnerOf(fg Gates, minor int, p Plugin) Owner {
+func OwnerOf(fg Gates, minor int, p PluginGates) Owner {
 	switch {
 	case MigrationEnabled(fg, minor, p):
 		return OwnerCSI
@@ -153,7 +153,7 @@ func FormatMigratedPlugins(plugins []string) string {
 
 // KubeletMigratedPlugins returns the annotation value a kubelet of 1.minor
 // with gates fg writes, over the given plugins.
-func KubeletMigratedPlugins(fg Gates, minor int, plugins ...Plugin) string {
+func KubeletMigratedPlugins(fg Gates, minor int, plugins ...PluginGates) string {
 	var names []string
 	for _, p := range plugins {
 		if MigrationEnabled(fg, minor, p) {
@@ -192,7 +192,7 @@ var ErrDriverNotInstalled = errors.New("CSI driver not installed on the node")
 // plugin and its driver is in spec.drivers, an error wrapping
 // ErrDriverNotInstalled when listed without the driver, and in-tree when
 // migration is off or the node does not list the plugin.
-func AttachRoute(fg Gates, minor int, p Plugin, node string, csiNode *storagev1.CSINode) (Route, error) {
+func AttachRoute(fg Gates, minor int, p PluginGates, node string, csiNode *storagev1.CSINode) (Route, error) {
 	if !MigrationEnabled(fg, minor, p) {
 		if p.InTreeRemovedIn != 0 && minor >= p.InTreeRemovedIn {
 			return "", fmt.Errorf("%s: the in-tree plugin is removed in 1.%d and migration is off", p.InTreeName, minor)
@@ -228,15 +228,15 @@ type Node struct {
 	Drained bool
 }
 
-// SkewFinding reports a node where controllers and kubelet disagree.
-type SkewFinding struct {
-	Node       string `json:"node"`
-	Plugin     string `json:"plugin"`
-	Controller Owner  `json:"controller"`
-	Kubelet    Owner  `json:"kubelet"`
-	Problem    string `json:"problem"`
-	Remedy     string `json:"remedy"`
-}
+// Codes of the findings of CheckSkew.
+const (
+	// FindingKubeletAhead: the kubelet migrates the plugin, the
+	// controllers do not.
+	FindingKubeletAhead = "MigrationSkewKubeletAhead"
+	// FindingKubeletBehind: the controllers treat migration as complete,
+	// the kubelet does not migrate.
+	FindingKubeletBehind = "MigrationSkewKubeletBehind"
+)
 
 // CheckSkew reports the nodes on which a plugin's volumes would be handled
 // inconsistently: the kubelet migrates while the controllers do not (the
@@ -247,8 +247,8 @@ type SkewFinding struct {
 // that is not migrated under migrating controllers is the expected middle
 // state of the KEP's order (controllers route by the node's CSINode) and
 // not reported.
-func CheckSkew(controlPlane Component, nodes []Node, plugins ...Plugin) []SkewFinding {
-	var out []SkewFinding
+func CheckSkew(controlPlane Component, nodes []Node, plugins ...PluginGates) []plugin.Finding {
+	var out []plugin.Finding
 	for _, p := range plugins {
 		ctrl := OwnerOf(controlPlane.Gates, controlPlane.Minor, p)
 		complete := MigrationComplete(controlPlane.Gates, controlPlane.Minor, p)
@@ -257,14 +257,15 @@ func CheckSkew(controlPlane Component, nodes []Node, plugins ...Plugin) []SkewFi
 				continue
 			}
 			kub := OwnerOf(n.Kubelet.Gates, n.Kubelet.Minor, p)
+			owners := fmt.Sprintf("%s: controllers %s, kubelet %s: ", p.InTreeName, ctrl, kub)
 			switch {
 			case kub == OwnerCSI && ctrl != OwnerCSI:
-				out = append(out, SkewFinding{Node: n.Name, Plugin: p.InTreeName, Controller: ctrl, Kubelet: kub,
-					Problem: "the kubelet migrates the plugin but the controllers do not: volumes are attached in-tree and staged through CSI",
+				out = append(out, plugin.Finding{Code: FindingKubeletAhead, Severity: plugin.SeverityBlocker, Object: "node/" + n.Name,
+					Message: owners + "the kubelet migrates the plugin but the controllers do not: volumes are attached in-tree and staged through CSI",
 					Remedy:  "enable migration on the control plane first, or drain the node and disable it on its kubelet"})
 			case complete && kub != OwnerCSI:
-				out = append(out, SkewFinding{Node: n.Name, Plugin: p.InTreeName, Controller: ctrl, Kubelet: kub,
-					Problem: "the controllers treat migration as complete and attach through CSI, but the kubelet handles the volumes " + string(kub),
+				out = append(out, plugin.Finding{Code: FindingKubeletBehind, Severity: plugin.SeverityBlocker, Object: "node/" + n.Name,
+					Message: owners + "the controllers treat migration as complete and attach through CSI, but the kubelet handles the volumes " + string(kub),
 					Remedy:  "drain the node, enable migration on its kubelet, uncordon; or turn off " + string(p.Unregister) + " on the control plane"})
 			}
 		}
@@ -278,7 +279,7 @@ func CheckSkew(controlPlane Component, nodes []Node, plugins ...Plugin) []SkewFi
 // was removed (the plugin is GA, or gone from Kubernetes and translated only
 // by csimigrate); false before the gate existed. For the project's CephFS
 // gates, absent gates mean their defaults.
-func TranslationEnabled(fg Gates, minor int, p Plugin) bool {
+func TranslationEnabled(fg Gates, minor int, p PluginGates) bool {
 	if known(fg, p.Migration) {
 		if !enabled(fg, p.Migration) {
 			return false

@@ -7,7 +7,7 @@ import (
 // UpgradeSteps returns, for a cluster at Kubernetes 1.minor, the ordered
 // feature-gate steps that migrate p's volumes safely (the KEP's order) and
 // what the next upgrade requires.
-func UpgradeSteps(minor int, p Plugin) []string {
+func UpgradeSteps(minor int, p PluginGates) []string {
 	name := p.InTreeName
 	var out []string
 	fg, err := ForVersion(minor)

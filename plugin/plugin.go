@@ -105,12 +105,17 @@ const (
 	SeverityBlocker Severity = "Blocker"
 )
 
-// Finding is a migration hazard found in one object.
+// Finding is a migration hazard found in one object: by a plugin in a PV,
+// StorageClass or volume; by featuregate in a node's gates; by envcheck in a
+// vSphere environment.
 type Finding struct {
 	// Code is a stable identifier, e.g. "RBDHandleResolvesElsewhere".
 	Code string `json:"code"`
 	// Severity says whether the finding blocks the migration.
 	Severity Severity `json:"severity"`
+	// Object names the object at fault when it is not the one checked,
+	// e.g. "node/n1" or "host/esx1".
+	Object string `json:"object,omitempty"`
 	// Field is the path of the field at fault, e.g. "spec.rbd.image".
 	Field string `json:"field,omitempty"`
 	// Message explains the hazard. It never contains secret data.

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/csimigrate/csimigrate/plugin"
 )
 
 // Version is a vSphere (vCenter or ESXi) version as an administrator means
@@ -154,16 +156,12 @@ const (
 	StatusUnparsableVersion = "check_unparsable_version"
 )
 
-// Outcome is what a failed check does.
-type Outcome string
-
-// Outcomes.
+// What a failed check does, as its finding's severity: the operator's
+// BlockUpgrade (the cluster must not be upgraded, and the driver cannot be
+// installed) and Degrade (the installed driver is reported degraded).
 const (
-	// OutcomeBlockUpgrade: the cluster must not be upgraded (and the driver
-	// cannot be installed).
-	OutcomeBlockUpgrade Outcome = "BlockUpgrade"
-	// OutcomeDegrade: the installed driver is reported degraded.
-	OutcomeDegrade Outcome = "Degrade"
+	OutcomeBlockUpgrade = plugin.SeverityBlocker
+	OutcomeDegrade      = plugin.SeverityWarning
 )
 
 // Host is an ESXi host.
@@ -195,25 +193,18 @@ type Environment struct {
 	MaxBlockVolumesPerNode int
 }
 
-// CheckResult is one failed check.
-type CheckResult struct {
-	Status  string  `json:"status"`
-	Object  string  `json:"object"`
-	Outcome Outcome `json:"outcome"`
-	Message string  `json:"message"`
-}
-
 // Check runs the driver operator's environment checks and returns the failed
-// ones, in a stable order. An unparsable version is a failed check
+// ones as findings (Code the problem detector's alert name, Object the VM,
+// host or driver, Severity the outcome), in a stable order. An unparsable version is a failed check
 // (StatusUnparsableVersion), never a pass.
-func Check(env Environment) []CheckResult {
-	var out []CheckResult
+func Check(env Environment) []plugin.Finding {
+	var out []plugin.Finding
 	required := OutcomeBlockUpgrade
 	if env.DriverInstalled {
 		required = OutcomeDegrade
 	}
-	fail := func(status, object string, outcome Outcome, format string, args ...any) {
-		out = append(out, CheckResult{Status: status, Object: object, Outcome: outcome, Message: fmt.Sprintf(format, args...)})
+	fail := func(status, object string, outcome plugin.Severity, format string, args ...any) {
+		out = append(out, plugin.Finding{Code: status, Object: object, Severity: outcome, Message: fmt.Sprintf(format, args...)})
 	}
 	for _, vm := range env.VMs {
 		hw, err := ParseHardwareVersion(vm.HardwareVersion)

@@ -74,16 +74,16 @@ func TestCheck(t *testing.T) {
 	}
 	var got []string
 	for _, r := range envcheck.Check(env) {
-		got = append(got, fmt.Sprintf("%s %s %s", r.Status, r.Object, r.Outcome))
+		got = append(got, fmt.Sprintf("%s %s %s", r.Code, r.Object, r.Severity))
 	}
 	want := []string{
-		"check_deprecated_hw_version vm/node-1 BlockUpgrade",
-		"check_deprecated_vcenter vcenter BlockUpgrade",
-		"check_deprecated_esxi_version host/esx1 BlockUpgrade",
-		"block_volume_limit_error host/esx1 Degrade",
-		"block_volume_limit_error host/esx2 Degrade",
-		"check_unparsable_version host/esx3 BlockUpgrade",
-		"existing_driver_found csidriver/csi.envcheck.vmware.com BlockUpgrade",
+		"check_deprecated_hw_version vm/node-1 Blocker",
+		"check_deprecated_vcenter vcenter Blocker",
+		"check_deprecated_esxi_version host/esx1 Blocker",
+		"block_volume_limit_error host/esx1 Warning",
+		"block_volume_limit_error host/esx2 Warning",
+		"check_unparsable_version host/esx3 Blocker",
+		"existing_driver_found csidriver/csi.envcheck.vmware.com Blocker",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -92,9 +92,9 @@ func TestCheck(t *testing.T) {
 	env = envcheck.Environment{VCenterError: "connection refused", DriverInstalled: true, VMs: []envcheck.VM{{Name: "n", HardwareVersion: "vmx-13"}}}
 	got = nil
 	for _, r := range envcheck.Check(env) {
-		got = append(got, fmt.Sprintf("%s %s %s", r.Status, r.Object, r.Outcome))
+		got = append(got, fmt.Sprintf("%s %s %s", r.Code, r.Object, r.Severity))
 	}
-	want = []string{"check_deprecated_hw_version vm/n Degrade", "vcenter_api_error vcenter Degrade"}
+	want = []string{"check_deprecated_hw_version vm/n Warning", "vcenter_api_error vcenter Warning"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

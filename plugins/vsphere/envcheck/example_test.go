@@ -14,9 +14,9 @@ func ExampleCheck() {
 		Hosts:          []envcheck.Host{{Name: "esx1", Version: "6.7.0 build 1234"}},
 		VMs:            []envcheck.VM{{Name: "node-1", HardwareVersion: "vmx-13"}},
 	}) {
-		fmt.Println(r.Status, r.Object, r.Outcome)
+		fmt.Println(r.Code, r.Object, r.Severity)
 	}
 	// Output:
-	// check_deprecated_hw_version vm/node-1 BlockUpgrade
-	// check_deprecated_esxi_version host/esx1 BlockUpgrade
+	// check_deprecated_hw_version vm/node-1 Blocker
+	// check_deprecated_esxi_version host/esx1 Blocker
 }
