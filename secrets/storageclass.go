@@ -75,13 +75,13 @@ var Kinds = func() []Kind {
 	return out
 }()
 
-// SourceRef returns the field of a CSI PV source that holds the kind's
-// reference, or nil for a kind a source does not carry (Provisioner,
-// ControllerModify) and an unknown kind.
-func (k Kind) SourceRef(src *v1.CSIPersistentVolumeSource) **v1.SecretReference {
+// SourceField returns the accessor of the field of a CSI PV source that
+// holds the kind's reference, nil for a kind a source does not carry
+// (Provisioner, ControllerModify) and an unknown kind.
+func (k Kind) SourceField() func(*v1.CSIPersistentVolumeSource) **v1.SecretReference {
 	for _, s := range slots {
-		if s.kind == k && s.source != nil {
-			return s.source(src)
+		if s.kind == k {
+			return s.source
 		}
 	}
 	return nil

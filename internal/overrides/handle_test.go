@@ -36,7 +36,7 @@ func TestKeepStockHandle(t *testing.T) {
 	back.Spec.CSI = nil
 	f := Forwarded{VolumeHandle: "h", Attributes: []Attribute{{"a", "1"}, {"nodeStage", "2"}},
 		AccessModes: out.Spec.AccessModes}
-	f.SetRef(secrets.NodeStage, out.Spec.CSI.NodeStageSecretRef)
+	f = f.WithRef(secrets.NodeStage, out.Spec.CSI.NodeStageSecretRef)
 	if err := Record(back, out, &f); err != nil {
 		t.Fatal(err)
 	}

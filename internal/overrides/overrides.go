@@ -46,7 +46,7 @@ type Forwarded struct {
 	// Attributes are the volume attributes, each key once.
 	Attributes []Attribute
 	// refs are the secret references, by the index of their kind in
-	// secrets.Kinds (nil when unset): see SetRef and Ref.
+	// secrets.Kinds (nil when unset): see WithRef and Ref.
 	refs [numKinds]*v1.SecretReference
 	// AccessModes are the PV's access modes after translation.
 	AccessModes []v1.PersistentVolumeAccessMode
@@ -58,11 +58,14 @@ const numKinds = 7
 // kindIndex is the index of k in secrets.Kinds, -1 for an unknown kind.
 func kindIndex(k secrets.Kind) int { return slices.Index(secrets.Kinds, k) }
 
-// SetRef sets the reference of a kind a CSI PV source carries.
-func (f *Forwarded) SetRef(k secrets.Kind, ref *v1.SecretReference) {
+// WithRef returns f with the reference of a kind a CSI PV source carries
+// set. (A value, not a setter: a reference stored through a pointer would
+// move what it points to, often the caller's stack, to the heap.)
+func (f Forwarded) WithRef(k secrets.Kind, ref *v1.SecretReference) Forwarded {
 	if i := kindIndex(k); i >= 0 {
 		f.refs[i] = ref
 	}
+	return f
 }
 
 // Ref returns the reference of a kind (nil when unset).
@@ -154,7 +157,7 @@ func Record(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
 	var refs [5]refOverride
 	o.refs = refs[:0]
 	for _, slot := range sourceSlots {
-		o.refs = appendRefOverride(o.refs, slot.name, *slot.kind.SourceRef(want), f.Ref(slot.kind))
+		o.refs = appendRefOverride(o.refs, slot.name, *slot.field(want), f.refs[slot.index])
 	}
 	if !annot.EqualModes(csiPV.Spec.AccessModes, f.AccessModes) {
 		o.accessModes = true
@@ -383,11 +386,12 @@ func applyAttrs(o []attrOverride, have map[string]string, base []Attribute, with
 	return attrs
 }
 
-// sourceSlot is a secret reference a CSI PV source carries, by its member
-// name in the annotation.
+// sourceSlot is a secret reference a CSI PV source carries: its member name
+// in the annotation, the field of the source, its index in Forwarded.
 type sourceSlot struct {
-	name string
-	kind secrets.Kind
+	name  string
+	field func(*v1.CSIPersistentVolumeSource) **v1.SecretReference
+	index int
 }
 
 // sourceSlots are the references a CSI PV source carries (secrets' table),
@@ -395,15 +399,16 @@ type sourceSlot struct {
 // is "nodeStage"), sorted by name as encoding/json writes map keys.
 var sourceSlots = func() []sourceSlot {
 	var out []sourceSlot
-	for _, k := range secrets.Kinds {
-		if k.SourceRef(&v1.CSIPersistentVolumeSource{}) == nil {
+	for i, k := range secrets.Kinds {
+		field := k.SourceField()
+		if field == nil {
 			continue
 		}
 		parts := strings.Split(string(k), "-")
 		for i := 1; i < len(parts); i++ {
 			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
 		}
-		out = append(out, sourceSlot{name: strings.Join(parts, ""), kind: k})
+		out = append(out, sourceSlot{name: strings.Join(parts, ""), field: field, index: i})
 	}
 	slices.SortFunc(out, func(x, y sourceSlot) int { return strings.Compare(x.name, y.name) })
 	return out
@@ -423,7 +428,7 @@ var slotNames = func() []string {
 func refSlot(c *v1.CSIPersistentVolumeSource, slot string) **v1.SecretReference {
 	for _, s := range sourceSlots {
 		if s.name == slot {
-			return s.kind.SourceRef(c)
+			return s.field(c)
 		}
 	}
 	return nil

@@ -89,7 +89,7 @@ func TestRecordSortsAttributes(t *testing.T) {
 		inTree := &v1.PersistentVolume{}
 		f := &Forwarded{VolumeHandle: "h",
 			AccessModes: csiPV.Spec.AccessModes, Attributes: []Attribute{{"a", "1"}, {"gone", "x"}}}
-		f.SetRef(secrets.NodeStage, csiPV.Spec.CSI.NodeStageSecretRef)
+		*f = f.WithRef(secrets.NodeStage, csiPV.Spec.CSI.NodeStageSecretRef)
 		if err := Record(inTree, csiPV, f); err != nil {
 			t.Fatal(err)
 		}
@@ -198,9 +198,8 @@ func TestKindIndex(t *testing.T) {
 		t.Fatalf("numKinds %d, secrets.Kinds %d", numKinds, len(secrets.Kinds))
 	}
 	for i, k := range secrets.Kinds {
-		var f Forwarded
 		ref := &v1.SecretReference{Name: string(k)}
-		f.SetRef(k, ref)
+		f := Forwarded{}.WithRef(k, ref)
 		if kindIndex(k) != i || f.Ref(k) != ref {
 			t.Errorf("%s: index %d, ref %v", k, kindIndex(k), f.Ref(k))
 		}

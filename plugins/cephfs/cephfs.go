@@ -480,7 +480,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 	var fattrs [4]overrides.Attribute
 	f := overrides.Forwarded{VolumeHandle: v.handle, ReadOnly: v.readOnly, Attributes: v.attributes(fattrs[:0]),
 		AccessModes: out.Spec.AccessModes}
-	f.SetRef(secrets.NodeStage, &v.stage)
+	f = f.WithRef(secrets.NodeStage, &v.stage)
 	if err := overrides.Record(out, pv, &f); err != nil {
 		return nil, err
 	}

@@ -241,10 +241,10 @@ func (p *Plugin) forwardOf(pv *v1.PersistentVolume, handle, clusterID string, at
 		overrides.Attribute{Key: attrMigration, Value: "true"},
 		overrides.Attribute{Key: attrTryOtherMounters, Value: "true"})
 	if ref, _ := cephpv.InTreeSecretRef(src.SecretRef, cephpv.ClaimNamespace(pv), nil); ref != nil {
-		f.SetRef(secrets.NodeStage, ref)
-		f.SetRef(secrets.ControllerExpand, ref)
+		f = f.WithRef(secrets.NodeStage, ref)
+		f = f.WithRef(secrets.ControllerExpand, ref)
 		if !p.opts.DisableNodeExpandSecret {
-			f.SetRef(secrets.NodeExpand, ref)
+			f = f.WithRef(secrets.NodeExpand, ref)
 		}
 	}
 	return f, a
@@ -297,10 +297,11 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 		FSType:       f.FSType,
 		ReadOnly:     f.ReadOnly,
 	}
-	if f.Ref(secrets.NodeStage) != nil {
+	stage := f.Ref(secrets.NodeStage)
+	if stage != nil {
 		refs := &blk.refs
 		for i := range refs {
-			refs[i] = *f.Ref(secrets.NodeStage)
+			refs[i] = *stage
 		}
 		csi.NodeStageSecretRef = &refs[0]
 		csi.ControllerExpandSecretRef = &refs[1]
@@ -315,7 +316,7 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 	if src.Keyring != "" {
 		annot.Set(out, AnnKeyring, src.Keyring)
 	}
-	if r := src.SecretRef; r != nil && (f.Ref(secrets.NodeStage) == nil || *f.Ref(secrets.NodeStage) != *r) {
+	if r := src.SecretRef; r != nil && (stage == nil || *stage != *r) {
 		b, _ := json.Marshal(r)
 		annot.Set(out, AnnSecretRef, string(b))
 	}
