@@ -177,58 +177,75 @@ func decodeWritten(raw string, sc *scalars, attrs []attrOverride, refs []refOver
 	return attrs, refs, ok && p.lit("}") && p.i == len(p.s)
 }
 
-// entries reads `{` entries `}`: each a string key, strictly increasing
-// (so each once, as encoding/json's map would hold it), a colon and a value
-// that one reads.
-func (p *scanner) entries(one func(key string) bool) bool {
+// key reads the next key of an object whose keys must be strictly
+// increasing (so each once, as encoding/json's map would hold it) and the
+// colon after it; n counts the keys read, prev is the last.
+func (p *scanner) key(n int, prev string) (string, bool) {
+	if n > 0 && !p.lit(",") {
+		return "", false
+	}
+	key, ok := p.str()
+	if !ok || (n > 0 && key <= prev) || !p.lit(":") {
+		return "", false
+	}
+	return key, true
+}
+
+// attrs reads the volume attributes: an object of strings and nulls.
+func (p *scanner) attrs(dst []attrOverride) ([]attrOverride, bool) {
 	if !p.lit("{") {
-		return false
+		return dst, false
 	}
 	prev := ""
 	for n := 0; !p.lit("}"); n++ {
-		if n > 0 && !p.lit(",") {
-			return false
-		}
-		key, ok := p.str()
-		if !ok || (n > 0 && key <= prev) || !p.lit(":") || !one(key) {
-			return false
+		key, ok := p.key(n, prev)
+		if !ok {
+			return dst, false
 		}
 		prev = key
-	}
-	return true
-}
-
-func (p *scanner) attrs(dst []attrOverride) ([]attrOverride, bool) {
-	ok := p.entries(func(key string) bool {
 		if p.lit("null") {
 			dst = append(dst, attrOverride{key: key, remove: true})
-			return true
+			continue
 		}
 		v, ok := p.str()
+		if !ok {
+			return dst, false
+		}
 		dst = append(dst, attrOverride{key: key, value: v})
-		return ok
-	})
-	return dst, ok
+	}
+	return dst, true
 }
 
+// refs reads the secret references: an object of references and nulls.
 func (p *scanner) refs(dst []refOverride) ([]refOverride, bool) {
-	ok := p.entries(func(slot string) bool {
+	if !p.lit("{") {
+		return dst, false
+	}
+	prev := ""
+	for n := 0; !p.lit("}"); n++ {
+		slot, ok := p.key(n, prev)
+		if !ok {
+			return dst, false
+		}
+		prev = slot
 		if p.lit("null") {
 			dst = append(dst, refOverride{slot: slot, remove: true})
-			return true
+			continue
 		}
 		var ref v1.SecretReference
-		ok := p.lit("{")
+		ok = p.lit("{")
 		if ok && p.member("name", true) {
 			ref.Name, ok = p.str()
 		}
 		if ok && p.member("namespace", p.s[p.i-1] == '{') {
 			ref.Namespace, ok = p.str()
 		}
+		if !ok || !p.lit("}") {
+			return dst, false
+		}
 		dst = append(dst, refOverride{slot: slot, ref: ref})
-		return ok && p.lit("}")
-	})
-	return dst, ok
+	}
+	return dst, true
 }
 
 // modes reads the access modes, a new slice ([] for none).

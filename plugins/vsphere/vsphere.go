@@ -314,14 +314,9 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 	blk := new(forwardBlock)
 	out := pvcopy.Into(&blk.pv, pv, 2)
 	blk.csi = v1.CSIPersistentVolumeSource{
-		Driver:           DriverName,
-		VolumeHandle:     f.VolumeHandle,
-		FSType:           f.FSType,
-		VolumeAttributes: overrides.AttributeMap(a),
-	}
-	if blk.csi.VolumeAttributes == nil {
-		// Upstream sets an empty map; keep it for equal output.
-		blk.csi.VolumeAttributes = map[string]string{}
+		Driver:       DriverName,
+		VolumeHandle: f.VolumeHandle,
+		FSType:       f.FSType,
 	}
 	out.Spec.CSI = &blk.csi
 	if src.StoragePolicyID != "" {
@@ -353,8 +348,13 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 		}
 		annot.Set(out, AnnTopology, v)
 	}
-	if err := overrides.Apply(out); err != nil {
+	// The attributes, with the recorded ones merged in: one map.
+	if err := overrides.Forward(out, a); err != nil {
 		return nil, err
+	}
+	if out.Spec.CSI.VolumeAttributes == nil {
+		// Upstream sets an empty map; keep it for equal output.
+		out.Spec.CSI.VolumeAttributes = map[string]string{}
 	}
 	// The handle is the volume path, as csi-translation-lib computes it,
 	// also for a volume the driver provisioned (its FCD ID then stays in
