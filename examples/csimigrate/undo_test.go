@@ -273,6 +273,43 @@ func TestUndoRefusals(t *testing.T) {
 		}
 		unchanged(t, c, pv)
 	})
+	t.Run("reviewed", func(t *testing.T) {
+		// A reviewed dump: only its rewritten PVs, each only while it has
+		// the reviewed uid.
+		a := rewrittenVSphere(t, c, kc, "rev-a")
+		b := rewrittenVSphere(t, c, kc, "rev-b")
+		other := rewrittenVSphere(t, c, kc, "rev-c")
+		reviewed := writeJSONFile(t, asListItem(a), asListItem(b))
+		if _, stderr, code := undo("-f", reviewed, "rev-c"); code != exitUsage || !strings.Contains(stderr, `PV "rev-c" is not a rewritten PV of the reviewed input`) {
+			t.Errorf("a name outside the input: exit %d: %s", code, stderr)
+		}
+		unchanged(t, c, other)
+		// rev-b replaced since the review: same name, new uid.
+		if err := c.CoreV1().PersistentVolumes().Delete(ctx, "rev-b", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pvb := getPV(t, c, "rev-b")
+		pvb.Finalizers = nil
+		if _, err := c.CoreV1().PersistentVolumes().Update(ctx, pvb, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, c, "rev-b")
+		replaced := b.DeepCopy()
+		replaced.UID, replaced.ResourceVersion, replaced.CreationTimestamp, replaced.ManagedFields = "", "", metav1.Time{}, nil
+		b2, err := c.CoreV1().PersistentVolumes().Create(ctx, replaced, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _, code := undo("-f", reviewed)
+		if code != exitBlocked || !strings.Contains(out, "pv/rev-b: refused, left as it was: the live PV has uid "+string(b2.UID)+", the reviewed one "+string(b.UID)) {
+			t.Errorf("exit %d:\n%s", code, out)
+		}
+		if pv := getPV(t, c, "rev-a"); pv.Spec.VsphereVolume == nil {
+			t.Errorf("rev-a was not undone: %+v", pv.Spec.PersistentVolumeSource)
+		}
+		unchanged(t, c, b2)
+		unchanged(t, c, other)
+	})
 	t.Run("no-record", func(t *testing.T) {
 		pv := rewrittenVSphere(t, c, kc, "norecord")
 		delete(pv.Annotations, AnnPreRewritePolicy)
