@@ -87,16 +87,6 @@ func (k Kind) SourceField() func(*v1.CSIPersistentVolumeSource) **v1.SecretRefer
 	return nil
 }
 
-// Get returns the kind's reference (nil when unset or for an unknown kind).
-func (r Refs) Get(k Kind) *v1.SecretReference {
-	for _, s := range slots {
-		if s.kind == k {
-			return s.get(r)
-		}
-	}
-	return nil
-}
-
 // Keys are a kind's StorageClass parameter keys.
 type Keys struct {
 	Name, Namespace                     string

@@ -134,15 +134,7 @@ func TestRewriteApplySafety(t *testing.T) {
 		}
 		unchanged(t, c, other)
 		// A reviewed PV replaced since the review (same name, new uid).
-		if err := c.CoreV1().PersistentVolumes().Delete(ctx, "scope-b", metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		pvb := getPV(t, c, "scope-b")
-		pvb.Finalizers = nil
-		if _, err := c.CoreV1().PersistentVolumes().Update(ctx, pvb, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		waitGone(t, c, "scope-b")
+		deletePV(t, c, "scope-b")
 		deletePVC(t, c, "scope", "scope-b")
 		b2 := mkPV(t, c, "scope", "scope-b", nil)
 		out, _, code := apply("-f", reviewed)
@@ -311,6 +303,22 @@ func TestRewriteApplySafety(t *testing.T) {
 			t.Errorf("reverse: provisioned-by %q", got)
 		}
 	})
+}
+
+// deletePV deletes a PV for good (no controller-manager removes
+// pv-protection here).
+func deletePV(t *testing.T, c kubernetes.Interface, name string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pv := getPV(t, c, name)
+	pv.Finalizers = nil
+	if _, err := c.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, c, name)
 }
 
 func waitGone(t *testing.T, c kubernetes.Interface, name string) {

@@ -41,6 +41,10 @@ type pvRun struct {
 	cur   *v1.PersistentVolume
 	cm    *v1.ConfigMap
 	state *rewriteState
+	// kind is what cur is (pvOther when there is none), classified once per
+	// observation for every step's done.
+	kind pvKind
+	why  string
 	// havePV and haveCM say that cur and cm are what the last write
 	// returned, so the next observation need not read them.
 	havePV, haveCM bool
@@ -106,6 +110,7 @@ func (r *pvRun) loadState() error {
 // verify refuses a PV that is not what this direction replaces or creates,
 // and stops where the saved state does not provably apply to the live PV.
 func (r *pvRun) verify() error {
+	r.classify()
 	cur, s, name := r.cur, r.state, r.t.name
 	if cur == nil {
 		if s == nil {
@@ -113,7 +118,7 @@ func (r *pvRun) verify() error {
 		}
 		return nil
 	}
-	kind, why := r.a.kindOf(cur)
+	kind, why := r.kind, r.why
 	switch {
 	case kind == pvOther && s != nil:
 		return fmt.Errorf("pv/%s is %s, and ConfigMap %s holds a replacement for it; not touching either", name, why, r.where())
@@ -138,14 +143,16 @@ func (r *pvRun) verify() error {
 	return nil
 }
 
-// isSource reports whether the live PV is the one this run replaces.
-func (r *pvRun) isSource() bool {
-	if r.cur == nil {
-		return false
+// classify sets what the live PV is.
+func (r *pvRun) classify() {
+	r.kind, r.why = pvOther, ""
+	if r.cur != nil {
+		r.kind, r.why = r.a.kindOf(r.cur)
 	}
-	kind, _ := r.a.kindOf(r.cur)
-	return kind == r.dir.source
 }
+
+// isSource reports whether the live PV is the one this run replaces.
+func (r *pvRun) isSource() bool { return r.cur != nil && r.kind == r.dir.source }
 
 // Step 1: Retain, the original policy recorded on the PV.
 

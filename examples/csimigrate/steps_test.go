@@ -84,6 +84,7 @@ func TestStepInEachState(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &applier{tr: tr, logger: klog0(), undo: tc.undo}
 			r := &pvRun{a: a, dir: a.direction(), t: target{name: "pv"}, cur: tc.cur, state: tc.state}
+			r.classify()
 			if got := nextStep(r); got != tc.want {
 				t.Errorf("next step %q, want %q", got, tc.want)
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -97,7 +98,7 @@ func (a *applier) buildUndo(cur *v1.PersistentVolume, _ *checks) (*v1.Persistent
 
 // asRefusal makes err a refusal unless it is one.
 func asRefusal(err error) error {
-	if _, ok := err.(*refusal); ok {
+	if ref := (*refusal)(nil); errors.As(err, &ref) {
 		return err
 	}
 	return refuse("%v", err)

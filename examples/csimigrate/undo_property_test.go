@@ -103,6 +103,10 @@ func TestUndoIsInverseOfRewrite(t *testing.T) {
 		before := pv.DeepCopy()
 		r, err := replacement(tr, klog0(), pv, sc, nil)
 		if err != nil {
+			// Not an input of this property: a PV the rewrite refuses is never
+			// undone (TestUndoIdentityOnServer checks it is left unchanged,
+			// and the plan tests which PVs are refused). rapid fails the test
+			// when most draws are skipped, so this cannot hide the property.
 			t.Skip("the rewrite refuses it:", err)
 		}
 		if diff := cmp.Diff(before, pv); diff != "" {

@@ -285,15 +285,7 @@ func TestUndoRefusals(t *testing.T) {
 		}
 		unchanged(t, c, other)
 		// rev-b replaced since the review: same name, new uid.
-		if err := c.CoreV1().PersistentVolumes().Delete(ctx, "rev-b", metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		pvb := getPV(t, c, "rev-b")
-		pvb.Finalizers = nil
-		if _, err := c.CoreV1().PersistentVolumes().Update(ctx, pvb, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		waitGone(t, c, "rev-b")
+		deletePV(t, c, "rev-b")
 		replaced := b.DeepCopy()
 		replaced.UID, replaced.ResourceVersion, replaced.CreationTimestamp, replaced.ManagedFields = "", "", metav1.Time{}, nil
 		b2, err := c.CoreV1().PersistentVolumes().Create(ctx, replaced, metav1.CreateOptions{})
