@@ -58,6 +58,30 @@ func plain(list []string) bool {
 	return len(list) == 0 || !strings.HasPrefix(list[0], "[")
 }
 
+// SplitsTo reports whether strings.Split(s, ",") gives list: s is list
+// joined with "," and no element is empty or contains ",".
+func SplitsTo(s string, list []string) bool {
+	if len(list) == 0 {
+		return false
+	}
+	for i, e := range list {
+		if e == "" || strings.IndexByte(e, ',') >= 0 {
+			return false
+		}
+		if i > 0 {
+			if s == "" || s[0] != ',' {
+				return false
+			}
+			s = s[1:]
+		}
+		if !strings.HasPrefix(s, e) {
+			return false
+		}
+		s = s[len(e):]
+	}
+	return s == ""
+}
+
 // DecodeList reverses [EncodeList]. It returns nil for "".
 func DecodeList(s string) ([]string, error) {
 	if s == "" {

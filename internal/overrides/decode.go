@@ -89,39 +89,46 @@ func (p *scanner) member(name string, first bool) bool {
 }
 
 // str consumes a string that encoding/json reads as its bytes: no escape,
-// no control character, valid UTF-8.
+// no control character, valid UTF-8. One pass finds the closing quote and
+// checks the bytes before it, eight at a time while none is special.
 func (p *scanner) str() (string, bool) {
 	if p.i >= len(p.s) || p.s[p.i] != '"' {
 		return "", false
 	}
-	n := strings.IndexByte(p.s[p.i+1:], '"')
-	if n < 0 {
-		return "", false
-	}
-	s := p.s[p.i+1 : p.i+1+n]
+	s := p.s[p.i+1:]
 	ascii := true
-	i := 0
-	// Eight bytes at a time while they are plain: ASCII, no control
-	// character, no backslash.
-	for ; i+8 <= len(s); i += 8 {
-		x := binary.LittleEndian.Uint64([]byte(s[i : i+8]))
-		if x&hi8 != 0 || hasLess(x, 0x20) || hasLess(x^(lo8*'\\'), 1) {
-			break
+	for i := 0; ; {
+		for i+8 <= len(s) && !special(binary.LittleEndian.Uint64([]byte(s[i:i+8]))) {
+			i += 8
+		}
+		if i == len(s) {
+			return "", false // no closing quote
+		}
+		// Byte by byte through the word that has a special byte (or the
+		// tail shorter than a word).
+		for end := min(i+8, len(s)); i < end; i++ {
+			switch c := s[i]; {
+			case c == '"':
+				v := s[:i]
+				if !ascii && !utf8.ValidString(v) {
+					return "", false
+				}
+				p.i += i + 2
+				return v, true
+			case c < 0x20 || c == '\\':
+				return "", false
+			case c >= utf8.RuneSelf:
+				ascii = false
+			}
 		}
 	}
-	for ; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20 || c == '\\':
-			return "", false
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-	}
-	if !ascii && !utf8.ValidString(s) {
-		return "", false
-	}
-	p.i += n + 2
-	return s, true
+}
+
+// special reports whether a byte of the word x ends or stops a plain string:
+// a quote, a backslash, a control character or a byte of a multi-byte UTF-8
+// sequence.
+func special(x uint64) bool {
+	return x&hi8 != 0 || hasLess(x, 0x20) || hasLess(x^(lo8*'"'), 1) || hasLess(x^(lo8*'\\'), 1)
 }
 
 // Word-at-a-time byte tests (Hacker's Delight, "find a byte less than n").

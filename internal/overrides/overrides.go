@@ -237,15 +237,20 @@ func (o *overrides) empty() bool {
 // forward translation produced (with spec.csi set). An unreadable annotation
 // is an error that names it.
 func Apply(out *v1.PersistentVolume) error {
-	raw, ok := annot.Take(out, plugin.AnnCSIOverrides)
-	if !ok {
+	if _, ok := out.Annotations[plugin.AnnCSIOverrides]; !ok {
 		return nil
 	}
 	if out.Spec.CSI == nil {
+		annot.Take(out, plugin.AnnCSIOverrides)
 		return plugin.Invalid("PersistentVolume", out.Name, field.Required(field.NewPath("spec", "csi"),
 			"the annotation "+plugin.AnnCSIOverrides+" applies to a CSI volume source"))
 	}
-	return applyAnnotation(out, raw, nil, false)
+	var r Recorded
+	if err := r.Read(out); err != nil {
+		return err
+	}
+	annot.Take(out, plugin.AnnCSIOverrides)
+	return apply(out, &r.sc, r.attrList(), r.refList(), nil, false)
 }
 
 // KeepStockHandle enforces the handle contract of plugins whose in-tree
@@ -271,31 +276,121 @@ func KeepStockHandle(out *v1.PersistentVolume, stock string) {
 // with the recorded attributes merged in.
 func Forward(out *v1.PersistentVolume, attrs []Attribute) error {
 	if out.Spec.CSI == nil {
-		return plugin.Invalid("PersistentVolume", out.Name, field.Required(field.NewPath("spec", "csi"),
-			"a forward translation sets a CSI volume source"))
+		return errNoCSI(out)
 	}
-	raw, ok := annot.Take(out, plugin.AnnCSIOverrides)
-	if !ok {
-		out.Spec.CSI.VolumeAttributes = AttributeMap(attrs)
-		return nil
+	var r Recorded
+	if err := r.Read(out); err != nil {
+		return err
 	}
-	return applyAnnotation(out, raw, attrs, true)
+	return r.Forward(out, attrs)
 }
 
-// applyAnnotation decodes the overrides annotation raw and applies it to out,
-// whose attributes are base when withBase (else its attribute map). The
-// attributes and references are read into room on the stack.
-func applyAnnotation(out *v1.PersistentVolume, raw string, base []Attribute, withBase bool) error {
-	var sc scalars
-	var attrBuf [16]attrOverride
-	var refBuf [5]refOverride
-	attrs, refs, err := decode(raw, &sc, attrBuf[:0], refBuf[:0])
+// errNoCSI is the error of a forward translation that set no CSI source.
+func errNoCSI(out *v1.PersistentVolume) error {
+	return plugin.Invalid("PersistentVolume", out.Name, field.Required(field.NewPath("spec", "csi"),
+		"a forward translation sets a CSI volume source"))
+}
+
+// Recorded is the overrides annotation of an in-tree PV, as [Recorded.Read]
+// decodes it; its zero value is no annotation. It holds the attributes and
+// references a reverse translation records for the built-in plugins, so
+// that a Recorded declared on a caller's stack reads the annotation without
+// allocating (more go to the heap).
+type Recorded struct {
+	present bool
+	sc      scalars
+	// The attributes are attrs[:nAttrs], or moreAttrs when there are more;
+	// likewise the references. (Counts, not slices of the arrays: a
+	// Recorded pointing into itself would move to the heap.)
+	attrs     [16]attrOverride
+	nAttrs    int
+	moreAttrs []attrOverride
+	refs      [5]refOverride
+	nRefs     int
+	moreRefs  []refOverride
+}
+
+// Read decodes the overrides annotation of in, the input of a forward
+// translation, into r. An unreadable annotation is an error that names it.
+func (r *Recorded) Read(in *v1.PersistentVolume) error {
+	// What was read before is forgotten. (Only then: a Recorded that holds
+	// no annotation is zero but for its arrays, which are read only up to
+	// the counts; clearing a new one is time a forward translation shows.)
+	if r.present {
+		*r = Recorded{}
+	}
+	raw, ok := in.Annotations[plugin.AnnCSIOverrides]
+	if !ok {
+		return nil
+	}
+	attrs, refs, err := decode(raw, &r.sc, r.attrs[:0], r.refs[:0])
 	if err != nil {
-		return plugin.Invalid("PersistentVolume", out.Name, field.Invalid(
+		r.sc = scalars{}
+		return plugin.Invalid("PersistentVolume", in.Name, field.Invalid(
 			field.NewPath("metadata", "annotations").Key(plugin.AnnCSIOverrides), raw,
 			"must be the JSON object a reverse translation by csimigrate writes: "+err.Error()))
 	}
-	return apply(out, &sc, attrs, refs, base, withBase)
+	r.present = true
+	// Up to their capacity, append filled the arrays.
+	if len(attrs) <= len(r.attrs) {
+		r.nAttrs = len(attrs)
+	} else {
+		r.moreAttrs = make([]attrOverride, len(attrs))
+		copy(r.moreAttrs, attrs)
+	}
+	if len(refs) <= len(r.refs) {
+		r.nRefs = len(refs)
+	} else {
+		r.moreRefs = make([]refOverride, len(refs))
+		copy(r.moreRefs, refs)
+	}
+	return nil
+}
+
+// attrList returns the recorded attributes, sorted by key.
+func (r *Recorded) attrList() []attrOverride {
+	if r.moreAttrs != nil {
+		return r.moreAttrs
+	}
+	return r.attrs[:r.nAttrs]
+}
+
+// refList returns the recorded references, sorted by slot.
+func (r *Recorded) refList() []refOverride {
+	if r.moreRefs != nil {
+		return r.moreRefs
+	}
+	return r.refs[:r.nRefs]
+}
+
+// Present reports whether the PV had the annotation.
+func (r *Recorded) Present() bool { return r.present }
+
+// Attribute returns the value the annotation sets for the volume attribute
+// key; false when it sets none (or removes it).
+func (r *Recorded) Attribute(key string) (string, bool) {
+	attrs := r.attrList()
+	i, found := slices.BinarySearchFunc(attrs, key, func(a attrOverride, k string) int { return strings.Compare(a.key, k) })
+	if !found || attrs[i].remove {
+		return "", false
+	}
+	return attrs[i].value, true
+}
+
+// Forward completes the forward translation of the PV r was read from: out
+// is its copy, with the CSI source set. It sets the volume attributes to
+// attrs (each key once) with the recorded ones merged in (one map), applies
+// the rest of the annotation and removes it from out.
+func (r *Recorded) Forward(out *v1.PersistentVolume, attrs []Attribute) error {
+	if out.Spec.CSI == nil {
+		return errNoCSI(out)
+	}
+	if !r.present {
+		out.Spec.CSI.VolumeAttributes = AttributeMap(attrs)
+		return nil
+	}
+	annot.Take(out, plugin.AnnCSIOverrides)
+	return apply(out, &r.sc, r.attrList(), r.refList(), attrs, true)
 }
 
 // apply applies the overrides (each attribute key and slot once, sorted) to

@@ -2,6 +2,7 @@ package overrides
 
 import (
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -203,5 +204,65 @@ func TestKindIndex(t *testing.T) {
 		if kindIndex(k) != i || f.Ref(k) != ref {
 			t.Errorf("%s: index %d, ref %v", k, kindIndex(k), f.Ref(k))
 		}
+	}
+}
+
+// Read gives the recorded attributes by key (a removed one is none), holds
+// more than its arrays do, forgets what it read before, and refuses a
+// damaged annotation naming it; Forward applies what was read.
+func TestRecordedRead(t *testing.T) {
+	pvWith := func(raw string) *v1.PersistentVolume {
+		pv := basePV()
+		pv.Annotations = map[string]string{plugin.AnnCSIOverrides: raw}
+		return pv
+	}
+	var many strings.Builder
+	many.WriteString(`{"volumeAttributes":{`)
+	for i := range 20 {
+		if i > 0 {
+			many.WriteString(",")
+		}
+		many.WriteString(`"k` + string(rune('a'+i)) + `":"v` + string(rune('a'+i)) + `"`)
+	}
+	many.WriteString(`}}`)
+
+	var r Recorded
+	if err := r.Read(pvWith(`{"volumeAttributes":{"a":null,"b":"2","c":""}}`)); err != nil || !r.Present() {
+		t.Fatalf("Read: %v, present %v", err, r.Present())
+	}
+	for key, want := range map[string]struct {
+		v  string
+		ok bool
+	}{"a": {"", false}, "b": {"2", true}, "c": {"", true}, "d": {"", false}} {
+		if v, ok := r.Attribute(key); v != want.v || ok != want.ok {
+			t.Errorf("Attribute(%q) = %q, %v; want %q, %v", key, v, ok, want.v, want.ok)
+		}
+	}
+	if err := r.Read(basePV()); err != nil || r.Present() {
+		t.Fatalf("Read of a PV without the annotation: %v, present %v", err, r.Present())
+	}
+	if v, ok := r.Attribute("b"); ok {
+		t.Errorf("Attribute(b) = %q after reading a PV without the annotation", v)
+	}
+
+	in := pvWith(many.String())
+	if err := r.Read(in); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := r.Attribute("kt"); v != "vt" || !ok {
+		t.Errorf("Attribute(kt) = %q, %v; want the twentieth attribute", v, ok)
+	}
+	out := in.DeepCopy()
+	if err := r.Forward(out, []Attribute{{Key: "base", Value: "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(out.Spec.CSI.VolumeAttributes); n != 21 || out.Annotations[plugin.AnnCSIOverrides] != "" {
+		t.Errorf("Forward: %d attributes, annotations %v; want 21 and the annotation removed", n, out.Annotations)
+	}
+
+	err := r.Read(pvWith(`{"volumeAttributes":`))
+	var fe *field.Error
+	if err == nil || !errors.As(err, &fe) || fe.Field != "metadata.annotations["+plugin.AnnCSIOverrides+"]" || r.Present() {
+		t.Errorf("Read of a damaged annotation: %v (present %v)", err, r.Present())
 	}
 }

@@ -35,7 +35,8 @@ func (buf *Buffer) AccessMode(m v1.PersistentVolumeAccessMode) []v1.PersistentVo
 }
 
 // Into copies pv, without its volume source (the caller sets the translated
-// one) and with room for extraAnnotations more annotations, into buf, which
+// one) and with room for extraAnnotations more annotations (negative when
+// the caller removes some before it adds any), into buf, which
 // the caller allocated (for example as part of a larger block); it returns
 // &buf.PV. The copy shares no memory with pv, which must not be nil. The
 // parts of fixed size go into buf (managed-fields entries beyond two into
@@ -158,6 +159,8 @@ func copyManagedFields(in []metav1.ManagedFieldsEntry, blk *managedFields2) []me
 			out[i].Time = &parts[i].time
 		}
 		if f := in[i].FieldsV1; f != nil {
+			// Through its DeepCopyInto: the representation of a field set
+			// depends on a build tag (fieldsv1string).
 			f.DeepCopyInto(&parts[i].fields)
 			out[i].FieldsV1 = &parts[i].fields
 		}
@@ -169,7 +172,8 @@ func copyManagedFields(in []metav1.ManagedFieldsEntry, blk *managedFields2) []me
 // a clone has room for more entries without growing.
 const smallMap = 8
 
-// cloneMap copies m into a new map with room for extra more entries. It
+// cloneMap copies m into a new map with room for extra more entries (a
+// negative extra: the caller removes that many before it adds any). It
 // returns nil when m is empty (annot.Set creates a map when needed), so that
 // a nil map stays nil.
 func cloneMap(m map[string]string, extra int) map[string]string {
@@ -179,7 +183,7 @@ func cloneMap(m map[string]string, extra int) map[string]string {
 	if len(m)+extra <= smallMap {
 		return maps.Clone(m)
 	}
-	out := make(map[string]string, len(m)+extra)
+	out := make(map[string]string, len(m)+max(extra, 0))
 	for k, v := range m {
 		out[k] = v
 	}

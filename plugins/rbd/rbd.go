@@ -281,15 +281,35 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 				"pv", pv.Name, "image", src.RBDImage, "pool", src.RBDPool, "handle", handle)
 		}
 	}
+	var rec overrides.Recorded
+	if err := rec.Read(pv); err != nil {
+		return nil, err
+	}
 	var attrs [9]overrides.Attribute
 	f, a := p.forwardOf(pv, handle, clusterID, attrs[:0])
+	// The monitors and the user are carried for the reverse translation,
+	// unless the attributes recorded for a volume Ceph CSI provisioned
+	// already give them back (as the reverse translation reads them): then
+	// the copy's annotations stay within a small map.
+	mons, hasMons := rec.Attribute(attrMonitors)
+	carryMons := !hasMons || !annot.SplitsTo(mons, src.CephMonitors)
+	adminID, hasAdminID := rec.Attribute(attrAdminID)
+	carryUser := !hasAdminID || src.RadosUser == "" || adminID != src.RadosUser
+	stage := f.Ref(secrets.NodeStage)
+	carryRef := src.SecretRef != nil && (stage == nil || *stage != *src.SecretRef)
+	extra := 0
+	for _, carried := range []bool{carryMons, carryUser, src.Keyring != "", carryRef} {
+		if carried {
+			extra++
+		}
+	}
+	if rec.Present() {
+		extra-- // removed from the copy before anything is added
+	}
 	// One allocation for the PV and the parts of it this function builds.
 	blk := new(forwardBlock)
-	extra := 2 // monitors, user
-	if src.Keyring != "" {
-		extra++
-	}
 	out := pvcopy.Into(&blk.pv, pv, extra)
+	annot.Take(out, plugin.AnnCSIOverrides)
 	csi := &blk.csi
 	*csi = v1.CSIPersistentVolumeSource{
 		Driver:       DriverName,
@@ -297,7 +317,6 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 		FSType:       f.FSType,
 		ReadOnly:     f.ReadOnly,
 	}
-	stage := f.Ref(secrets.NodeStage)
 	if stage != nil {
 		refs := &blk.refs
 		for i := range refs {
@@ -311,16 +330,20 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 	}
 	out.Spec.CSI = csi
 	annot.SetAccessModes(out, pv.Spec.AccessModes, blk.pv.AccessMode(f.AccessModes[0]))
-	annot.Set(out, AnnMonitors, annot.EncodeList(src.CephMonitors))
-	annot.Set(out, AnnUser, src.RadosUser)
+	if carryMons {
+		annot.Set(out, AnnMonitors, annot.EncodeList(src.CephMonitors))
+	}
+	if carryUser {
+		annot.Set(out, AnnUser, src.RadosUser)
+	}
 	if src.Keyring != "" {
 		annot.Set(out, AnnKeyring, src.Keyring)
 	}
-	if r := src.SecretRef; r != nil && (stage == nil || *stage != *r) {
-		b, _ := json.Marshal(r)
+	if carryRef {
+		b, _ := json.Marshal(src.SecretRef)
 		annot.Set(out, AnnSecretRef, string(b))
 	}
-	if err := overrides.Forward(out, a); err != nil {
+	if err := rec.Forward(out, a); err != nil {
 		return nil, err
 	}
 	overrides.KeepStockHandle(out, f.VolumeHandle)

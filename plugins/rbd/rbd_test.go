@@ -408,3 +408,100 @@ func TestHandleHazardMatchesCephCSI(t *testing.T) {
 		}
 	})
 }
+
+// A volume Ceph CSI provisioned, translated back and forward again: the
+// forward translation gives the provisioned spec back exactly, without
+// carrying the monitors or the user where its attributes give them back,
+// and the reverse of that the same in-tree PV.
+func TestProvisionedRoundTripProperty(t *testing.T) {
+	p := rbd.New(rbd.Options{})
+	rapid.Check(t, func(t *rapid.T) {
+		csi := gen.RBDProvisionedPV(t)
+		back, err := p.TranslateCSIPVToInTree(csi)
+		if err != nil {
+			t.Fatalf("reverse: %v", err)
+		}
+		again, err := p.TranslateInTreePVToCSI(logger, back)
+		if err != nil {
+			t.Fatalf("forward: %v", err)
+		}
+		if diff := cmp.Diff(csi.Spec, again.Spec); diff != "" {
+			t.Fatalf("CSI -> in-tree -> CSI (-provisioned +round trip):\n%s", diff)
+		}
+		attrs := csi.Spec.CSI.VolumeAttributes
+		if _, carried := again.Annotations[rbd.AnnMonitors]; carried && !strings.Contains(attrs["monitors"], ",,") {
+			t.Fatalf("monitors carried although the attribute %q gives them back", attrs["monitors"])
+		}
+		if _, carried := again.Annotations[rbd.AnnUser]; carried == (attrs["adminId"] != "") {
+			t.Fatalf("user carried: %v, with the attribute adminId %q", carried, attrs["adminId"])
+		}
+		backAgain, err := p.TranslateCSIPVToInTree(again)
+		if err != nil {
+			t.Fatalf("reverse again: %v", err)
+		}
+		if diff := cmp.Diff(back, backAgain); diff != "" {
+			t.Fatalf("in-tree -> CSI -> in-tree (-in-tree +round trip):\n%s", diff)
+		}
+	})
+}
+
+// The monitors and the user are carried in annotations unless the attributes
+// the in-tree PV recorded give exactly them back; either way the reverse
+// translation restores the in-tree PV.
+func TestCarriedMonitorsAndUser(t *testing.T) {
+	const recorded = `{"volumeAttributes":{"adminId":"admin","monitors":"10.0.0.1:6789,10.0.0.2:6789"}}`
+	cases := []struct {
+		name      string
+		mons      []string
+		user      string
+		overrides string
+		// The carried annotations expected on the CSI PV ("" and false: none).
+		wantMons, wantUser string
+		hasMons, hasUser   bool
+	}{
+		{name: "no record", mons: []string{"10.0.0.1:6789"}, user: "kube",
+			wantMons: "10.0.0.1:6789", hasMons: true, wantUser: "kube", hasUser: true},
+		{name: "recorded, equal", mons: []string{"10.0.0.1:6789", "10.0.0.2:6789"}, user: "admin", overrides: recorded},
+		{name: "recorded, other monitors", mons: []string{"10.0.0.3:6789"}, user: "admin", overrides: recorded,
+			wantMons: "10.0.0.3:6789", hasMons: true},
+		{name: "recorded, monitors in another order", mons: []string{"10.0.0.2:6789", "10.0.0.1:6789"}, user: "admin", overrides: recorded,
+			wantMons: "10.0.0.2:6789,10.0.0.1:6789", hasMons: true},
+		{name: "recorded, a monitor the attribute cannot hold", mons: []string{"10.0.0.1:6789,10.0.0.2:6789"}, user: "admin", overrides: recorded,
+			wantMons: `["10.0.0.1:6789,10.0.0.2:6789"]`, hasMons: true},
+		{name: "recorded, other user", mons: []string{"10.0.0.1:6789", "10.0.0.2:6789"}, user: "kube", overrides: recorded,
+			wantUser: "kube", hasUser: true},
+		// Without the annotation the reverse translation would give the
+		// attribute's user, or "admin", for an empty one.
+		{name: "recorded, empty user", mons: []string{"10.0.0.1:6789", "10.0.0.2:6789"}, user: "", overrides: recorded,
+			wantUser: "", hasUser: true},
+		{name: "recorded empty, empty user", mons: []string{"10.0.0.1:6789"}, user: "",
+			overrides: `{"volumeAttributes":{"adminId":"","monitors":"10.0.0.1:6789"}}`, wantUser: "", hasUser: true},
+	}
+	p := rbd.New(rbd.Options{})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pv := refPV()
+			pv.Spec.RBD.CephMonitors, pv.Spec.RBD.RadosUser, pv.Spec.RBD.Keyring = tc.mons, tc.user, ""
+			if tc.overrides != "" {
+				pv.Annotations[plugin.AnnCSIOverrides] = tc.overrides
+			}
+			csi, err := p.TranslateInTreePVToCSI(logger, pv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mons, hasMons := csi.Annotations[rbd.AnnMonitors]
+			user, hasUser := csi.Annotations[rbd.AnnUser]
+			if mons != tc.wantMons || hasMons != tc.hasMons || user != tc.wantUser || hasUser != tc.hasUser {
+				t.Errorf("carried monitors %q (%v), user %q (%v); want %q (%v), %q (%v)",
+					mons, hasMons, user, hasUser, tc.wantMons, tc.hasMons, tc.wantUser, tc.hasUser)
+			}
+			back, err := p.TranslateCSIPVToInTree(csi)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(pv, back); diff != "" {
+				t.Errorf("in-tree -> CSI -> in-tree (-in-tree +round trip):\n%s", diff)
+			}
+		})
+	}
+}

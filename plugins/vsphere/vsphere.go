@@ -309,10 +309,19 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 		return nil, plugin.Invalid("PersistentVolume", pv.Name,
 			field.Required(field.NewPath("spec", "vsphereVolume", "volumePath"), `a volume path such as "[datastore] kubevols/disk.vmdk" is required`))
 	}
+	var rec overrides.Recorded
+	if err := rec.Read(pv); err != nil {
+		return nil, err
+	}
 	var attrs [1]overrides.Attribute
 	f, a := forwardOf(pv, attrs[:0])
+	extra := 2
+	if rec.Present() {
+		extra-- // removed from the copy before anything is added
+	}
 	blk := new(forwardBlock)
-	out := pvcopy.Into(&blk.pv, pv, 2)
+	out := pvcopy.Into(&blk.pv, pv, extra)
+	annot.Take(out, plugin.AnnCSIOverrides)
 	blk.csi = v1.CSIPersistentVolumeSource{
 		Driver:       DriverName,
 		VolumeHandle: f.VolumeHandle,
@@ -349,7 +358,7 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 		annot.Set(out, AnnTopology, v)
 	}
 	// The attributes, with the recorded ones merged in: one map.
-	if err := overrides.Forward(out, a); err != nil {
+	if err := rec.Forward(out, a); err != nil {
 		return nil, err
 	}
 	if out.Spec.CSI.VolumeAttributes == nil {
