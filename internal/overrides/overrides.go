@@ -282,6 +282,7 @@ func Forward(out *v1.PersistentVolume, attrs []Attribute) error {
 	if err := r.Read(out); err != nil {
 		return err
 	}
+	annot.Take(out, plugin.AnnCSIOverrides)
 	return r.Forward(out, attrs)
 }
 
@@ -378,9 +379,11 @@ func (r *Recorded) Attribute(key string) (string, bool) {
 }
 
 // Forward completes the forward translation of the PV r was read from: out
-// is its copy, with the CSI source set. It sets the volume attributes to
-// attrs (each key once) with the recorded ones merged in (one map), applies
-// the rest of the annotation and removes it from out.
+// is its copy, with the CSI source set and without plugin.AnnCSIOverrides
+// (which the caller removes from the copy before it adds annotations, so
+// that the map has room for them). It sets the volume attributes to attrs
+// (each key once) with the recorded ones merged in (one map) and applies
+// the rest of the annotation.
 func (r *Recorded) Forward(out *v1.PersistentVolume, attrs []Attribute) error {
 	if out.Spec.CSI == nil {
 		return errNoCSI(out)
@@ -389,7 +392,6 @@ func (r *Recorded) Forward(out *v1.PersistentVolume, attrs []Attribute) error {
 		out.Spec.CSI.VolumeAttributes = AttributeMap(attrs)
 		return nil
 	}
-	annot.Take(out, plugin.AnnCSIOverrides)
 	return apply(out, &r.sc, r.attrList(), r.refList(), attrs, true)
 }
 

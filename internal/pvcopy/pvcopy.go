@@ -180,7 +180,12 @@ func cloneMap(m map[string]string, extra int) map[string]string {
 	if len(m) == 0 {
 		return nil
 	}
-	if len(m)+extra <= smallMap {
+	// A clone copies the map's memory without hashing each key again: a
+	// small map when the result stays small, and a table, which has room
+	// for an eighth more entries at least (adding to a full one grows it:
+	// no dearer than the inserts below). A small map that would outgrow its
+	// group is rebuilt as a table of the final size.
+	if len(m)+extra <= smallMap || len(m) > smallMap {
 		return maps.Clone(m)
 	}
 	out := make(map[string]string, len(m)+max(extra, 0))
