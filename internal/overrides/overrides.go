@@ -364,6 +364,14 @@ func (r *Recorded) refList() []refOverride {
 	return r.refs[:r.nRefs]
 }
 
+// RemoveFrom removes the annotation from out, the copy of the PV r was read
+// from (a map lookup only when there is one to remove).
+func (r *Recorded) RemoveFrom(out *v1.PersistentVolume) {
+	if r.present {
+		annot.Take(out, plugin.AnnCSIOverrides)
+	}
+}
+
 // Present reports whether the PV had the annotation.
 func (r *Recorded) Present() bool { return r.present }
 

@@ -309,7 +309,7 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 	// One allocation for the PV and the parts of it this function builds.
 	blk := new(forwardBlock)
 	out := pvcopy.Into(&blk.pv, pv, extra)
-	annot.Take(out, plugin.AnnCSIOverrides)
+	rec.RemoveFrom(out)
 	csi := &blk.csi
 	*csi = v1.CSIPersistentVolumeSource{
 		Driver:       DriverName,

@@ -321,7 +321,7 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 	}
 	blk := new(forwardBlock)
 	out := pvcopy.Into(&blk.pv, pv, extra)
-	annot.Take(out, plugin.AnnCSIOverrides)
+	rec.RemoveFrom(out)
 	blk.csi = v1.CSIPersistentVolumeSource{
 		Driver:       DriverName,
 		VolumeHandle: f.VolumeHandle,
