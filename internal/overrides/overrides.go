@@ -1,7 +1,8 @@
 // Package overrides keeps the built-in plugins' translations lossless: a
 // reverse translation records in plugin.AnnCSIOverrides what a forward
 // translation of its result would not reproduce ([Record]), and a forward
-// translation applies and removes it ([Forward], [Apply]).
+// translation applies and removes it ([Recorded], read from its input before
+// it copies; or [Forward] and [Apply] on the copy).
 package overrides
 
 import (

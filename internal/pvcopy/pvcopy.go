@@ -126,8 +126,8 @@ type managedFields2 struct {
 }
 
 // copyManagedFields deep-copies managed fields: up to two entries with what
-// they point to into blk, more in two allocations; each field set as
-// FieldsV1.DeepCopyInto copies it.
+// they point to into blk, more in two allocations; the field sets as
+// copyFieldSets copies them.
 func copyManagedFields(in []metav1.ManagedFieldsEntry, blk *managedFields2) []metav1.ManagedFieldsEntry {
 	if in == nil {
 		return nil
@@ -158,13 +158,11 @@ func copyManagedFields(in []metav1.ManagedFieldsEntry, blk *managedFields2) []me
 			parts[i].time = *t
 			out[i].Time = &parts[i].time
 		}
-		if f := in[i].FieldsV1; f != nil {
-			// Through its DeepCopyInto: the representation of a field set
-			// depends on a build tag (fieldsv1string).
-			f.DeepCopyInto(&parts[i].fields)
+		if in[i].FieldsV1 != nil {
 			out[i].FieldsV1 = &parts[i].fields
 		}
 	}
+	copyFieldSets(in, parts)
 	return out
 }
 
