@@ -238,19 +238,18 @@ func (o *overrides) empty() bool {
 // forward translation produced (with spec.csi set). An unreadable annotation
 // is an error that names it.
 func Apply(out *v1.PersistentVolume) error {
-	if _, ok := out.Annotations[plugin.AnnCSIOverrides]; !ok {
+	raw, ok := annot.Take(out, plugin.AnnCSIOverrides)
+	if !ok {
 		return nil
 	}
 	if out.Spec.CSI == nil {
-		annot.Take(out, plugin.AnnCSIOverrides)
 		return plugin.Invalid("PersistentVolume", out.Name, field.Required(field.NewPath("spec", "csi"),
 			"the annotation "+plugin.AnnCSIOverrides+" applies to a CSI volume source"))
 	}
 	var r Recorded
-	if err := r.Read(out); err != nil {
+	if err := r.read(out.Name, raw); err != nil {
 		return err
 	}
-	annot.Take(out, plugin.AnnCSIOverrides)
 	return apply(out, &r.sc, r.attrList(), r.refList(), nil, false)
 }
 
@@ -280,10 +279,11 @@ func Forward(out *v1.PersistentVolume, attrs []Attribute) error {
 		return errNoCSI(out)
 	}
 	var r Recorded
-	if err := r.Read(out); err != nil {
-		return err
+	if raw, ok := annot.Take(out, plugin.AnnCSIOverrides); ok {
+		if err := r.read(out.Name, raw); err != nil {
+			return err
+		}
 	}
-	annot.Take(out, plugin.AnnCSIOverrides)
 	return r.Forward(out, attrs)
 }
 
@@ -325,10 +325,16 @@ func (r *Recorded) Read(in *v1.PersistentVolume) error {
 	if !ok {
 		return nil
 	}
+	return r.read(in.Name, raw)
+}
+
+// read decodes raw, the annotation of the PV named name, into r, which
+// holds no annotation.
+func (r *Recorded) read(name, raw string) error {
 	attrs, refs, err := decode(raw, &r.sc, r.attrs[:0], r.refs[:0])
 	if err != nil {
 		r.sc = scalars{}
-		return plugin.Invalid("PersistentVolume", in.Name, field.Invalid(
+		return plugin.Invalid("PersistentVolume", name, field.Invalid(
 			field.NewPath("metadata", "annotations").Key(plugin.AnnCSIOverrides), raw,
 			"must be the JSON object a reverse translation by csimigrate writes: "+err.Error()))
 	}
