@@ -3,6 +3,7 @@ package overrides
 import (
 	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -89,47 +90,60 @@ func (p *scanner) member(name string, first bool) bool {
 }
 
 // str consumes a string that encoding/json reads as its bytes: no escape,
-// no control character, valid UTF-8. One pass finds the closing quote and
-// checks the bytes before it, eight at a time while none is special.
+// no control character, valid UTF-8. One pass, eight bytes at a time, goes
+// from one special byte (a quote, a backslash, a control character, a byte
+// of a multi-byte sequence) to the next until the closing quote.
 func (p *scanner) str() (string, bool) {
 	if p.i >= len(p.s) || p.s[p.i] != '"' {
 		return "", false
 	}
 	s := p.s[p.i+1:]
 	ascii := true
-	for i := 0; ; {
-		for i+8 <= len(s) && !special(binary.LittleEndian.Uint64([]byte(s[i:i+8]))) {
+	i := 0
+	for {
+		for i+8 <= len(s) {
+			if m := specialMask(binary.LittleEndian.Uint64([]byte(s[i : i+8]))); m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				goto found
+			}
 			i += 8
 		}
-		if i == len(s) {
-			return "", false // no closing quote
-		}
-		// Byte by byte through the word that has a special byte (or the
-		// tail shorter than a word).
-		for end := min(i+8, len(s)); i < end; i++ {
-			switch c := s[i]; {
-			case c == '"':
-				v := s[:i]
-				if !ascii && !utf8.ValidString(v) {
-					return "", false
-				}
-				p.i += i + 2
-				return v, true
-			case c < 0x20 || c == '\\':
-				return "", false
-			case c >= utf8.RuneSelf:
-				ascii = false
+		// The tail shorter than a word, byte by byte.
+		for ; i < len(s); i++ {
+			if c := s[i]; c == '"' || c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+				goto found
 			}
+		}
+		return "", false // no closing quote
+	found:
+		switch c := s[i]; {
+		case c == '"':
+			v := s[:i]
+			if !ascii && !utf8.ValidString(v) {
+				return "", false
+			}
+			p.i += i + 2
+			return v, true
+		case c >= utf8.RuneSelf:
+			ascii = false
+			i++
+		default: // a backslash or a control character
+			return "", false
 		}
 	}
 }
 
-// special reports whether a byte of the word x ends or stops a plain string:
-// a quote, a backslash, a control character or a byte of a multi-byte UTF-8
-// sequence.
-func special(x uint64) bool {
-	return x&hi8 != 0 || hasLess(x, 0x20) || hasLess(x^(lo8*'"'), 1) || hasLess(x^(lo8*'\\'), 1)
+// specialMask has the high bit of the first byte of the word x (in memory
+// order) that ends or stops a plain string set, and no lower one: a quote, a
+// backslash, a control character or a byte of a multi-byte UTF-8 sequence.
+// (Each term may mark bytes above its first true one, never below.)
+func specialMask(x uint64) uint64 {
+	return x&hi8 | less(x, 0x20) | less(x^(lo8*'"'), 1) | less(x^(lo8*'\\'), 1)
 }
+
+// less has the high bit of the first byte of x less than n set (n at most
+// 128), and possibly of bytes above it.
+func less(x uint64, n byte) uint64 { return (x - lo8*uint64(n)) &^ x & hi8 }
 
 // Word-at-a-time byte tests (Hacker's Delight, "find a byte less than n").
 const (
@@ -137,8 +151,6 @@ const (
 	hi8 = 0x8080808080808080
 )
 
-// hasLess reports whether a byte of x is less than n (n at most 128).
-func hasLess(x uint64, n byte) bool { return (x-lo8*uint64(n))&^x&hi8 != 0 }
 
 // decodeWritten reads raw, if it has the form appendOverrides writes, as
 // decode does, and reports whether it did.
