@@ -151,7 +151,6 @@ const (
 	hi8 = 0x8080808080808080
 )
 
-
 // decodeWritten reads raw, if it has the form appendOverrides writes, as
 // decode does, and reports whether it did.
 func decodeWritten(raw string, sc *scalars, attrs []attrOverride, refs []refOverride) ([]attrOverride, []refOverride, bool) {
