@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"slices"
 	"strings"
 	"testing"
 
@@ -139,33 +138,14 @@ func (o *csiOverrides) apply(out *v1.PersistentVolume, base []Attribute, withBas
 	}
 	switch {
 	case len(o.VolumeAttributes) > 0:
-		// One new map sized for the result: adding to a full one would grow
-		// (and rehash) it.
-		n := len(c.VolumeAttributes)
+		// The reference: the attributes as a new map, the recorded ones set
+		// or removed (no sizing: it changes no result).
+		attrs := maps.Clone(c.VolumeAttributes)
 		if withBase {
-			n = len(base)
+			attrs = AttributeMap(base)
 		}
-		for k, v := range o.VolumeAttributes {
-			if v == nil {
-				continue
-			}
-			found := false
-			if withBase {
-				found = slices.IndexFunc(base, func(b Attribute) bool { return b.Key == k }) >= 0
-			} else {
-				_, found = c.VolumeAttributes[k]
-			}
-			if !found {
-				n++
-			}
-		}
-		attrs := make(map[string]string, n)
-		if withBase {
-			for _, b := range base {
-				attrs[b.Key] = b.Value
-			}
-		} else {
-			maps.Copy(attrs, c.VolumeAttributes)
+		if attrs == nil {
+			attrs = map[string]string{}
 		}
 		for k, v := range o.VolumeAttributes {
 			if v == nil {
