@@ -258,3 +258,60 @@ func CephFSCSISecret(inTree *v1.Secret, user string) (*v1.Secret, error) {
 		Data: map[string][]byte{CephUserID: []byte(user), CephUserKey: []byte(key.Reveal())},
 	}, nil
 }
+
+// Ceph CSI drivers whose secrets [CephCSISecretReady] judges.
+const (
+	// CephRBDDriver reads a secret with a non-empty "key" as a migration
+	// secret (user from "adminId"), else "userID" and "userKey".
+	CephRBDDriver = "rbd.csi.ceph.com"
+	// CephFSDriver reads "userID" and "userKey" only.
+	CephFSDriver = "cephfs.csi.ceph.com"
+)
+
+// ErrCephSecretUnusable is wrapped by the errors of [CephCSISecretReady]: the
+// driver cannot authenticate with the secret as it is, and there is no field
+// to add that would fix it without the key (which csimigrate never invents).
+var ErrCephSecretUnusable = errors.New("the Ceph CSI driver cannot use this secret")
+
+// CephCSISecretReady judges a Secret as the Ceph CSI driver named by driver
+// (CephRBDDriver or CephFSDriver) reads it for a volume of RADOS user user
+// ("" means admin): nil, nil when the driver authenticates as that user; the
+// fixes (a field to add, never a key) when it would authenticate as another
+// user; an error wrapping ErrCephSecretUnusable (and the driver's own error
+// kind: ErrCephNoKey, ErrCephMissingID, ErrCephMissingKey, ErrCephSecretEmpty)
+// when it cannot authenticate at all. A nil secret is an unusable one. Values
+// never appear in the result.
+//
+// This is the one rule the plan, translate and rewrite -apply apply to every
+// secret a migrated volume or class references: RBD (Ceph CSI v3.5 to v3.12)
+// takes a non-empty "key" as a migration secret, whose user is "adminId"
+// (admin when absent), and otherwise needs "userID" and "userKey"; CephFS has
+// no migration remap and needs "userID" and "userKey".
+func CephCSISecretReady(secret *v1.Secret, driver, user string) ([]Fix, error) {
+	if user == "" {
+		user = CephDefaultUser
+	}
+	if secret == nil {
+		return nil, fmt.Errorf("%w: %w: no secret", ErrCephSecretUnusable, ErrCephSecretEmpty)
+	}
+	data := SecretStringData(secret)
+	id := secret.Namespace + "/" + secret.Name
+	fields := slices.Sorted(maps.Keys(data))
+	switch driver {
+	case CephRBDDriver:
+		if data[CephInTreeKey] != "" {
+			return CephMigrationSecretFixes(secret, user)
+		}
+		if _, err := CephCSIUserCredentials(data); err != nil {
+			return nil, fmt.Errorf("%w: %w: secret %s has no non-empty %q and no %q with %q (fields: %q)",
+				ErrCephSecretUnusable, ErrCephNoKey, id, CephInTreeKey, CephUserID, CephUserKey, fields)
+		}
+		return nil, nil
+	case CephFSDriver:
+		if _, err := CephCSIUserCredentials(data); err != nil {
+			return nil, fmt.Errorf("%w: %w: secret %s needs non-empty %q and %q (fields: %q)", ErrCephSecretUnusable, err, id, CephUserID, CephUserKey, fields)
+		}
+		return nil, nil
+	}
+	return nil, fmt.Errorf("%w: driver %q: want %q or %q", ErrCephSecretUnusable, driver, CephRBDDriver, CephFSDriver)
+}

@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -131,5 +132,65 @@ func TestRedaction(t *testing.T) {
 	}
 	if v.Reveal() != "TOPSECRET" {
 		t.Error("Reveal")
+	}
+}
+
+// TestCephCSISecretReady: every secret shape the in-tree plugins accepted,
+// judged as each Ceph CSI driver reads it.
+func TestCephCSISecretReady(t *testing.T) {
+	sec := func(kv ...string) *v1.Secret {
+		s := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Data: map[string][]byte{}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			s.Data[kv[i]] = []byte(kv[i+1])
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name, driver, user string
+		secret             *v1.Secret
+		fix                string // the field=value fixed, "" for none
+		err                error  // nil when ready
+	}{
+		{"rbd admin key only", CephRBDDriver, "", sec("key", "K"), "", nil},
+		{"rbd admin key, explicit admin", CephRBDDriver, "admin", sec("key", "K"), "", nil},
+		{"rbd non-admin key only", CephRBDDriver, "kube", sec("key", "K"), "adminId=kube", nil},
+		{"rbd non-admin with adminId", CephRBDDriver, "kube", sec("key", "K", "adminId", "kube"), "", nil},
+		{"rbd adminId of another user", CephRBDDriver, "kube", sec("key", "K", "adminId", "other"), "adminId=kube", nil},
+		{"rbd userID and userKey", CephRBDDriver, "kube", sec("userID", "kube", "userKey", "K"), "", nil},
+		{"rbd single other field (in-tree read it)", CephRBDDriver, "", sec("password", "K"), "", ErrCephNoKey},
+		{"rbd empty key", CephRBDDriver, "", sec("key", ""), "", ErrCephNoKey},
+		{"rbd empty", CephRBDDriver, "", sec(), "", ErrCephNoKey},
+		{"rbd missing", CephRBDDriver, "", nil, "", ErrCephSecretEmpty},
+		{"cephfs key only", CephFSDriver, "", sec("key", "K"), "", ErrCephMissingID},
+		{"cephfs userID only", CephFSDriver, "", sec("userID", "admin"), "", ErrCephMissingKey},
+		{"cephfs userID and userKey", CephFSDriver, "u", sec("userID", "u", "userKey", "K"), "", nil},
+		{"unknown driver", "example.com/x", "", sec("key", "K"), "", ErrCephSecretUnusable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before *v1.Secret
+			if tc.secret != nil {
+				before = tc.secret.DeepCopy()
+			}
+			fixes, err := CephCSISecretReady(tc.secret, tc.driver, tc.user)
+			if tc.err == nil && err != nil {
+				t.Fatalf("error %v, want none", err)
+			}
+			if tc.err != nil && (!errors.Is(err, tc.err) || !errors.Is(err, ErrCephSecretUnusable)) {
+				t.Fatalf("error %v, want one wrapping %v and ErrCephSecretUnusable", err, tc.err)
+			}
+			if err != nil && strings.Contains(err.Error(), "K\"") {
+				t.Errorf("the error holds a value: %v", err)
+			}
+			got := ""
+			for _, f := range fixes {
+				got += f.Field + "=" + f.Value
+			}
+			if got != tc.fix {
+				t.Errorf("fixes %q, want %q", got, tc.fix)
+			}
+			if tc.secret != nil && !reflect.DeepEqual(before, tc.secret) {
+				t.Error("the secret was modified")
+			}
+		})
 	}
 }

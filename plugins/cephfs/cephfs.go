@@ -527,15 +527,49 @@ const (
 	FindingSecretFileOnly = "CephFSSecretFileOnly"
 	FindingCSISecret      = "CephFSNeedsCSISecret"
 	FindingInvalid        = "CephFSInvalidSource"
+	// FindingNeverDeleted: the PV's reclaim policy is Delete (or Recycle),
+	// but Ceph CSI never deletes a static volume: a rewrite keeps Retain.
+	FindingNeverDeleted = "CephFSStaticNeverDeleted"
 )
 
-// CheckPV reports what a CephFS PV needs before migration: a CSI secret to
+// CheckPV reports what a CephFS PV needs before migration: a reclaim policy
+// Ceph CSI will not honour (Delete: it never deletes static volumes), a CSI secret to
 // derive (always, unless one is named in AnnNodeStageSecret), a secretFile-only
 // volume (blocker), or fields that prevent translation.
 func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugin.Finding {
 	if !p.CanSupport(pv) {
 		return nil
 	}
+	out := p.checkSecret(pv)
+	if pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimDelete || pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimRecycle {
+		out = append(out, neverDeleted(pv))
+	}
+	return out
+}
+
+// neverDeleted is the finding of a CephFS PV whose reclaim policy asks for
+// its deletion: the migrated volume is a static Ceph CSI volume, which Ceph
+// CSI never deletes.
+func neverDeleted(pv *v1.PersistentVolume) plugin.Finding {
+	src := pv.Spec.CephFS
+	path := src.Path
+	if path == "" {
+		path = "/"
+	}
+	msg := fmt.Sprintf("reclaim policy %s: the migrated volume is a static Ceph CSI volume (path %s), which Ceph CSI never deletes; the rewritten PV keeps Retain", pv.Spec.PersistentVolumeReclaimPolicy, path)
+	remedy := "when the claim is released, delete the directory " + path + " by hand, then the PV"
+	if by := pv.Annotations[annProvisionedBy]; by != "" && by != PluginName {
+		msg += "; " + by + ", which provisioned it, deleted the share and its Ceph user when the claim went: after the migration nothing does"
+		remedy = "when the claim is released, delete the directory " + path + " and the Ceph user client." + userOrAdmin(src.User) + " (ceph auth del) by hand, then the PV"
+	}
+	return plugin.Finding{Code: FindingNeverDeleted, Severity: plugin.SeverityWarning, Field: "spec.persistentVolumeReclaimPolicy", Message: msg, Remedy: remedy}
+}
+
+// annProvisionedBy names the provisioner of a dynamically provisioned PV.
+const annProvisionedBy = "pv.kubernetes.io/provisioned-by"
+
+// checkSecret is CheckPV's check of the credentials.
+func (p *Plugin) checkSecret(pv *v1.PersistentVolume) []plugin.Finding {
 	ref, deriveName, err := stageSecret("PersistentVolume", pv.Name, cephfsPath, pvSource(pv.Spec.CephFS),
 		pv.Annotations[AnnNodeStageSecret], cephpv.ClaimNamespace(pv))
 	if deriveName {

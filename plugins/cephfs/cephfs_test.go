@@ -241,3 +241,41 @@ func TestFSNameFromMountOptions(t *testing.T) {
 		}
 	})
 }
+
+// Ceph CSI never deletes a static volume: a CephFS PV whose policy asks
+// for deletion gets a finding that says so, and who deleted it before.
+func TestCheckPVNeverDeleted(t *testing.T) {
+	for _, tc := range []struct {
+		policy v1.PersistentVolumeReclaimPolicy
+		by     string
+		want   bool
+	}{
+		{v1.PersistentVolumeReclaimRetain, "", false},
+		{"", "", false},
+		{v1.PersistentVolumeReclaimDelete, "", true},
+		{v1.PersistentVolumeReclaimRecycle, "", true},
+		{v1.PersistentVolumeReclaimDelete, "ceph.com/cephfs", true},
+	} {
+		in := pv()
+		in.Spec.PersistentVolumeReclaimPolicy = tc.policy
+		if tc.by != "" {
+			in.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": tc.by}
+		}
+		var got []plugin.Finding
+		for _, f := range cephfs.New(cephfs.Options{}).CheckPV(in) {
+			if f.Code == cephfs.FindingNeverDeleted {
+				got = append(got, f)
+			}
+		}
+		if (len(got) == 1) != tc.want || len(got) > 1 {
+			t.Errorf("%q by %q: findings %+v, want one: %v", tc.policy, tc.by, got, tc.want)
+			continue
+		}
+		if tc.want && (got[0].Severity != plugin.SeverityWarning || !strings.Contains(got[0].Message, "never deletes")) {
+			t.Errorf("finding %+v", got[0])
+		}
+		if tc.by != "" && (!strings.Contains(got[0].Message, tc.by) || !strings.Contains(got[0].Remedy, "ceph auth del")) {
+			t.Errorf("finding of a %s volume does not name what it deleted: %+v", tc.by, got[0])
+		}
+	}
+}

@@ -505,3 +505,41 @@ func TestCarriedMonitorsAndUser(t *testing.T) {
 		})
 	}
 }
+
+// Ceph CSI serves ReadWriteMany only for volumeMode Block: CheckPV blocks
+// exactly the PVs it would refuse to stage (cephtest's oracle asks the
+// driver).
+func TestCheckPVAccessModes(t *testing.T) {
+	block, fs := v1.PersistentVolumeBlock, v1.PersistentVolumeFilesystem
+	for _, tc := range []struct {
+		modes   []v1.PersistentVolumeAccessMode
+		mode    *v1.PersistentVolumeMode
+		refused bool
+	}{
+		{[]v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, nil, false},
+		{[]v1.PersistentVolumeAccessMode{v1.ReadOnlyMany}, nil, false},
+		{[]v1.PersistentVolumeAccessMode{v1.ReadWriteOnce, v1.ReadOnlyMany}, &fs, false},
+		{[]v1.PersistentVolumeAccessMode{v1.ReadWriteMany}, nil, true},
+		{[]v1.PersistentVolumeAccessMode{v1.ReadWriteMany}, &fs, true},
+		{[]v1.PersistentVolumeAccessMode{v1.ReadWriteOnce, v1.ReadWriteMany}, nil, true},
+		{[]v1.PersistentVolumeAccessMode{v1.ReadWriteMany}, &block, false},
+		{[]v1.PersistentVolumeAccessMode{v1.ReadWriteOnce, v1.ReadWriteMany}, &block, false},
+	} {
+		pv := refPV()
+		pv.Spec.RBD.RadosUser = ""
+		pv.Spec.AccessModes, pv.Spec.VolumeMode = tc.modes, tc.mode
+		var got []plugin.Finding
+		for _, f := range rbd.New(rbd.Options{}).CheckPV(pv) {
+			if f.Code == rbd.FindingAccessModeRefused {
+				got = append(got, f)
+			}
+		}
+		if (len(got) == 1) != tc.refused || len(got) > 1 {
+			t.Errorf("%v, volumeMode %v: findings %+v, want refused %v", tc.modes, tc.mode, got, tc.refused)
+			continue
+		}
+		if tc.refused && (got[0].Severity != plugin.SeverityBlocker || got[0].Field != "spec.accessModes" || !strings.Contains(got[0].Message, "ReadWriteMany")) {
+			t.Errorf("%v: finding %+v", tc.modes, got[0])
+		}
+	}
+}

@@ -35,6 +35,7 @@ package vsphere
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -659,6 +660,10 @@ const (
 	FindingNoVolumePath      = "VSphereNoVolumePath"
 	FindingNotVMDK           = "VSphereNotVMDK"
 	FindingTopologyKeyUnused = "VSphereTopologyKeyMismatch"
+	// FindingAccessModeRefused: the PV allows a multi-node access mode,
+	// which the vSphere CSI driver reads as a request for a file share
+	// (vSAN file services), not for this virtual disk.
+	FindingAccessModeRefused = "VSphereAccessModeRefused"
 )
 
 // CheckPV reports hazards of a vSphere PV: no volume path, a path without
@@ -674,6 +679,13 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugin.Finding {
 			Message: "the volume path is empty", Remedy: "fix the PV; it cannot be translated"}}
 	}
 	var out []plugin.Finding
+	if multi := slices.DeleteFunc(slices.Clone(pv.Spec.AccessModes), func(m v1.PersistentVolumeAccessMode) bool {
+		return m != v1.ReadWriteMany && m != v1.ReadOnlyMany
+	}); len(multi) > 0 {
+		out = append(out, plugin.Finding{Code: FindingAccessModeRefused, Severity: plugin.SeverityBlocker, Field: "spec.accessModes",
+			Message: fmt.Sprintf("access modes %v: the vSphere CSI driver takes %v as a request for a vSAN file share, not for this virtual disk, which attaches to one node at a time", pv.Spec.AccessModes, multi),
+			Remedy:  "re-create the PV object with accessModes [ReadWriteOnce] before migrating (reclaim policy Retain first; same name and claimRef; the disk is kept); a claim asking for " + string(multi[0]) + " must be re-created too"})
+	}
 	if c := CanonicalVolumePath(src.VolumePath); c != src.VolumePath {
 		out = append(out, plugin.Finding{Code: FindingNotVMDK, Severity: plugin.SeverityWarning, Field: "spec.vsphereVolume.volumePath",
 			Message: fmt.Sprintf("volume path %q has no .vmdk; the in-tree plugin appended it, and so does the translation: the CSI volume handle is %q (the path is kept in annotation %s)", src.VolumePath, c, AnnVolumePath),

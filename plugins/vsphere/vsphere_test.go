@@ -335,3 +335,31 @@ func TestAllowedTopologiesMerge(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// The vSphere CSI driver reads a multi-node access mode as a request for a
+// file share: CheckPV blocks a VMDK PV that allows one.
+func TestCheckPVAccessModes(t *testing.T) {
+	for _, tc := range []struct {
+		modes   []v1.PersistentVolumeAccessMode
+		refused bool
+	}{
+		{nil, false},
+		{[]v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, false},
+		{[]v1.PersistentVolumeAccessMode{v1.ReadWriteOncePod}, false},
+		{[]v1.PersistentVolumeAccessMode{v1.ReadWriteMany}, true},
+		{[]v1.PersistentVolumeAccessMode{v1.ReadOnlyMany}, true},
+		{[]v1.PersistentVolumeAccessMode{v1.ReadWriteOnce, v1.ReadWriteMany}, true},
+	} {
+		pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv"}, Spec: v1.PersistentVolumeSpec{AccessModes: tc.modes,
+			PersistentVolumeSource: v1.PersistentVolumeSource{VsphereVolume: &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[ds] kubevols/d.vmdk"}}}}
+		var got []plugin.Finding
+		for _, f := range vsphere.New(vsphere.Options{}).CheckPV(pv) {
+			if f.Code == vsphere.FindingAccessModeRefused {
+				got = append(got, f)
+			}
+		}
+		if (len(got) == 1) != tc.refused || len(got) > 1 || tc.refused && got[0].Severity != plugin.SeverityBlocker {
+			t.Errorf("%v: findings %+v, want refused %v", tc.modes, got, tc.refused)
+		}
+	}
+}
