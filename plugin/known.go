@@ -97,3 +97,37 @@ func InTreeNameOfVolume(vol *v1.Volume) string {
 	}
 	return ""
 }
+
+// Provisioners outside Kubernetes that create PVs with in-tree sources (the
+// retired kubernetes-retired/external-storage provisioners). Their PVs carry
+// the in-tree source and pv.kubernetes.io/provisioned-by naming them; after
+// Kubernetes removed the in-tree plugin no kubelet mounts what they create,
+// so their StorageClasses must be replaced like the in-tree plugins' own.
+const (
+	// CephRBDExternalProvisioner took the in-tree RBD StorageClass
+	// parameters.
+	CephRBDExternalProvisioner = "ceph.com/rbd"
+	// CephFSExternalProvisioner made one directory and one Ceph user per
+	// claim, and deleted both with the claim.
+	CephFSExternalProvisioner = "ceph.com/cephfs"
+)
+
+// InTreeNameOfProvisioner returns the in-tree plugin whose sources the
+// StorageClass provisioner p creates: p itself for an in-tree plugin name of
+// KnownInTreeNames, the plugin of an external provisioner that writes
+// in-tree sources (CephRBDExternalProvisioner, CephFSExternalProvisioner),
+// and "" otherwise.
+func InTreeNameOfProvisioner(p string) string {
+	switch p {
+	case CephRBDExternalProvisioner:
+		return RBDInTreePluginName
+	case CephFSExternalProvisioner:
+		return CephFSInTreePluginName
+	}
+	for _, n := range KnownInTreeNames {
+		if n == p {
+			return p
+		}
+	}
+	return ""
+}

@@ -54,7 +54,7 @@ func (a *applier) isSourceClass(sc *storagev1.StorageClass) bool {
 // isSourceClass reports whether a class is one the rewrite replaces, or with
 // undo one its undo replaces.
 func isSourceClass(tr *translate.Translator, undo bool, sc *storagev1.StorageClass) bool {
-	inTree := tr.IsMigratableIntreePluginByName(sc.Provisioner)
+	inTree := translatableClass(tr, sc)
 	if undo {
 		return !inTree && sc.Annotations[AnnMigratedFrom] != ""
 	}
@@ -63,7 +63,7 @@ func isSourceClass(tr *translate.Translator, undo bool, sc *storagev1.StorageCla
 
 // isTargetClass reports whether a class is what the direction creates.
 func (a *applier) isTargetClass(sc *storagev1.StorageClass) bool {
-	inTree := a.tr.IsMigratableIntreePluginByName(sc.Provisioner)
+	inTree := translatableClass(a.tr, sc)
 	if a.undo {
 		return inTree
 	}

@@ -593,7 +593,16 @@ func (rd *reader) decodeObject(j []byte) error {
 		return nil
 	}
 	if err := json.Unmarshal(j, target); err != nil {
-		return fmt.Errorf("%s: %w", tm.Kind, err)
+		if tm.Kind == "Secret" {
+			err = secretDataError(j, err)
+		}
+		return fmt.Errorf("%s %s: %w", tm.Kind, objectName(j), err)
+	}
+	if err := checkAPIVersion(tm.Kind, tm.APIVersion); err != nil {
+		return fmt.Errorf("%s %s: %w", tm.Kind, objectName(j), err)
+	}
+	if err := defaultLegacy(tm.APIVersion, target); err != nil {
+		return fmt.Errorf("%s %s: %w", tm.Kind, objectName(j), err)
 	}
 	if o := target.(metav1.Object); o.GetNamespace() == "" && !clusterKinds[tm.Kind] {
 		ns := rd.namespace
@@ -692,3 +701,22 @@ func spool(r io.Reader) (path string, cleanup func(), err error) {
 
 //go:embed sample.yaml
 var sample []byte
+
+// objectName is "namespace/name" (or "name") of an object's JSON, for an
+// error about it; "(no name)" when it has none.
+func objectName(j []byte) string {
+	var o struct {
+		Metadata struct {
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(j, &o)
+	switch {
+	case o.Metadata.Name == "":
+		return "(no name)"
+	case o.Metadata.Namespace != "":
+		return o.Metadata.Namespace + "/" + o.Metadata.Name
+	}
+	return o.Metadata.Name
+}

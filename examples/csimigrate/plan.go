@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/csimigrate/csimigrate/featuregate"
-	"github.com/csimigrate/csimigrate/internal/cephpv"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
@@ -197,9 +196,9 @@ type planner struct {
 	classes      map[string]*storagev1.StorageClass
 	defaultClass string
 	clusters     map[string]ceph.ClusterEntry
-	rbdSecrets   []rbdSecretNeed
-	fsSecrets    map[string]SecretPlan // by namespace/name: many volumes share one derived secret
-	userFinding  map[int]int           // volume index -> finding index of RBDSecretNeedsAdminId
+	// secretNeeds are the secrets the migrated volumes and classes make
+	// the Ceph CSI drivers read, settled in finish against the input's.
+	secretNeeds []secretNeed
 	// vsphereKeys are the translation's CSI topology keys; mismatches
 	// collects the nodes whose vSphere driver reports other keys.
 	vsphereKeys []string
@@ -226,11 +225,22 @@ type inlineFound struct {
 	ns    string
 }
 
-type rbdSecretNeed struct {
-	ns, name, user string
-	volume         int    // index in plan.Volumes, -1 for others
-	class          string // the StorageClass whose admin secret it is
+// secretNeed is a Secret a Ceph CSI driver will read for a migrated volume
+// or class, and as whom it must authenticate there.
+type secretNeed struct {
+	ns, name string
+	driver   string // secrets.CephRBDDriver or secrets.CephFSDriver
+	user     string // the RADOS user of the in-tree source or class
+	volume   int    // index in plan.Volumes, -1 for others
+	class    string // the StorageClass whose admin secret it is
+	// from is the in-tree secret "namespace/name" a derived CephFS secret
+	// is made from ("" for a secret the volume names itself).
+	from string
+	// uses lists what the driver reads it for: "nodeStage", ...
+	uses []string
 }
+
+func (n secretNeed) key() string { return claimKey(n.ns, n.name) }
 
 func first(s []string, n int) []string {
 	if len(s) > n {
@@ -241,7 +251,7 @@ func first(s []string, n int) []string {
 
 func newPlanner(tr *translate.Translator, logger klog.Logger, steps []string, vsphereKeys ...string) *planner {
 	return &planner{vsphereKeys: vsphereKeys, tr: tr, logger: logger, plan: &Plan{FeatureGates: steps, Volumes: []VolumePlan{}}, podsByClaim: map[string][]string{},
-		secrets: map[string]*v1.Secret{}, clusters: map[string]ceph.ClusterEntry{}, userFinding: map[int]int{}, fsSecrets: map[string]SecretPlan{},
+		secrets: map[string]*v1.Secret{}, clusters: map[string]ceph.ClusterEntry{},
 		claims: map[string]*v1.PersistentVolumeClaim{}, classes: map[string]*storagev1.StorageClass{}, owners: map[string]string{},
 		plugins: map[string]bool{}, inlineCapacity: defaultInlineCapacity}
 }
@@ -287,15 +297,7 @@ func (p *planner) Add(obj any) {
 		}
 	case *v1.Secret:
 		p.sawSecrets = true
-		slim := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}, Data: map[string][]byte{}}
-		data := secrets.SecretStringData(o)
-		if data[secrets.CephInTreeKey] != "" {
-			slim.Data[secrets.CephInTreeKey] = []byte("set")
-		}
-		if id, ok := data[secrets.CephMigrationUserKey]; ok {
-			slim.Data[secrets.CephMigrationUserKey] = []byte(id)
-		}
-		p.secrets[claimKey(o.Namespace, o.Name)] = slim
+		p.secrets[claimKey(o.Namespace, o.Name)] = slimSecret(o)
 	}
 }
 
@@ -319,8 +321,9 @@ func (p *planner) addPV(pv *v1.PersistentVolume) {
 	vp.Driver, _ = p.tr.GetCSINameFromInTreeName(name)
 	checked := p.tr.CheckPV(pv)
 	for _, f := range checked {
-		if f.Code == rbd.FindingNonAdminUser {
-			p.userFinding[idx] = len(vp.Findings)
+		if p.sawSecrets && secretWarnings[f.Code] {
+			// The secrets are in the input: finish judges them instead.
+			continue
 		}
 		vp.Findings = append(vp.Findings, f)
 	}
@@ -411,16 +414,22 @@ func (p *planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.
 			Message: "csimigrate rewrite would refuse it: " + err.Error(),
 			Remedy:  "fix the provisioner secret parameters (csi.storage.k8s.io/provisioner-secret-name and -namespace) of StorageClass " + pv.Spec.StorageClassName}}
 	}
+	var found []plugin.Finding
+	if change := accessModeChange(pv, r.CSI); change != "" {
+		found = append(found, plugin.Finding{Code: FindingAccessModesChanged, Severity: plugin.SeverityWarning, Field: "spec.accessModes",
+			Message: p.intern("the rewritten PV's " + change), Remedy: "nothing to do if the volume's pods run on one node at a time; otherwise keep the PV in-tree and move its data to a volume of a driver that serves those modes"})
+	}
 	if r.KeptRetain() == "" {
-		return nil
+		return found
 	}
 	msg := strings.Join(r.keptWhy, "; ")
-	if sc == nil && pv.Spec.StorageClassName != "" {
-		msg += fmt.Sprintf(" (StorageClass %s is not in the input)", pv.Spec.StorageClassName)
+	remedy := "delete the volume by hand when it is released"
+	if r.noSecret {
+		remedy += "; or give the PV's StorageClass with its provisioner secret in the input (or set annotations " + annDeletionSecretName + " and " + annDeletionSecretNamespace + " on the PV) so that the driver can delete it"
 	}
-	return []plugin.Finding{{Code: FindingReclaimKept, Severity: plugin.SeverityWarning, Field: "spec.persistentVolumeReclaimPolicy",
+	return append(found, plugin.Finding{Code: FindingReclaimKept, Severity: plugin.SeverityWarning, Field: "spec.persistentVolumeReclaimPolicy",
 		Message: p.intern(fmt.Sprintf("the rewritten PV keeps reclaim policy %s instead of %s: %s", r.RestorePolicy, r.OriginalPolicy, msg)),
-		Remedy:  "delete the volume by hand when it is released; or give the PV's StorageClass with its provisioner secret in the input (or set annotations " + annDeletionSecretName + " and " + annDeletionSecretNamespace + " on the PV) so that the driver can delete it"}}
+		Remedy:  p.intern(remedy)})
 }
 
 // reasonOf is the reason of a rewrite refusal, without its remedy.
@@ -457,26 +466,56 @@ func remedyOf(err error) string {
 }
 
 // needs records the Ceph cluster entry and the secrets the translation of
-// pv (out, or err) references; volume is its index in the plan, -1 for
-// the PV form of an inline volume.
+// pv (out, or err) makes a Ceph CSI driver read; volume is its index in the
+// plan, -1 for the PV form of an inline volume.
 func (p *planner) needs(pv *v1.PersistentVolume, out *v1.PersistentVolume, err error, volume int) {
+	var from string
+	driver, user := pvSecretDriver(pv)
 	switch {
 	case pv.Spec.RBD != nil:
 		p.addCluster(pv.Spec.RBD.CephMonitors)
-		if ref := pv.Spec.RBD.SecretRef; ref != nil && ref.Name != "" {
-			if ns := cephpv.SecretNamespace(ref, cephpv.ClaimNamespace(pv)); ns != "" {
-				p.rbdSecrets = append(p.rbdSecrets, rbdSecretNeed{ns: ns, name: ref.Name, user: pv.Spec.RBD.RadosUser, volume: volume})
-			}
-		}
 	case pv.Spec.CephFS != nil:
 		p.addCluster(pv.Spec.CephFS.Monitors)
-		if err == nil && out.Spec.CSI.NodeStageSecretRef != nil && pv.Spec.CephFS.SecretRef != nil && pv.Annotations[cephfs.AnnNodeStageSecret] == "" {
-			ref := out.Spec.CSI.NodeStageSecretRef
-			p.fsSecrets[claimKey(ref.Namespace, ref.Name)] = (SecretPlan{Namespace: ref.Namespace, Name: ref.Name, Action: "create",
-				From: claimKey(ref.Namespace, pv.Spec.CephFS.SecretRef.Name), Fields: []string{secrets.CephUserID + "=" + cephUser(pv.Spec.CephFS.User), secrets.CephUserKey},
-				Reason: "Ceph CSI stages static CephFS volumes with userID/userKey (userKey: the key of the source secret); the in-tree secret stays as it is"})
+		if ref := pv.Spec.CephFS.SecretRef; ref != nil && pv.Annotations[cephfs.AnnNodeStageSecret] == "" && err == nil && out.Spec.CSI.NodeStageSecretRef != nil {
+			from = claimKey(out.Spec.CSI.NodeStageSecretRef.Namespace, ref.Name)
 		}
+	default:
+		return
 	}
+	if err != nil || out.Spec.CSI == nil {
+		return
+	}
+	for _, n := range csiSecretNeeds(out.Spec.CSI, driver, user) {
+		n.volume = volume
+		if driver == secrets.CephFSDriver && n.uses[0] == string(secrets.NodeStage) {
+			n.from = from
+		}
+		p.secretNeeds = append(p.secretNeeds, n)
+	}
+}
+
+// csiSecretNeeds are the distinct secrets a CSI source names, each with what
+// the driver reads it for (nodeStage, controllerExpand, ...), in the order of
+// secrets.Kinds.
+func csiSecretNeeds(src *v1.CSIPersistentVolumeSource, driver, user string) []secretNeed {
+	var out []secretNeed
+	for _, k := range secrets.Kinds {
+		field := k.SourceField()
+		if field == nil {
+			continue // the provisioner's: no source field
+		}
+		ref := *field(src)
+		if ref == nil || ref.Name == "" {
+			continue
+		}
+		i := slices.IndexFunc(out, func(n secretNeed) bool { return n.ns == ref.Namespace && n.name == ref.Name })
+		if i < 0 {
+			out = append(out, secretNeed{ns: ref.Namespace, name: ref.Name, driver: driver, user: user})
+			i = len(out) - 1
+		}
+		out[i].uses = append(out[i].uses, string(k))
+	}
+	return out
 }
 
 // cephUser is the Ceph user of an in-tree source: admin when empty.
@@ -565,33 +604,60 @@ func inlineRemedy(w *workload, f plugin.Finding) string {
 }
 
 func (p *planner) addStorageClass(sc *storagev1.StorageClass) {
-	if !p.tr.IsMigratableIntreePluginByName(sc.Provisioner) {
+	if !translatableClass(p.tr, sc) {
 		return
 	}
-	p.plugins[sc.Provisioner] = true
+	in := asInTreeClass(sc)
+	p.plugins[in.Provisioner] = true
 	sp := StorageClassPlan{Name: sc.Name, From: sc.Provisioner}
-	out, err := p.tr.TranslateInTreeStorageClassToCSI(p.logger, sc.Provisioner, sc)
+	if sc.Provisioner == plugin.CephFSExternalProvisioner {
+		sp.Reason = p.cephFSProvisionerClass(sc)
+		p.plan.StorageClasses = append(p.plan.StorageClasses, sp)
+		p.plan.Blocked = true
+		return
+	}
+	out, err := p.tr.TranslateInTreeStorageClassToCSI(p.logger, in.Provisioner, in)
 	if err != nil {
 		sp.Reason = err.Error()
 		p.plan.Blocked = true
 	} else {
 		sp.Migratable, sp.To = true, out.Provisioner
-		if d := out.Annotations[rbd.AnnDroppedParameters]; d != "" {
-			sp.Reason = "parameters without a Ceph CSI counterpart are dropped: " + d
+		var notes []string
+		if in != sc {
+			notes = append(notes, sc.Provisioner+" (retired, outside Kubernetes) creates in-tree "+in.Provisioner+" PVs, which no kubelet mounts from 1.31; its parameters are the in-tree plugin's and translate as such")
 		}
-		if mons := out.Parameters["monitors"]; mons != "" && sc.Provisioner == rbd.PluginName {
+		if d := out.Annotations[rbd.AnnDroppedParameters]; d != "" {
+			notes = append(notes, "parameters without a Ceph CSI counterpart are dropped: "+d)
+		}
+		sp.Reason = strings.Join(notes, "; ")
+		if mons := out.Parameters["monitors"]; mons != "" && in.Provisioner == rbd.PluginName {
 			e := ceph.ClusterEntry{ClusterID: out.Parameters["clusterID"], Monitors: strings.Split(mons, ",")}
 			p.clusters[e.ClusterID] = e
 		}
-		if sc.Provisioner == rbd.PluginName {
+		if in.Provisioner == rbd.PluginName {
 			// Ceph CSI reads the migration user from the admin secret's
 			// adminId, never from the class's parameter.
 			if ref, user, err := classAdminSecret(out); err == nil && ref != nil {
-				p.rbdSecrets = append(p.rbdSecrets, rbdSecretNeed{ns: ref.Namespace, name: ref.Name, user: user, volume: -1, class: sc.Name})
+				p.secretNeeds = append(p.secretNeeds, secretNeed{ns: ref.Namespace, name: ref.Name, driver: secrets.CephRBDDriver, user: user,
+					volume: -1, class: sc.Name, uses: []string{"provisioner", "nodeStage", "controllerExpand"}})
 			}
 		}
 	}
 	p.plan.StorageClasses = append(p.plan.StorageClasses, sp)
+}
+
+// cephFSProvisionerClass is the reason a ceph.com/cephfs class cannot be
+// replaced automatically, with what its CSI replacement needs.
+func (p *planner) cephFSProvisionerClass(sc *storagev1.StorageClass) string {
+	why := sc.Provisioner + " (retired, outside Kubernetes) creates in-tree CephFS PVs (one directory and one Ceph user per claim), which no kubelet mounts from 1.31, and it has no CSI counterpart csimigrate can derive: Ceph CSI's CephFS provisioner needs the file system's name (fsName) and an admin secret with adminID/adminKey"
+	clusterID := "<clusterID>"
+	if mons := sc.Parameters["monitors"]; mons != "" {
+		e := ceph.EntryFor(strings.Split(mons, ","))
+		p.clusters[e.ClusterID] = e
+		clusterID = e.ClusterID
+	}
+	return why + "; delete the class and create it again with the same name, provisioner cephfs.csi.ceph.com and parameters clusterID: " + clusterID +
+		", fsName: <your file system>, csi.storage.k8s.io/provisioner-secret-name/-namespace and node-stage-secret-name/-namespace naming such a secret"
 }
 
 // Finding codes of the plan itself (the library's are the plugins').
@@ -603,13 +669,19 @@ const (
 	// FindingReclaimKept: the rewritten PV keeps Retain instead of Delete.
 	FindingReclaimKept = "ReclaimPolicyKeptRetain"
 	// FindingSecretMissing: a Secret a migrated volume or class needs is
-	// not in the input.
+	// not in the input (or, for rewrite -apply, not in the cluster).
 	FindingSecretMissing = "SecretMissing"
 	// FindingSecretsNotChecked: the input has no Secrets.
 	FindingSecretsNotChecked = "SecretsNotChecked"
 	// FindingClassSecretNeedsAdminId: an RBD class's admin secret lacks
 	// the adminId of a non-admin adminId parameter.
 	FindingClassSecretNeedsAdminId = "RBDClassSecretNeedsAdminId"
+	// FindingSecretNotReady: a Secret a migrated volume (or class) makes
+	// the Ceph CSI driver read is missing or lacks what the driver reads.
+	FindingSecretNotReady = "SecretNotReady"
+	// FindingAccessModesChanged: the rewritten PV has other access modes
+	// than the in-tree PV (a translation narrowed them).
+	FindingAccessModesChanged = "AccessModesChanged"
 )
 
 // finish settles what depended on later objects and returns the plan.
@@ -637,40 +709,15 @@ func (p *planner) finish() *Plan {
 		}
 		secretPlans[k] = &sp
 	}
-	drop := map[int]bool{}
 	var unchecked []string
-	for _, need := range p.rbdSecrets {
-		s, ok := p.secrets[claimKey(need.ns, need.name)]
-		if ok && need.volume >= 0 {
-			if fixes, err := secrets.CephMigrationSecretFixes(s, need.user); err == nil && len(fixes) == 0 {
-				drop[need.volume] = true // the secret already names the user
-			}
-		}
+	for _, need := range p.secretNeeds {
 		if !p.sawSecrets {
-			unchecked = append(unchecked, claimKey(need.ns, need.name))
-		}
-		p.planRBDSecret(need, add)
-	}
-	for vi, fi := range p.userFinding {
-		if drop[vi] {
-			f := plan.Volumes[vi].Findings
-			plan.Volumes[vi].Findings = append(f[:fi:fi], f[fi+1:]...)
-			if len(plan.Volumes[vi].Findings) == 0 {
-				plan.Volumes[vi].Findings = nil
+			unchecked = append(unchecked, need.key())
+			if need.from != "" {
+				unchecked = append(unchecked, need.from)
 			}
 		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(p.fsSecrets)) {
-		sp := p.fsSecrets[k]
-		if _, ok := p.secrets[sp.From]; !ok {
-			if p.sawSecrets {
-				p.secretMissing(sp.From, "the CephFS secret "+sp.Namespace+"/"+sp.Name+" is made from it")
-			} else {
-				unchecked = append(unchecked, sp.From)
-			}
-			sp.Reason += " (source secret not in the input)"
-		}
-		add(sp)
+		p.planSecret(need, add)
 	}
 	if len(unchecked) > 0 {
 		slices.Sort(unchecked)
@@ -753,7 +800,7 @@ func (p *planner) settleTemplates() {
 			class = p.defaultClass
 		}
 		sc, ok := p.classes[class]
-		if !ok || !p.tr.IsMigratableIntreePluginByName(sc.Provisioner) {
+		if !ok || !translatableClass(p.tr, sc) {
 			continue
 		}
 		t.StorageClass = class
@@ -786,53 +833,148 @@ func (p *planner) secretMissing(ref, why string) {
 	p.plan.Blocked = true
 }
 
-func (p *planner) planRBDSecret(need rbdSecretNeed, add func(SecretPlan)) {
-	ns, name, user := need.ns, need.name, need.user
+// planSecret judges a secret a migrated volume or class needs as its Ceph
+// CSI driver will read it (secrets.CephCSISecretReady, the rule rewrite
+// -apply applies too), lists what to create or change under SECRETS, and
+// blocks the volume or class until the secret is ready: a PV rewritten
+// before would not mount, expand or delete.
+func (p *planner) planSecret(need secretNeed, add func(SecretPlan)) {
+	ref := need.key()
 	what := "migrated volumes"
 	if need.class != "" {
 		what = "StorageClass " + need.class + " (provisioning, expansion and deletion)"
 	}
-	s, ok := p.secrets[claimKey(ns, name)]
+	s, ok := p.secrets[ref]
+	if !p.sawSecrets {
+		fields, _ := secretFields(need, "create")
+		add(SecretPlan{Namespace: need.ns, Name: need.name, Action: "check", Fields: fields, From: need.from,
+			Reason: "not checked (the input has no Secrets): Ceph CSI needs it for " + what + ", with " + strings.Join(fields, ", ")})
+		return
+	}
+	if need.from != "" {
+		if _, ok := p.secrets[need.from]; !ok {
+			p.secretMissing(need.from, "the CephFS secret "+ref+" is made from it")
+		}
+	}
+	var problem, action string
+	var fixes []secrets.Fix
 	if !ok {
-		fields := []string{secrets.CephInTreeKey}
-		if user != "" && user != secrets.CephDefaultUser {
-			fields = append(fields, secrets.CephMigrationUserKey+"="+user)
+		problem, action = "does not exist", "create"
+	} else {
+		var err error
+		fixes, err = secrets.CephCSISecretReady(s, need.driver, need.user)
+		switch {
+		case err != nil:
+			problem, action = cephSecretProblem(err, need), "fix"
+		case len(fixes) > 0:
+			problem, action = fmt.Sprintf("lacks %s=%s: %s", fixes[0].Field, fixes[0].Value, fixes[0].Reason), "add"
+		default:
+			return
 		}
-		reason := "not in the input: Ceph CSI needs it for " + what + ", with \"key\""
-		if len(fields) > 1 {
-			reason += fmt.Sprintf(" and adminId=%s to connect as %s", user, user)
-		}
-		if p.sawSecrets {
-			p.secretMissing(claimKey(ns, name), "Ceph CSI needs it for "+what)
-			if need.class != "" {
-				p.classBlocked(need.class, "its admin secret "+claimKey(ns, name)+" is not in the input")
-			}
-			add(SecretPlan{Namespace: ns, Name: name, Action: "create", Fields: fields, Reason: reason})
-		} else {
-			add(SecretPlan{Namespace: ns, Name: name, Action: "check", Fields: fields, Reason: reason})
-		}
-		return
 	}
-	fixes, err := secrets.CephMigrationSecretFixes(s, user)
-	if errors.Is(err, secrets.ErrCephNoKey) {
-		add(SecretPlan{Namespace: ns, Name: name, Action: "fix", Fields: []string{secrets.CephInTreeKey}, Reason: err.Error()})
-		p.plan.Hazards = append(p.plan.Hazards, plugin.Finding{Code: FindingSecretMissing, Severity: plugin.SeverityBlocker, Field: "Secret " + claimKey(ns, name),
-			Message: "Secret " + claimKey(ns, name) + " has no \"key\": Ceph CSI cannot use it for " + what, Remedy: "put the Ceph user's key under \"key\""})
-		p.plan.Blocked = true
-		if need.class != "" {
-			p.classBlocked(need.class, "its admin secret "+claimKey(ns, name)+" has no \"key\"")
-		}
-		return
-	}
+	fields, reason := secretFields(need, action)
 	for _, f := range fixes {
-		add(SecretPlan{Namespace: ns, Name: name, Action: "add", Fields: []string{f.Field + "=" + f.Value}, Reason: f.Reason})
-		if need.class != "" {
-			p.plan.Hazards = append(p.plan.Hazards, plugin.Finding{Code: FindingClassSecretNeedsAdminId, Severity: plugin.SeverityBlocker, Field: "StorageClass " + need.class,
-				Message: fmt.Sprintf("the class's adminId is %q, but Ceph CSI reads the migration user only from the admin secret's adminId and defaults to admin: provisioning would connect as client.admin with %s's key and fail", user, user),
-				Remedy:  fmt.Sprintf("add %s: %s to Secret %s", f.Field, f.Value, claimKey(ns, name))})
-			p.classBlocked(need.class, fmt.Sprintf("Ceph CSI would provision as client.admin: add %s: %s to Secret %s", f.Field, f.Value, claimKey(ns, name)))
+		fields, reason = []string{f.Field + "=" + f.Value}, f.Reason
+	}
+	add(SecretPlan{Namespace: need.ns, Name: need.name, Action: action, Fields: fields, From: need.from, Reason: reason})
+	remedy := fmt.Sprintf("%s Secret %s with %s (csimigrate plan lists it under SECRETS), then run the plan again", action, ref, strings.Join(fields, ", "))
+	if need.from != "" && action == "create" {
+		remedy = fmt.Sprintf("create Secret %s with %s, userKey being the key of Secret %s (csimigrate plan lists it under SECRETS), then run the plan again", ref, strings.Join(fields, ", "), need.from)
+	}
+	msg := fmt.Sprintf("Secret %s, which Ceph CSI reads for %s (%s), %s", ref, what, strings.Join(need.uses, ", "), problem)
+	p.plan.Blocked = true
+	if need.volume >= 0 {
+		v := &p.plan.Volumes[need.volume]
+		code := FindingSecretNotReady
+		if !ok {
+			code = FindingSecretMissing
+		}
+		v.Findings = append(v.Findings, plugin.Finding{Code: code, Severity: plugin.SeverityBlocker, Field: "Secret " + ref,
+			Message: p.intern(msg), Remedy: p.intern(remedy)})
+		if v.Migratable || v.Reason == "" {
+			v.Migratable = false
+			v.Reason = p.intern("Secret " + ref + " " + problem)
+		}
+		return
+	}
+	if need.class != "" {
+		code := FindingSecretNotReady
+		if len(fixes) > 0 {
+			code = FindingClassSecretNeedsAdminId
+			msg = fmt.Sprintf("the class's adminId is %q, but Ceph CSI reads the migration user only from the admin secret's adminId and defaults to admin: provisioning would connect as client.admin with %s's key and fail", need.user, need.user)
+		}
+		if !ok {
+			code = FindingSecretMissing
+		}
+		p.plan.Hazards = append(p.plan.Hazards, plugin.Finding{Code: code, Severity: plugin.SeverityBlocker, Field: "StorageClass " + need.class, Message: msg, Remedy: remedy})
+		why := "its admin secret " + ref + " " + problem
+		for _, f := range fixes {
+			why = fmt.Sprintf("Ceph CSI would provision as client.admin: add %s: %s to Secret %s", f.Field, f.Value, ref)
+		}
+		p.classBlocked(need.class, why)
+		return
+	}
+	// The PV form of an inline volume: its own plan says what it needs.
+}
+
+// secretFields are the fields of a secret need's action, and why.
+func secretFields(need secretNeed, action string) ([]string, string) {
+	if need.driver == secrets.CephFSDriver {
+		fields := []string{secrets.CephUserID + "=" + cephUser(need.user), secrets.CephUserKey}
+		if need.from != "" {
+			return fields, "Ceph CSI stages static CephFS volumes with userID/userKey (userKey: the key of the source secret " + need.from + "); the in-tree secret stays as it is"
+		}
+		return fields, "Ceph CSI stages static CephFS volumes with userID/userKey, the user's name and key"
+	}
+	fields := []string{secrets.CephInTreeKey}
+	if need.user != "" && need.user != secrets.CephDefaultUser {
+		fields = append(fields, secrets.CephMigrationUserKey+"="+need.user)
+	}
+	reason := "Ceph CSI reads the RADOS user's key under \"key\""
+	if len(fields) > 1 {
+		reason += fmt.Sprintf(" and, to connect as %s, adminId=%s", need.user, need.user)
+	}
+	switch action {
+	case "create":
+		reason = "missing: " + reason
+	case "fix":
+		reason = "unusable as it is: " + reason
+	}
+	return fields, reason
+}
+
+// cephSecretProblem says, without values, why a Ceph CSI driver cannot use
+// a secret.
+func cephSecretProblem(err error, need secretNeed) string {
+	switch {
+	case errors.Is(err, secrets.ErrCephNoKey):
+		return "has no non-empty \"key\" (nor userID and userKey): Ceph CSI cannot authenticate with it"
+	case errors.Is(err, secrets.ErrCephMissingID), errors.Is(err, secrets.ErrCephMissingKey), errors.Is(err, secrets.ErrCephSecretEmpty):
+		return "lacks userID or userKey: Ceph CSI's CephFS driver reads only those (it has no in-tree \"key\" remap) and cannot stage the volume"
+	}
+	return err.Error()
+}
+
+// secretWarnings are the plugins' secret warnings, which the plan replaces
+// by its judgement of the secrets when the input has them.
+var secretWarnings = map[string]bool{rbd.FindingNonAdminUser: true, cephfs.FindingCSISecret: true}
+
+// slimSecret keeps of a Secret what the checks read: whether "key" and
+// "userKey" are set, and the user names (adminId, userID); never a key.
+func slimSecret(o *v1.Secret) *v1.Secret {
+	slim := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}, Data: map[string][]byte{}}
+	data := secrets.SecretStringData(o)
+	for _, k := range []string{secrets.CephInTreeKey, secrets.CephUserKey} {
+		if data[k] != "" {
+			slim.Data[k] = []byte("set")
 		}
 	}
+	for _, k := range []string{secrets.CephMigrationUserKey, secrets.CephUserID} {
+		if id, ok := data[k]; ok {
+			slim.Data[k] = []byte(id)
+		}
+	}
+	return slim
 }
 
 func cephConfigMap(clusters []ceph.ClusterEntry, ns string) *v1.ConfigMap {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/plugins/cephfs"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
@@ -252,6 +254,8 @@ type RewritePV struct {
 	CSI    *v1.PersistentVolume
 	// keptWhy are the reasons of Hazard.
 	keptWhy []string
+	// noSecret: Retain is kept (also) for want of a deletion secret.
+	noSecret bool
 }
 
 // hazardPrefix starts every reason of Hazard.
@@ -312,13 +316,14 @@ func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Per
 		restore = v1.PersistentVolumeReclaimRetain
 	}
 	var blockers, kept []string
+	noSecret := false
 	for _, f := range findings {
 		if f.Severity == plugin.SeverityBlocker {
 			blockers = append(blockers, f.Code+": "+f.Message)
 		}
-		if f.Code == rbd.FindingHandleResolvesElsewhere && restore != v1.PersistentVolumeReclaimRetain {
+		if why, ok := keepsRetain[f.Code]; ok && restore != v1.PersistentVolumeReclaimRetain {
 			restore = v1.PersistentVolumeReclaimRetain
-			kept = append(kept, "Ceph CSI would delete another image")
+			kept = append(kept, why)
 		}
 	}
 	if len(blockers) > 0 {
@@ -326,6 +331,7 @@ func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Per
 	}
 	cleanPV(csi)
 	keepClaimRef(csi, pv)
+	keepServedModes(pv, csi)
 	csi.Finalizers = nil
 	if csi.Annotations == nil {
 		csi.Annotations = map[string]string{}
@@ -335,7 +341,10 @@ func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Per
 		csi.Annotations[plugin.AnnOriginalProvisionedBy] = by
 		csi.Annotations[annProvisionedBy] = csi.Spec.CSI.Driver
 	}
-	if _, ok := pv.Annotations[annDeletionSecretName]; !ok && sc != nil && (sc.Provisioner == inTree || sc.Provisioner == csi.Spec.CSI.Driver) {
+	// CephFS volumes are static for Ceph CSI, which never deletes them (and
+	// reads no deletion secret for them).
+	if _, ok := pv.Annotations[annDeletionSecretName]; !ok && sc != nil && inTree != plugin.CephFSInTreePluginName &&
+		(plugin.InTreeNameOfProvisioner(sc.Provisioner) == inTree || sc.Provisioner == csi.Spec.CSI.Driver) {
 		ref, err := provisionerSecret(tr, logger, pv, sc, pvc)
 		if err != nil {
 			return RewritePV{}, fmt.Errorf("the provisioner secret of StorageClass %s, for deleting the volume: %w", sc.Name, err)
@@ -349,7 +358,8 @@ func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Per
 	}
 	if _, ok := csi.Annotations[annDeletionSecretName]; !ok && inTree == rbd.PluginName && restore == v1.PersistentVolumeReclaimDelete {
 		restore = v1.PersistentVolumeReclaimRetain
-		kept = append(kept, "no provisioner secret is known (the PV's StorageClass is gone or names none), and Ceph CSI cannot delete an image without one")
+		kept = append(kept, noDeletionSecret(pv, sc)+", and Ceph CSI cannot delete an image without one")
+		noSecret = true
 	}
 	csi.Annotations[AnnReclaimPolicy] = string(restore)
 	csi.Annotations[AnnMigratedFrom] = inTree
@@ -360,7 +370,29 @@ func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Per
 		hazard = append(hazard, hazardPrefix+k)
 	}
 	return RewritePV{Name: pv.Name, Driver: csi.Spec.CSI.Driver, OriginalPolicy: original,
-		RestorePolicy: restore, Hazard: strings.Join(hazard, "; "), CSI: csi, keptWhy: kept}, nil
+		RestorePolicy: restore, Hazard: strings.Join(hazard, "; "), CSI: csi, keptWhy: kept, noSecret: noSecret}, nil
+}
+
+// keepsRetain are the CheckPV findings after which the CSI driver would not
+// delete exactly the PV's volume, with the reason the replacement keeps
+// reclaim policy Retain: one table for the plan, translate and the rewrite.
+var keepsRetain = map[string]string{
+	rbd.FindingHandleResolvesElsewhere: "Ceph CSI would delete another image",
+	cephfs.FindingNeverDeleted:         "Ceph CSI never deletes static CephFS volumes (the directory stays)",
+}
+
+// noDeletionSecret says why no deletion secret is known for an RBD PV
+// whose StorageClass is sc (nil when it has none or it is gone).
+func noDeletionSecret(pv *v1.PersistentVolume, sc *storagev1.StorageClass) string {
+	switch {
+	case sc == nil && pv.Spec.StorageClassName == "":
+		return "the PV names no StorageClass and has no " + annDeletionSecretName + " annotation, so no secret to delete the image with is known"
+	case sc == nil:
+		return "its StorageClass " + pv.Spec.StorageClassName + " is gone (or not in the input), so no secret to delete the image with is known"
+	case plugin.InTreeNameOfProvisioner(sc.Provisioner) != plugin.InTreeNameOfPV(pv) && sc.Provisioner != rbd.DriverName:
+		return "its StorageClass " + sc.Name + " is of provisioner " + sc.Provisioner + ", not of RBD, so no secret to delete the image with is known"
+	}
+	return "its StorageClass " + sc.Name + " names no admin (provisioner) secret"
 }
 
 // keepClaimRef gives a replacement the claimRef's resourceVersion of the PV
@@ -377,8 +409,8 @@ func keepClaimRef(repl, pv *v1.PersistentVolume) {
 // A class csimigrate already replaced by its CSI form is read as it is.
 func provisionerSecret(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolume, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (*v1.SecretReference, error) {
 	params := sc.Parameters
-	if tr.IsMigratableIntreePluginByName(sc.Provisioner) {
-		out, err := tr.TranslateInTreeStorageClassToCSI(logger, sc.Provisioner, sc)
+	if inTree := plugin.InTreeNameOfProvisioner(sc.Provisioner); tr.IsMigratableIntreePluginByName(inTree) {
+		out, err := tr.TranslateInTreeStorageClassToCSI(logger, inTree, asInTreeClass(sc))
 		if err != nil {
 			return nil, err
 		}
@@ -560,7 +592,7 @@ func (in *rewriteInputs) addClaim(obj any) {
 // claim (in-tree classes never do: their admin secret has a fixed name).
 func (in *rewriteInputs) needClaims(tr *translate.Translator) bool {
 	for _, sc := range in.classes {
-		if tr.IsMigratableIntreePluginByName(sc.Provisioner) {
+		if translatableClass(tr, sc) {
 			continue
 		}
 		for _, v := range sc.Parameters {
@@ -586,4 +618,68 @@ func quoteAll(s []string) []string {
 		out[i] = fmt.Sprintf("PV name %q", v)
 	}
 	return out
+}
+
+// keepServedModes gives csi, the translation of the in-tree PV in, in's
+// access modes back where the driver serves them as they are: Ceph CSI
+// serves ReadWriteMany for RBD volumes of volumeMode Block (the forward
+// translation narrows every RBD PV to ReadWriteOnce, as csi-translation-lib
+// does for the kubelet's view; a stored PV keeps what its workloads use,
+// live migration of virtual machines among them).
+func keepServedModes(in, csi *v1.PersistentVolume) {
+	if !servedAsTheyAre(in) {
+		return
+	}
+	csi.Spec.AccessModes = slices.Clone(in.Spec.AccessModes)
+	delete(csi.Annotations, plugin.AnnAccessModes)
+}
+
+// servedAsTheyAre reports whether the CSI driver serves an in-tree PV's
+// access modes as they are although its translation narrows them.
+func servedAsTheyAre(in *v1.PersistentVolume) bool {
+	return in.Spec.RBD != nil && in.Spec.VolumeMode != nil && *in.Spec.VolumeMode == v1.PersistentVolumeBlock && slices.Contains(in.Spec.AccessModes, v1.ReadWriteMany)
+}
+
+// accessModeChange names what the CSI form out of an in-tree PV in changes
+// in its access modes (a change its workloads see: which nodes may mount it
+// at once), "" when nothing. The modes the drivers refuse are CheckPV's
+// blockers; this is what a translation narrows (RBD: Ceph CSI serves a
+// migrated volume as ReadWriteOnce, or ReadOnlyMany when readOnly).
+func accessModeChange(in, out *v1.PersistentVolume) string {
+	if slices.Equal(in.Spec.AccessModes, out.Spec.AccessModes) {
+		return ""
+	}
+	var lost []string
+	for _, m := range in.Spec.AccessModes {
+		if !slices.Contains(out.Spec.AccessModes, m) {
+			lost = append(lost, string(m))
+		}
+	}
+	msg := fmt.Sprintf("access modes %v become %v", in.Spec.AccessModes, out.Spec.AccessModes)
+	if len(lost) > 0 {
+		msg += fmt.Sprintf(" (%s dropped: the CSI driver is asked only for the modes it serves for this volume; a claim that asks for %s stays bound, but pods on several nodes can no longer mount it at once)", strings.Join(lost, ", "), lost[0])
+	}
+	return msg
+}
+
+// translatableClass reports whether csimigrate replaces sc by a CSI class:
+// a class of an in-tree plugin it translates, or of a provisioner outside
+// Kubernetes that writes that plugin's sources (plugin.InTreeNameOfProvisioner).
+func translatableClass(tr *translate.Translator, sc *storagev1.StorageClass) bool {
+	inTree := plugin.InTreeNameOfProvisioner(sc.Provisioner)
+	return inTree != "" && tr.IsMigratableIntreePluginByName(inTree)
+}
+
+// asInTreeClass is sc as the in-tree plugin's class: a class of a provisioner
+// outside Kubernetes that writes in-tree sources and took the in-tree
+// plugin's parameters (ceph.com/rbd) names the in-tree plugin instead, so
+// that it translates like one. sc is not modified.
+func asInTreeClass(sc *storagev1.StorageClass) *storagev1.StorageClass {
+	inTree := plugin.InTreeNameOfProvisioner(sc.Provisioner)
+	if inTree == "" || inTree == sc.Provisioner {
+		return sc
+	}
+	c := *sc
+	c.Provisioner = inTree
+	return &c
 }

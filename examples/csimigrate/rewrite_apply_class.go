@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
@@ -59,7 +60,8 @@ func (a *applier) classReplacement(sc *storagev1.StorageClass) (*storagev1.Stora
 // classReplacementOf is the class that replaces an in-tree class, as
 // rewrite -apply creates it and rewrite prints it for review.
 func classReplacementOf(tr *translate.Translator, logger klog.Logger, sc *storagev1.StorageClass) (*storagev1.StorageClass, error) {
-	out, err := tr.TranslateInTreeStorageClassToCSI(logger, sc.Provisioner, sc)
+	in := asInTreeClass(sc)
+	out, err := tr.TranslateInTreeStorageClassToCSI(logger, in.Provisioner, in)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +169,7 @@ func (a *applier) dryRunClasses(ctx context.Context, targets []target) error {
 // migration user only from the secret and would connect as client.admin
 // with that user's key). The plan reports the same.
 func (a *applier) classSecretRefusal(ctx context.Context, cur, r *storagev1.StorageClass) error {
-	if cur.Provisioner != rbd.PluginName {
+	if plugin.InTreeNameOfProvisioner(cur.Provisioner) != rbd.PluginName {
 		return nil
 	}
 	ref, user, err := classAdminSecret(r)

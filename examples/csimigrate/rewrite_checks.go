@@ -10,6 +10,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/secrets"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -325,8 +326,58 @@ func (a *applier) check(ctx context.Context, cur *v1.PersistentVolume) (*checks,
 	if err != nil {
 		return nil, refuse("%v", err)
 	}
+	if err := a.secretRefusal(ctx, cur, r.CSI); err != nil {
+		return nil, err
+	}
 	if err := a.inUseRefusal(ctx, cur, cur, r.CSI.Spec.CSI.Driver, r.CSI.Spec.CSI.VolumeHandle); err != nil {
 		return nil, err
 	}
 	return &checks{uid: cur.UID, sc: sc, pvc: pvc, repl: r.CSI, kept: r.KeptRetain()}, nil
+}
+
+// secretRefusal is why the rewrite leaves an in-tree Ceph PV alone for the
+// secrets its replacement csi makes Ceph CSI read: each must exist with what
+// the driver reads, as the user of the in-tree source (secrets.CephCSISecretReady,
+// the rule the plan applies). A PV rewritten before its secret is ready would
+// not stage, expand or delete. Values are never read into anything printed.
+func (a *applier) secretRefusal(ctx context.Context, cur, csi *v1.PersistentVolume) error {
+	driver, user := pvSecretDriver(cur)
+	if driver == "" || csi.Spec.CSI == nil {
+		return nil
+	}
+	for _, need := range csiSecretNeeds(csi.Spec.CSI, driver, user) {
+		ref := need.key()
+		s, err := getOrNil(a.client.CoreV1().Secrets(need.ns).Get(ctx, need.name, metav1.GetOptions{}))
+		if err != nil {
+			return fmt.Errorf("reading Secret %s, which Ceph CSI reads for the rewritten PV (%s): %w", ref, strings.Join(need.uses, ", "), err)
+		}
+		if s == nil {
+			fields, _ := secretFields(need, "create")
+			return &refusal{reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), does not exist", ref, strings.Join(need.uses, ", ")),
+				remedy: fmt.Sprintf("create it with %s (csimigrate plan lists it under SECRETS)", strings.Join(fields, ", "))}
+		}
+		fixes, err := secrets.CephCSISecretReady(s, driver, user)
+		if err != nil {
+			fields, _ := secretFields(need, "fix")
+			return &refusal{reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), %s", ref, strings.Join(need.uses, ", "), cephSecretProblem(err, need)),
+				remedy: fmt.Sprintf("give it %s (csimigrate plan lists it under SECRETS)", strings.Join(fields, ", "))}
+		}
+		for _, f := range fixes {
+			return &refusal{reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), lacks %s=%s: %s", ref, strings.Join(need.uses, ", "), f.Field, f.Value, f.Reason),
+				remedy: fmt.Sprintf("add %s: %s to Secret %s", f.Field, f.Value, ref)}
+		}
+	}
+	return nil
+}
+
+// pvSecretDriver is the Ceph CSI driver whose secret rule applies to an
+// in-tree PV, and the RADOS user it must authenticate as; "" for others.
+func pvSecretDriver(pv *v1.PersistentVolume) (driver, user string) {
+	switch {
+	case pv.Spec.RBD != nil:
+		return secrets.CephRBDDriver, pv.Spec.RBD.RadosUser
+	case pv.Spec.CephFS != nil:
+		return secrets.CephFSDriver, cephUser(pv.Spec.CephFS.User)
+	}
+	return "", ""
 }

@@ -241,6 +241,9 @@ func (r *pvRun) save(ctx context.Context) error {
 	if err != nil {
 		return refuse("%v", err)
 	}
+	if change := accessModeChange(r.cur, repl); change != "" && !r.dir.undo {
+		r.a.say("pv/%s: %s\n", r.t.name, change)
+	}
 	saved, err := r.a.saveState(ctx, r.cur, repl, kept, r.dir.undo)
 	switch {
 	case apierrors.IsAlreadyExists(err):

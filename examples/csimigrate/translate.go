@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -70,12 +71,34 @@ func (s *translateSink) Add(obj any) {
 			s.failed = true
 			return
 		}
-		s.emit(cleanPV(csi))
-	case *storagev1.StorageClass:
-		if !s.tr.IsMigratableIntreePluginByName(o.Provisioner) {
+		// What plan and rewrite decide for the PV, decided the same way:
+		// a blocker refuses it, a reclaim policy the driver would not honour
+		// is kept at Retain, a change in access modes is named.
+		blocked := false
+		for _, f := range s.tr.CheckPV(o) {
+			if f.Severity == plugin.SeverityBlocker {
+				fmt.Fprintf(s.stderr, "PersistentVolume %s: %s: %s; %s\n", o.Name, f.Code, f.Message, f.Remedy)
+				blocked = true
+			} else if why, ok := keepsRetain[f.Code]; ok && csi.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
+				fmt.Fprintf(s.stderr, "PersistentVolume %s: reclaim policy Retain, not %s: %s\n", o.Name, csi.Spec.PersistentVolumeReclaimPolicy, why)
+				csi.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
+			}
+		}
+		if blocked {
+			s.failed = true
 			return
 		}
-		csi, err := s.tr.TranslateInTreeStorageClassToCSI(s.logger, o.Provisioner, o)
+		keepServedModes(o, csi)
+		if change := accessModeChange(o, csi); change != "" {
+			fmt.Fprintf(s.stderr, "PersistentVolume %s: %s\n", o.Name, change)
+		}
+		s.emit(cleanPV(csi))
+	case *storagev1.StorageClass:
+		if !translatableClass(s.tr, o) {
+			return
+		}
+		in := asInTreeClass(o)
+		csi, err := s.tr.TranslateInTreeStorageClassToCSI(s.logger, in.Provisioner, in)
 		if err != nil {
 			fmt.Fprintln(s.stderr, err)
 			s.failed = true

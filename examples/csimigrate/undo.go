@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,6 +48,7 @@ func undoReplacement(tr *translate.Translator, cur *v1.PersistentVolume) (*v1.Pe
 	}
 	cleanPV(in)
 	keepClaimRef(in, cur)
+	dropServedModes(in)
 	in.Finalizers = nil
 	for k := range strings.SplitSeq(cur.Annotations[AnnAddedAnnotations], ",") {
 		delete(in.Annotations, k)
@@ -147,4 +150,27 @@ func (a *applier) serverMinor() (int, error) {
 	}
 	a.minor = minor
 	return minor, nil
+}
+
+// dropServedModes removes from the in-tree form of a rewritten PV the
+// overrides annotation that records only its access modes, as
+// keepServedModes kept them: the in-tree PV had those modes itself, so the
+// undo gives it back as it was.
+func dropServedModes(in *v1.PersistentVolume) {
+	raw, ok := in.Annotations[plugin.AnnCSIOverrides]
+	if !ok || in.Spec.RBD == nil {
+		return
+	}
+	var o map[string]json.RawMessage
+	if json.Unmarshal([]byte(raw), &o) != nil || len(o) != 1 {
+		return
+	}
+	var modes []v1.PersistentVolumeAccessMode
+	if json.Unmarshal(o["accessModes"], &modes) != nil || !slices.Equal(modes, in.Spec.AccessModes) || len(modes) == 0 {
+		return
+	}
+	if !servedAsTheyAre(in) {
+		return // not what keepServedModes keeps
+	}
+	delete(in.Annotations, plugin.AnnCSIOverrides)
 }
