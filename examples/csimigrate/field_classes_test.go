@@ -159,7 +159,7 @@ func TestFieldClasses(t *testing.T) {
 		// an apiVersion csimigrate does not read: refused, the document named.
 		for in, want := range map[string]string{
 			"apiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: x}\nspec: {template: {spec: {containers: []}}}\n": "document 1: Deployment x: spec.selector: absent",
-			"apiVersion: storage.k8s.io/v2\nkind: StorageClass\nmetadata: {name: v2class}\nprovisioner: kubernetes.io/rbd\n":            `document 1: StorageClass v2class: apiVersion "storage.k8s.io/v2"`,
+			"apiVersion: storage.k8s.io/v2\nkind: StorageClass\nmetadata: {name: v2class}\nprovisioner: kubernetes.io/rbd\n":      `document 1: StorageClass v2class: apiVersion "storage.k8s.io/v2"`,
 		} {
 			_, stderr, code := runCmd(t, in, "plan", "-f", "-")
 			if code != exitInput || !strings.Contains(stderr, want) {
