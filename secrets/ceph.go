@@ -276,8 +276,9 @@ var ErrCephSecretUnusable = errors.New("the Ceph CSI driver cannot use this secr
 // CephCSISecretReady judges a Secret as the Ceph CSI driver named by driver
 // (CephRBDDriver or CephFSDriver) reads it for a volume of RADOS user user
 // ("" means admin): nil, nil when the driver authenticates as that user; the
-// fixes (a field to add, never a key) when it would authenticate as another
-// user; an error wrapping ErrCephSecretUnusable (and the driver's own error
+// fixes (a field to add or change, never a key: adminId of a migration
+// secret, userID of a userID/userKey secret, whose userKey must then be that
+// user's key) when it would authenticate as another user; an error wrapping ErrCephSecretUnusable (and the driver's own error
 // kind: ErrCephNoKey, ErrCephMissingID, ErrCephMissingKey, ErrCephSecretEmpty)
 // when it cannot authenticate at all. A nil secret is an unusable one. Values
 // never appear in the result.
@@ -306,12 +307,23 @@ func CephCSISecretReady(secret *v1.Secret, driver, user string) ([]Fix, error) {
 			return nil, fmt.Errorf("%w: %w: secret %s has no non-empty %q and no %q with %q (fields: %q)",
 				ErrCephSecretUnusable, ErrCephNoKey, id, CephInTreeKey, CephUserID, CephUserKey, fields)
 		}
-		return nil, nil
+		return userIDFix(secret, data, user), nil
 	case CephFSDriver:
 		if _, err := CephCSIUserCredentials(data); err != nil {
 			return nil, fmt.Errorf("%w: %w: secret %s needs non-empty %q and %q (fields: %q)", ErrCephSecretUnusable, err, id, CephUserID, CephUserKey, fields)
 		}
-		return nil, nil
+		return userIDFix(secret, data, user), nil
 	}
 	return nil, fmt.Errorf("%w: driver %q: want %q or %q", ErrCephSecretUnusable, driver, CephRBDDriver, CephFSDriver)
+}
+
+// userIDFix is the fix of a userID/userKey secret that names another user
+// than the volume's: the driver would connect as that user, whom the
+// volume's caps were not given to. The key must change with it.
+func userIDFix(secret *v1.Secret, data map[string]string, user string) []Fix {
+	if got := data[CephUserID]; got != user {
+		return []Fix{{Namespace: secret.Namespace, Name: secret.Name, Field: CephUserID, Value: user,
+			Reason: fmt.Sprintf("Ceph CSI would connect as %q, not as the volume's RADOS user %q (userKey must then be %s's key)", got, user, user)}}
+	}
+	return nil
 }

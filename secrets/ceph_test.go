@@ -157,6 +157,8 @@ func TestCephCSISecretReady(t *testing.T) {
 		{"rbd non-admin with adminId", CephRBDDriver, "kube", sec("key", "K", "adminId", "kube"), "", nil},
 		{"rbd adminId of another user", CephRBDDriver, "kube", sec("key", "K", "adminId", "other"), "adminId=kube", nil},
 		{"rbd userID and userKey", CephRBDDriver, "kube", sec("userID", "kube", "userKey", "K"), "", nil},
+		{"rbd userID of another user", CephRBDDriver, "kube", sec("userID", "other", "userKey", "K"), "userID=kube", nil},
+		{"cephfs userID of another user", CephFSDriver, "", sec("userID", "nobody", "userKey", "K"), "userID=admin", nil},
 		{"rbd single other field (in-tree read it)", CephRBDDriver, "", sec("password", "K"), "", ErrCephNoKey},
 		{"rbd empty key", CephRBDDriver, "", sec("key", ""), "", ErrCephNoKey},
 		{"rbd empty", CephRBDDriver, "", sec(), "", ErrCephNoKey},

@@ -171,6 +171,7 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 		t.Fatal(err)
 	}
 	pv := boundPV(pvName, ns, "data", pvc.UID, tc.source("online"))
+	ensureSecrets(t, c, pv)
 	if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +333,9 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.CoreV1().PersistentVolumes().Create(ctx, boundPV(pvName, ns, podName, pvc.UID, tc.source(pvName)), metav1.CreateOptions{}); err != nil {
+		pv := boundPV(pvName, ns, podName, pvc.UID, tc.source(pvName))
+		ensureSecrets(t, c, pv)
+		if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitBound(t, c, ns, []string{pvName})

@@ -236,8 +236,11 @@ type secretNeed struct {
 	// from is the in-tree secret "namespace/name" a derived CephFS secret
 	// is made from ("" for a secret the volume names itself).
 	from string
-	// uses lists what the driver reads it for: "nodeStage", ...
+	// uses lists what the driver reads it for: "node-stage", ...
 	uses []string
+	// anyUser: the user is not known (a deletion secret the PV named
+	// itself): only whether the driver can use the secret is judged.
+	anyUser bool
 }
 
 func (n secretNeed) key() string { return claimKey(n.ns, n.name) }
@@ -341,7 +344,7 @@ func (p *planner) addPV(pv *v1.PersistentVolume) {
 	p.needs(pv, out, err, idx)
 	if err == nil && !slices.ContainsFunc(vp.Findings, func(f plugin.Finding) bool { return f.Severity == plugin.SeverityBlocker }) {
 		// out is completed into the replacement in place: needs has read it.
-		vp.Findings = append(vp.Findings, p.rewriteChanges(pv, out, checked)...)
+		vp.Findings = append(vp.Findings, p.rewriteChanges(pv, out, checked, idx)...)
 	}
 	for _, f := range vp.Findings {
 		if f.Severity == plugin.SeverityBlocker {
@@ -400,13 +403,17 @@ const (
 // translated source: a reclaim policy kept at Retain.
 // out is pv's translation and checked its findings (rewrite -apply's
 // replacement is built from them, not translated again).
-func (p *planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.Finding) []plugin.Finding {
+func (p *planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.Finding, idx int) []plugin.Finding {
 	var pvc *v1.PersistentVolumeClaim
 	if c := pv.Spec.ClaimRef; c != nil {
 		pvc = p.claims[claimKey(c.Namespace, c.Name)]
 	}
 	sc := p.classes[pv.Spec.StorageClassName]
 	r, err := replacementOf(p.tr, p.logger, pv, out, checked, sc, pvc)
+	if need, ok := r.deletionNeed(); ok && err == nil {
+		need.volume = idx
+		p.secretNeeds = append(p.secretNeeds, need)
+	}
 	if err != nil {
 		// CheckPV's blockers are reported already (the caller asks only
 		// without them); what is left is the class's provisioner secret.
@@ -863,6 +870,9 @@ func (p *planner) planSecret(need secretNeed, add func(SecretPlan)) {
 	} else {
 		var err error
 		fixes, err = secrets.CephCSISecretReady(s, need.driver, need.user)
+		if need.anyUser {
+			fixes = nil
+		}
 		switch {
 		case err != nil:
 			problem, action = cephSecretProblem(err, need), "fix"

@@ -256,6 +256,23 @@ type RewritePV struct {
 	keptWhy []string
 	// noSecret: Retain is kept (also) for want of a deletion secret.
 	noSecret bool
+	// deletionUser is the RADOS user of the deletion secret the rewrite
+	// names (the class's adminId; "" for admin), anyDeletionUser set when
+	// the PV named that secret itself and the user is not known.
+	deletionUser    string
+	anyDeletionUser bool
+}
+
+// deletionNeed is the deletion secret Ceph CSI reads to delete the volume of
+// a replacement that ends with reclaim policy Delete, ok false when there is
+// none to check.
+func (r RewritePV) deletionNeed() (secretNeed, bool) {
+	name, ns := r.CSI.Annotations[annDeletionSecretName], r.CSI.Annotations[annDeletionSecretNamespace]
+	if r.RestorePolicy != v1.PersistentVolumeReclaimDelete || name == "" || r.CSI.Spec.CSI == nil || r.CSI.Spec.CSI.Driver != rbd.DriverName {
+		return secretNeed{}, false
+	}
+	return secretNeed{ns: ns, name: name, driver: secrets.CephRBDDriver, user: r.deletionUser, anyUser: r.anyDeletionUser, volume: -1,
+		uses: []string{"deletion (" + annDeletionSecretName + ")"}}, true
 }
 
 // hazardPrefix starts every reason of Hazard.
@@ -343,6 +360,8 @@ func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Per
 	}
 	// CephFS volumes are static for Ceph CSI, which never deletes them (and
 	// reads no deletion secret for them).
+	var deletionUser string
+	_, anyDeletionUser := pv.Annotations[annDeletionSecretName]
 	if _, ok := pv.Annotations[annDeletionSecretName]; !ok && sc != nil && inTree != plugin.CephFSInTreePluginName &&
 		(plugin.InTreeNameOfProvisioner(sc.Provisioner) == inTree || sc.Provisioner == csi.Spec.CSI.Driver) {
 		ref, err := provisionerSecret(tr, logger, pv, sc, pvc)
@@ -350,6 +369,7 @@ func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Per
 			return RewritePV{}, fmt.Errorf("the provisioner secret of StorageClass %s, for deleting the volume: %w", sc.Name, err)
 		}
 		if ref != nil {
+			deletionUser = classAdminID(sc)
 			csi.Annotations[annDeletionSecretName] = ref.Name
 			csi.Annotations[annDeletionSecretNamespace] = ref.Namespace
 			// What the undo removes again.
@@ -370,7 +390,8 @@ func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Per
 		hazard = append(hazard, hazardPrefix+k)
 	}
 	return RewritePV{Name: pv.Name, Driver: csi.Spec.CSI.Driver, OriginalPolicy: original,
-		RestorePolicy: restore, Hazard: strings.Join(hazard, "; "), CSI: csi, keptWhy: kept, noSecret: noSecret}, nil
+		RestorePolicy: restore, Hazard: strings.Join(hazard, "; "), CSI: csi, keptWhy: kept, noSecret: noSecret,
+		deletionUser: deletionUser, anyDeletionUser: anyDeletionUser}, nil
 }
 
 // keepsRetain are the CheckPV findings after which the CSI driver would not
@@ -656,10 +677,32 @@ func accessModeChange(in, out *v1.PersistentVolume) string {
 		}
 	}
 	msg := fmt.Sprintf("access modes %v become %v", in.Spec.AccessModes, out.Spec.AccessModes)
-	if len(lost) > 0 {
-		msg += fmt.Sprintf(" (%s dropped: the CSI driver is asked only for the modes it serves for this volume; a claim that asks for %s stays bound, but pods on several nodes can no longer mount it at once)", strings.Join(lost, ", "), lost[0])
+	if len(lost) == 0 {
+		return msg
 	}
-	return msg
+	msg += fmt.Sprintf(" (%s dropped: the driver is asked only for what it serves for this volume; a claim that asks for %s stays bound", strings.Join(lost, ", "), lost[0])
+	if slices.Contains(lost, string(v1.ReadOnlyMany)) {
+		msg += "; pods on other nodes can no longer mount it read-only while it is attached"
+	}
+	if slices.Contains(lost, string(v1.ReadWriteMany)) && in.Spec.RBD != nil {
+		// Ceph CSI refuses to stage ReadWriteMany on a file system; the
+		// in-tree plugin never served it either (its access modes were
+		// ReadWriteOnce and ReadOnlyMany, and it mapped an image read-write
+		// only where no other node had it mapped).
+		msg += "; the in-tree plugin mapped it read-write on one node at a time too, so its pods see no difference, and a second node's attach is now refused before it is tried"
+	}
+	return msg + ")"
+}
+
+// classAdminID is the adminId of an in-tree RBD class (keys matched
+// case-insensitively, as in-tree did): the RADOS user of its admin secret.
+func classAdminID(sc *storagev1.StorageClass) string {
+	for k, v := range sc.Parameters {
+		if strings.EqualFold(k, "adminId") {
+			return v
+		}
+	}
+	return ""
 }
 
 // translatableClass reports whether csimigrate replaces sc by a CSI class:

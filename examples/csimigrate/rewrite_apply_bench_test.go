@@ -34,6 +34,7 @@ func seedMany(b *testing.B, c kubernetes.Interface, ns string, n int) {
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
+	ensureSecrets(b, c, boundPV(ns, ns, ns, "", rbdSource(ns, ns))) // one secret for all
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	work := make(chan int)

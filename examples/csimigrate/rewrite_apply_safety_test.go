@@ -45,6 +45,7 @@ func mkPV(t *testing.T, c kubernetes.Interface, ns, name string, edit func(*v1.P
 	if edit != nil {
 		edit(pv)
 	}
+	ensureSecrets(t, c, pv)
 	out, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

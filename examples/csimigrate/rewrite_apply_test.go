@@ -20,7 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/testenv"
+	"github.com/csimigrate/csimigrate/translate"
 )
 
 // startServer starts a real kube-apiserver; the test fails if it cannot.
@@ -59,7 +61,7 @@ func seed(t *testing.T, c kubernetes.Interface, ns string) []string {
 		"rbd": {RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.70.53.126:6789"}, RBDImage: "kubernetes-dynamic-pvc-" + ns, RBDPool: "rbd",
 			RadosUser: "kube", SecretRef: &v1.SecretReference{Name: "ceph", Namespace: ns}}},
 		"rbd-static": {RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.70.53.126:6789"}, RBDImage: "static_" + ns, RBDPool: "rbd",
-			SecretRef: &v1.SecretReference{Name: "ceph", Namespace: ns}}},
+			SecretRef: &v1.SecretReference{Name: "ceph-admin-user", Namespace: ns}}}, // admin's key: not the secret of kube's volume
 		"cephfs":  {CephFS: &v1.CephFSPersistentVolumeSource{Monitors: []string{"10.70.53.126:6789"}, Path: "/volumes/" + ns, SecretRef: &v1.SecretReference{Name: "cephfs"}}},
 		"vsphere": {VsphereVolume: &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[vsanDatastore] kubevols/" + ns + ".vmdk", StoragePolicyName: "gold"}},
 	}
@@ -75,6 +77,7 @@ func seed(t *testing.T, c kubernetes.Interface, ns string) []string {
 			pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/rbd"}
 			pv.Spec.StorageClassName = "rbd-" + ns
 		}
+		ensureSecrets(t, c, pv)
 		if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("seeding %s: %v", name, err)
 		}
@@ -249,6 +252,53 @@ func TestRewriteApplyEndToEnd(t *testing.T) {
 		got := endState(t, c, ns, names)
 		if diff := cmp.Diff(normalise(want), normalise(got)); diff != "" {
 			t.Errorf("k=%d: end state after an interruption (-uninterrupted +resumed):\n%s", k, diff)
+		}
+	}
+}
+
+// ensureSecrets creates, where missing, the Secrets the rewrite of an
+// in-tree Ceph PV makes Ceph CSI read, with what the driver reads (RBD: the
+// key, and adminId for a non-admin user; CephFS: userID and userKey): the
+// tests of the rewrite's other rules start from PVs whose secrets are
+// ready, as rewrite -apply requires (secretRefusal).
+func ensureSecrets(t testing.TB, c kubernetes.Interface, pv *v1.PersistentVolume) {
+	t.Helper()
+	driver, user := pvSecretDriver(pv)
+	if driver == "" {
+		return
+	}
+	tr, err := translate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := tr.TranslateInTreePVToCSI(klog0(), pv)
+	if err != nil {
+		return // the rewrite refuses it anyway
+	}
+	ctx := context.Background()
+	needs := csiSecretNeeds(out.Spec.CSI, driver, user)
+	if name := pv.Spec.StorageClassName; name != "" && pv.Spec.RBD != nil {
+		// The class's admin secret deletes the volume.
+		if sc, err := c.StorageV1().StorageClasses().Get(ctx, name, metav1.GetOptions{}); err == nil && translatableClass(tr, sc) {
+			if ref, err := provisionerSecret(tr, klog0(), pv, sc, nil); err == nil && ref != nil {
+				needs = append(needs, secretNeed{ns: ref.Namespace, name: ref.Name, driver: driver, user: classAdminID(sc)})
+			}
+		}
+	}
+	for _, need := range needs {
+		user := need.user
+		if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: need.ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		data := map[string]string{"key": "AQD8P0ZmAAAAABAAa2V5LW9mLXRoZS10ZXN0cw=="}
+		if driver == secrets.CephFSDriver {
+			data = map[string]string{"userID": cephUser(user), "userKey": "AQD8P0ZmAAAAABAAa2V5LW9mLXRoZS10ZXN0cw=="}
+		} else if user != "" && user != secrets.CephDefaultUser {
+			data["adminId"] = user
+		}
+		s := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: need.ns, Name: need.name}, StringData: data}
+		if _, err := c.CoreV1().Secrets(need.ns).Create(ctx, s, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("secret %s: %v", need.key(), err)
 		}
 	}
 }

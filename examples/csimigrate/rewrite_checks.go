@@ -326,7 +326,7 @@ func (a *applier) check(ctx context.Context, cur *v1.PersistentVolume) (*checks,
 	if err != nil {
 		return nil, refuse("%v", err)
 	}
-	if err := a.secretRefusal(ctx, cur, r.CSI); err != nil {
+	if err := a.secretRefusal(ctx, cur, r); err != nil {
 		return nil, err
 	}
 	if err := a.inUseRefusal(ctx, cur, cur, r.CSI.Spec.CSI.Driver, r.CSI.Spec.CSI.VolumeHandle); err != nil {
@@ -336,16 +336,21 @@ func (a *applier) check(ctx context.Context, cur *v1.PersistentVolume) (*checks,
 }
 
 // secretRefusal is why the rewrite leaves an in-tree Ceph PV alone for the
-// secrets its replacement csi makes Ceph CSI read: each must exist with what
+// secrets its replacement r makes Ceph CSI read (the deletion secret of one
+// that ends with reclaim policy Delete included): each must exist with what
 // the driver reads, as the user of the in-tree source (secrets.CephCSISecretReady,
 // the rule the plan applies). A PV rewritten before its secret is ready would
 // not stage, expand or delete. Values are never read into anything printed.
-func (a *applier) secretRefusal(ctx context.Context, cur, csi *v1.PersistentVolume) error {
+func (a *applier) secretRefusal(ctx context.Context, cur *v1.PersistentVolume, r RewritePV) error {
 	driver, user := pvSecretDriver(cur)
-	if driver == "" || csi.Spec.CSI == nil {
+	if driver == "" || r.CSI.Spec.CSI == nil {
 		return nil
 	}
-	for _, need := range csiSecretNeeds(csi.Spec.CSI, driver, user) {
+	needs := csiSecretNeeds(r.CSI.Spec.CSI, driver, user)
+	if need, ok := r.deletionNeed(); ok {
+		needs = append(needs, need)
+	}
+	for _, need := range needs {
 		ref := need.key()
 		s, err := getOrNil(a.client.CoreV1().Secrets(need.ns).Get(ctx, need.name, metav1.GetOptions{}))
 		if err != nil {
@@ -356,13 +361,16 @@ func (a *applier) secretRefusal(ctx context.Context, cur, csi *v1.PersistentVolu
 			return &refusal{reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), does not exist", ref, strings.Join(need.uses, ", ")),
 				remedy: fmt.Sprintf("create it with %s (csimigrate plan lists it under SECRETS)", strings.Join(fields, ", "))}
 		}
-		fixes, err := secrets.CephCSISecretReady(s, driver, user)
+		fixes, err := secrets.CephCSISecretReady(s, need.driver, need.user)
 		if err != nil {
 			fields, _ := secretFields(need, "fix")
 			return &refusal{reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), %s", ref, strings.Join(need.uses, ", "), cephSecretProblem(err, need)),
 				remedy: fmt.Sprintf("give it %s (csimigrate plan lists it under SECRETS)", strings.Join(fields, ", "))}
 		}
 		for _, f := range fixes {
+			if need.anyUser {
+				break
+			}
 			return &refusal{reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), lacks %s=%s: %s", ref, strings.Join(need.uses, ", "), f.Field, f.Value, f.Reason),
 				remedy: fmt.Sprintf("add %s: %s to Secret %s", f.Field, f.Value, ref)}
 		}

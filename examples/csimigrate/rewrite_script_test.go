@@ -58,7 +58,7 @@ func TestRewriteScriptWithKubectl(t *testing.T) {
 	ctx := context.Background()
 	mkPV(t, c, "script", "script-ok", nil)
 	out, err := runScriptChecked(t, kc, func(script string) {
-		if !strings.Contains(script, "no provisioner secret is known") {
+		if !strings.Contains(script, "the PV names no StorageClass") {
 			t.Error("the script does not say why the policy stays Retain")
 		}
 	}, "script-ok")

@@ -173,6 +173,7 @@ func TestUndoIdentityOnServer(t *testing.T) {
 			}
 			ref.UID = pvc.UID
 		}
+		ensureSecrets(t, c, pv)
 		created, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
 		if err != nil {
 			rt.Fatalf("the generated PV is not accepted: %v", err)

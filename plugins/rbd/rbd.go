@@ -49,7 +49,6 @@ package rbd
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -646,10 +645,6 @@ const (
 	FindingNonAdminUser            = "RBDSecretNeedsAdminId"
 	FindingNoSecret                = "RBDNoSecretRef"
 	FindingInvalid                 = "RBDInvalidSource"
-	// FindingAccessModeRefused: the PV allows ReadWriteMany on a file
-	// system, which Ceph CSI refuses (it serves multi-node writers only for
-	// volumeMode Block).
-	FindingAccessModeRefused = "RBDAccessModeRefused"
 )
 
 // CheckPV reports the migration hazards of an RBD PV: a handle Ceph CSI
@@ -684,11 +679,6 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugin.Finding {
 			Message: "the volume has no secret reference (in-tree read the keyring file " + keyringOrDefault(src.Keyring) + " on the node); Ceph CSI needs a Secret",
 			Remedy: "create a Secret holding the user's key under \"key\" (and \"adminId\" for a non-admin user), then re-create the PV object with spec.rbd.secretRef naming it " +
 				"(reclaim policy Retain first, delete the PV object, create it again with the same name and claimRef; the image is kept and the claim binds to it again)"})
-	}
-	if slices.Contains(pv.Spec.AccessModes, v1.ReadWriteMany) && (pv.Spec.VolumeMode == nil || *pv.Spec.VolumeMode != v1.PersistentVolumeBlock) {
-		out = append(out, plugin.Finding{Code: FindingAccessModeRefused, Severity: plugin.SeverityBlocker, Field: "spec.accessModes",
-			Message: fmt.Sprintf("access modes %v with volumeMode Filesystem: Ceph CSI serves ReadWriteMany only for volumeMode Block and refuses to stage this volume (a file system mounted read-write on several nodes at once is corrupted)", pv.Spec.AccessModes),
-			Remedy:  "keep the PV in-tree until its pods run on one node at a time, then re-create the PV object with accessModes [ReadWriteOnce] (reclaim policy Retain first; same name and claimRef; the image is kept); a claim asking ReadWriteMany must be re-created too"})
 	}
 	if u := src.RadosUser; u != "" && u != defaultUser {
 		out = append(out, plugin.Finding{Code: FindingNonAdminUser, Severity: plugin.SeverityWarning, Field: "spec.rbd.user",
