@@ -45,12 +45,12 @@ var driverReasons = []string{"SecretNotReady", "SecretMissing", "RBDNoSecretRef"
 type secretShape int
 
 const (
-	shapeMissing        secretShape = iota // no Secret of that name
-	shapeKey                               // key: u's key (in-tree's form)
-	shapeKeyAdminID                        // key and adminId: u (the migration fix applied)
-	shapeKeyOtherID                        // key and adminId naming another user
-	shapeUserIDKey                         // userID: u, userKey: u's key (Ceph CSI's form)
-	shapeSingleField                       // u's key under another single field (in-tree read any)
+	shapeMissing     secretShape = iota // no Secret of that name
+	shapeKey                            // key: u's key (in-tree's form)
+	shapeKeyAdminID                     // key and adminId: u (the migration fix applied)
+	shapeKeyOtherID                     // key and adminId naming another user
+	shapeUserIDKey                      // userID: u, userKey: u's key (Ceph CSI's form)
+	shapeSingleField                    // u's key under another single field (in-tree read any)
 	numShapes
 )
 
