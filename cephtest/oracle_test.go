@@ -20,6 +20,7 @@ import (
 	"pgregory.net/rapid"
 	"sigs.k8s.io/yaml"
 
+	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/secrets"
 )
 
@@ -70,7 +71,10 @@ type oraclePV struct {
 
 // oracleCluster is one drawn cluster: PVs, their classes and secrets.
 type oracleCluster struct {
-	PVs     []oraclePV
+	// ClassShape and ClassUser: the classes' admin secret.
+	ClassShape secretShape
+	ClassUser  string
+	PVs        []oraclePV
 	Secrets []*v1.Secret
 	Classes []*storagev1.StorageClass
 }
@@ -132,15 +136,17 @@ func shapedSecret(ns, name string, shape secretShape, u, k, other string) *v1.Se
 // and users are made in Ceph by the caller.
 func drawCluster(t *rapid.T, keys map[string]string, round int) *oracleCluster {
 	oc := &oracleCluster{}
-	classReady := rapid.Bool().Draw(t, "classSecretReady")
-	adminSecret := mkSecret(oracleSysNS, "ceph-admin", "key", keys["admin"])
-	classUser := "admin"
-	if !classReady {
-		// The class connects as the tenant, whose secret lacks adminId.
-		adminSecret = mkSecret(oracleSysNS, "ceph-admin", "key", keys[oracleUser])
-		classUser = oracleUser
+	// The classes' admin secret: every shape, for admin or the tenant.
+	classUser := rapid.SampledFrom([]string{"admin", oracleUser}).Draw(t, "classUser")
+	classOther := "admin"
+	if classUser == "admin" {
+		classOther = oracleUser
 	}
-	oc.Secrets = append(oc.Secrets, adminSecret)
+	oc.ClassShape = secretShape(rapid.IntRange(0, int(numShapes)-1).Draw(t, "classShape"))
+	oc.ClassUser = classUser
+	if s := shapedSecret(oracleSysNS, "ceph-admin", oc.ClassShape, classUser, keys[classUser], classOther); s != nil {
+		oc.Secrets = append(oc.Secrets, s)
+	}
 	for _, prov := range []string{"kubernetes.io/rbd", "ceph.com/rbd"} {
 		name := "oracle-" + strings.ReplaceAll(strings.TrimPrefix(strings.TrimPrefix(prov, "kubernetes.io/"), "ceph.com/"), "/", "-")
 		if prov == "ceph.com/rbd" {
@@ -343,6 +349,7 @@ func TestCephPlanVerdictOracle(t *testing.T) {
 	base := seed(t)
 	start := time.Now()
 	var pvs, ready, blockedDriver, blockedOther, falseReady, falseBlocked int
+	var scs, readyClasses, falseReadyClasses, falseBlockedClasses int
 	for round := range draws {
 		var oc *oracleCluster
 		rapid.Custom(func(rt *rapid.T) int { oc = drawCluster(rt, keys, round); return 0 }).Example(base + round)
@@ -369,7 +376,15 @@ func TestCephPlanVerdictOracle(t *testing.T) {
 		// The CSI PVs the rewrite would create, as it prints them for
 		// review; PVs it refuses are judged in their translated form.
 		replacements := map[string]*v1.PersistentVolume{}
+		classes := map[string]*storagev1.StorageClass{}
 		for _, doc := range strings.Split(string(runCommand(t, []string{"rewrite", "-o", "yaml"}, oc.objects()...)), "\n---\n") {
+			if strings.Contains(doc, "kind: StorageClass\n") {
+				var sc storagev1.StorageClass
+				if err := yaml.Unmarshal([]byte(doc), &sc); err != nil {
+					t.Fatalf("rewrite -o yaml: %v\n%s", err, doc)
+				}
+				classes[sc.Name] = &sc
+			}
 			if !strings.Contains(doc, "kind: PersistentVolume\n") {
 				continue
 			}
@@ -378,6 +393,63 @@ func TestCephPlanVerdictOracle(t *testing.T) {
 				t.Fatalf("rewrite -o yaml: %v\n%s", err, doc)
 			}
 			replacements[pv.Name] = &pv
+		}
+		// The classes: the plan's verdict against CreateVolume with the
+		// replacement class's parameters and provisioner secret, as
+		// external-provisioner passes them.
+		var planned struct {
+			StorageClasses []struct {
+				Name       string `json:"name"`
+				Migratable bool   `json:"migratable"`
+				Reason     string `json:"reason"`
+			} `json:"storageClasses"`
+		}
+		if err := json.Unmarshal(out, &planned); err != nil {
+			t.Fatal(err)
+		}
+		for _, sp := range planned.StorageClasses {
+			scs++
+			what := fmt.Sprintf("round %d (seed %d): class %s (admin secret %s, adminId %s)", round, base+round, sp.Name, oc.ClassShape, oc.ClassUser)
+			sc, ok := classes[sp.Name]
+			if !ok {
+				if sp.Migratable {
+					t.Errorf("%s: the plan calls it migratable, rewrite -o yaml prints no replacement", what)
+				}
+				// Refused by the rewrite: judged with the translation of
+				// the in-tree class would need the library; the class's
+				// secret is what the plan blocks it for, asked below with
+				// the in-tree parameters' secret.
+				sc = &storagev1.StorageClass{Parameters: map[string]string{"clusterID": clusterIDOf(t, MonitorV1), "pool": oraclePool, "imageFeatures": "layering",
+					"csi.storage.k8s.io/provisioner-secret-name": "ceph-admin", "csi.storage.k8s.io/provisioner-secret-namespace": oracleSysNS}}
+			}
+			params, err := secrets.StripReserved(sc.Parameters)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := secrets.Resolve(secrets.Provisioner, sc.Parameters, secrets.Claim{PVName: "pvc-" + NewUUID()})
+			if err != nil || ref == nil {
+				t.Fatalf("%s: provisioner secret of %v: %v", what, sc.Parameters, err)
+			}
+			resp, err := d.RBD.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "pvc-" + NewUUID(), Parameters: params,
+				Secrets: secrets.SecretStringData(oc.secret(ref.Namespace, ref.Name)), CapacityRange: &csi.CapacityRange{RequiredBytes: imageSize},
+				VolumeCapabilities: []*csi.VolumeCapability{mountCap("ext4")}})
+			if err == nil {
+				// Clean up with admin's credentials: the verdict is made.
+				if _, derr := d.RBD.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: resp.GetVolume().GetVolumeId(),
+					Secrets: map[string]string{"userID": "admin", "userKey": c.AdminKey}}); derr != nil {
+					t.Errorf("%s: deleting the provisioned volume: %v", what, derr)
+				}
+			}
+			switch {
+			case sp.Migratable && err != nil:
+				falseReadyClasses++
+				t.Errorf("false ready: %s: the plan calls it migratable, CreateVolume: %v", what, err)
+			case !sp.Migratable && err == nil:
+				falseBlockedClasses++
+				t.Errorf("false blocked: %s: the plan blocks it (%s), CreateVolume succeeded", what, sp.Reason)
+			case sp.Migratable:
+				readyClasses++
+			}
 		}
 		for _, p := range oc.PVs {
 			pvs++
@@ -483,10 +555,11 @@ func TestCephPlanVerdictOracle(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("oracle: %d draws, %d PVs: %d ready, %d blocked for a driver reason, %d blocked otherwise; false ready %d, false blocked %d; %s",
-		draws, pvs, ready, blockedDriver, blockedOther, falseReady, falseBlocked, time.Since(start).Round(time.Second))
-	if ready == 0 || blockedDriver == 0 {
-		t.Errorf("the generator reached %d ready and %d blocked PVs; it must reach both", ready, blockedDriver)
+	t.Logf("oracle: %d draws, %d PVs: %d ready, %d blocked for a driver reason, %d blocked otherwise; false ready %d, false blocked %d; "+
+		"%d StorageClasses: %d ready, false ready %d, false blocked %d; %s",
+		draws, pvs, ready, blockedDriver, blockedOther, falseReady, falseBlocked, scs, readyClasses, falseReadyClasses, falseBlockedClasses, time.Since(start).Round(time.Second))
+	if ready == 0 || blockedDriver == 0 || readyClasses == 0 || readyClasses == scs {
+		t.Errorf("the generator reached %d ready and %d blocked PVs, %d ready classes of %d; it must reach every verdict", ready, blockedDriver, readyClasses, scs)
 	}
 }
 
@@ -509,4 +582,10 @@ func poolUserKey(t *testing.T, c *Cluster, pool, user string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(key)
+}
+
+// clusterIDOf is the clusterID of monitors, as the plan computes it.
+func clusterIDOf(t *testing.T, mons ...string) string {
+	t.Helper()
+	return ceph.EntryFor(mons).ClusterID
 }
