@@ -75,8 +75,8 @@ type oracleCluster struct {
 	ClassShape secretShape
 	ClassUser  string
 	PVs        []oraclePV
-	Secrets []*v1.Secret
-	Classes []*storagev1.StorageClass
+	Secrets    []*v1.Secret
+	Classes    []*storagev1.StorageClass
 }
 
 func (oc *oracleCluster) objects() []runtime.Object {
