@@ -164,7 +164,8 @@ func (a *applier) dryRunClasses(ctx context.Context, targets []target) error {
 
 // classSecretRefusal is why the rewrite leaves an in-tree RBD class alone
 // for its admin secret, which the replacement names as its provisioner,
-// controller-expand and node-stage secret: missing, without "key", or
+// controller-expand and node-stage secret, judged by the plan's rule
+// (secrets.CephCSISecretReady): missing, without "key" or userID/userKey, or
 // without the adminId of a non-admin adminId parameter (Ceph CSI reads the
 // migration user only from the secret and would connect as client.admin
 // with that user's key). The plan reports the same.
@@ -184,11 +185,17 @@ func (a *applier) classSecretRefusal(ctx context.Context, cur, r *storagev1.Stor
 	case err != nil:
 		return fmt.Errorf("reading its admin secret %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
-	fixes, err := secrets.CephMigrationSecretFixes(s, user)
+	fixes, err := secrets.CephCSISecretReady(s, secrets.CephRBDDriver, user)
 	if err != nil {
-		return &refusal{reason: fmt.Sprintf("its admin secret %s/%s: %v", ref.Namespace, ref.Name, err), remedy: "put the Ceph user's key under \"key\""}
+		return &refusal{reason: fmt.Sprintf("its admin secret %s/%s %s", ref.Namespace, ref.Name, cephSecretProblem(err, secretNeed{})),
+			remedy: "put the Ceph user's key under \"key\" (or userID and userKey)"}
 	}
-	for _, f := range fixes {
+	if len(fixes) > 0 {
+		f := fixes[0]
+		if f.Field != secrets.CephMigrationUserKey {
+			return &refusal{reason: fmt.Sprintf("its admin secret %s/%s: %s", ref.Namespace, ref.Name, f.Reason),
+				remedy: fmt.Sprintf("give Secret %s/%s %s: %s and that user's key", ref.Namespace, ref.Name, f.Field, f.Value)}
+		}
 		return &refusal{reason: fmt.Sprintf("adminId is %q, but Ceph CSI reads the migration user only from the admin secret's adminId: the CSI class would provision as client.admin with that user's key and fail", user),
 			remedy: fmt.Sprintf("add %s: %s to Secret %s/%s", f.Field, f.Value, ref.Namespace, ref.Name)}
 	}
