@@ -21,6 +21,11 @@
 //     vSphere volume paths and the Ceph clusterID, as netip-style value types.
 //   - secrets: redacted secret values, the Ceph migration secret remap, the
 //     derived CephFS CSI secret, and StorageClass secret references.
+//   - rewrite: the rules of a rewrite that plan, translate and rewrite -apply
+//     share: the Secrets a migrated volume makes its driver read and whether
+//     they are ready, the reclaim policy the driver can honour, the access
+//     modes it serves, the classes replaced (no client; the first part of
+//     the engine).
 //   - featuregate: the CSI-migration feature gates of every Kubernetes
 //     release and who owns a plugin's volumes; featuregate/staged: the
 //     staged migration planner of a running cluster.

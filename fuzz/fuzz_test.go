@@ -21,6 +21,7 @@ import (
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
 	"github.com/csimigrate/csimigrate/plugins/vsphere/envcheck"
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
 	"github.com/csimigrate/csimigrate/volumeid"
@@ -407,6 +408,44 @@ func FuzzSecretTemplates(f *testing.F) {
 		}
 		if len(validation.IsDNS1123Subdomain(ref.Name)) > 0 || len(validation.IsDNS1123Label(ref.Namespace)) > 0 {
 			t.Fatalf("invalid reference %+v", ref)
+		}
+	})
+}
+
+// FuzzRewriteRules: the rewrite rules on any PV and its translation never
+// panic, never modify the in-tree PV, and name every secret the translation
+// makes a Ceph driver read.
+func FuzzRewriteRules(f *testing.F) {
+	translators := newTranslators(f)
+	f.Add(`{"metadata":{"name":"a"},"spec":{"accessModes":["ReadWriteMany"],"volumeMode":"Block","rbd":{"monitors":["10.70.53.126:6789"],"image":"kubernetes-dynamic-pvc-1","pool":"rbd","user":"kube","secretRef":{"name":"s","namespace":"n"}}}}`)
+	f.Add(`{"metadata":{"annotations":{"cephfs.csimigrate.io/node-stage-secret":"n/x"}},"spec":{"cephfs":{"monitors":["m:1"],"path":"a","secretRef":{"name":"s","namespace":"n"}}}}`)
+	f.Add(`{"spec":{"accessModes":["ReadWriteOnce","ReadOnlyMany"],"cephfs":{"monitors":["m:1"],"secretRef":{"name":"s","namespace":"n"}}}}`)
+	f.Fuzz(func(t *testing.T, data string) {
+		var pv v1.PersistentVolume
+		if json.Unmarshal([]byte(data), &pv) != nil {
+			return
+		}
+		orig := pv.DeepCopy()
+		for _, tr := range translators {
+			out, err := tr.TranslateInTreePVToCSI(logger, &pv)
+			if err != nil {
+				out = nil
+			}
+			needs := rewrite.SecretNeeds(&pv, out)
+			_ = rewrite.AccessModeChange(&pv, out)
+			if out != nil {
+				rewrite.KeepServedModes(&pv, out)
+			}
+			for _, n := range needs {
+				if n.Name == "" || len(n.Uses) == 0 {
+					t.Fatalf("need %+v", n)
+				}
+				_, _, _ = rewrite.Judge(n, &v1.Secret{Data: map[string][]byte{"key": []byte(data)}})
+				_, _ = n.Fields("fix")
+			}
+			if diff := cmp.Diff(orig, &pv); diff != "" {
+				t.Fatalf("input modified:\n%s", diff)
+			}
 		}
 	})
 }

@@ -62,8 +62,8 @@ func TestFieldClasses(t *testing.T) {
 		if v := volume(t, p, "fs-named"); !v.Migratable || len(v.Findings) > 0 {
 			t.Errorf("fs-named: %+v", v)
 		}
-		// translate and rewrite agree with the plan: see
-		// TestRewriteRefusesSecretsNotReady for the rewrite.
+		// rewrite -apply refuses what the plan blocks for its secrets:
+		// TestReadyPlanRewrites, on a live cluster.
 	})
 	t.Run("access modes the drivers refuse, and those a translation narrows", func(t *testing.T) {
 		p, _, code := planOf(t, "-f", "testdata/field/access-modes.yaml")

@@ -22,6 +22,7 @@ import (
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
 )
@@ -226,24 +227,12 @@ type inlineFound struct {
 }
 
 // secretNeed is a Secret a Ceph CSI driver will read for a migrated volume
-// or class, and as whom it must authenticate there.
+// or class (rewrite.SecretNeed), and what it is needed for in the plan.
 type secretNeed struct {
-	ns, name string
-	driver   string // secrets.CephRBDDriver or secrets.CephFSDriver
-	user     string // the RADOS user of the in-tree source or class
-	volume   int    // index in plan.Volumes, -1 for others
-	class    string // the StorageClass whose admin secret it is
-	// from is the in-tree secret "namespace/name" a derived CephFS secret
-	// is made from ("" for a secret the volume names itself).
-	from string
-	// uses lists what the driver reads it for: "node-stage", ...
-	uses []string
-	// anyUser: the user is not known (a deletion secret the PV named
-	// itself): only whether the driver can use the secret is judged.
-	anyUser bool
+	rewrite.SecretNeed
+	volume int    // index in plan.Volumes, -1 for others
+	class  string // the StorageClass whose admin secret it is
 }
-
-func (n secretNeed) key() string { return claimKey(n.ns, n.name) }
 
 func first(s []string, n int) []string {
 	if len(s) > n {
@@ -411,8 +400,7 @@ func (p *planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.
 	sc := p.classes[pv.Spec.StorageClassName]
 	r, err := replacementOf(p.tr, p.logger, pv, out, checked, sc, pvc)
 	if need, ok := r.deletionNeed(); ok && err == nil {
-		need.volume = idx
-		p.secretNeeds = append(p.secretNeeds, need)
+		p.secretNeeds = append(p.secretNeeds, secretNeed{SecretNeed: need, volume: idx})
 	}
 	if err != nil {
 		// CheckPV's blockers are reported already (the caller asks only
@@ -422,7 +410,7 @@ func (p *planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.
 			Remedy:  "fix the provisioner secret parameters (csi.storage.k8s.io/provisioner-secret-name and -namespace) of StorageClass " + pv.Spec.StorageClassName}}
 	}
 	var found []plugin.Finding
-	if change := accessModeChange(pv, r.CSI); change != "" {
+	if change := rewrite.AccessModeChange(pv, r.CSI); change != "" {
 		found = append(found, plugin.Finding{Code: FindingAccessModesChanged, Severity: plugin.SeverityWarning, Field: "spec.accessModes",
 			Message: p.intern("the rewritten PV's " + change), Remedy: "nothing to do if the volume's pods run on one node at a time; otherwise keep the PV in-tree and move its data to a volume of a driver that serves those modes"})
 	}
@@ -476,61 +464,20 @@ func remedyOf(err error) string {
 // pv (out, or err) makes a Ceph CSI driver read; volume is its index in the
 // plan, -1 for the PV form of an inline volume.
 func (p *planner) needs(pv *v1.PersistentVolume, out *v1.PersistentVolume, err error, volume int) {
-	var from string
-	driver, user := pvSecretDriver(pv)
 	switch {
 	case pv.Spec.RBD != nil:
 		p.addCluster(pv.Spec.RBD.CephMonitors)
 	case pv.Spec.CephFS != nil:
 		p.addCluster(pv.Spec.CephFS.Monitors)
-		if ref := pv.Spec.CephFS.SecretRef; ref != nil && pv.Annotations[cephfs.AnnNodeStageSecret] == "" && err == nil && out.Spec.CSI.NodeStageSecretRef != nil {
-			from = claimKey(out.Spec.CSI.NodeStageSecretRef.Namespace, ref.Name)
-		}
 	default:
 		return
 	}
-	if err != nil || out.Spec.CSI == nil {
+	if err != nil {
 		return
 	}
-	for _, n := range csiSecretNeeds(out.Spec.CSI, driver, user) {
-		n.volume = volume
-		if driver == secrets.CephFSDriver && n.uses[0] == string(secrets.NodeStage) {
-			n.from = from
-		}
-		p.secretNeeds = append(p.secretNeeds, n)
+	for _, n := range rewrite.SecretNeeds(pv, out) {
+		p.secretNeeds = append(p.secretNeeds, secretNeed{SecretNeed: n, volume: volume})
 	}
-}
-
-// csiSecretNeeds are the distinct secrets a CSI source names, each with what
-// the driver reads it for (nodeStage, controllerExpand, ...), in the order of
-// secrets.Kinds.
-func csiSecretNeeds(src *v1.CSIPersistentVolumeSource, driver, user string) []secretNeed {
-	var out []secretNeed
-	for _, k := range secrets.Kinds {
-		field := k.SourceField()
-		if field == nil {
-			continue // the provisioner's: no source field
-		}
-		ref := *field(src)
-		if ref == nil || ref.Name == "" {
-			continue
-		}
-		i := slices.IndexFunc(out, func(n secretNeed) bool { return n.ns == ref.Namespace && n.name == ref.Name })
-		if i < 0 {
-			out = append(out, secretNeed{ns: ref.Namespace, name: ref.Name, driver: driver, user: user})
-			i = len(out) - 1
-		}
-		out[i].uses = append(out[i].uses, string(k))
-	}
-	return out
-}
-
-// cephUser is the Ceph user of an in-tree source: admin when empty.
-func cephUser(u string) string {
-	if u == "" {
-		return secrets.CephDefaultUser
-	}
-	return u
 }
 
 func (p *planner) addCluster(mons []string) {
@@ -614,7 +561,7 @@ func (p *planner) addStorageClass(sc *storagev1.StorageClass) {
 	if !translatableClass(p.tr, sc) {
 		return
 	}
-	in := asInTreeClass(sc)
+	in := rewrite.InTreeClass(sc)
 	p.plugins[in.Provisioner] = true
 	sp := StorageClassPlan{Name: sc.Name, From: sc.Provisioner}
 	if sc.Provisioner == plugin.CephFSExternalProvisioner {
@@ -645,8 +592,8 @@ func (p *planner) addStorageClass(sc *storagev1.StorageClass) {
 			// Ceph CSI reads the migration user from the admin secret's
 			// adminId, never from the class's parameter.
 			if ref, user, err := classAdminSecret(out); err == nil && ref != nil {
-				p.secretNeeds = append(p.secretNeeds, secretNeed{ns: ref.Namespace, name: ref.Name, driver: secrets.CephRBDDriver, user: user,
-					volume: -1, class: sc.Name, uses: []string{"provisioner", "nodeStage", "controllerExpand"}})
+				p.secretNeeds = append(p.secretNeeds, secretNeed{SecretNeed: rewrite.SecretNeed{Namespace: ref.Namespace, Name: ref.Name, Driver: secrets.CephRBDDriver,
+					User: user, Uses: []string{string(secrets.Provisioner), string(secrets.NodeStage), string(secrets.ControllerExpand)}}, volume: -1, class: sc.Name})
 			}
 		}
 	}
@@ -719,9 +666,9 @@ func (p *planner) finish() *Plan {
 	var unchecked []string
 	for _, need := range p.secretNeeds {
 		if !p.sawSecrets {
-			unchecked = append(unchecked, need.key())
-			if need.from != "" {
-				unchecked = append(unchecked, need.from)
+			unchecked = append(unchecked, need.Key())
+			if need.From != "" {
+				unchecked = append(unchecked, need.From)
 			}
 		}
 		p.planSecret(need, add)
@@ -846,52 +793,40 @@ func (p *planner) secretMissing(ref, why string) {
 // blocks the volume or class until the secret is ready: a PV rewritten
 // before would not mount, expand or delete.
 func (p *planner) planSecret(need secretNeed, add func(SecretPlan)) {
-	ref := need.key()
+	ref := need.Key()
 	what := "migrated volumes"
 	if need.class != "" {
 		what = "StorageClass " + need.class + " (provisioning, expansion and deletion)"
 	}
 	s, ok := p.secrets[ref]
 	if !p.sawSecrets {
-		fields, _ := secretFields(need, "create")
-		add(SecretPlan{Namespace: need.ns, Name: need.name, Action: "check", Fields: fields, From: need.from,
+		fields, _ := need.Fields("create")
+		add(SecretPlan{Namespace: need.Namespace, Name: need.Name, Action: "check", Fields: fields, From: need.From,
 			Reason: "not checked (the input has no Secrets): Ceph CSI needs it for " + what + ", with " + strings.Join(fields, ", ")})
 		return
 	}
-	if need.from != "" {
-		if _, ok := p.secrets[need.from]; !ok {
-			p.secretMissing(need.from, "the CephFS secret "+ref+" is made from it")
+	if need.From != "" {
+		if _, ok := p.secrets[need.From]; !ok {
+			p.secretMissing(need.From, "the CephFS secret "+ref+" is made from it")
 		}
 	}
-	var problem, action string
-	var fixes []secrets.Fix
 	if !ok {
-		problem, action = "does not exist", "create"
-	} else {
-		var err error
-		fixes, err = secrets.CephCSISecretReady(s, need.driver, need.user)
-		if need.anyUser {
-			fixes = nil
-		}
-		switch {
-		case err != nil:
-			problem, action = cephSecretProblem(err, need), "fix"
-		case len(fixes) > 0:
-			problem, action = fmt.Sprintf("lacks %s=%s: %s", fixes[0].Field, fixes[0].Value, fixes[0].Reason), "add"
-		default:
-			return
-		}
+		s = nil
 	}
-	fields, reason := secretFields(need, action)
+	action, problem, fixes := rewrite.Judge(need.SecretNeed, s)
+	if action == "" {
+		return
+	}
+	fields, reason := need.Fields(action)
 	for _, f := range fixes {
 		fields, reason = []string{f.Field + "=" + f.Value}, f.Reason
 	}
-	add(SecretPlan{Namespace: need.ns, Name: need.name, Action: action, Fields: fields, From: need.from, Reason: reason})
+	add(SecretPlan{Namespace: need.Namespace, Name: need.Name, Action: action, Fields: fields, From: need.From, Reason: reason})
 	remedy := fmt.Sprintf("%s Secret %s with %s (csimigrate plan lists it under SECRETS), then run the plan again", action, ref, strings.Join(fields, ", "))
-	if need.from != "" && action == "create" {
-		remedy = fmt.Sprintf("create Secret %s with %s, userKey being the key of Secret %s (csimigrate plan lists it under SECRETS), then run the plan again", ref, strings.Join(fields, ", "), need.from)
+	if need.From != "" && action == "create" {
+		remedy = fmt.Sprintf("create Secret %s with %s, userKey being the key of Secret %s (csimigrate plan lists it under SECRETS), then run the plan again", ref, strings.Join(fields, ", "), need.From)
 	}
-	msg := fmt.Sprintf("Secret %s, which Ceph CSI reads for %s (%s), %s", ref, what, strings.Join(need.uses, ", "), problem)
+	msg := fmt.Sprintf("Secret %s, which Ceph CSI reads for %s (%s), %s", ref, what, strings.Join(need.Uses, ", "), problem)
 	p.plan.Blocked = true
 	if need.volume >= 0 {
 		v := &p.plan.Volumes[need.volume]
@@ -909,9 +844,9 @@ func (p *planner) planSecret(need secretNeed, add func(SecretPlan)) {
 	}
 	if need.class != "" {
 		code := FindingSecretNotReady
-		if len(fixes) > 0 {
+		if len(fixes) > 0 && fixes[0].Field == secrets.CephMigrationUserKey {
 			code = FindingClassSecretNeedsAdminId
-			msg = fmt.Sprintf("the class's adminId is %q, but Ceph CSI reads the migration user only from the admin secret's adminId and defaults to admin: provisioning would connect as client.admin with %s's key and fail", need.user, need.user)
+			msg = fmt.Sprintf("the class's adminId is %q, but Ceph CSI reads the migration user only from the admin secret's adminId and defaults to admin: provisioning would connect as client.admin with %s's key and fail", need.User, need.User)
 		}
 		if !ok {
 			code = FindingSecretMissing
@@ -925,44 +860,6 @@ func (p *planner) planSecret(need secretNeed, add func(SecretPlan)) {
 		return
 	}
 	// The PV form of an inline volume: its own plan says what it needs.
-}
-
-// secretFields are the fields of a secret need's action, and why.
-func secretFields(need secretNeed, action string) ([]string, string) {
-	if need.driver == secrets.CephFSDriver {
-		fields := []string{secrets.CephUserID + "=" + cephUser(need.user), secrets.CephUserKey}
-		if need.from != "" {
-			return fields, "Ceph CSI stages static CephFS volumes with userID/userKey (userKey: the key of the source secret " + need.from + "); the in-tree secret stays as it is"
-		}
-		return fields, "Ceph CSI stages static CephFS volumes with userID/userKey, the user's name and key"
-	}
-	fields := []string{secrets.CephInTreeKey}
-	if need.user != "" && need.user != secrets.CephDefaultUser {
-		fields = append(fields, secrets.CephMigrationUserKey+"="+need.user)
-	}
-	reason := "Ceph CSI reads the RADOS user's key under \"key\""
-	if len(fields) > 1 {
-		reason += fmt.Sprintf(" and, to connect as %s, adminId=%s", need.user, need.user)
-	}
-	switch action {
-	case "create":
-		reason = "missing: " + reason
-	case "fix":
-		reason = "unusable as it is: " + reason
-	}
-	return fields, reason
-}
-
-// cephSecretProblem says, without values, why a Ceph CSI driver cannot use
-// a secret.
-func cephSecretProblem(err error, need secretNeed) string {
-	switch {
-	case errors.Is(err, secrets.ErrCephNoKey):
-		return "has no non-empty \"key\" (nor userID and userKey): Ceph CSI cannot authenticate with it"
-	case errors.Is(err, secrets.ErrCephMissingID), errors.Is(err, secrets.ErrCephMissingKey), errors.Is(err, secrets.ErrCephSecretEmpty):
-		return "lacks userID or userKey: Ceph CSI's CephFS driver reads only those (it has no in-tree \"key\" remap) and cannot stage the volume"
-	}
-	return err.Error()
 }
 
 // secretWarnings are the plugins' secret warnings, which the plan replaces

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -16,8 +15,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csimigrate/csimigrate/plugin"
-	"github.com/csimigrate/csimigrate/plugins/cephfs"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
 )
@@ -266,13 +265,13 @@ type RewritePV struct {
 // deletionNeed is the deletion secret Ceph CSI reads to delete the volume of
 // a replacement that ends with reclaim policy Delete, ok false when there is
 // none to check.
-func (r RewritePV) deletionNeed() (secretNeed, bool) {
+func (r RewritePV) deletionNeed() (rewrite.SecretNeed, bool) {
 	name, ns := r.CSI.Annotations[annDeletionSecretName], r.CSI.Annotations[annDeletionSecretNamespace]
 	if r.RestorePolicy != v1.PersistentVolumeReclaimDelete || name == "" || r.CSI.Spec.CSI == nil || r.CSI.Spec.CSI.Driver != rbd.DriverName {
-		return secretNeed{}, false
+		return rewrite.SecretNeed{}, false
 	}
-	return secretNeed{ns: ns, name: name, driver: secrets.CephRBDDriver, user: r.deletionUser, anyUser: r.anyDeletionUser, volume: -1,
-		uses: []string{"deletion (" + annDeletionSecretName + ")"}}, true
+	return rewrite.SecretNeed{Namespace: ns, Name: name, Driver: secrets.CephRBDDriver, User: r.deletionUser, AnyUser: r.anyDeletionUser,
+		Uses: []string{"deletion (" + annDeletionSecretName + ")"}}, true
 }
 
 // hazardPrefix starts every reason of Hazard.
@@ -338,7 +337,7 @@ func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Per
 		if f.Severity == plugin.SeverityBlocker {
 			blockers = append(blockers, f.Code+": "+f.Message)
 		}
-		if why, ok := keepsRetain[f.Code]; ok && restore != v1.PersistentVolumeReclaimRetain {
+		if why, ok := rewrite.KeepsRetain(f.Code); ok && restore != v1.PersistentVolumeReclaimRetain {
 			restore = v1.PersistentVolumeReclaimRetain
 			kept = append(kept, why)
 		}
@@ -348,7 +347,7 @@ func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Per
 	}
 	cleanPV(csi)
 	keepClaimRef(csi, pv)
-	keepServedModes(pv, csi)
+	rewrite.KeepServedModes(pv, csi)
 	csi.Finalizers = nil
 	if csi.Annotations == nil {
 		csi.Annotations = map[string]string{}
@@ -369,7 +368,7 @@ func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Per
 			return RewritePV{}, fmt.Errorf("the provisioner secret of StorageClass %s, for deleting the volume: %w", sc.Name, err)
 		}
 		if ref != nil {
-			deletionUser = classAdminID(sc)
+			deletionUser = rewrite.ClassAdminID(sc)
 			csi.Annotations[annDeletionSecretName] = ref.Name
 			csi.Annotations[annDeletionSecretNamespace] = ref.Namespace
 			// What the undo removes again.
@@ -392,14 +391,6 @@ func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Per
 	return RewritePV{Name: pv.Name, Driver: csi.Spec.CSI.Driver, OriginalPolicy: original,
 		RestorePolicy: restore, Hazard: strings.Join(hazard, "; "), CSI: csi, keptWhy: kept, noSecret: noSecret,
 		deletionUser: deletionUser, anyDeletionUser: anyDeletionUser}, nil
-}
-
-// keepsRetain are the CheckPV findings after which the CSI driver would not
-// delete exactly the PV's volume, with the reason the replacement keeps
-// reclaim policy Retain: one table for the plan, translate and the rewrite.
-var keepsRetain = map[string]string{
-	rbd.FindingHandleResolvesElsewhere: "Ceph CSI would delete another image",
-	cephfs.FindingNeverDeleted:         "Ceph CSI never deletes static CephFS volumes (the directory stays)",
 }
 
 // noDeletionSecret says why no deletion secret is known for an RBD PV
@@ -431,7 +422,7 @@ func keepClaimRef(repl, pv *v1.PersistentVolume) {
 func provisionerSecret(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolume, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (*v1.SecretReference, error) {
 	params := sc.Parameters
 	if inTree := plugin.InTreeNameOfProvisioner(sc.Provisioner); tr.IsMigratableIntreePluginByName(inTree) {
-		out, err := tr.TranslateInTreeStorageClassToCSI(logger, inTree, asInTreeClass(sc))
+		out, err := tr.TranslateInTreeStorageClassToCSI(logger, inTree, rewrite.InTreeClass(sc))
 		if err != nil {
 			return nil, err
 		}
@@ -641,88 +632,10 @@ func quoteAll(s []string) []string {
 	return out
 }
 
-// keepServedModes gives csi, the translation of the in-tree PV in, in's
-// access modes back where the driver serves them as they are: Ceph CSI
-// serves ReadWriteMany for RBD volumes of volumeMode Block (the forward
-// translation narrows every RBD PV to ReadWriteOnce, as csi-translation-lib
-// does for the kubelet's view; a stored PV keeps what its workloads use,
-// live migration of virtual machines among them).
-func keepServedModes(in, csi *v1.PersistentVolume) {
-	if !servedAsTheyAre(in) {
-		return
-	}
-	csi.Spec.AccessModes = slices.Clone(in.Spec.AccessModes)
-	delete(csi.Annotations, plugin.AnnAccessModes)
-}
-
-// servedAsTheyAre reports whether the CSI driver serves an in-tree PV's
-// access modes as they are although its translation narrows them.
-func servedAsTheyAre(in *v1.PersistentVolume) bool {
-	return in.Spec.RBD != nil && in.Spec.VolumeMode != nil && *in.Spec.VolumeMode == v1.PersistentVolumeBlock && slices.Contains(in.Spec.AccessModes, v1.ReadWriteMany)
-}
-
-// accessModeChange names what the CSI form out of an in-tree PV in changes
-// in its access modes (a change its workloads see: which nodes may mount it
-// at once), "" when nothing. The modes the drivers refuse are CheckPV's
-// blockers; this is what a translation narrows (RBD: Ceph CSI serves a
-// migrated volume as ReadWriteOnce, or ReadOnlyMany when readOnly).
-func accessModeChange(in, out *v1.PersistentVolume) string {
-	if slices.Equal(in.Spec.AccessModes, out.Spec.AccessModes) {
-		return ""
-	}
-	var lost []string
-	for _, m := range in.Spec.AccessModes {
-		if !slices.Contains(out.Spec.AccessModes, m) {
-			lost = append(lost, string(m))
-		}
-	}
-	msg := fmt.Sprintf("access modes %v become %v", in.Spec.AccessModes, out.Spec.AccessModes)
-	if len(lost) == 0 {
-		return msg
-	}
-	msg += fmt.Sprintf(" (%s dropped: the driver is asked only for what it serves for this volume; a claim that asks for %s stays bound", strings.Join(lost, ", "), lost[0])
-	if slices.Contains(lost, string(v1.ReadOnlyMany)) {
-		msg += "; pods on other nodes can no longer mount it read-only while it is attached"
-	}
-	if slices.Contains(lost, string(v1.ReadWriteMany)) && in.Spec.RBD != nil {
-		// Ceph CSI refuses to stage ReadWriteMany on a file system; the
-		// in-tree plugin never served it either (its access modes were
-		// ReadWriteOnce and ReadOnlyMany, and it mapped an image read-write
-		// only where no other node had it mapped).
-		msg += "; the in-tree plugin mapped it read-write on one node at a time too, so its pods see no difference, and a second node's attach is now refused before it is tried"
-	}
-	return msg + ")"
-}
-
-// classAdminID is the adminId of an in-tree RBD class (keys matched
-// case-insensitively, as in-tree did): the RADOS user of its admin secret.
-func classAdminID(sc *storagev1.StorageClass) string {
-	for k, v := range sc.Parameters {
-		if strings.EqualFold(k, "adminId") {
-			return v
-		}
-	}
-	return ""
-}
-
 // translatableClass reports whether csimigrate replaces sc by a CSI class:
 // a class of an in-tree plugin it translates, or of a provisioner outside
 // Kubernetes that writes that plugin's sources (plugin.InTreeNameOfProvisioner).
 func translatableClass(tr *translate.Translator, sc *storagev1.StorageClass) bool {
 	inTree := plugin.InTreeNameOfProvisioner(sc.Provisioner)
 	return inTree != "" && tr.IsMigratableIntreePluginByName(inTree)
-}
-
-// asInTreeClass is sc as the in-tree plugin's class: a class of a provisioner
-// outside Kubernetes that writes in-tree sources and took the in-tree
-// plugin's parameters (ceph.com/rbd) names the in-tree plugin instead, so
-// that it translates like one. sc is not modified.
-func asInTreeClass(sc *storagev1.StorageClass) *storagev1.StorageClass {
-	inTree := plugin.InTreeNameOfProvisioner(sc.Provisioner)
-	if inTree == "" || inTree == sc.Provisioner {
-		return sc
-	}
-	c := *sc
-	c.Provisioner = inTree
-	return &c
 }

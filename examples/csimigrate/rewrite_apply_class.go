@@ -16,6 +16,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -60,7 +61,7 @@ func (a *applier) classReplacement(sc *storagev1.StorageClass) (*storagev1.Stora
 // classReplacementOf is the class that replaces an in-tree class, as
 // rewrite -apply creates it and rewrite prints it for review.
 func classReplacementOf(tr *translate.Translator, logger klog.Logger, sc *storagev1.StorageClass) (*storagev1.StorageClass, error) {
-	in := asInTreeClass(sc)
+	in := rewrite.InTreeClass(sc)
 	out, err := tr.TranslateInTreeStorageClassToCSI(logger, in.Provisioner, in)
 	if err != nil {
 		return nil, err
@@ -187,7 +188,7 @@ func (a *applier) classSecretRefusal(ctx context.Context, cur, r *storagev1.Stor
 	}
 	fixes, err := secrets.CephCSISecretReady(s, secrets.CephRBDDriver, user)
 	if err != nil {
-		return &refusal{reason: fmt.Sprintf("its admin secret %s/%s %s", ref.Namespace, ref.Name, cephSecretProblem(err, secretNeed{})),
+		return &refusal{reason: fmt.Sprintf("its admin secret %s/%s %s", ref.Namespace, ref.Name, rewrite.Problem(err)),
 			remedy: "put the Ceph user's key under \"key\" (or userID and userKey)"}
 	}
 	if len(fixes) > 0 {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/testenv"
 	"github.com/csimigrate/csimigrate/translate"
@@ -263,10 +264,6 @@ func TestRewriteApplyEndToEnd(t *testing.T) {
 // ready, as rewrite -apply requires (secretRefusal).
 func ensureSecrets(t testing.TB, c kubernetes.Interface, pv *v1.PersistentVolume) {
 	t.Helper()
-	driver, user := pvSecretDriver(pv)
-	if driver == "" {
-		return
-	}
 	tr, err := translate.New()
 	if err != nil {
 		t.Fatal(err)
@@ -276,29 +273,30 @@ func ensureSecrets(t testing.TB, c kubernetes.Interface, pv *v1.PersistentVolume
 		return // the rewrite refuses it anyway
 	}
 	ctx := context.Background()
-	needs := csiSecretNeeds(out.Spec.CSI, driver, user)
+	needs := rewrite.SecretNeeds(pv, out)
 	if name := pv.Spec.StorageClassName; name != "" && pv.Spec.RBD != nil {
 		// The class's admin secret deletes the volume.
 		if sc, err := c.StorageV1().StorageClasses().Get(ctx, name, metav1.GetOptions{}); err == nil && translatableClass(tr, sc) {
 			if ref, err := provisionerSecret(tr, klog0(), pv, sc, nil); err == nil && ref != nil {
-				needs = append(needs, secretNeed{ns: ref.Namespace, name: ref.Name, driver: driver, user: classAdminID(sc)})
+				needs = append(needs, rewrite.SecretNeed{Namespace: ref.Namespace, Name: ref.Name, Driver: secrets.CephRBDDriver, User: rewrite.ClassAdminID(sc)})
 			}
 		}
 	}
 	for _, need := range needs {
-		user := need.user
-		if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: need.ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: need.Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
-		data := map[string]string{"key": "AQD8P0ZmAAAAABAAa2V5LW9mLXRoZS10ZXN0cw=="}
-		if driver == secrets.CephFSDriver {
-			data = map[string]string{"userID": cephUser(user), "userKey": "AQD8P0ZmAAAAABAAa2V5LW9mLXRoZS10ZXN0cw=="}
-		} else if user != "" && user != secrets.CephDefaultUser {
-			data["adminId"] = user
+		const key = "AQD8P0ZmAAAAABAAa2V5LW9mLXRoZS10ZXN0cw=="
+		data := map[string]string{"key": key}
+		switch {
+		case need.Driver == secrets.CephFSDriver:
+			data = map[string]string{"userID": need.User, "userKey": key}
+		case need.User != "" && need.User != secrets.CephDefaultUser:
+			data["adminId"] = need.User
 		}
-		s := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: need.ns, Name: need.name}, StringData: data}
-		if _, err := c.CoreV1().Secrets(need.ns).Create(ctx, s, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("secret %s: %v", need.key(), err)
+		s := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: need.Namespace, Name: need.Name}, StringData: data}
+		if _, err := c.CoreV1().Secrets(need.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("secret %s: %v", need.Key(), err)
 		}
 	}
 }

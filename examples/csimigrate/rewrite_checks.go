@@ -10,7 +10,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plugin"
-	"github.com/csimigrate/csimigrate/secrets"
+	"github.com/csimigrate/csimigrate/rewrite"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -342,50 +342,26 @@ func (a *applier) check(ctx context.Context, cur *v1.PersistentVolume) (*checks,
 // the rule the plan applies). A PV rewritten before its secret is ready would
 // not stage, expand or delete. Values are never read into anything printed.
 func (a *applier) secretRefusal(ctx context.Context, cur *v1.PersistentVolume, r RewritePV) error {
-	driver, user := pvSecretDriver(cur)
-	if driver == "" || r.CSI.Spec.CSI == nil {
-		return nil
-	}
-	needs := csiSecretNeeds(r.CSI.Spec.CSI, driver, user)
+	needs := rewrite.SecretNeeds(cur, r.CSI)
 	if need, ok := r.deletionNeed(); ok {
 		needs = append(needs, need)
 	}
 	for _, need := range needs {
-		ref := need.key()
-		s, err := getOrNil(a.client.CoreV1().Secrets(need.ns).Get(ctx, need.name, metav1.GetOptions{}))
+		ref := need.Key()
+		s, err := getOrNil(a.client.CoreV1().Secrets(need.Namespace).Get(ctx, need.Name, metav1.GetOptions{}))
 		if err != nil {
-			return fmt.Errorf("reading Secret %s, which Ceph CSI reads for the rewritten PV (%s): %w", ref, strings.Join(need.uses, ", "), err)
+			return fmt.Errorf("reading Secret %s, which Ceph CSI reads for the rewritten PV (%s): %w", ref, strings.Join(need.Uses, ", "), err)
 		}
-		if s == nil {
-			fields, _ := secretFields(need, "create")
-			return &refusal{reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), does not exist", ref, strings.Join(need.uses, ", ")),
-				remedy: fmt.Sprintf("create it with %s (csimigrate plan lists it under SECRETS)", strings.Join(fields, ", "))}
+		action, problem, fixes := rewrite.Judge(need, s)
+		if action == "" {
+			continue
 		}
-		fixes, err := secrets.CephCSISecretReady(s, need.driver, need.user)
-		if err != nil {
-			fields, _ := secretFields(need, "fix")
-			return &refusal{reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), %s", ref, strings.Join(need.uses, ", "), cephSecretProblem(err, need)),
-				remedy: fmt.Sprintf("give it %s (csimigrate plan lists it under SECRETS)", strings.Join(fields, ", "))}
-		}
+		fields, _ := need.Fields(action)
+		remedy := fmt.Sprintf("%s it: %s (csimigrate plan lists it under SECRETS)", action, strings.Join(fields, ", "))
 		for _, f := range fixes {
-			if need.anyUser {
-				break
-			}
-			return &refusal{reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), lacks %s=%s: %s", ref, strings.Join(need.uses, ", "), f.Field, f.Value, f.Reason),
-				remedy: fmt.Sprintf("add %s: %s to Secret %s", f.Field, f.Value, ref)}
+			remedy = fmt.Sprintf("add %s: %s to Secret %s", f.Field, f.Value, ref)
 		}
+		return &refusal{reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), %s", ref, strings.Join(need.Uses, ", "), problem), remedy: remedy}
 	}
 	return nil
-}
-
-// pvSecretDriver is the Ceph CSI driver whose secret rule applies to an
-// in-tree PV, and the RADOS user it must authenticate as; "" for others.
-func pvSecretDriver(pv *v1.PersistentVolume) (driver, user string) {
-	switch {
-	case pv.Spec.RBD != nil:
-		return secrets.CephRBDDriver, pv.Spec.RBD.RadosUser
-	case pv.Spec.CephFS != nil:
-		return secrets.CephFSDriver, cephUser(pv.Spec.CephFS.User)
-	}
-	return "", ""
 }

@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/csimigrate/csimigrate/rewrite"
 )
 
 // pvSteps replace one PV, in the README's order. The rewrite replaces an
@@ -241,7 +243,7 @@ func (r *pvRun) save(ctx context.Context) error {
 	if err != nil {
 		return refuse("%v", err)
 	}
-	if change := accessModeChange(r.cur, repl); change != "" && !r.dir.undo {
+	if change := rewrite.AccessModeChange(r.cur, repl); change != "" && !r.dir.undo {
 		r.a.say("pv/%s: %s\n", r.t.name, change)
 	}
 	saved, err := r.a.saveState(ctx, r.cur, repl, kept, r.dir.undo)

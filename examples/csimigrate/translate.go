@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -79,7 +80,7 @@ func (s *translateSink) Add(obj any) {
 			if f.Severity == plugin.SeverityBlocker {
 				fmt.Fprintf(s.stderr, "PersistentVolume %s: %s: %s; %s\n", o.Name, f.Code, f.Message, f.Remedy)
 				blocked = true
-			} else if why, ok := keepsRetain[f.Code]; ok && csi.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
+			} else if why, ok := rewrite.KeepsRetain(f.Code); ok && csi.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
 				fmt.Fprintf(s.stderr, "PersistentVolume %s: reclaim policy Retain, not %s: %s\n", o.Name, csi.Spec.PersistentVolumeReclaimPolicy, why)
 				csi.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
 			}
@@ -88,8 +89,8 @@ func (s *translateSink) Add(obj any) {
 			s.failed = true
 			return
 		}
-		keepServedModes(o, csi)
-		if change := accessModeChange(o, csi); change != "" {
+		rewrite.KeepServedModes(o, csi)
+		if change := rewrite.AccessModeChange(o, csi); change != "" {
 			fmt.Fprintf(s.stderr, "PersistentVolume %s: %s\n", o.Name, change)
 		}
 		s.emit(cleanPV(csi))
@@ -97,7 +98,7 @@ func (s *translateSink) Add(obj any) {
 		if !translatableClass(s.tr, o) {
 			return
 		}
-		in := asInTreeClass(o)
+		in := rewrite.InTreeClass(o)
 		csi, err := s.tr.TranslateInTreeStorageClassToCSI(s.logger, in.Provisioner, in)
 		if err != nil {
 			fmt.Fprintln(s.stderr, err)

@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -154,7 +155,7 @@ func (a *applier) serverMinor() (int, error) {
 
 // dropServedModes removes from the in-tree form of a rewritten PV the
 // overrides annotation that records only its access modes, as
-// keepServedModes kept them: the in-tree PV had those modes itself, so the
+// rewrite.KeepServedModes kept them: the in-tree PV had those modes itself, so the
 // undo gives it back as it was.
 func dropServedModes(in *v1.PersistentVolume) {
 	raw, ok := in.Annotations[plugin.AnnCSIOverrides]
@@ -169,8 +170,8 @@ func dropServedModes(in *v1.PersistentVolume) {
 	if json.Unmarshal(o["accessModes"], &modes) != nil || !slices.Equal(modes, in.Spec.AccessModes) || len(modes) == 0 {
 		return
 	}
-	if !servedAsTheyAre(in) {
-		return // not what keepServedModes keeps
+	if !rewrite.ServedAsTheyAre(in) {
+		return // not what rewrite.KeepServedModes keeps
 	}
 	delete(in.Annotations, plugin.AnnCSIOverrides)
 }
