@@ -327,8 +327,7 @@ func capability(pv *v1.PersistentVolume) *csi.VolumeCapability {
 func TestCephPlanVerdictOracle(t *testing.T) {
 	c, d := cephEnv(t)
 	ctx := callCtx(t)
-	createPool(t, c, oraclePool)
-	keys := map[string]string{"admin": c.AdminKey, oracleUser: poolUserKey(t, c, oraclePool, oracleUser)}
+	keys := map[string]string{"admin": c.AdminKey, oracleUser: poolUser(t, c, oraclePool, oracleUser)}
 	mnt := adminMount(t, c)
 	if err := os.MkdirAll(filepath.Join(mnt, "oracle"), 0o755); err != nil {
 		t.Fatal(err)
@@ -570,19 +569,6 @@ func userOf(pv *v1.PersistentVolume) string {
 	return pv.Spec.CephFS.User
 }
 
-// poolUserKey is poolUser for a user that may exist already.
-func poolUserKey(t *testing.T, c *Cluster, pool, user string) string {
-	t.Helper()
-	ctx := callCtx(t)
-	if _, err := c.Ceph(ctx, "auth", "get-or-create", "client."+user, "mon", "profile rbd", "osd", "profile rbd pool="+pool); err != nil {
-		t.Fatal(err)
-	}
-	key, err := c.Ceph(ctx, "auth", "get-key", "client."+user)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(key)
-}
 
 // clusterIDOf is the clusterID of monitors, as the plan computes it.
 func clusterIDOf(t *testing.T, mons ...string) string {
