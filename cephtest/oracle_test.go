@@ -569,7 +569,6 @@ func userOf(pv *v1.PersistentVolume) string {
 	return pv.Spec.CephFS.User
 }
 
-
 // clusterIDOf is the clusterID of monitors, as the plan computes it.
 func clusterIDOf(t *testing.T, mons ...string) string {
 	t.Helper()
