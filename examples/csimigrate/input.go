@@ -662,7 +662,7 @@ func (c *common) read(stdin io.Reader, stderr io.Writer, inv Sink) error {
 		if len(c.files) > 0 {
 			return fmt.Errorf("-live and -f exclude each other")
 		}
-		client, err := clientFor(c.kubeconfig, 50, 100)
+		client, err := clientFor(c.kubeconfig, c.context, 50, 100)
 		if err != nil {
 			return err
 		}

@@ -29,7 +29,7 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 		fmt.Fprintln(stderr, "csimigrate rewrite: -apply reads the live cluster itself; give -f for reviewed input, or neither")
 		return exitUsage
 	}
-	client, err := clientFor(c.kubeconfig, o.qps, o.burst)
+	client, err := clientFor(c.kubeconfig, c.context, o.qps, o.burst)
 	if err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitUsage

@@ -75,8 +75,11 @@ type common struct {
 	nodeExpand       bool
 	verbose          bool
 	kubeconfig       string
-	live             bool
-	readSecrets      bool
+	// context is the kubeconfig context to use ("" for its current one),
+	// as kubectl's --context.
+	context     string
+	live        bool
+	readSecrets bool
 	// namespace is the namespace of namespaced input objects without one.
 	namespace string
 	// inlineCapacity is the size of PVs made for inline volumes.
@@ -122,7 +125,9 @@ func (c *common) register(fs *flag.FlagSet, outputs, cmd string) {
 	fs.BoolVar(&c.verbose, "v", false, "log details to stderr")
 	fs.BoolVar(&c.live, "live", false, "read the input from the cluster of -kubeconfig instead of files")
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	fs.StringVar(&c.context, "context", "", "the kubeconfig context to use (default: its current context), as kubectl's --context")
 	fs.StringVar(&c.namespace, "n", metav1.NamespaceDefault, "namespace of input objects that have none (as kubectl -n)")
+	fs.StringVar(&c.namespace, "namespace", metav1.NamespaceDefault, "the same as -n")
 	if cmd == "translate" {
 		fs.Func("inline-capacity", "size of the PVs and claims made for inline volumes, which carry none (default 1Gi)", func(v string) error {
 			q, err := resource.ParseQuantity(v)
@@ -184,16 +189,17 @@ func (c *common) logger(stderr io.Writer) klog.Logger {
 	return newStderrLogger(stderr)
 }
 
-// clientFor builds a client from a kubeconfig path, $KUBECONFIG,
-// ~/.kube/config or the in-cluster configuration, with a client-side rate
-// limit of qps requests a second and bursts of burst (client-go's defaults,
-// 5 and 10, when 0).
-func clientFor(kubeconfig string, qps float32, burst int) (kubernetes.Interface, error) {
+// clientFor builds a client as kubectl does from a kubeconfig path,
+// $KUBECONFIG, ~/.kube/config or the in-cluster configuration, and a context
+// of it ("" for the current one), with a client-side rate limit of qps
+// requests a second and bursts of burst (client-go's defaults, 5 and 10,
+// when 0).
+func clientFor(kubeconfig, context string, qps float32, burst int) (kubernetes.Interface, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if kubeconfig != "" {
 		rules.ExplicitPath = kubeconfig
 	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
 	if err != nil {
 		return nil, err
 	}
