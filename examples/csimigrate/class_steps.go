@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -111,7 +112,7 @@ func (r *classRun) verify() error {
 	cur, s, name := r.cur, r.state, r.t.name
 	switch {
 	case cur == nil && s == nil:
-		return refuse("not found, and no saved replacement (ConfigMap %s)", r.where())
+		return refuse(rewrite.CodeNotFound, "not found, and no saved replacement (ConfigMap %s)", r.where())
 	case cur == nil:
 		return nil
 	case r.a.isTargetClass(cur):
@@ -120,11 +121,11 @@ func (r *classRun) verify() error {
 		}
 		return nil
 	case !r.a.isSourceClass(cur) && r.a.undo:
-		return refuse("provisioner %s: not a StorageClass csimigrate created", cur.Provisioner)
+		return refuse(rewrite.CodeNotInScope, "provisioner %s: not a StorageClass csimigrate created", cur.Provisioner)
 	case !r.a.isSourceClass(cur):
-		return refuse("provisioner %s is not an in-tree plugin csimigrate translates", cur.Provisioner)
+		return refuse(rewrite.CodeNotInScope, "provisioner %s is not an in-tree plugin csimigrate translates", cur.Provisioner)
 	case r.t.uid != "" && cur.UID != r.t.uid:
-		return refuse("the live StorageClass has uid %s, the reviewed one %s (replaced since the review)", cur.UID, r.t.uid)
+		return refuse(rewrite.CodeReplacedSinceReview, "the live StorageClass has uid %s, the reviewed one %s (replaced since the review)", cur.UID, r.t.uid)
 	case s != nil && (cur.UID != s.UID || cur.ResourceVersion != s.ResourceVersion):
 		return fmt.Errorf("StorageClass %s changed after its replacement was saved in ConfigMap %s (uid %s, resourceVersion %s; saved %s, %s); nothing is done with it: delete the ConfigMap and run again to rebuild it",
 			name, r.where(), cur.UID, cur.ResourceVersion, s.UID, s.ResourceVersion)
@@ -154,7 +155,7 @@ func (a *applier) classChecks(ctx context.Context, cur *storagev1.StorageClass) 
 	}
 	repl, err := a.classReplacement(cur)
 	if err != nil {
-		return nil, refuse("%v", err)
+		return nil, refuse(rewrite.CodeNotTranslatable, "%v", err)
 	}
 	return repl, a.classSecretRefusal(ctx, cur, repl)
 }
@@ -224,8 +225,8 @@ func (r *classRun) removeState(ctx context.Context) error {
 func classUndoReplacement(cur *storagev1.StorageClass) (*storagev1.StorageClass, error) {
 	raw, ok := cur.Annotations[AnnOriginalClass]
 	if !ok {
-		return nil, &refusal{reason: "it has no annotation " + AnnOriginalClass + " (an earlier csimigrate replaced the class without recording it)",
-			remedy: "create the in-tree class by hand: delete this one and create it with provisioner " + cur.Annotations[AnnMigratedFrom] + " and its former parameters"}
+		return nil, &refusal{Code: rewrite.CodeNotRecorded, Reason: "it has no annotation " + AnnOriginalClass + " (an earlier csimigrate replaced the class without recording it)",
+			Remedy: "create the in-tree class by hand: delete this one and create it with provisioner " + cur.Annotations[AnnMigratedFrom] + " and its former parameters"}
 	}
 	var orig storagev1.StorageClass
 	if err := json.Unmarshal([]byte(raw), &orig); err != nil {

@@ -365,8 +365,8 @@ func (p *planner) rewriteRefusal(pv *v1.PersistentVolume) *plugin.Finding {
 	}
 	if !p.sawClaims && c.UID != "" {
 		if pv.Status.Phase == v1.VolumeReleased {
-			return refused(&refusal{reason: fmt.Sprintf("its claim %s/%s is gone (the PV is Released)", c.Namespace, c.Name),
-				remedy: "reclaim it (delete the image by hand, then the PV), or re-bind it: clear spec.claimRef.uid and create a claim with spec.volumeName " + pv.Name})
+			return refused(&refusal{Code: rewrite.CodeClaimGone, Reason: fmt.Sprintf("its claim %s/%s is gone (the PV is Released)", c.Namespace, c.Name),
+				Remedy: "reclaim it (delete the image by hand, then the PV), or re-bind it: clear spec.claimRef.uid and create a claim with spec.volumeName " + pv.Name})
 		}
 		return &plugin.Finding{Code: FindingClaimNotChecked, Severity: plugin.SeverityBlocker, Field: "spec.claimRef",
 			Message: reasonClaimNotChecked, Remedy: remedyClaimNotChecked}
@@ -431,7 +431,7 @@ func (p *planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.
 func reasonOf(err error) string {
 	var r *refusal
 	if errors.As(err, &r) {
-		return r.reason
+		return r.Reason
 	}
 	return err.Error()
 }
@@ -454,8 +454,8 @@ func (p *planner) intern(msg string) string {
 // remedyOf is the remedy of a rewrite refusal.
 func remedyOf(err error) string {
 	var r *refusal
-	if errors.As(err, &r) && r.remedy != "" {
-		return r.remedy
+	if errors.As(err, &r) && r.Remedy != "" {
+		return r.Remedy
 	}
 	return "see the message; rewrite -apply leaves the PV as it is"
 }

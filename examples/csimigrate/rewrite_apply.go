@@ -262,7 +262,7 @@ func (r *result) record(a *applier, obj string, err error) (interrupted bool) {
 		return true
 	case errors.As(err, &ref):
 		r.refused++
-		a.say("%s: refused, left as it was: %s\n", obj, ref.reason)
+		a.say("%s: refused, left as it was: %s\n", obj, ref.Reason)
 		r.errs = append(r.errs, fmt.Errorf("%s: %w", obj, err))
 	case err != nil:
 		r.errs = append(r.errs, fmt.Errorf("%s: %w", obj, err))

@@ -176,29 +176,29 @@ func (a *applier) classSecretRefusal(ctx context.Context, cur, r *storagev1.Stor
 	}
 	ref, user, err := classAdminSecret(r)
 	if err != nil || ref == nil {
-		return refuse("the translated class names no usable provisioner secret: %v", err)
+		return refuse(rewrite.CodeSecretNotReady, "the translated class names no usable provisioner secret: %v", err)
 	}
 	s, err := a.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return &refusal{reason: fmt.Sprintf("its admin secret %s/%s does not exist", ref.Namespace, ref.Name),
-			remedy: "create it with the Ceph user's key under \"key\" (and adminId for a user other than admin)"}
+		return &refusal{Code: rewrite.CodeSecretMissing, Reason: fmt.Sprintf("its admin secret %s/%s does not exist", ref.Namespace, ref.Name),
+			Remedy: "create it with the Ceph user's key under \"key\" (and adminId for a user other than admin)"}
 	case err != nil:
 		return fmt.Errorf("reading its admin secret %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
 	fixes, err := secrets.CephCSISecretReady(s, secrets.CephRBDDriver, user)
 	if err != nil {
-		return &refusal{reason: fmt.Sprintf("its admin secret %s/%s %s", ref.Namespace, ref.Name, rewrite.Problem(err)),
-			remedy: "put the Ceph user's key under \"key\" (or userID and userKey)"}
+		return &refusal{Code: rewrite.CodeSecretNotReady, Reason: fmt.Sprintf("its admin secret %s/%s %s", ref.Namespace, ref.Name, rewrite.Problem(err)),
+			Remedy: "put the Ceph user's key under \"key\" (or userID and userKey)"}
 	}
 	if len(fixes) > 0 {
 		f := fixes[0]
 		if f.Field != secrets.CephMigrationUserKey {
-			return &refusal{reason: fmt.Sprintf("its admin secret %s/%s: %s", ref.Namespace, ref.Name, f.Reason),
-				remedy: fmt.Sprintf("give Secret %s/%s %s: %s and that user's key", ref.Namespace, ref.Name, f.Field, f.Value)}
+			return &refusal{Code: rewrite.CodeSecretNotReady, Reason: fmt.Sprintf("its admin secret %s/%s: %s", ref.Namespace, ref.Name, f.Reason),
+				Remedy: fmt.Sprintf("give Secret %s/%s %s: %s and that user's key", ref.Namespace, ref.Name, f.Field, f.Value)}
 		}
-		return &refusal{reason: fmt.Sprintf("adminId is %q, but Ceph CSI reads the migration user only from the admin secret's adminId: the CSI class would provision as client.admin with that user's key and fail", user),
-			remedy: fmt.Sprintf("add %s: %s to Secret %s/%s", f.Field, f.Value, ref.Namespace, ref.Name)}
+		return &refusal{Code: rewrite.CodeSecretNotReady, Reason: fmt.Sprintf("adminId is %q, but Ceph CSI reads the migration user only from the admin secret's adminId: the CSI class would provision as client.admin with that user's key and fail", user),
+			Remedy: fmt.Sprintf("add %s: %s to Secret %s/%s", f.Field, f.Value, ref.Namespace, ref.Name)}
 	}
 	return nil
 }

@@ -17,81 +17,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// deletionProtection are the finalizers with which Kubernetes' PV controller
-// (HonorPVReclaimPolicy, on by default from 1.31) and external-provisioner
-// hold a PV whose reclaim policy is Delete until they have deleted the
-// volume. Their owners remove them when the policy becomes Retain; the
-// rewrite waits for that and never removes them itself.
-var deletionProtection = []string{"kubernetes.io/pv-controller", "external-provisioner.volume.kubernetes.io/finalizer"}
-
 // finalizersWaitFor is how long a run waits for the owners of
 // deletionProtection finalizers to remove them once Retain is in force.
 var finalizersWaitFor = 60 * time.Second
 
-// known reports whether a finalizer is one the rewrite knows the owner and
-// meaning of.
-func knownFinalizer(f string) bool {
-	return f == pvProtection || slices.Contains(deletionProtection, f)
-}
-
 var errInterrupted = errors.New("interrupted (step limit)")
 
-// refusal is a PV the rewrite leaves exactly as it was, and why; remedy
-// says what an admin can do about it, when the reason does not.
-type refusal struct{ reason, remedy string }
+// refusal is an object the rewrite leaves exactly as it was
+// (rewrite.Refusal: a code, the reason, the remedy).
+type refusal = rewrite.Refusal
 
-func (r *refusal) Error() string {
-	if r.remedy == "" {
-		return r.reason
-	}
-	return r.reason + "; " + r.remedy
+// refuse is a refusal with a code and a formatted reason.
+func refuse(code rewrite.Code, format string, args ...any) error {
+	return rewrite.Refuse(code, format, args...)
 }
 
-func refuse(format string, args ...any) error { return &refusal{reason: fmt.Sprintf(format, args...)} }
-
-// objectRefusal is why the rewrite leaves a PV alone for what the PV
-// object itself says (being deleted, finalizers it does not know), or nil.
-// The plan applies the same rule.
-func objectRefusal(cur *v1.PersistentVolume) error {
-	if cur.DeletionTimestamp != nil {
-		return &refusal{reason: fmt.Sprintf("being deleted (since %s); a rewrite would undo that delete", cur.DeletionTimestamp.UTC().Format(time.RFC3339)),
-			remedy: "let the deletion finish; nothing is left to migrate"}
-	}
-	if others := slices.DeleteFunc(slices.Clone(cur.Finalizers), knownFinalizer); len(others) > 0 {
-		return &refusal{reason: fmt.Sprintf("finalizers %q: csimigrate knows only %s (which it removes from the object it deleted) and %q (whose owners remove them once Retain is set)",
-			others, pvProtection, deletionProtection), remedy: "wait for the finalizers' owners to remove them, or remove them if their owner is gone"}
-	}
-	return nil
-}
-
-// claimRefusal is why the rewrite leaves a PV alone for its claim, or nil:
-// pvc is the claim the PV names (nil when there is none of that name). A
-// PV pre-bound to a claim but not yet bound (no uid) is refused without
-// reading the claim. The plan applies the same rule.
-func claimRefusal(cur *v1.PersistentVolume, pvc *v1.PersistentVolumeClaim) error {
-	c := cur.Spec.ClaimRef
-	if c == nil {
-		return nil
-	}
-	switch {
-	case c.UID == "":
-		return &refusal{reason: fmt.Sprintf("pre-bound to claim %s/%s but not bound yet", c.Namespace, c.Name),
-			remedy: "create the claim (or wait until it binds), or clear spec.claimRef"}
-	case pvc == nil:
-		return &refusal{reason: fmt.Sprintf("its claim %s/%s does not exist (the PV is released)", c.Namespace, c.Name),
-			remedy: "reclaim it (delete the image by hand, then the PV), or re-bind it: clear spec.claimRef.uid and create a claim with spec.volumeName " + cur.Name}
-	case pvc.UID != c.UID:
-		return &refusal{reason: fmt.Sprintf("claim %s/%s has uid %s, the PV names uid %s (a new claim of the same name)", c.Namespace, c.Name, pvc.UID, c.UID),
-			remedy: "re-bind the PV to the claim that uses it, or reclaim it"}
-	case pvc.DeletionTimestamp != nil:
-		return &refusal{reason: fmt.Sprintf("its claim %s/%s is being deleted; the PV will be released", c.Namespace, c.Name),
-			remedy: "let the deletion finish; the PV is then reclaimed by its policy"}
-	case pvc.Spec.VolumeName != cur.Name:
-		return &refusal{reason: fmt.Sprintf("claim %s/%s is bound to volume %q, not to this PV", c.Namespace, c.Name, pvc.Spec.VolumeName),
-			remedy: "clear this PV's spec.claimRef, or fix the binding"}
-	}
-	return nil
-}
+// objectRefusal and claimRefusal are the rewrite's rules for the PV object
+// and its claim; the plan applies the same.
+var (
+	objectRefusal = rewrite.ObjectRefusal
+	claimRefusal  = rewrite.ClaimRefusal
+)
 
 // storageClass returns the live StorageClass of a PV, nil when it has none
 // or the class is gone.
@@ -155,11 +101,11 @@ func (a *applier) inUseRefusal(ctx context.Context, cur, inTree *v1.PersistentVo
 		names[i] = p.Name
 	}
 	if !a.online {
-		return refuse("in use by pods %s of claim %s/%s; stop them first (csimigrate plan lists them), or use -online where the plugin is migrated on their nodes",
+		return refuse(rewrite.CodeInUse, "in use by pods %s of claim %s/%s; stop them first (csimigrate plan lists them), or use -online where the plugin is migrated on their nodes",
 			strings.Join(names, ", "), c.Namespace, c.Name)
 	}
 	if err := a.onlineSafe(ctx, inTree, driver, handle, pods); err != nil {
-		return refuse("in use by pods %s of claim %s/%s, and not safe online: %v", strings.Join(names, ", "), c.Namespace, c.Name, err)
+		return refuse(rewrite.CodeInUse, "in use by pods %s of claim %s/%s, and not safe online: %v", strings.Join(names, ", "), c.Namespace, c.Name, err)
 	}
 	return nil
 }
@@ -324,7 +270,7 @@ func (a *applier) check(ctx context.Context, cur *v1.PersistentVolume) (*checks,
 	}
 	r, err := replacement(a.tr, a.logger, cur, sc, pvc)
 	if err != nil {
-		return nil, refuse("%v", err)
+		return nil, refuse(rewrite.CodeNotTranslatable, "%v", err)
 	}
 	if err := a.secretRefusal(ctx, cur, r); err != nil {
 		return nil, err
@@ -361,7 +307,11 @@ func (a *applier) secretRefusal(ctx context.Context, cur *v1.PersistentVolume, r
 		for _, f := range fixes {
 			remedy = fmt.Sprintf("add %s: %s to Secret %s", f.Field, f.Value, ref)
 		}
-		return &refusal{reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), %s", ref, strings.Join(need.Uses, ", "), problem), remedy: remedy}
+		code := rewrite.CodeSecretNotReady
+		if s == nil {
+			code = rewrite.CodeSecretMissing
+		}
+		return &refusal{Code: code, Reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), %s", ref, strings.Join(need.Uses, ", "), problem), Remedy: remedy}
 	}
 	return nil
 }

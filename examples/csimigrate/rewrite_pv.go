@@ -116,7 +116,7 @@ func (r *pvRun) verify() error {
 	cur, s, name := r.cur, r.state, r.t.name
 	if cur == nil {
 		if s == nil {
-			return refuse("not found, and no saved replacement (ConfigMap %s)", r.where())
+			return refuse(rewrite.CodeNotFound, "not found, and no saved replacement (ConfigMap %s)", r.where())
 		}
 		return nil
 	}
@@ -125,7 +125,7 @@ func (r *pvRun) verify() error {
 	case kind == pvOther && s != nil:
 		return fmt.Errorf("pv/%s is %s, and ConfigMap %s holds a replacement for it; not touching either", name, why, r.where())
 	case kind == pvOther:
-		return refuse("%s", why)
+		return refuse(rewrite.CodeNotInScope, "%s", why)
 	case kind == r.dir.target:
 		if s == nil {
 			return nil
@@ -136,7 +136,7 @@ func (r *pvRun) verify() error {
 		}
 		return nil
 	case r.t.uid != "" && cur.UID != r.t.uid:
-		return refuse("the live PV has uid %s, the reviewed one %s (replaced since the review)", cur.UID, r.t.uid)
+		return refuse(rewrite.CodeReplacedSinceReview, "the live PV has uid %s, the reviewed one %s (replaced since the review)", cur.UID, r.t.uid)
 	case s != nil && cur.UID != s.UID:
 		return fmt.Errorf("ConfigMap %s was saved for uid %s, pv/%s now has uid %s; nothing is done with it: delete it once the PV is checked", r.where(), s.UID, name, cur.UID)
 	case s != nil && cur.DeletionTimestamp == nil && cur.ResourceVersion != s.ResourceVersion:
@@ -212,7 +212,7 @@ func (r *pvRun) ownersDone() bool {
 
 // protectionHeld are the deletion-protection finalizers on the live PV.
 func (r *pvRun) protectionHeld() []string {
-	return slices.DeleteFunc(slices.Clone(r.cur.Finalizers), func(f string) bool { return !slices.Contains(deletionProtection, f) })
+	return slices.DeleteFunc(slices.Clone(r.cur.Finalizers), func(f string) bool { return !slices.Contains(rewrite.DeletionProtection, f) })
 }
 
 // waitForOwners waits while Retain is in force for the owners of the
@@ -241,7 +241,7 @@ func (r *pvRun) saySave() string {
 func (r *pvRun) save(ctx context.Context) error {
 	repl, kept, err := r.dir.build(r.a, r.cur, r.checked)
 	if err != nil {
-		return refuse("%v", err)
+		return refuse(rewrite.CodeNotTranslatable, "%v", err)
 	}
 	if change := rewrite.AccessModeChange(r.cur, repl); change != "" && !r.dir.undo {
 		r.a.say("pv/%s: %s\n", r.t.name, change)

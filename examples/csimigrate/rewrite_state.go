@@ -12,6 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/csimigrate/csimigrate/rewrite"
 )
 
 // The rewrite and its undo keep their state in the cluster, never in a
@@ -27,7 +29,7 @@ const (
 	annStateSHA256 = "csimigrate.io/state-sha256"
 	// pvProtection is the only finalizer the rewrite ever removes, and only
 	// from the object it deleted.
-	pvProtection = "kubernetes.io/pv-protection"
+	pvProtection = rewrite.PVProtection
 )
 
 // stateName is the ConfigMap name for a PV.
@@ -179,7 +181,7 @@ func (a *applier) loadState(cm *v1.ConfigMap) (*rewriteState, error) {
 func (a *applier) saveState(ctx context.Context, cur, repl *v1.PersistentVolume, kept string, undo bool) (*v1.ConfigMap, error) {
 	driver, handle, err := a.identity(repl)
 	if err != nil {
-		return nil, refuse("the replacement: %v", err)
+		return nil, refuse(rewrite.CodeNotTranslatable, "the replacement: %v", err)
 	}
 	s := rewriteState{PV: cur.Name, Undo: undo, UID: cur.UID, ResourceVersion: cur.ResourceVersion, Driver: driver, Handle: handle,
 		Replacement: repl, KeptRetain: kept}

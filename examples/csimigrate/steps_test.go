@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/csimigrate/csimigrate/rewrite"
 )
 
 // nextStep is the name of the step a run takes in the state it observed,
@@ -51,7 +53,7 @@ func TestStepInEachState(t *testing.T) {
 	pendingInTree := func(pv *v1.PersistentVolume) { pv.Annotations = map[string]string{AnnReclaimPolicy: "Delete"} }
 	deleting := func(pv *v1.PersistentVolume) { pv.DeletionTimestamp = &now }
 	deletingUnheld := func(pv *v1.PersistentVolume) { pv.DeletionTimestamp, pv.Finalizers = &now, nil }
-	held := func(pv *v1.PersistentVolume) { pv.Finalizers = append(pv.Finalizers, deletionProtection[0]) }
+	held := func(pv *v1.PersistentVolume) { pv.Finalizers = append(pv.Finalizers, rewrite.DeletionProtection[0]) }
 	state := &rewriteState{PV: "pv"}
 	for _, tc := range []struct {
 		name  string

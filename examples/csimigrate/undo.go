@@ -37,8 +37,8 @@ const (
 func undoReplacement(tr *translate.Translator, cur *v1.PersistentVolume) (*v1.PersistentVolume, error) {
 	policy, ok := cur.Annotations[AnnPreRewritePolicy]
 	if !ok {
-		return nil, &refusal{reason: "it has no annotation " + AnnPreRewritePolicy + " (an earlier csimigrate rewrote it without recording the reclaim policy and annotations to restore)",
-			remedy: "add the annotations " + AnnPreRewritePolicy + " (the policy before the rewrite) and, if the rewrite added external-provisioner's deletion-secret annotations, " + AnnAddedAnnotations + " naming them"}
+		return nil, &refusal{Code: rewrite.CodeNotRecorded, Reason: "it has no annotation " + AnnPreRewritePolicy + " (an earlier csimigrate rewrote it without recording the reclaim policy and annotations to restore)",
+			Remedy: "add the annotations " + AnnPreRewritePolicy + " (the policy before the rewrite) and, if the rewrite added external-provisioner's deletion-secret annotations, " + AnnAddedAnnotations + " naming them"}
 	}
 	in, err := tr.TranslateCSIPVToInTree(cur)
 	if err == nil && plugin.InTreeNameOfPV(in) == "" {
@@ -83,10 +83,10 @@ func (a *applier) checkUndo(ctx context.Context, cur *v1.PersistentVolume) (*che
 	// attach/detach controller and the driver: they translate it.
 	driver, handle, err := a.identity(in)
 	if err != nil {
-		return nil, refuse("its in-tree form does not translate: %v", err)
+		return nil, refuse(rewrite.CodeNotTranslatable, "its in-tree form does not translate: %v", err)
 	}
 	if driver != cur.Spec.CSI.Driver || handle != cur.Spec.CSI.VolumeHandle {
-		return nil, refuse("its in-tree form translates to %s %q, not to this PV's %s %q: Kubernetes would know the volume by another name", driver, handle, cur.Spec.CSI.Driver, cur.Spec.CSI.VolumeHandle)
+		return nil, refuse(rewrite.CodeHandleChanges, "its in-tree form translates to %s %q, not to this PV's %s %q: Kubernetes would know the volume by another name", driver, handle, cur.Spec.CSI.Driver, cur.Spec.CSI.VolumeHandle)
 	}
 	if err := a.inUseRefusal(ctx, cur, in, driver, handle); err != nil {
 		return nil, err
@@ -105,7 +105,7 @@ func asRefusal(err error) error {
 	if ref := (*refusal)(nil); errors.As(err, &ref) {
 		return err
 	}
-	return refuse("%v", err)
+	return refuse(rewrite.CodeNotTranslatable, "%v", err)
 }
 
 // removedInTree maps the in-tree plugins Kubernetes removed without a
@@ -128,8 +128,8 @@ func (a *applier) inTreeServed(plugin string) error {
 		return err
 	}
 	if minor >= removed {
-		return &refusal{reason: fmt.Sprintf("the API server is Kubernetes 1.%d, and 1.%d removed the in-tree plugin %s: no kubelet would mount the in-tree PV", minor, removed, plugin),
-			remedy: "keep the CSI PV and fix the driver's setup (csimigrate plan lists the Ceph CSI config map and the Secrets it needs)"}
+		return &refusal{Code: rewrite.CodePluginRemoved, Reason: fmt.Sprintf("the API server is Kubernetes 1.%d, and 1.%d removed the in-tree plugin %s: no kubelet would mount the in-tree PV", minor, removed, plugin),
+			Remedy: "keep the CSI PV and fix the driver's setup (csimigrate plan lists the Ceph CSI config map and the Secrets it needs)"}
 	}
 	return nil
 }
