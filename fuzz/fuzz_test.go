@@ -434,6 +434,9 @@ func FuzzRewriteRules(f *testing.F) {
 			needs := rewrite.SecretNeeds(&pv, out)
 			_ = rewrite.AccessModeChange(&pv, out)
 			if out != nil {
+				if r, err := rewrite.Replacement(tr, logger, &pv, out, tr.CheckPV(&pv), nil, nil); err == nil && r.CSI.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
+					t.Fatalf("a replacement created with %s", r.CSI.Spec.PersistentVolumeReclaimPolicy)
+				}
 				rewrite.KeepServedModes(&pv, out)
 			}
 			for _, n := range needs {

@@ -332,7 +332,7 @@ func (p *planner) addPV(pv *v1.PersistentVolume) {
 	}
 	p.needs(pv, out, err, idx)
 	if err == nil && !slices.ContainsFunc(vp.Findings, func(f plugin.Finding) bool { return f.Severity == plugin.SeverityBlocker }) {
-		// out is completed into the replacement in place: needs has read it.
+		// The replacement is built from out and the findings, not translated again.
 		vp.Findings = append(vp.Findings, p.rewriteChanges(pv, out, checked, idx)...)
 	}
 	for _, f := range vp.Findings {
@@ -398,8 +398,8 @@ func (p *planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.
 		pvc = p.claims[claimKey(c.Namespace, c.Name)]
 	}
 	sc := p.classes[pv.Spec.StorageClassName]
-	r, err := replacementOf(p.tr, p.logger, pv, out, checked, sc, pvc)
-	if need, ok := r.deletionNeed(); ok && err == nil {
+	r, err := rewrite.Replacement(p.tr, p.logger, pv, out, checked, sc, pvc)
+	if need, ok := r.DeletionNeed(); ok && err == nil {
 		p.secretNeeds = append(p.secretNeeds, secretNeed{SecretNeed: need, volume: idx})
 	}
 	if err != nil {
@@ -417,9 +417,9 @@ func (p *planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.
 	if r.KeptRetain() == "" {
 		return found
 	}
-	msg := strings.Join(r.keptWhy, "; ")
+	msg := strings.Join(r.KeptWhy, "; ")
 	remedy := "delete the volume by hand when it is released"
-	if r.noSecret {
+	if r.NoDeletionSecret {
 		remedy += "; or give the PV's StorageClass with its provisioner secret in the input (or set annotations " + annDeletionSecretName + " and " + annDeletionSecretNamespace + " on the PV) so that the driver can delete it"
 	}
 	return append(found, plugin.Finding{Code: FindingReclaimKept, Severity: plugin.SeverityWarning, Field: "spec.persistentVolumeReclaimPolicy",

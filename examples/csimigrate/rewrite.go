@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csimigrate/csimigrate/plugin"
-	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
@@ -230,62 +229,16 @@ func undoReview(tr *translate.Translator, pv *v1.PersistentVolume) (RewritePV, e
 	return RewritePV{Name: pv.Name, Driver: plugin.InTreeNameOfPV(in), OriginalPolicy: pv.Spec.PersistentVolumeReclaimPolicy, RestorePolicy: policy, CSI: in}, nil
 }
 
-// Annotations the rewrite puts on the CSI PV it creates, so that every later
-// step (and a resumed run) derives its state from the cluster alone.
+// Annotations the rewrite puts on the CSI PV it creates (package rewrite's).
 const (
-	// AnnReclaimPolicy records the PV's reclaim policy before the rewrite
-	// set Retain; the last step restores it and removes the annotation.
-	AnnReclaimPolicy = "csimigrate.io/original-reclaim-policy"
-	// AnnMigratedFrom records the in-tree plugin the PV was rewritten from.
-	AnnMigratedFrom = "csimigrate.io/migrated-from"
+	AnnReclaimPolicy    = rewrite.AnnReclaimPolicy
+	AnnMigratedFrom     = rewrite.AnnMigratedFrom
+	AnnPreRewritePolicy = rewrite.AnnPreRewritePolicy
+	AnnAddedAnnotations = rewrite.AnnAddedAnnotations
 )
 
 // RewritePV is one in-tree PV and the CSI PV that replaces it.
-type RewritePV struct {
-	Name           string
-	Driver         string
-	OriginalPolicy v1.PersistentVolumeReclaimPolicy
-	// RestorePolicy is the policy the last step restores: the original, or
-	// Retain when a hazard makes deletion through the driver unsafe.
-	RestorePolicy v1.PersistentVolumeReclaimPolicy
-	// Hazard says why the policy is kept at Retain ("" when it is not).
-	Hazard string
-	CSI    *v1.PersistentVolume
-	// keptWhy are the reasons of Hazard.
-	keptWhy []string
-	// noSecret: Retain is kept (also) for want of a deletion secret.
-	noSecret bool
-	// deletionUser is the RADOS user of the deletion secret the rewrite
-	// names (the class's adminId; "" for admin), anyDeletionUser set when
-	// the PV named that secret itself and the user is not known.
-	deletionUser    string
-	anyDeletionUser bool
-}
-
-// deletionNeed is the deletion secret Ceph CSI reads to delete the volume of
-// a replacement that ends with reclaim policy Delete, ok false when there is
-// none to check.
-func (r RewritePV) deletionNeed() (rewrite.SecretNeed, bool) {
-	name, ns := r.CSI.Annotations[annDeletionSecretName], r.CSI.Annotations[annDeletionSecretNamespace]
-	if r.RestorePolicy != v1.PersistentVolumeReclaimDelete || name == "" || r.CSI.Spec.CSI == nil || r.CSI.Spec.CSI.Driver != rbd.DriverName {
-		return rewrite.SecretNeed{}, false
-	}
-	return rewrite.SecretNeed{Namespace: ns, Name: name, Driver: secrets.CephRBDDriver, User: r.deletionUser, AnyUser: r.anyDeletionUser,
-		Uses: []string{"deletion (" + annDeletionSecretName + ")"}}, true
-}
-
-// hazardPrefix starts every reason of Hazard.
-const hazardPrefix = "reclaim policy kept at Retain: "
-
-// KeptRetain says why the replacement ends with Retain where the in-tree PV
-// had another policy, as "reclaim policy Retain, not Delete: why"; "" when
-// it keeps the PV's policy.
-func (r RewritePV) KeptRetain() string {
-	if r.RestorePolicy == r.OriginalPolicy || r.OriginalPolicy == "" {
-		return ""
-	}
-	return fmt.Sprintf("reclaim policy %s, not %s: %s", r.RestorePolicy, r.OriginalPolicy, strings.Join(r.keptWhy, "; "))
-}
+type RewritePV = rewrite.PV
 
 // Annotations external-provisioner reads on a PV it deletes.
 const (
@@ -294,117 +247,14 @@ const (
 	annDeletionSecretNamespace = secrets.AnnDeletionSecretNamespace
 )
 
-// replacement builds the CSI PV that replaces an in-tree PV: translated,
-// cleared of server-set fields and finalizers, reclaim policy Retain until the
-// last step, and the policy to restore recorded in AnnReclaimPolicy. The
-// policy to restore is the one recorded by an earlier Retain step, else the
-// PV's own; it stays Retain for RBD images whose handle Ceph CSI resolves to
-// another image. A blocking finding is an error.
-//
-// The replacement stays deletable by external-provisioner, which from 1.31
-// is the only component that deletes it: a pv.kubernetes.io/provisioned-by
-// naming the in-tree plugin names the CSI driver instead (the original kept
-// in plugin.AnnOriginalProvisionedBy), and the provisioner secret of sc, the
-// PV's in-tree StorageClass (nil when it is gone), becomes the
-// deletion-secret annotations, so the volume is deleted with the right
-// credentials even after the class is replaced or removed. An RBD volume to
-// be deleted with no known secret keeps Retain (Ceph CSI cannot delete an
-// image without credentials). pvc is the bound claim, for secret templates.
+// replacement builds the CSI PV that replaces an in-tree PV
+// (rewrite.Replacement of its translation and findings).
 func replacement(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolume, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (RewritePV, error) {
 	csi, err := tr.TranslateInTreePVToCSI(logger, pv)
 	if err != nil {
 		return RewritePV{}, err
 	}
-	return replacementOf(tr, logger, pv, csi, tr.CheckPV(pv), sc, pvc)
-}
-
-// replacementOf is replacement from the PV's translation csi, which it
-// completes in place, and its findings, for callers that have them.
-func replacementOf(tr *translate.Translator, logger klog.Logger, pv, csi *v1.PersistentVolume, findings []plugin.Finding, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (RewritePV, error) {
-	// The policy before the rewrite: the one a Retain step recorded, else
-	// the PV's own.
-	original := pv.Spec.PersistentVolumeReclaimPolicy
-	if orig, ok := pv.Annotations[AnnReclaimPolicy]; ok {
-		original = v1.PersistentVolumeReclaimPolicy(orig)
-	}
-	restore := original
-	if restore == "" {
-		restore = v1.PersistentVolumeReclaimRetain
-	}
-	var blockers, kept []string
-	noSecret := false
-	for _, f := range findings {
-		if f.Severity == plugin.SeverityBlocker {
-			blockers = append(blockers, f.Code+": "+f.Message)
-		}
-		if why, ok := rewrite.KeepsRetain(f.Code); ok && restore != v1.PersistentVolumeReclaimRetain {
-			restore = v1.PersistentVolumeReclaimRetain
-			kept = append(kept, why)
-		}
-	}
-	if len(blockers) > 0 {
-		return RewritePV{}, errors.New(strings.Join(blockers, "; "))
-	}
-	cleanPV(csi)
-	keepClaimRef(csi, pv)
-	rewrite.KeepServedModes(pv, csi)
-	csi.Finalizers = nil
-	if csi.Annotations == nil {
-		csi.Annotations = map[string]string{}
-	}
-	inTree := plugin.InTreeNameOfPV(pv)
-	if by, ok := pv.Annotations[annProvisionedBy]; ok && by != csi.Spec.CSI.Driver {
-		csi.Annotations[plugin.AnnOriginalProvisionedBy] = by
-		csi.Annotations[annProvisionedBy] = csi.Spec.CSI.Driver
-	}
-	// CephFS volumes are static for Ceph CSI, which never deletes them (and
-	// reads no deletion secret for them).
-	var deletionUser string
-	_, anyDeletionUser := pv.Annotations[annDeletionSecretName]
-	if _, ok := pv.Annotations[annDeletionSecretName]; !ok && sc != nil && inTree != plugin.CephFSInTreePluginName &&
-		(plugin.InTreeNameOfProvisioner(sc.Provisioner) == inTree || sc.Provisioner == csi.Spec.CSI.Driver) {
-		ref, err := provisionerSecret(tr, logger, pv, sc, pvc)
-		if err != nil {
-			return RewritePV{}, fmt.Errorf("the provisioner secret of StorageClass %s, for deleting the volume: %w", sc.Name, err)
-		}
-		if ref != nil {
-			deletionUser = rewrite.ClassAdminID(sc)
-			csi.Annotations[annDeletionSecretName] = ref.Name
-			csi.Annotations[annDeletionSecretNamespace] = ref.Namespace
-			// What the undo removes again.
-			csi.Annotations[AnnAddedAnnotations] = annDeletionSecretName + "," + annDeletionSecretNamespace
-		}
-	}
-	if _, ok := csi.Annotations[annDeletionSecretName]; !ok && inTree == rbd.PluginName && restore == v1.PersistentVolumeReclaimDelete {
-		restore = v1.PersistentVolumeReclaimRetain
-		kept = append(kept, noDeletionSecret(pv, sc)+", and Ceph CSI cannot delete an image without one")
-		noSecret = true
-	}
-	csi.Annotations[AnnReclaimPolicy] = string(restore)
-	csi.Annotations[AnnMigratedFrom] = inTree
-	csi.Annotations[AnnPreRewritePolicy] = string(original)
-	csi.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
-	var hazard []string
-	for _, k := range kept {
-		hazard = append(hazard, hazardPrefix+k)
-	}
-	return RewritePV{Name: pv.Name, Driver: csi.Spec.CSI.Driver, OriginalPolicy: original,
-		RestorePolicy: restore, Hazard: strings.Join(hazard, "; "), CSI: csi, keptWhy: kept, noSecret: noSecret,
-		deletionUser: deletionUser, anyDeletionUser: anyDeletionUser}, nil
-}
-
-// noDeletionSecret says why no deletion secret is known for an RBD PV
-// whose StorageClass is sc (nil when it has none or it is gone).
-func noDeletionSecret(pv *v1.PersistentVolume, sc *storagev1.StorageClass) string {
-	switch {
-	case sc == nil && pv.Spec.StorageClassName == "":
-		return "the PV names no StorageClass and has no " + annDeletionSecretName + " annotation, so no secret to delete the image with is known"
-	case sc == nil:
-		return "its StorageClass " + pv.Spec.StorageClassName + " is gone (or not in the input), so no secret to delete the image with is known"
-	case plugin.InTreeNameOfProvisioner(sc.Provisioner) != plugin.InTreeNameOfPV(pv) && sc.Provisioner != rbd.DriverName:
-		return "its StorageClass " + sc.Name + " is of provisioner " + sc.Provisioner + ", not of RBD, so no secret to delete the image with is known"
-	}
-	return "its StorageClass " + sc.Name + " names no admin (provisioner) secret"
+	return rewrite.Replacement(tr, logger, pv, csi, tr.CheckPV(pv), sc, pvc)
 }
 
 // keepClaimRef gives a replacement the claimRef's resourceVersion of the PV
@@ -414,21 +264,6 @@ func keepClaimRef(repl, pv *v1.PersistentVolume) {
 	if repl.Spec.ClaimRef != nil && pv.Spec.ClaimRef != nil {
 		repl.Spec.ClaimRef.ResourceVersion = pv.Spec.ClaimRef.ResourceVersion
 	}
-}
-
-// provisionerSecret is the provisioner secret external-provisioner resolves
-// from the translated in-tree StorageClass for a PV and its claim.
-// A class csimigrate already replaced by its CSI form is read as it is.
-func provisionerSecret(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolume, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (*v1.SecretReference, error) {
-	params := sc.Parameters
-	if inTree := plugin.InTreeNameOfProvisioner(sc.Provisioner); tr.IsMigratableIntreePluginByName(inTree) {
-		out, err := tr.TranslateInTreeStorageClassToCSI(logger, inTree, rewrite.InTreeClass(sc))
-		if err != nil {
-			return nil, err
-		}
-		params = out.Parameters
-	}
-	return secrets.Resolve(secrets.Provisioner, params, secrets.Claim{PVName: pv.Name, PVC: pvc})
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'" }

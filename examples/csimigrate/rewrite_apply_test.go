@@ -277,7 +277,7 @@ func ensureSecrets(t testing.TB, c kubernetes.Interface, pv *v1.PersistentVolume
 	if name := pv.Spec.StorageClassName; name != "" && pv.Spec.RBD != nil {
 		// The class's admin secret deletes the volume.
 		if sc, err := c.StorageV1().StorageClasses().Get(ctx, name, metav1.GetOptions{}); err == nil && translatableClass(tr, sc) {
-			if ref, err := provisionerSecret(tr, klog0(), pv, sc, nil); err == nil && ref != nil {
+			if ref, err := rewrite.ProvisionerSecret(tr, klog0(), pv, sc, nil); err == nil && ref != nil {
 				needs = append(needs, rewrite.SecretNeed{Namespace: ref.Namespace, Name: ref.Name, Driver: secrets.CephRBDDriver, User: rewrite.ClassAdminID(sc)})
 			}
 		}

@@ -289,7 +289,7 @@ func (a *applier) check(ctx context.Context, cur *v1.PersistentVolume) (*checks,
 // not stage, expand or delete. Values are never read into anything printed.
 func (a *applier) secretRefusal(ctx context.Context, cur *v1.PersistentVolume, r RewritePV) error {
 	needs := rewrite.SecretNeeds(cur, r.CSI)
-	if need, ok := r.deletionNeed(); ok {
+	if need, ok := r.DeletionNeed(); ok {
 		needs = append(needs, need)
 	}
 	for _, need := range needs {

@@ -16,19 +16,6 @@ import (
 	"github.com/csimigrate/csimigrate/translate"
 )
 
-// Annotations the rewrite records on what it creates, so that its undo gives
-// back exactly what was there before.
-const (
-	// AnnPreRewritePolicy records, on a CSI PV the rewrite created, the
-	// in-tree PV's reclaim policy before the rewrite: the CSI PV may keep
-	// Retain where the in-tree PV had Delete, and the undo restores it.
-	AnnPreRewritePolicy = "csimigrate.io/pre-rewrite-reclaim-policy"
-	// AnnAddedAnnotations lists, comma-joined, the annotations the rewrite
-	// added to the CSI PV (external-provisioner's deletion-secret ones);
-	// the undo removes them.
-	AnnAddedAnnotations = "csimigrate.io/added-annotations"
-)
-
 // undoReplacement is the in-tree PV that a CSI PV csimigrate's rewrite
 // created came from: the library's reverse translation (which gives back
 // the original pv.kubernetes.io/provisioned-by), without what the rewrite

@@ -1,0 +1,245 @@
+package rewrite
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/plugins/rbd"
+	"github.com/csimigrate/csimigrate/secrets"
+	"github.com/csimigrate/csimigrate/translate"
+)
+
+// Annotations a rewrite puts on the CSI PV it creates, so that every later
+// step (and a resumed run) derives its state from the cluster alone, and its
+// undo gives back exactly what was there before.
+const (
+	// AnnReclaimPolicy records the PV's reclaim policy before the rewrite
+	// set Retain; the last step restores it and removes the annotation.
+	AnnReclaimPolicy = "csimigrate.io/original-reclaim-policy"
+	// AnnMigratedFrom records the in-tree plugin the PV was rewritten from.
+	AnnMigratedFrom = "csimigrate.io/migrated-from"
+	// AnnPreRewritePolicy records, on a CSI PV the rewrite created, the
+	// in-tree PV's reclaim policy before the rewrite: the CSI PV may keep
+	// Retain where the in-tree PV had Delete, and the undo restores it.
+	AnnPreRewritePolicy = "csimigrate.io/pre-rewrite-reclaim-policy"
+	// AnnAddedAnnotations lists, comma-joined, the annotations the rewrite
+	// added to the CSI PV (external-provisioner's deletion-secret ones);
+	// the undo removes them.
+	AnnAddedAnnotations = "csimigrate.io/added-annotations"
+)
+
+// annProvisionedBy names the provisioner of a dynamically provisioned PV.
+const annProvisionedBy = "pv.kubernetes.io/provisioned-by"
+
+// PV is one PV and the PV that replaces it.
+type PV struct {
+	Name           string
+	Driver         string
+	OriginalPolicy v1.PersistentVolumeReclaimPolicy
+	// RestorePolicy is the policy the last step restores: the original, or
+	// Retain when the driver would not delete exactly the volume.
+	RestorePolicy v1.PersistentVolumeReclaimPolicy
+	// Hazard says why the policy is kept at Retain ("" when it is not).
+	Hazard string
+	// CSI is the replacement.
+	CSI *v1.PersistentVolume
+	// KeptWhy are the reasons of Hazard.
+	KeptWhy []string
+	// NoDeletionSecret: Retain is kept (also) for want of a deletion
+	// secret.
+	NoDeletionSecret bool
+	// DeletionUser is the RADOS user of the deletion secret the rewrite
+	// names (the class's adminId; "" for admin); AnyDeletionUser is set
+	// when the PV named that secret itself and the user is not known.
+	DeletionUser    string
+	AnyDeletionUser bool
+}
+
+// hazardPrefix starts every reason of Hazard.
+const hazardPrefix = "reclaim policy kept at Retain: "
+
+// KeptRetain says why the replacement ends with Retain where the in-tree PV
+// had another policy, as "reclaim policy Retain, not Delete: why"; "" when
+// it keeps the PV's policy.
+func (r PV) KeptRetain() string {
+	if r.RestorePolicy == r.OriginalPolicy || r.OriginalPolicy == "" {
+		return ""
+	}
+	return fmt.Sprintf("reclaim policy %s, not %s: %s", r.RestorePolicy, r.OriginalPolicy, strings.Join(r.KeptWhy, "; "))
+}
+
+// DeletionNeed is the deletion secret Ceph CSI reads to delete the volume of
+// a replacement that ends with reclaim policy Delete, ok false when there is
+// none to check.
+func (r PV) DeletionNeed() (SecretNeed, bool) {
+	if r.CSI == nil || r.CSI.Spec.CSI == nil {
+		return SecretNeed{}, false
+	}
+	name, ns := r.CSI.Annotations[secrets.AnnDeletionSecretName], r.CSI.Annotations[secrets.AnnDeletionSecretNamespace]
+	if r.RestorePolicy != v1.PersistentVolumeReclaimDelete || name == "" || r.CSI.Spec.CSI.Driver != rbd.DriverName {
+		return SecretNeed{}, false
+	}
+	return SecretNeed{Namespace: ns, Name: name, Driver: secrets.CephRBDDriver, User: r.DeletionUser, AnyUser: r.AnyDeletionUser,
+		Uses: []string{"deletion (" + secrets.AnnDeletionSecretName + ")"}}, true
+}
+
+// Replacement builds the CSI PV that replaces an in-tree PV from its
+// translation csi (not modified: the replacement is a copy) and its findings:
+// cleared of server-set fields and finalizers, reclaim policy Retain until a
+// rewrite's last step, and the policy to restore recorded in
+// AnnReclaimPolicy. The policy to restore is the one recorded by an earlier
+// Retain step, else the PV's own; it stays Retain where a finding says the
+// driver would not delete exactly the volume (KeepsRetain), and for an RBD
+// volume whose deletion secret is unknown. A blocking finding is an error.
+//
+// The replacement stays deletable by external-provisioner, which from 1.31
+// is the only component that deletes it: a pv.kubernetes.io/provisioned-by
+// naming the in-tree plugin names the CSI driver instead (the original kept
+// in plugin.AnnOriginalProvisionedBy), and the provisioner secret of sc, the
+// PV's in-tree StorageClass (nil when it is gone), becomes the
+// deletion-secret annotations, so the volume is deleted with the right
+// credentials even after the class is replaced or removed. pvc is the bound
+// claim, for secret templates; tr translates sc.
+func Replacement(tr *translate.Translator, logger klog.Logger, pv, csi *v1.PersistentVolume, findings []plugin.Finding, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (PV, error) {
+	if pv == nil || csi == nil || csi.Spec.CSI == nil || tr == nil {
+		return PV{}, errors.New("rewrite.Replacement: a PV, its CSI translation and a translator are required")
+	}
+	// The policy before the rewrite: the one a Retain step recorded, else
+	// the PV's own.
+	original := pv.Spec.PersistentVolumeReclaimPolicy
+	if orig, ok := pv.Annotations[AnnReclaimPolicy]; ok {
+		original = v1.PersistentVolumeReclaimPolicy(orig)
+	}
+	restore := original
+	if restore == "" {
+		restore = v1.PersistentVolumeReclaimRetain
+	}
+	var blockers, kept []string
+	noSecret := false
+	for _, f := range findings {
+		if f.Severity == plugin.SeverityBlocker {
+			blockers = append(blockers, f.Code+": "+f.Message)
+		}
+		if why, ok := KeepsRetain(f.Code); ok && restore != v1.PersistentVolumeReclaimRetain {
+			restore = v1.PersistentVolumeReclaimRetain
+			kept = append(kept, why)
+		}
+	}
+	if len(blockers) > 0 {
+		return PV{}, errors.New(strings.Join(blockers, "; "))
+	}
+	csi = cleanPV(csi.DeepCopy())
+	if csi.Spec.ClaimRef != nil && pv.Spec.ClaimRef != nil {
+		// The binder wrote it; the undo gives it back.
+		csi.Spec.ClaimRef.ResourceVersion = pv.Spec.ClaimRef.ResourceVersion
+	}
+	KeepServedModes(pv, csi)
+	csi.Finalizers = nil
+	if csi.Annotations == nil {
+		csi.Annotations = map[string]string{}
+	}
+	inTree := plugin.InTreeNameOfPV(pv)
+	if by, ok := pv.Annotations[annProvisionedBy]; ok && by != csi.Spec.CSI.Driver {
+		csi.Annotations[plugin.AnnOriginalProvisionedBy] = by
+		csi.Annotations[annProvisionedBy] = csi.Spec.CSI.Driver
+	}
+	// CephFS volumes are static for Ceph CSI, which never deletes them (and
+	// reads no deletion secret for them).
+	var deletionUser string
+	_, anyDeletionUser := pv.Annotations[secrets.AnnDeletionSecretName]
+	if !anyDeletionUser && sc != nil && inTree != plugin.CephFSInTreePluginName &&
+		(plugin.InTreeNameOfProvisioner(sc.Provisioner) == inTree || sc.Provisioner == csi.Spec.CSI.Driver) {
+		ref, err := ProvisionerSecret(tr, logger, pv, sc, pvc)
+		if err != nil {
+			return PV{}, fmt.Errorf("the provisioner secret of StorageClass %s, for deleting the volume: %w", sc.Name, err)
+		}
+		if ref != nil {
+			deletionUser = ClassAdminID(sc)
+			csi.Annotations[secrets.AnnDeletionSecretName] = ref.Name
+			csi.Annotations[secrets.AnnDeletionSecretNamespace] = ref.Namespace
+			// What the undo removes again.
+			csi.Annotations[AnnAddedAnnotations] = secrets.AnnDeletionSecretName + "," + secrets.AnnDeletionSecretNamespace
+		}
+	}
+	if _, ok := csi.Annotations[secrets.AnnDeletionSecretName]; !ok && inTree == rbd.PluginName && restore == v1.PersistentVolumeReclaimDelete {
+		restore = v1.PersistentVolumeReclaimRetain
+		kept = append(kept, noDeletionSecret(pv, sc)+", and Ceph CSI cannot delete an image without one")
+		noSecret = true
+	}
+	csi.Annotations[AnnReclaimPolicy] = string(restore)
+	csi.Annotations[AnnMigratedFrom] = inTree
+	csi.Annotations[AnnPreRewritePolicy] = string(original)
+	csi.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
+	var hazard []string
+	for _, k := range kept {
+		hazard = append(hazard, hazardPrefix+k)
+	}
+	return PV{Name: pv.Name, Driver: csi.Spec.CSI.Driver, OriginalPolicy: original,
+		RestorePolicy: restore, Hazard: strings.Join(hazard, "; "), CSI: csi, KeptWhy: kept, NoDeletionSecret: noSecret,
+		DeletionUser: deletionUser, AnyDeletionUser: anyDeletionUser}, nil
+}
+
+// noDeletionSecret says why no deletion secret is known for an RBD PV
+// whose StorageClass is sc (nil when it has none or it is gone).
+func noDeletionSecret(pv *v1.PersistentVolume, sc *storagev1.StorageClass) string {
+	switch {
+	case sc == nil && pv.Spec.StorageClassName == "":
+		return "the PV names no StorageClass and has no " + secrets.AnnDeletionSecretName + " annotation, so no secret to delete the image with is known"
+	case sc == nil:
+		return "its StorageClass " + pv.Spec.StorageClassName + " is gone (or not in the input), so no secret to delete the image with is known"
+	case plugin.InTreeNameOfProvisioner(sc.Provisioner) != plugin.InTreeNameOfPV(pv) && sc.Provisioner != rbd.DriverName:
+		return "its StorageClass " + sc.Name + " is of provisioner " + sc.Provisioner + ", not of RBD, so no secret to delete the image with is known"
+	}
+	return "its StorageClass " + sc.Name + " names no admin (provisioner) secret"
+}
+
+// ProvisionerSecret is the provisioner secret external-provisioner resolves
+// from the translated in-tree StorageClass sc for a PV and its claim (nil
+// when the class names none). A class already replaced by its CSI form is
+// read as it is.
+func ProvisionerSecret(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolume, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (*v1.SecretReference, error) {
+	if sc == nil || tr == nil {
+		return nil, nil
+	}
+	params := sc.Parameters
+	if inTree := plugin.InTreeNameOfProvisioner(sc.Provisioner); tr.IsMigratableIntreePluginByName(inTree) {
+		out, err := tr.TranslateInTreeStorageClassToCSI(logger, inTree, InTreeClass(sc))
+		if err != nil {
+			return nil, err
+		}
+		params = out.Parameters
+	}
+	name := ""
+	if pv != nil {
+		name = pv.Name
+	}
+	return secrets.Resolve(secrets.Provisioner, params, secrets.Claim{PVName: name, PVC: pvc})
+}
+
+// cleanPV clears what the API server sets on a PV (metadata it owns, the
+// status, the claimRef's resourceVersion), so that it can be created. It
+// modifies and returns pv.
+func cleanPV(pv *v1.PersistentVolume) *v1.PersistentVolume {
+	if pv == nil {
+		return nil
+	}
+	pv.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"}
+	pv.ResourceVersion, pv.UID, pv.Generation = "", "", 0
+	//lint:ignore SA1019 clearing the deprecated field is the point
+	pv.SelfLink = ""
+	pv.CreationTimestamp = metav1.Time{}
+	pv.DeletionTimestamp, pv.DeletionGracePeriodSeconds = nil, nil
+	pv.ManagedFields = nil
+	pv.Status = v1.PersistentVolumeStatus{}
+	if pv.Spec.ClaimRef != nil {
+		pv.Spec.ClaimRef.ResourceVersion = ""
+	}
+	return pv
+}
