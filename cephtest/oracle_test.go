@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"pgregory.net/rapid"
 	"sigs.k8s.io/yaml"
 
@@ -75,6 +76,8 @@ type oracleCluster struct {
 	ClassShape secretShape
 	ClassUser  string
 	PVs        []oraclePV
+	Claims     []*v1.PersistentVolumeClaim
+	Pods       []*v1.Pod
 	Secrets    []*v1.Secret
 	Classes    []*storagev1.StorageClass
 }
@@ -86,6 +89,12 @@ func (oc *oracleCluster) objects() []runtime.Object {
 	}
 	for _, c := range oc.Classes {
 		out = append(out, c)
+	}
+	for _, c := range oc.Claims {
+		out = append(out, c)
+	}
+	for _, p := range oc.Pods {
+		out = append(out, p)
 	}
 	for _, p := range oc.PVs {
 		out = append(out, p.PV)
@@ -200,6 +209,25 @@ func drawCluster(t *rapid.T, keys map[string]string, round int) *oracleCluster {
 				by = "ceph.com/rbd"
 			}
 			pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": by}
+		}
+		// Bound to a claim (with a pod using it, some of the time); then the
+		// secret reference may leave the namespace out: in-tree read the
+		// secret in the claim's namespace, as the translation does.
+		if rapid.Bool().Draw(t, "bound") {
+			claim := &v1.PersistentVolumeClaim{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+				ObjectMeta: metav1.ObjectMeta{Namespace: secretNS, Name: "c-" + name, UID: types.UID(NewUUID())},
+				Spec:       v1.PersistentVolumeClaimSpec{VolumeName: name, AccessModes: pv.Spec.AccessModes, StorageClassName: &class}}
+			pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID}
+			if rapid.Bool().Draw(t, "namespaceLess") {
+				pv.Spec.RBD.SecretRef.Namespace = ""
+			}
+			oc.Claims = append(oc.Claims, claim)
+			if rapid.Bool().Draw(t, "inUse") {
+				oc.Pods = append(oc.Pods, &v1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+					ObjectMeta: metav1.ObjectMeta{Namespace: claim.Namespace, Name: "p-" + name},
+					Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "busybox"}},
+						Volumes: []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim.Name}}}}}})
+			}
 		}
 		oc.PVs = append(oc.PVs, oraclePV{PV: pv, Image: image, Shape: shape, Class: class, keyFor: keyUser})
 	}
