@@ -489,7 +489,7 @@ func (p *planner) addCluster(mons []string) {
 // pod template, the claims a running pod uses, and a StatefulSet's claim
 // templates.
 func (p *planner) addWorkload(w *workload) {
-	p.owners[w.key()] = w.Owner
+	p.owners[w.Key()] = w.Owner
 	if w.Kind == "Pod" && !w.Finished {
 		for _, vol := range w.Spec.Volumes {
 			if vol.PersistentVolumeClaim != nil {
@@ -502,7 +502,7 @@ func (p *planner) addWorkload(w *workload) {
 		vol := &w.Spec.Volumes[i]
 		if name := plugin.InTreeNameOfVolume(vol); name != "" {
 			p.plugins[name] = true
-			p.inline = append(p.inline, inlineFound{plan: p.planInline(w, vol, name), key: w.key(), owner: w.Owner, ns: w.Namespace})
+			p.inline = append(p.inline, inlineFound{plan: p.planInline(w, vol, name), key: w.Key(), owner: w.Owner, ns: w.Namespace})
 		}
 	}
 	for _, t := range w.ClaimTemplates {
@@ -527,21 +527,21 @@ func (p *planner) planInline(w *workload, vol *v1.Volume, plugin string) InlineP
 	}
 	ip.Reason = why + "; a pod's volumes cannot be changed: create the PV and claim `csimigrate translate` prints (" + ip.Claim +
 		") and change the " + w.Kind + " to use the claim"
-	form := newInlineForm(p.tr, p.logger, w, vol, ip.Claim, p.inlineCapacity)
-	if form.inTree == nil {
+	form := rewrite.NewInlineForm(p.tr, p.logger, w, vol, ip.Claim, p.inlineCapacity, inlineRemedy)
+	if form.InTree == nil {
 		return ip
 	}
 	var blockers []string
-	for _, f := range form.blockers {
+	for _, f := range form.Blockers {
 		blockers = append(blockers, f.Message+" ("+f.Remedy+")")
 	}
-	if form.err != nil {
-		blockers = append(blockers, form.err.Error())
+	if form.Err != nil {
+		blockers = append(blockers, form.Err.Error())
 	}
 	if len(blockers) > 0 {
 		ip.Reason += "; first: " + strings.Join(blockers, "; ")
 	}
-	p.needs(form.inTree, form.csi, form.err, -1)
+	p.needs(form.InTree, form.CSI, form.Err, -1)
 	return ip
 }
 

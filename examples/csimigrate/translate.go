@@ -141,14 +141,14 @@ func (s *translateSink) addWorkload(w *workload) {
 		vol := &w.Spec.Volumes[i]
 		name := inlineClaimName(w, vol.Name)
 		what := fmt.Sprintf("%s volume %s", w.ID(), vol.Name)
-		form := newInlineForm(s.tr, s.logger, w, vol, name, s.capacity)
-		if form.inTree == nil {
+		form := rewrite.NewInlineForm(s.tr, s.logger, w, vol, name, s.capacity, inlineRemedy)
+		if form.InTree == nil {
 			continue
 		}
-		csi, err := form.csi, form.err
-		if err == nil && len(form.blockers) > 0 {
+		csi, err := form.CSI, form.Err
+		if err == nil && len(form.Blockers) > 0 {
 			var blockers []string
-			for _, f := range form.blockers {
+			for _, f := range form.Blockers {
 				blockers = append(blockers, f.Code+": "+f.Message+" ("+f.Remedy+")")
 			}
 			err = errors.New(strings.Join(blockers, "; "))
