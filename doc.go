@@ -26,6 +26,9 @@
 //     they are ready, the reclaim policy the driver can honour, the access
 //     modes it serves, the classes replaced (no client; the first part of
 //     the engine).
+//   - plan: the planner of csimigrate plan and its report: whether each
+//     volume and class of a cluster's objects can be migrated and what must
+//     happen first, by the rules of package rewrite.
 //   - featuregate: the CSI-migration feature gates of every Kubernetes
 //     release and who owns a plugin's volumes; featuregate/staged: the
 //     staged migration planner of a running cluster.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/internal/annot"
 	"github.com/csimigrate/csimigrate/internal/overrides"
+	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
@@ -448,6 +449,39 @@ func FuzzRewriteRules(f *testing.F) {
 			}
 			if diff := cmp.Diff(orig, &pv); diff != "" {
 				t.Fatalf("input modified:\n%s", diff)
+			}
+		}
+	})
+}
+
+// FuzzPlan: the planner on any PV and any Secret never panics, gives the PV
+// one row when it is in-tree, and never puts a Secret's value in its report.
+func FuzzPlan(f *testing.F) {
+	translators := newTranslators(f)
+	f.Add(`{"metadata":{"name":"a"},"spec":{"rbd":{"monitors":["10.70.53.126:6789"],"image":"kubernetes-dynamic-pvc-1","pool":"rbd","user":"kube","secretRef":{"name":"s","namespace":"n"}}}}`, "s3cr3tKeyValue", "adminId")
+	f.Add(`{"spec":{"cephfs":{"monitors":["m:1"],"path":"/a","secretRef":{"name":"s","namespace":"n"}},"persistentVolumeReclaimPolicy":"Delete"}}`, "s3cr3tKeyValue", "userKey")
+	f.Fuzz(func(t *testing.T, data, value, field string) {
+		var pv v1.PersistentVolume
+		if json.Unmarshal([]byte(data), &pv) != nil {
+			return
+		}
+		for _, tr := range translators {
+			p := plan.New(tr, logger, plan.Options{})
+			p.Add(&v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: "s"}, Data: map[string][]byte{"key": []byte(value), field: []byte(value)}})
+			p.Add(&pv)
+			r := p.Finish()
+			if want := plugin.InTreeNameOfPV(&pv) != ""; (len(r.Volumes) == 1) != want {
+				t.Fatalf("%d rows for a PV of plugin %q", len(r.Volumes), plugin.InTreeNameOfPV(&pv))
+			}
+			if len(value) < 8 || field == "adminId" || field == "userID" {
+				continue // a user name is not secret; a short value matches by chance
+			}
+			b, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), value) && !strings.Contains(data, value) {
+				t.Fatalf("the report holds the secret value %q:\n%s", value, b)
 			}
 		}
 	})

@@ -26,6 +26,7 @@ import (
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/secrets"
+	"github.com/csimigrate/csimigrate/translate"
 )
 
 // SecretNeed is a Secret a CSI driver will read for a migrated volume or
@@ -274,4 +275,27 @@ func ClassAdminID(sc *storagev1.StorageClass) string {
 		}
 	}
 	return ""
+}
+
+// TranslatableClass reports whether a rewrite replaces sc by a CSI class: a
+// class of an in-tree plugin tr translates, or of a provisioner outside
+// Kubernetes that writes that plugin's sources
+// (plugin.InTreeNameOfProvisioner).
+func TranslatableClass(tr *translate.Translator, sc *storagev1.StorageClass) bool {
+	if tr == nil || sc == nil {
+		return false
+	}
+	inTree := plugin.InTreeNameOfProvisioner(sc.Provisioner)
+	return inTree != "" && tr.IsMigratableIntreePluginByName(inTree)
+}
+
+// ClassAdminSecret is the admin secret of a translated in-tree RBD class
+// (its provisioner, controller-expand and node-stage secret) and the
+// migration user it must name (the class's adminId).
+func ClassAdminSecret(translated *storagev1.StorageClass) (*v1.SecretReference, string, error) {
+	if translated == nil {
+		return nil, "", errors.New("no class")
+	}
+	ref, err := secrets.Resolve(secrets.Provisioner, translated.Parameters, secrets.Claim{})
+	return ref, translated.Parameters["adminId"], err
 }

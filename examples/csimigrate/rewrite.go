@@ -467,10 +467,5 @@ func quoteAll(s []string) []string {
 	return out
 }
 
-// translatableClass reports whether csimigrate replaces sc by a CSI class:
-// a class of an in-tree plugin it translates, or of a provisioner outside
-// Kubernetes that writes that plugin's sources (plugin.InTreeNameOfProvisioner).
-func translatableClass(tr *translate.Translator, sc *storagev1.StorageClass) bool {
-	inTree := plugin.InTreeNameOfProvisioner(sc.Provisioner)
-	return inTree != "" && tr.IsMigratableIntreePluginByName(inTree)
-}
+// translatableClass is rewrite.TranslatableClass.
+var translatableClass = rewrite.TranslatableClass

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
 	"k8s.io/klog/v2"
@@ -203,10 +202,5 @@ func (a *applier) classSecretRefusal(ctx context.Context, cur, r *storagev1.Stor
 	return nil
 }
 
-// classAdminSecret is the admin secret of a translated in-tree RBD class
-// (its provisioner, controller-expand and node-stage secret) and the
-// migration user it must name (the class's adminId).
-func classAdminSecret(translated *storagev1.StorageClass) (*v1.SecretReference, string, error) {
-	ref, err := secrets.Resolve(secrets.Provisioner, translated.Parameters, secrets.Claim{})
-	return ref, translated.Parameters["adminId"], err
-}
+// classAdminSecret is rewrite.ClassAdminSecret.
+var classAdminSecret = rewrite.ClassAdminSecret

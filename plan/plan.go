@@ -1,0 +1,844 @@
+// Package plan decides, for a cluster's objects as they arrive, whether each
+// in-tree volume and class can be migrated and what must happen first: the
+// planner of csimigrate plan, with its report. It reads objects, never a
+// cluster, and applies the rules of package rewrite, so that what it calls
+// migratable is what a rewrite does.
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/plugins/cephfs"
+	"github.com/csimigrate/csimigrate/plugins/rbd"
+	"github.com/csimigrate/csimigrate/plugins/vsphere"
+	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/secrets"
+	"github.com/csimigrate/csimigrate/translate"
+)
+
+// Plan is the report of `csimigrate plan`.
+type Plan struct {
+	// Hazards concern the cluster rather than one volume.
+	Hazards        []plugin.Finding    `json:"hazards,omitempty"`
+	Volumes        []VolumePlan        `json:"volumes"`
+	InlineVolumes  []InlinePlan        `json:"inlineVolumes,omitempty"`
+	ClaimTemplates []ClaimTemplatePlan `json:"claimTemplates,omitempty"`
+	StorageClasses []StorageClassPlan  `json:"storageClasses,omitempty"`
+	CephClusters   []ceph.ClusterEntry `json:"cephClusters,omitempty"`
+	Secrets        []SecretPlan        `json:"secrets,omitempty"`
+	FeatureGates   []string            `json:"featureGateSteps,omitempty"`
+	Blocked        bool                `json:"blocked"`
+}
+
+// VolumePlan is the plan for one in-tree PV.
+type VolumePlan struct {
+	Name       string           `json:"name"`
+	Plugin     string           `json:"plugin"`
+	Driver     string           `json:"driver,omitempty"`
+	Migratable bool             `json:"migratable"`
+	Reason     string           `json:"reason,omitempty"`
+	Claim      string           `json:"claim,omitempty"`
+	InUseBy    []string         `json:"inUseBy,omitempty"`
+	Findings   []plugin.Finding `json:"findings,omitempty"`
+	Handle     string           `json:"volumeHandle,omitempty"`
+}
+
+// InlinePlan is the plan for one inline in-tree volume of a workload's pod
+// template or of a pod.
+type InlinePlan struct {
+	// Workload is "Kind namespace/name" of the object whose pod spec has
+	// the volume: the top owner in the input (a Deployment rather than its
+	// ReplicaSets and pods), which is the object to change.
+	Workload string `json:"workload"`
+	Volume   string `json:"volume"`
+	Plugin   string `json:"plugin"`
+	// Via lists the objects owned by Workload that carry the same volume
+	// (its ReplicaSets, Jobs, pods), when they are in the input.
+	Via        []string `json:"via,omitempty"`
+	Migratable bool     `json:"migratable"`
+	Reason     string   `json:"reason,omitempty"`
+	// Claim is the name of the PV and claim that `csimigrate translate`
+	// prints to replace the volume.
+	Claim string `json:"claim,omitempty"`
+}
+
+// ClaimTemplatePlan is a StatefulSet volumeClaimTemplate whose class is an
+// in-tree one: claims made from it after the upgrade are provisioned by
+// the class csimigrate recreates.
+type ClaimTemplatePlan struct {
+	StatefulSet  string `json:"statefulSet"`
+	Template     string `json:"template"`
+	StorageClass string `json:"storageClass"`
+	Migratable   bool   `json:"migratable"`
+	Reason       string `json:"reason"`
+}
+
+// StorageClassPlan says how to recreate an in-tree StorageClass.
+type StorageClassPlan struct {
+	Name       string `json:"name"`
+	From       string `json:"from"`
+	To         string `json:"to,omitempty"`
+	Migratable bool   `json:"migratable"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// SecretPlan is a Secret to create or change. Values are never included.
+type SecretPlan struct {
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Action    string   `json:"action"`
+	Fields    []string `json:"fields"`
+	From      string   `json:"from,omitempty"`
+	Reason    string   `json:"reason"`
+}
+
+func claimKey(ns, name string) string { return ns + "/" + name }
+
+// Phase says which objects a Planner reads: the PVs are planned after
+// everything else has been read (claims, classes, secrets), in a second
+// pass over the input, or last in a single pass when the source lists them
+// last (a live cluster).
+type Phase int
+
+// Phases.
+const (
+	PhaseAll    Phase = iota // every object, PVs last
+	PhaseOthers              // everything but PVs
+	PhasePVs                 // PVs only
+)
+
+// Planner builds a Plan from objects as they arrive, so that a dump of any
+// size is planned in memory proportional to the report and to the claims
+// and classes: a PV is translated, checked and dropped; what depends on
+// objects that may come later (pods using a claim, the secrets a volume
+// needs) is kept as a small record and settled in finish. Secret values are
+// never kept: only whether "key" is set and the adminId.
+type Planner struct {
+	tr          *translate.Translator
+	logger      klog.Logger
+	plan        *Plan
+	phase       Phase
+	podsByClaim map[string][]string
+	secrets     map[string]*v1.Secret // slim: no values
+	sawSecrets  bool
+	// claims are slim claims (metadata and volumeName) by namespace/name.
+	claims       map[string]*v1.PersistentVolumeClaim
+	sawClaims    bool
+	classes      map[string]*storagev1.StorageClass
+	defaultClass string
+	clusters     map[string]ceph.ClusterEntry
+	// secretNeeds are the secrets the migrated volumes and classes make
+	// the Ceph CSI drivers read, settled in finish against the input's.
+	secretNeeds []secretNeed
+	// vsphereKeys are the translation's CSI topology keys; mismatches
+	// collects the nodes whose vSphere driver reports other keys.
+	vsphereKeys []string
+	mismatches  []string
+	// owners maps "Kind/namespace/name" of every workload read to its
+	// controller's "Kind/name"; inline holds the inline volumes found,
+	// settled by owner in finish; templates the StatefulSets' claim
+	// templates.
+	owners    map[string]string
+	inline    []inlineFound
+	templates []ClaimTemplatePlan
+	// messages holds interned finding messages (see intern).
+	messages map[string]string
+	// plugins are the in-tree plugins the input uses.
+	plugins map[string]bool
+	// inlineCapacity is the size of PVs made for inline volumes.
+	inlineCapacity resource.Quantity
+}
+
+type inlineFound struct {
+	plan  InlinePlan
+	key   string // the workload's "Kind/namespace/name"
+	owner string // its controller's "Kind/name"
+	ns    string
+}
+
+// secretNeed is a Secret a Ceph CSI driver will read for a migrated volume
+// or class (rewrite.SecretNeed), and what it is needed for in the plan.
+type secretNeed struct {
+	rewrite.SecretNeed
+	volume int    // index in plan.Volumes, -1 for others
+	class  string // the StorageClass whose admin secret it is
+}
+
+func first(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// Options are what a Planner is told beyond its translator.
+type Options struct {
+	// VSphereKeys are the CSI topology keys the translation writes, to
+	// check against what nodes' vSphere drivers report (CSINode).
+	VSphereKeys []string
+}
+
+// New returns a Planner that translates with tr and logs to logger. It reads
+// every object (PhaseAll) until SetPhase says otherwise.
+func New(tr *translate.Translator, logger klog.Logger, opts Options) *Planner {
+	return &Planner{vsphereKeys: opts.VSphereKeys, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}}, podsByClaim: map[string][]string{},
+		secrets: map[string]*v1.Secret{}, clusters: map[string]ceph.ClusterEntry{},
+		claims: map[string]*v1.PersistentVolumeClaim{}, classes: map[string]*storagev1.StorageClass{}, owners: map[string]string{},
+		plugins: map[string]bool{}, inlineCapacity: rewrite.DefaultInlineCapacity}
+}
+
+// SetPhase says which objects Add reads from now on.
+func (p *Planner) SetPhase(ph Phase) { p.phase = ph }
+
+// Plugins are the in-tree plugins the objects read use.
+func (p *Planner) Plugins() map[string]bool { return maps.Clone(p.plugins) }
+
+// Add reads one object: a PV, claim, StorageClass, CSINode, Secret (only
+// the fields the checks read are kept, never a key), Pod or workload;
+// others are ignored.
+func (p *Planner) Add(obj any) {
+	if pv, ok := obj.(*v1.PersistentVolume); ok {
+		if p.phase != PhaseOthers {
+			p.addPV(pv)
+		}
+		return
+	}
+	if p.phase == PhasePVs {
+		return
+	}
+	if w, ok := rewrite.WorkloadOf(obj); ok {
+		p.addWorkload(w)
+		return
+	}
+	switch o := obj.(type) {
+	case *v1.PersistentVolumeClaim:
+		p.sawClaims = true
+		p.claims[claimKey(o.Namespace, o.Name)] = &v1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name, UID: o.UID, Annotations: o.Annotations, DeletionTimestamp: o.DeletionTimestamp},
+			Spec:       v1.PersistentVolumeClaimSpec{VolumeName: o.Spec.VolumeName}}
+	case *storagev1.StorageClass:
+		p.classes[o.Name] = o
+		if o.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
+			p.defaultClass = o.Name
+		}
+		p.addStorageClass(o)
+	case *storagev1.CSINode:
+		for _, d := range o.Spec.Drivers {
+			if d.Name != vsphere.DriverName {
+				continue
+			}
+			for _, k := range p.vsphereKeys {
+				if !slices.Contains(d.TopologyKeys, k) {
+					p.mismatches = append(p.mismatches, fmt.Sprintf("%s reports %v", o.Name, d.TopologyKeys))
+					break
+				}
+			}
+		}
+	case *v1.Secret:
+		p.sawSecrets = true
+		p.secrets[claimKey(o.Namespace, o.Name)] = slimSecret(o)
+	}
+}
+
+func (p *Planner) addPV(pv *v1.PersistentVolume) {
+	name := plugin.InTreeNameOfPV(pv)
+	if name == "" {
+		return
+	}
+	p.plugins[name] = true
+	vp := VolumePlan{Name: pv.Name, Plugin: name}
+	if pv.Spec.ClaimRef != nil {
+		vp.Claim = claimKey(pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name)
+	}
+	idx := len(p.plan.Volumes)
+	if !p.tr.IsPVMigratable(pv) {
+		vp.Reason = "no migration plugin registered for " + name
+		p.plan.Volumes = append(p.plan.Volumes, vp)
+		p.plan.Blocked = true
+		return
+	}
+	vp.Driver, _ = p.tr.GetCSINameFromInTreeName(name)
+	checked := p.tr.CheckPV(pv)
+	for _, f := range checked {
+		if p.sawSecrets && secretWarnings[f.Code] {
+			// The secrets are in the input: finish judges them instead.
+			continue
+		}
+		vp.Findings = append(vp.Findings, f)
+	}
+	out, err := p.tr.TranslateInTreePVToCSI(p.logger, pv)
+	if err != nil {
+		vp.Reason = err.Error()
+	} else {
+		vp.Migratable = true
+		vp.Handle = out.Spec.CSI.VolumeHandle
+	}
+	// What rewrite -apply refuses, by the same rules.
+	if why := p.rewriteRefusal(pv); why != nil {
+		vp.Findings = append(vp.Findings, *why)
+	}
+	p.needs(pv, out, err, idx)
+	if err == nil && !slices.ContainsFunc(vp.Findings, func(f plugin.Finding) bool { return f.Severity == plugin.SeverityBlocker }) {
+		// The replacement is built from out and the findings, not translated again.
+		vp.Findings = append(vp.Findings, p.rewriteChanges(pv, out, checked, idx)...)
+	}
+	for _, f := range vp.Findings {
+		if f.Severity == plugin.SeverityBlocker {
+			vp.Migratable = false
+			if vp.Reason == "" {
+				vp.Reason = f.Message
+			}
+		}
+	}
+	if !vp.Migratable {
+		p.plan.Blocked = true
+	}
+	p.plan.Volumes = append(p.plan.Volumes, vp)
+}
+
+// rewriteRefusal is the finding for what makes rewrite -apply refuse the
+// PV (objectRefusal, claimRefusal), or for claims the input lacks.
+func (p *Planner) rewriteRefusal(pv *v1.PersistentVolume) *plugin.Finding {
+	refused := func(err error) *plugin.Finding {
+		return &plugin.Finding{Code: FindingRewriteRefuses, Severity: plugin.SeverityBlocker, Field: "PersistentVolume " + pv.Name,
+			Message: "csimigrate rewrite would refuse it: " + reasonOf(err), Remedy: remedyOf(err)}
+	}
+	if err := rewrite.ObjectRefusal(pv); err != nil {
+		return refused(err)
+	}
+	c := pv.Spec.ClaimRef
+	if c == nil {
+		return nil
+	}
+	if !p.sawClaims && c.UID != "" {
+		if pv.Status.Phase == v1.VolumeReleased {
+			return refused(&rewrite.Refusal{Code: rewrite.CodeClaimGone, Reason: fmt.Sprintf("its claim %s/%s is gone (the PV is Released)", c.Namespace, c.Name),
+				Remedy: "reclaim it (delete the image by hand, then the PV), or re-bind it: clear spec.claimRef.uid and create a claim with spec.volumeName " + pv.Name})
+		}
+		return &plugin.Finding{Code: FindingClaimNotChecked, Severity: plugin.SeverityBlocker, Field: "spec.claimRef",
+			Message: reasonClaimNotChecked, Remedy: remedyClaimNotChecked}
+	}
+	pvc, found := p.claims[claimKey(c.Namespace, c.Name)]
+	if !found {
+		pvc = nil
+	}
+	if err := rewrite.ClaimRefusal(pv, pvc); err != nil {
+		return refused(err)
+	}
+	return nil
+}
+
+// The finding of a bound PV whose claim the input lacks (the same strings
+// for every PV: a dump of PVs alone has one per PV).
+const (
+	reasonClaimNotChecked = "the input has no PersistentVolumeClaims: whether the claim exists and is bound to this PV (rewrite -apply requires it) is not checked"
+	remedyClaimNotChecked = "give the claims too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml (or -live)"
+)
+
+// rewriteChanges are the findings for what the rewrite changes beyond the
+// translated source: a reclaim policy kept at Retain.
+// out is pv's translation and checked its findings (rewrite -apply's
+// replacement is built from them, not translated again).
+func (p *Planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.Finding, idx int) []plugin.Finding {
+	var pvc *v1.PersistentVolumeClaim
+	if c := pv.Spec.ClaimRef; c != nil {
+		pvc = p.claims[claimKey(c.Namespace, c.Name)]
+	}
+	sc := p.classes[pv.Spec.StorageClassName]
+	r, err := rewrite.Replacement(p.tr, p.logger, pv, out, checked, sc, pvc)
+	if need, ok := r.DeletionNeed(); ok && err == nil {
+		p.secretNeeds = append(p.secretNeeds, secretNeed{SecretNeed: need, volume: idx})
+	}
+	if err != nil {
+		// CheckPV's blockers are reported already (the caller asks only
+		// without them); what is left is the class's provisioner secret.
+		return []plugin.Finding{{Code: FindingRewriteRefuses, Severity: plugin.SeverityBlocker, Field: "spec.storageClassName",
+			Message: "csimigrate rewrite would refuse it: " + err.Error(),
+			Remedy:  "fix the provisioner secret parameters (csi.storage.k8s.io/provisioner-secret-name and -namespace) of StorageClass " + pv.Spec.StorageClassName}}
+	}
+	var found []plugin.Finding
+	if change := rewrite.AccessModeChange(pv, r.CSI); change != "" {
+		found = append(found, plugin.Finding{Code: FindingAccessModesChanged, Severity: plugin.SeverityWarning, Field: "spec.accessModes",
+			Message: p.intern("the rewritten PV's " + change), Remedy: "nothing to do if the volume's pods run on one node at a time; otherwise keep the PV in-tree and move its data to a volume of a driver that serves those modes"})
+	}
+	if r.KeptRetain() == "" {
+		return found
+	}
+	msg := strings.Join(r.KeptWhy, "; ")
+	remedy := "delete the volume by hand when it is released"
+	if r.NoDeletionSecret {
+		remedy += "; or give the PV's StorageClass with its provisioner secret in the input (or set annotations " + secrets.AnnDeletionSecretName + " and " + secrets.AnnDeletionSecretNamespace + " on the PV) so that the driver can delete it"
+	}
+	return append(found, plugin.Finding{Code: FindingReclaimKept, Severity: plugin.SeverityWarning, Field: "spec.persistentVolumeReclaimPolicy",
+		Message: p.intern(fmt.Sprintf("the rewritten PV keeps reclaim policy %s instead of %s: %s", r.RestorePolicy, r.OriginalPolicy, msg)),
+		Remedy:  p.intern(remedy)})
+}
+
+// reasonOf is the reason of a rewrite refusal, without its remedy.
+func reasonOf(err error) string {
+	var r *rewrite.Refusal
+	if errors.As(err, &r) {
+		return r.Reason
+	}
+	return err.Error()
+}
+
+// intern returns one copy of each distinct message, so that a finding
+// many PVs share is kept once.
+func (p *Planner) intern(msg string) string {
+	if m, ok := p.messages[msg]; ok {
+		return m
+	}
+	if p.messages == nil {
+		p.messages = map[string]string{}
+	}
+	if len(p.messages) < 1000 {
+		p.messages[msg] = msg
+	}
+	return msg
+}
+
+// remedyOf is the remedy of a rewrite refusal.
+func remedyOf(err error) string {
+	var r *rewrite.Refusal
+	if errors.As(err, &r) && r.Remedy != "" {
+		return r.Remedy
+	}
+	return "see the message; rewrite -apply leaves the PV as it is"
+}
+
+// needs records the Ceph cluster entry and the secrets the translation of
+// pv (out, or err) makes a Ceph CSI driver read; volume is its index in the
+// plan, -1 for the PV form of an inline volume.
+func (p *Planner) needs(pv *v1.PersistentVolume, out *v1.PersistentVolume, err error, volume int) {
+	switch {
+	case pv.Spec.RBD != nil:
+		p.addCluster(pv.Spec.RBD.CephMonitors)
+	case pv.Spec.CephFS != nil:
+		p.addCluster(pv.Spec.CephFS.Monitors)
+	default:
+		return
+	}
+	if err != nil {
+		return
+	}
+	for _, n := range rewrite.SecretNeeds(pv, out) {
+		p.secretNeeds = append(p.secretNeeds, secretNeed{SecretNeed: n, volume: volume})
+	}
+}
+
+func (p *Planner) addCluster(mons []string) {
+	e := ceph.EntryFor(mons)
+	p.clusters[e.ClusterID] = e
+}
+
+// addWorkload records the in-tree inline volumes of a pod or a workload's
+// pod template, the claims a running pod uses, and a StatefulSet's claim
+// templates.
+func (p *Planner) addWorkload(w *rewrite.Workload) {
+	p.owners[w.Key()] = w.Owner
+	if w.Kind == "Pod" && !w.Finished {
+		for _, vol := range w.Spec.Volumes {
+			if vol.PersistentVolumeClaim != nil {
+				k := claimKey(w.Namespace, vol.PersistentVolumeClaim.ClaimName)
+				p.podsByClaim[k] = append(p.podsByClaim[k], w.Namespace+"/"+w.Name)
+			}
+		}
+	}
+	for i := range w.Spec.Volumes {
+		vol := &w.Spec.Volumes[i]
+		if name := plugin.InTreeNameOfVolume(vol); name != "" {
+			p.plugins[name] = true
+			p.inline = append(p.inline, inlineFound{plan: p.planInline(w, vol, name), key: w.Key(), owner: w.Owner, ns: w.Namespace})
+		}
+	}
+	for _, t := range w.ClaimTemplates {
+		class := ""
+		if t.Spec.StorageClassName != nil {
+			class = *t.Spec.StorageClassName
+		}
+		p.templates = append(p.templates, ClaimTemplatePlan{StatefulSet: w.Namespace + "/" + w.Name, Template: t.Name, StorageClass: class})
+	}
+}
+
+// planInline plans an inline volume: never migratable in place (no pod
+// spec can be changed, and nothing translates inline volumes for the
+// kubelet after the in-tree plugins are gone), but movable to a PV and
+// claim, whose needs (secrets, cluster entry) and blockers are those of the
+// PV form `csimigrate translate` prints.
+func (p *Planner) planInline(w *rewrite.Workload, vol *v1.Volume, plugin string) InlinePlan {
+	ip := InlinePlan{Workload: w.ID(), Volume: vol.Name, Plugin: plugin, Claim: rewrite.InlineClaimName(w, vol.Name)}
+	why := "the in-tree plugin is removed (1.31) and no component translates inline volumes for the kubelet any more"
+	if vol.VsphereVolume != nil {
+		why = "the vSphere CSI driver does not support inline volumes after migration"
+	}
+	ip.Reason = why + "; a pod's volumes cannot be changed: create the PV and claim `csimigrate translate` prints (" + ip.Claim +
+		") and change the " + w.Kind + " to use the claim"
+	form := rewrite.NewInlineForm(p.tr, p.logger, w, vol, ip.Claim, p.inlineCapacity, InlineRemedy)
+	if form.InTree == nil {
+		return ip
+	}
+	var blockers []string
+	for _, f := range form.Blockers {
+		blockers = append(blockers, f.Message+" ("+f.Remedy+")")
+	}
+	if form.Err != nil {
+		blockers = append(blockers, form.Err.Error())
+	}
+	if len(blockers) > 0 {
+		ip.Reason += "; first: " + strings.Join(blockers, "; ")
+	}
+	p.needs(form.InTree, form.CSI, form.Err, -1)
+	return ip
+}
+
+// InlineRemedy is the remedy of a finding of an inline volume's PV form:
+// the workload's volume is what the admin changes before translating.
+func InlineRemedy(w *rewrite.Workload, f plugin.Finding) string {
+	switch f.Code {
+	case rbd.FindingNoSecret:
+		return "create a Secret in " + w.Namespace + " holding the user's key under \"key\" (and \"adminId\" for a non-admin user), name it in the volume's secretRef in the " + w.Kind + "'s manifest, then translate it"
+	case cephfs.FindingSecretFileOnly:
+		return "create a Secret in " + w.Namespace + " holding the key under \"key\", name it in the volume's secretRef in the " + w.Kind + "'s manifest, then translate it"
+	}
+	return f.Remedy
+}
+
+func (p *Planner) addStorageClass(sc *storagev1.StorageClass) {
+	if !rewrite.TranslatableClass(p.tr, sc) {
+		return
+	}
+	in := rewrite.InTreeClass(sc)
+	p.plugins[in.Provisioner] = true
+	sp := StorageClassPlan{Name: sc.Name, From: sc.Provisioner}
+	if sc.Provisioner == plugin.CephFSExternalProvisioner {
+		sp.Reason = p.cephFSProvisionerClass(sc)
+		p.plan.StorageClasses = append(p.plan.StorageClasses, sp)
+		p.plan.Blocked = true
+		return
+	}
+	out, err := p.tr.TranslateInTreeStorageClassToCSI(p.logger, in.Provisioner, in)
+	if err != nil {
+		sp.Reason = err.Error()
+		p.plan.Blocked = true
+	} else {
+		sp.Migratable, sp.To = true, out.Provisioner
+		var notes []string
+		if in != sc {
+			notes = append(notes, sc.Provisioner+" (retired, outside Kubernetes) creates in-tree "+in.Provisioner+" PVs, which no kubelet mounts from 1.31; its parameters are the in-tree plugin's and translate as such")
+		}
+		if d := out.Annotations[rbd.AnnDroppedParameters]; d != "" {
+			notes = append(notes, "parameters without a Ceph CSI counterpart are dropped: "+d)
+		}
+		sp.Reason = strings.Join(notes, "; ")
+		if mons := out.Parameters["monitors"]; mons != "" && in.Provisioner == rbd.PluginName {
+			e := ceph.ClusterEntry{ClusterID: out.Parameters["clusterID"], Monitors: strings.Split(mons, ",")}
+			p.clusters[e.ClusterID] = e
+		}
+		if in.Provisioner == rbd.PluginName {
+			// Ceph CSI reads the migration user from the admin secret's
+			// adminId, never from the class's parameter.
+			if ref, user, err := rewrite.ClassAdminSecret(out); err == nil && ref != nil {
+				p.secretNeeds = append(p.secretNeeds, secretNeed{SecretNeed: rewrite.SecretNeed{Namespace: ref.Namespace, Name: ref.Name, Driver: secrets.CephRBDDriver,
+					User: user, Uses: []string{string(secrets.Provisioner), string(secrets.NodeStage), string(secrets.ControllerExpand)}}, volume: -1, class: sc.Name})
+			}
+		}
+	}
+	p.plan.StorageClasses = append(p.plan.StorageClasses, sp)
+}
+
+// cephFSProvisionerClass is the reason a ceph.com/cephfs class cannot be
+// replaced automatically, with what its CSI replacement needs.
+func (p *Planner) cephFSProvisionerClass(sc *storagev1.StorageClass) string {
+	why := sc.Provisioner + " (retired, outside Kubernetes) creates in-tree CephFS PVs (one directory and one Ceph user per claim), which no kubelet mounts from 1.31, and it has no CSI counterpart csimigrate can derive: Ceph CSI's CephFS provisioner needs the file system's name (fsName) and an admin secret with adminID/adminKey"
+	clusterID := "<clusterID>"
+	if mons := sc.Parameters["monitors"]; mons != "" {
+		e := ceph.EntryFor(strings.Split(mons, ","))
+		p.clusters[e.ClusterID] = e
+		clusterID = e.ClusterID
+	}
+	return why + "; delete the class and create it again with the same name, provisioner cephfs.csi.ceph.com and parameters clusterID: " + clusterID +
+		", fsName: <your file system>, csi.storage.k8s.io/provisioner-secret-name/-namespace and node-stage-secret-name/-namespace naming such a secret"
+}
+
+// Finding codes of the plan itself (the library's are the plugins').
+const (
+	// FindingRewriteRefuses: rewrite -apply would refuse the PV.
+	FindingRewriteRefuses = "RewriteRefuses"
+	// FindingClaimNotChecked: the input has no claims to check a binding.
+	FindingClaimNotChecked = "ClaimNotChecked"
+	// FindingReclaimKept: the rewritten PV keeps Retain instead of Delete.
+	FindingReclaimKept = "ReclaimPolicyKeptRetain"
+	// FindingSecretMissing: a Secret a migrated volume or class needs is
+	// not in the input (or, for rewrite -apply, not in the cluster).
+	FindingSecretMissing = "SecretMissing"
+	// FindingSecretsNotChecked: the input has no Secrets.
+	FindingSecretsNotChecked = "SecretsNotChecked"
+	// FindingClassSecretNeedsAdminId: an RBD class's admin secret lacks
+	// the adminId of a non-admin adminId parameter.
+	FindingClassSecretNeedsAdminId = "RBDClassSecretNeedsAdminId"
+	// FindingSecretNotReady: a Secret a migrated volume (or class) makes
+	// the Ceph CSI driver read is missing or lacks what the driver reads.
+	FindingSecretNotReady = "SecretNotReady"
+	// FindingAccessModesChanged: the rewritten PV has other access modes
+	// than the in-tree PV (a translation narrowed them).
+	FindingAccessModesChanged = "AccessModesChanged"
+)
+
+// Finish settles what depended on later objects and returns the plan.
+func (p *Planner) Finish() *Plan {
+	plan := p.plan
+	if len(p.mismatches) > 0 {
+		plan.Hazards = append(plan.Hazards, plugin.Finding{Code: vsphere.FindingTopologyKeyUnused, Severity: plugin.SeverityBlocker,
+			Field:   "CSINode.spec.drivers[csi.vsphere.vmware.com].topologyKeys",
+			Message: fmt.Sprintf("translation writes topology keys %v, but the vSphere CSI driver on %d node(s) reports other keys (%s): migrated PVs would not schedule", p.vsphereKeys, len(p.mismatches), strings.Join(first(p.mismatches, 3), "; ")),
+			Remedy:  "run csimigrate with -vsphere-topology-categories matching the driver's [Labels] topology-categories (or -vsphere-legacy-topology)"})
+		plan.Blocked = true
+	}
+	for i := range plan.Volumes {
+		if c := plan.Volumes[i].Claim; c != "" {
+			plan.Volumes[i].InUseBy = p.podsByClaim[c]
+		}
+	}
+	p.settleInline()
+	secretPlans := map[string]*SecretPlan{}
+	add := func(sp SecretPlan) {
+		k := sp.Namespace + "/" + sp.Name + "/" + sp.Action
+		if old, ok := secretPlans[k]; ok {
+			old.Fields = slices.Compact(slices.Sorted(slices.Values(append(old.Fields, sp.Fields...))))
+			return
+		}
+		secretPlans[k] = &sp
+	}
+	var unchecked []string
+	for _, need := range p.secretNeeds {
+		if !p.sawSecrets {
+			unchecked = append(unchecked, need.Key())
+			if need.From != "" {
+				unchecked = append(unchecked, need.From)
+			}
+		}
+		p.planSecret(need, add)
+	}
+	if len(unchecked) > 0 {
+		slices.Sort(unchecked)
+		unchecked = slices.Compact(unchecked)
+		plan.Hazards = append(plan.Hazards, plugin.Finding{Code: FindingSecretsNotChecked, Severity: plugin.SeverityBlocker, Field: "Secret",
+			Message: fmt.Sprintf("the input has no Secrets: the %d the migrated volumes and classes need (%s) are not checked", len(unchecked), strings.Join(first(unchecked, 5), ", ")),
+			Remedy:  "give the secrets too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml (or -live with -read-secrets); values are never printed"})
+		plan.Blocked = true
+	}
+	p.settleTemplates()
+	for _, id := range slices.Sorted(maps.Keys(p.clusters)) {
+		plan.CephClusters = append(plan.CephClusters, p.clusters[id])
+	}
+	for _, k := range slices.Sorted(maps.Keys(secretPlans)) {
+		plan.Secrets = append(plan.Secrets, *secretPlans[k])
+	}
+	return plan
+}
+
+// settleInline lists each inline volume once, under the top owner in the
+// input whose pod template has it (a Deployment rather than its ReplicaSets
+// and pods), with the owned objects it came through.
+func (p *Planner) settleInline() {
+	has := make(map[string]bool, len(p.inline)) // "key\x00volume" of every inline volume found
+	for _, f := range p.inline {
+		has[f.key+"\x00"+f.plan.Volume] = true
+	}
+	top := func(f inlineFound) string {
+		k, owner := f.key, f.owner
+		for i := 0; owner != "" && i < 8; i++ {
+			kind, name, _ := strings.Cut(owner, "/")
+			cand := kind + "/" + f.ns + "/" + name
+			next, known := p.owners[cand]
+			if !known {
+				break
+			}
+			if has[cand+"\x00"+f.plan.Volume] {
+				k = cand
+			}
+			owner = next
+		}
+		return k
+	}
+	index := map[string]int{} // group -> index in out
+	var out []InlinePlan
+	var via [][]string
+	for _, f := range p.inline {
+		t := top(f)
+		group := t + "\x00" + f.plan.Volume
+		i, ok := index[group]
+		if !ok {
+			i = len(out)
+			index[group] = i
+			out = append(out, InlinePlan{})
+			via = append(via, nil)
+		}
+		if t == f.key {
+			out[i] = f.plan
+		} else {
+			via[i] = append(via[i], f.plan.Workload)
+		}
+	}
+	for i := range out {
+		slices.Sort(via[i])
+		out[i].Via = via[i]
+	}
+	if len(out) > 0 {
+		p.plan.Blocked = true
+	}
+	p.plan.InlineVolumes = out
+}
+
+// settleTemplates keeps the claim templates whose class (their own, else
+// the default class) is an in-tree one.
+func (p *Planner) settleTemplates() {
+	var out []ClaimTemplatePlan
+	for _, t := range p.templates {
+		class := t.StorageClass
+		if class == "" {
+			class = p.defaultClass
+		}
+		sc, ok := p.classes[class]
+		if !ok || !rewrite.TranslatableClass(p.tr, sc) {
+			continue
+		}
+		t.StorageClass = class
+		i := slices.IndexFunc(p.plan.StorageClasses, func(s StorageClassPlan) bool { return s.Name == class })
+		t.Migratable = i >= 0 && p.plan.StorageClasses[i].Migratable
+		if t.Migratable {
+			t.Reason = "new replicas' claims are provisioned by class " + class + ", which csimigrate rewrite replaces by its CSI form (same name): nothing to change in the StatefulSet"
+		} else {
+			t.Reason = "new replicas' claims would be provisioned by class " + class + ", which cannot be translated (see STORAGE CLASSES): scaling up fails after the upgrade"
+			p.plan.Blocked = true
+		}
+		out = append(out, t)
+	}
+	p.plan.ClaimTemplates = out
+}
+
+// classBlocked marks an in-tree class as not migratable, for why.
+func (p *Planner) classBlocked(name, why string) {
+	if i := slices.IndexFunc(p.plan.StorageClasses, func(s StorageClassPlan) bool { return s.Name == name }); i >= 0 {
+		p.plan.StorageClasses[i].Migratable = false
+		p.plan.StorageClasses[i].Reason = why
+	}
+	p.plan.Blocked = true
+}
+
+// secretMissing reports a Secret that is not in the input.
+func (p *Planner) secretMissing(ref, why string) {
+	p.plan.Hazards = append(p.plan.Hazards, plugin.Finding{Code: FindingSecretMissing, Severity: plugin.SeverityBlocker, Field: "Secret " + ref,
+		Message: "Secret " + ref + " is not in the input: " + why, Remedy: "create it (csimigrate plan lists its fields under SECRETS), or give it in the input"})
+	p.plan.Blocked = true
+}
+
+// planSecret judges a secret a migrated volume or class needs as its Ceph
+// CSI driver will read it (secrets.CephCSISecretReady, the rule rewrite
+// -apply applies too), lists what to create or change under SECRETS, and
+// blocks the volume or class until the secret is ready: a PV rewritten
+// before would not mount, expand or delete.
+func (p *Planner) planSecret(need secretNeed, add func(SecretPlan)) {
+	ref := need.Key()
+	what := "migrated volumes"
+	if need.class != "" {
+		what = "StorageClass " + need.class + " (provisioning, expansion and deletion)"
+	}
+	s, ok := p.secrets[ref]
+	if !p.sawSecrets {
+		fields, _ := need.Fields("create")
+		add(SecretPlan{Namespace: need.Namespace, Name: need.Name, Action: "check", Fields: fields, From: need.From,
+			Reason: "not checked (the input has no Secrets): Ceph CSI needs it for " + what + ", with " + strings.Join(fields, ", ")})
+		return
+	}
+	if need.From != "" {
+		if _, ok := p.secrets[need.From]; !ok {
+			p.secretMissing(need.From, "the CephFS secret "+ref+" is made from it")
+		}
+	}
+	if !ok {
+		s = nil
+	}
+	action, problem, fixes := rewrite.Judge(need.SecretNeed, s)
+	if action == "" {
+		return
+	}
+	fields, reason := need.Fields(action)
+	for _, f := range fixes {
+		fields, reason = []string{f.Field + "=" + f.Value}, f.Reason
+	}
+	add(SecretPlan{Namespace: need.Namespace, Name: need.Name, Action: action, Fields: fields, From: need.From, Reason: reason})
+	remedy := fmt.Sprintf("%s Secret %s with %s (csimigrate plan lists it under SECRETS), then run the plan again", action, ref, strings.Join(fields, ", "))
+	if need.From != "" && action == "create" {
+		remedy = fmt.Sprintf("create Secret %s with %s, userKey being the key of Secret %s (csimigrate plan lists it under SECRETS), then run the plan again", ref, strings.Join(fields, ", "), need.From)
+	}
+	msg := fmt.Sprintf("Secret %s, which Ceph CSI reads for %s (%s), %s", ref, what, strings.Join(need.Uses, ", "), problem)
+	p.plan.Blocked = true
+	if need.volume >= 0 {
+		v := &p.plan.Volumes[need.volume]
+		code := FindingSecretNotReady
+		if !ok {
+			code = FindingSecretMissing
+		}
+		v.Findings = append(v.Findings, plugin.Finding{Code: code, Severity: plugin.SeverityBlocker, Field: "Secret " + ref,
+			Message: p.intern(msg), Remedy: p.intern(remedy)})
+		if v.Migratable || v.Reason == "" {
+			v.Migratable = false
+			v.Reason = p.intern("Secret " + ref + " " + problem)
+		}
+		return
+	}
+	if need.class != "" {
+		code := FindingSecretNotReady
+		if len(fixes) > 0 && fixes[0].Field == secrets.CephMigrationUserKey {
+			code = FindingClassSecretNeedsAdminId
+			msg = fmt.Sprintf("the class's adminId is %q, but Ceph CSI reads the migration user only from the admin secret's adminId and defaults to admin: provisioning would connect as client.admin with %s's key and fail", need.User, need.User)
+		}
+		if !ok {
+			code = FindingSecretMissing
+		}
+		p.plan.Hazards = append(p.plan.Hazards, plugin.Finding{Code: code, Severity: plugin.SeverityBlocker, Field: "StorageClass " + need.class, Message: msg, Remedy: remedy})
+		why := "its admin secret " + ref + " " + problem
+		for _, f := range fixes {
+			why = fmt.Sprintf("Ceph CSI would provision as client.admin: add %s: %s to Secret %s", f.Field, f.Value, ref)
+		}
+		p.classBlocked(need.class, why)
+		return
+	}
+	// The PV form of an inline volume: its own plan says what it needs.
+}
+
+// secretWarnings are the plugins' secret warnings, which the plan replaces
+// by its judgement of the secrets when the input has them.
+var secretWarnings = map[string]bool{rbd.FindingNonAdminUser: true, cephfs.FindingCSISecret: true}
+
+// slimSecret keeps of a Secret what the checks read: whether "key" and
+// "userKey" are set, and the user names (adminId, userID); never a key.
+func slimSecret(o *v1.Secret) *v1.Secret {
+	slim := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}, Data: map[string][]byte{}}
+	data := secrets.SecretStringData(o)
+	for _, k := range []string{secrets.CephInTreeKey, secrets.CephUserKey} {
+		if data[k] != "" {
+			slim.Data[k] = []byte("set")
+		}
+	}
+	for _, k := range []string{secrets.CephMigrationUserKey, secrets.CephUserID} {
+		if id, ok := data[k]; ok {
+			slim.Data[k] = []byte(id)
+		}
+	}
+	return slim
+}

@@ -1,0 +1,151 @@
+package plan_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"pgregory.net/rapid"
+
+	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
+	"github.com/csimigrate/csimigrate/plan"
+	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/translate"
+)
+
+var logger = klog.NewKlogr().V(10)
+
+func planner(t interface{ Fatal(...any) }) *plan.Planner {
+	tr, err := translate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan.New(tr, logger, plan.Options{})
+}
+
+func rbdPV(name, user, secret string) *v1.PersistentVolume {
+	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.PersistentVolumeSpec{
+		AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain,
+		PersistentVolumeSource: v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.0.0.1:6789"},
+			RBDImage: "kubernetes-dynamic-pvc-" + name, RBDPool: "rbd", RadosUser: user, SecretRef: &v1.SecretReference{Name: secret, Namespace: "ns"}}}}}
+}
+
+func secret(name string, kv ...string) *v1.Secret {
+	s := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Data: map[string][]byte{}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		s.Data[kv[i]] = []byte(kv[i+1])
+	}
+	return s
+}
+
+func codes(v plan.VolumePlan) []string {
+	var out []string
+	for _, f := range v.Findings {
+		out = append(out, f.Code)
+	}
+	return out
+}
+
+// The secret rule, in one pass with the PVs last and in two passes: a
+// non-admin user's key-only Secret blocks the volume until it names the
+// user; the Secret's values are never in the report.
+func TestPlanSecrets(t *testing.T) {
+	for _, twoPass := range []bool{false, true} {
+		objs := []any{secret("kube", "key", "AQBs3cr3t"), secret("kube-fixed", "key", "AQBs3cr3t", "adminId", "kube"),
+			rbdPV("a", "kube", "kube"), rbdPV("b", "kube", "kube-fixed"), rbdPV("c", "", "missing")}
+		p := planner(t)
+		if twoPass {
+			p.SetPhase(plan.PhaseOthers)
+			for _, o := range objs {
+				p.Add(o)
+			}
+			p.SetPhase(plan.PhasePVs)
+		}
+		for _, o := range objs {
+			p.Add(o)
+		}
+		r := p.Finish()
+		if len(r.Volumes) != 3 || !r.Blocked {
+			t.Fatalf("two passes %v: %+v", twoPass, r)
+		}
+		want := map[string][]string{"a": {plan.FindingSecretNotReady}, "b": nil, "c": {plan.FindingSecretMissing}}
+		for _, v := range r.Volumes {
+			if diff := cmp.Diff(want[v.Name], codes(v)); diff != "" || v.Migratable != (want[v.Name] == nil) {
+				t.Errorf("two passes %v: %s (migratable %v) codes (-want +got):\n%s", twoPass, v.Name, v.Migratable, diff)
+			}
+		}
+		i := slices.IndexFunc(r.Secrets, func(s plan.SecretPlan) bool { return s.Name == "kube" })
+		if i < 0 || r.Secrets[i].Action != "add" || !slices.Equal(r.Secrets[i].Fields, []string{"adminId=kube"}) {
+			t.Errorf("secrets %+v", r.Secrets)
+		}
+		if !p.Plugins()[plugin.RBDInTreePluginName] {
+			t.Errorf("plugins %v", p.Plugins())
+		}
+		if diff := cmp.Diff(r, p.Finish()); diff != "" {
+			t.Errorf("a second Finish differs:\n%s", diff)
+		}
+	}
+}
+
+// Over generated objects, valid and hostile, in any order: Add never panics
+// or modifies what it is given, every in-tree PV gets one row, and a
+// migratable volume has no blocking finding.
+func TestPlanProperty(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		p := planner(rt)
+		var objs []any
+		n := 0
+		for range rapid.IntRange(0, 6).Draw(rt, "objects") {
+			switch rapid.IntRange(0, 4).Draw(rt, "kind") {
+			case 0:
+				objs = append(objs, gen.RBDPV(rt))
+				n++
+			case 1:
+				objs = append(objs, gen.CephFSPV(rt, true))
+				n++
+			case 2:
+				pv := gen.HostilePV(rt)
+				objs = append(objs, pv)
+				if plugin.InTreeNameOfPV(pv) != "" {
+					n++
+				}
+			case 3:
+				objs = append(objs, gen.RBDStorageClass(rt))
+			default:
+				objs = append(objs, &v1.Secret{ObjectMeta: gen.Meta(rt), Data: map[string][]byte{
+					rapid.SampledFrom([]string{"key", "adminId", "userID", "userKey"}).Draw(rt, "field"): []byte(gen.HostileString().Draw(rt, "value"))}})
+			}
+		}
+		var before []any
+		for _, o := range objs {
+			switch o := o.(type) {
+			case *v1.PersistentVolume:
+				before = append(before, o.DeepCopy())
+			case *storagev1.StorageClass:
+				before = append(before, o.DeepCopy())
+			case *v1.Secret:
+				before = append(before, o.DeepCopy())
+			}
+			p.Add(o)
+		}
+		p.Add(nil)
+		r := p.Finish()
+		if len(r.Volumes) != n {
+			rt.Fatalf("%d rows for %d in-tree PVs", len(r.Volumes), n)
+		}
+		for _, v := range r.Volumes {
+			for _, f := range v.Findings {
+				if v.Migratable && f.Severity == plugin.SeverityBlocker {
+					rt.Fatalf("%s is migratable with a blocker %+v", v.Name, f)
+				}
+			}
+		}
+		if diff := cmp.Diff(before, objs); diff != "" {
+			rt.Fatalf("input modified:\n%s", diff)
+		}
+	})
+}
