@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -44,6 +45,7 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.concurrency, "concurrency", 8, "with -apply: how many PVs to rewrite at once (each PV's steps stay in order)")
 	qps := fs.Float64("qps", 100, "with -apply: the client's request rate limit towards the API server, per second")
 	fs.IntVar(&o.burst, "burst", 200, "with -apply: the client's burst above -qps")
+	fs.DurationVar(&o.leaseWait, "lease-wait", 30*time.Second, "with -apply: how long to wait while another csimigrate writer holds the Lease "+writerLeaseName+" in -state-namespace")
 	fs.BoolVar(&o.online, "online", false, "with -apply: rewrite PVs that running pods use, where the kubelet of every such pod's node and kube-controller-manager already handle the plugin as CSI")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -77,7 +79,7 @@ func reviewArgsOK(fs *flag.FlagSet, names []string, stderr io.Writer) bool {
 	var applyOnly []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "dry-run", "state-namespace", "concurrency", "qps", "burst", "online":
+		case "dry-run", "state-namespace", "concurrency", "qps", "burst", "online", "lease-wait":
 			applyOnly = append(applyOnly, "-"+f.Name)
 		}
 	})

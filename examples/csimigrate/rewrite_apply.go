@@ -43,7 +43,14 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 	if o.dry {
 		err = errors.Join(a.dryRun(ctx, targets), a.dryRunClasses(ctx, classes))
 	} else {
+		// One writer at a time: the Lease every csimigrate writer holds.
+		var lease *writerLease
+		if ctx, lease, err = holdWriterLease(ctx, client, o.stateNS, o.leaseWait); err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+			return exitBlocked
+		}
 		err = a.applyAll(ctx, targets, classes)
+		lease.release(context.Background())
 	}
 	if len(a.kept) > 0 {
 		slices.Sort(a.kept)
@@ -398,4 +405,6 @@ type applyOptions struct {
 	burst       int
 	online      bool
 	undo        bool
+	// leaseWait is how long to wait for the writer Lease.
+	leaseWait time.Duration
 }

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// writerLeaseName is the Lease every csimigrate writer holds while it writes
+// (rewrite -apply, and a controller on the same engine), in the state
+// namespace: one writer at a time.
+const writerLeaseName = "csimigrate-writer"
+
+// writerLeaseDuration is how long a holder's Lease lasts without renewal;
+// it renews every third of it.
+var writerLeaseDuration = 15 * time.Second
+
+// writerLease is this process's hold on the writer Lease.
+type writerLease struct {
+	client kubernetes.Interface
+	ns, id string
+	mu     sync.Mutex
+	lease  *coordinationv1.Lease // as last written by us
+	stop   func()
+	done   chan struct{}
+}
+
+// holdWriterLease takes the writer Lease, waiting up to wait while another
+// writer holds it. A Lease whose holder stopped renewing is taken once this
+// process has seen it unchanged for the holder's lease duration (its own
+// clock against its own observations, never the holder's timestamps). The
+// returned context is cancelled if the Lease is lost, so that no write
+// follows; release gives the Lease up.
+func holdWriterLease(ctx context.Context, client kubernetes.Interface, ns string, wait time.Duration) (context.Context, *writerLease, error) {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	l := &writerLease{client: client, ns: ns, id: fmt.Sprintf("csimigrate-%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b)), done: make(chan struct{})}
+	leases := client.CoordinationV1().Leases(ns)
+	deadline := time.Now().Add(wait)
+	var seenRV string
+	var seenAt time.Time
+	for {
+		cur, err := getOrNil(leases.Get(ctx, writerLeaseName, metav1.GetOptions{}))
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading Lease %s/%s: %w", ns, writerLeaseName, err)
+		}
+		now := metav1.NewMicroTime(time.Now())
+		secs := int32(writerLeaseDuration / time.Second)
+		mine := coordinationv1.LeaseSpec{HolderIdentity: &l.id, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now}
+		var got *coordinationv1.Lease
+		holder := ""
+		switch {
+		case cur == nil:
+			got, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: writerLeaseName, Namespace: ns,
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "csimigrate"}}, Spec: mine}, metav1.CreateOptions{})
+		default:
+			if h := cur.Spec.HolderIdentity; h != nil && *h != "" && *h != l.id {
+				holder = *h
+				dur := writerLeaseDuration
+				if d := cur.Spec.LeaseDurationSeconds; d != nil && *d > 0 {
+					dur = time.Duration(*d) * time.Second
+				}
+				if cur.ResourceVersion != seenRV {
+					seenRV, seenAt = cur.ResourceVersion, time.Now()
+				}
+				if time.Since(seenAt) <= dur {
+					if time.Now().After(deadline) {
+						return nil, nil, fmt.Errorf("another writer holds Lease %s/%s (holder %s): only one csimigrate writes at a time; nothing was written: run again when it is done (a holder that stops renewing is taken over after %s without a change)",
+							ns, writerLeaseName, holder, dur)
+					}
+					select {
+					case <-ctx.Done():
+						return nil, nil, ctx.Err()
+					case <-time.After(500 * time.Millisecond):
+					}
+					continue
+				}
+			}
+			next := cur.DeepCopy()
+			next.Spec = mine
+			got, err = leases.Update(ctx, next, metav1.UpdateOptions{}) // the resourceVersion read: a race is a conflict
+		}
+		switch {
+		case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+			continue
+		case err != nil:
+			return nil, nil, fmt.Errorf("taking Lease %s/%s: %w", ns, writerLeaseName, err)
+		}
+		l.lease = got
+		break
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	renewCtx, stop := context.WithCancel(context.Background())
+	l.stop = func() { stop(); cancel() }
+	go func() {
+		defer close(l.done)
+		t := time.NewTicker(writerLeaseDuration / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-renewCtx.Done():
+				return
+			case <-t.C:
+				if err := l.renew(renewCtx); err != nil && renewCtx.Err() == nil {
+					cancel() // lost: no further write
+					return
+				}
+			}
+		}
+	}()
+	return runCtx, l, nil
+}
+
+// renew writes a new renewTime on the Lease as last written by us: a
+// conflict means another writer took it.
+func (l *writerLease) renew(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := l.lease.DeepCopy()
+	now := metav1.NewMicroTime(time.Now())
+	next.Spec.RenewTime = &now
+	got, err := l.client.CoordinationV1().Leases(l.ns).Update(ctx, next, metav1.UpdateOptions{})
+	if err != nil {
+		return err
+	}
+	l.lease = got
+	return nil
+}
+
+// release stops renewing and gives the Lease up (no holder), if it is
+// still ours.
+func (l *writerLease) release(ctx context.Context) {
+	l.stop()
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := l.lease.DeepCopy()
+	empty := ""
+	next.Spec.HolderIdentity = &empty
+	_, _ = l.client.CoordinationV1().Leases(l.ns).Update(ctx, next, metav1.UpdateOptions{})
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// One writer at a time: rewrite -apply takes the Lease csimigrate-writer in
+// the state namespace before its first write and gives it up after. While
+// another writer holds it, a run waits -lease-wait and then refuses,
+// writing nothing; a holder that stopped renewing is taken over once the
+// run has seen its Lease unchanged for its duration.
+func TestRewriteApplyLease(t *testing.T) {
+	c, kc := startServer(t)
+	ctx := context.Background()
+	pv := mkPV(t, c, "lease", "lease-a", nil)
+	leases := c.CoordinationV1().Leases("kube-system")
+	hold := func(holder string, secs int32) {
+		t.Helper()
+		now := metav1.NewMicroTime(time.Now())
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: writerLeaseName, Namespace: "kube-system"},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, RenewTime: &now}}
+		cur, err := leases.Get(ctx, writerLeaseName, metav1.GetOptions{})
+		if err == nil {
+			l.ResourceVersion = cur.ResourceVersion
+			_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+		} else {
+			_, err = leases.Create(ctx, l, metav1.CreateOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A live holder, renewed while the run waits: refused, nothing written.
+	hold("controller-0", 3600)
+	start := time.Now()
+	out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "-lease-wait", "2s", "lease-a")
+	if code != exitBlocked || !strings.Contains(stderr, "holds Lease kube-system/csimigrate-writer (holder controller-0)") || time.Since(start) < 2*time.Second {
+		t.Errorf("with the Lease held: exit %d after %s\n%s\n%s", code, time.Since(start), out, stderr)
+	}
+	if now := getPV(t, c, "lease-a"); now.ResourceVersion != pv.ResourceVersion {
+		t.Error("the PV was written while another writer held the Lease")
+	}
+
+	// A holder that stopped renewing (a 1 s Lease, not renewed): taken
+	// over, the PV rewritten, the Lease given up after.
+	hold("crashed-writer", 1)
+	out, stderr, code = runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "-lease-wait", "10s", "lease-a")
+	if code != exitOK {
+		t.Fatalf("after the holder stopped renewing: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if now := getPV(t, c, "lease-a"); now.Spec.CSI == nil {
+		t.Error("not rewritten")
+	}
+	l, err := leases.Get(ctx, writerLeaseName, metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "" {
+		t.Errorf("the Lease after the run: %+v, %v; want it given up (no holder)", l, err)
+	}
+}
