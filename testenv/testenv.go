@@ -175,9 +175,28 @@ func freePort() (int, error) {
 // them with Stop. The token has system:masters rights.
 func Start(log io.Writer) (*Server, error) { return StartRelease(log, V1_36) }
 
+// errExited: a process of the server exited while it was starting (most
+// often a port another test's server took between the choice of the port
+// and its use).
+var errExited = errors.New("exited while starting")
+
 // StartRelease is Start with the kube-apiserver of release r; the server's
-// controller manager and hollow kubelets are of r too.
+// controller manager and hollow kubelets are of r too. A start whose etcd or
+// kube-apiserver exits before the server is ready is tried again on other
+// ports, up to three times.
 func StartRelease(log io.Writer, r Release) (*Server, error) {
+	var err error
+	for range 3 {
+		var s *Server
+		if s, err = startRelease(log, r); err == nil || !errors.Is(err, errExited) {
+			return s, err
+		}
+		fmt.Fprintf(log, "testenv: %v; starting again on other ports\n", err)
+	}
+	return nil, err
+}
+
+func startRelease(log io.Writer, r Release) (*Server, error) {
 	etcd, err := exec.LookPath("etcd")
 	if err != nil {
 		return nil, fmt.Errorf("etcd not found (install Debian's etcd-server, or run scripts/setup-apiserver): %w", err)
@@ -238,7 +257,7 @@ func StartRelease(log io.Writer, r Release) (*Server, error) {
 	}
 	cfg := &rest.Config{Host: "https://127.0.0.1:" + strconv.Itoa(ports[2]), BearerToken: token,
 		TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 500, Burst: 1000}
-	if err := waitReady(cfg, 90*time.Second); err != nil {
+	if err := waitReady(cfg, 90*time.Second, s.procs); err != nil {
 		return nil, fmt.Errorf("%w; logs in %s", err, dir)
 	}
 	if s.Client, err = kubernetes.NewForConfig(cfg); err != nil {
@@ -267,11 +286,18 @@ func (s *Server) spawn(name, bin string, args ...string) error {
 	return nil
 }
 
-func waitReady(cfg *rest.Config, timeout time.Duration) error {
+func waitReady(cfg *rest.Config, timeout time.Duration, procs []*proc) error {
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback test server with a self-signed certificate
 	deadline := time.Now().Add(timeout)
 	var last string
 	for time.Now().Before(deadline) {
+		for _, p := range procs {
+			select {
+			case <-p.done:
+				return fmt.Errorf("%s %w (%v); last answer: %s", filepath.Base(p.cmd.Path), errExited, p.err, last)
+			default:
+			}
+		}
 		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, cfg.Host+"/readyz", nil)
 		req.Header.Set("Authorization", "Bearer "+cfg.BearerToken)
 		resp, err := client.Do(req)
