@@ -55,7 +55,7 @@ func holdWriterLease(ctx context.Context, client kubernetes.Interface, ns string
 			return nil, nil, fmt.Errorf("reading Lease %s/%s: %w", ns, writerLeaseName, err)
 		}
 		now := metav1.NewMicroTime(time.Now())
-		secs := int32(writerLeaseDuration / time.Second)
+		secs := int32((writerLeaseDuration + time.Second - 1) / time.Second) // at least 1: the API server refuses 0
 		mine := coordinationv1.LeaseSpec{HolderIdentity: &l.id, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now}
 		var got *coordinationv1.Lease
 		holder := ""
