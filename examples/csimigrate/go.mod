@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/container-storage-interface/spec v1.13.0
 	github.com/csimigrate/csimigrate v0.0.0-00010101000000-000000000000
+	github.com/csimigrate/csimigrate/apply v0.0.0-00010101000000-000000000000
 	github.com/csimigrate/csimigrate/testenv v0.0.0-00010101000000-000000000000
 	github.com/go-logr/logr v1.4.4
 	github.com/google/go-cmp v0.7.0
@@ -14,6 +15,7 @@ require (
 	k8s.io/client-go v0.37.2
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/kubelet v0.37.2
+	pgregory.net/rapid v1.3.0
 	sigs.k8s.io/sig-storage-lib-external-provisioner/v13 v13.1.0
 	sigs.k8s.io/yaml v1.6.0
 )
@@ -78,5 +80,6 @@ require (
 
 replace (
 	github.com/csimigrate/csimigrate => ../../
+	github.com/csimigrate/csimigrate/apply => ../../apply
 	github.com/csimigrate/csimigrate/testenv => ../../testenv
 )

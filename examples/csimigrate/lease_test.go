@@ -8,6 +8,8 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/csimigrate/csimigrate/apply"
 )
 
 // One writer at a time: rewrite -apply takes the Lease csimigrate-writer in
@@ -23,9 +25,9 @@ func TestRewriteApplyLease(t *testing.T) {
 	hold := func(holder string, secs int32) {
 		t.Helper()
 		now := metav1.NewMicroTime(time.Now())
-		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: writerLeaseName, Namespace: "kube-system"},
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: apply.LeaseName, Namespace: "kube-system"},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, RenewTime: &now}}
-		cur, err := leases.Get(ctx, writerLeaseName, metav1.GetOptions{})
+		cur, err := leases.Get(ctx, apply.LeaseName, metav1.GetOptions{})
 		if err == nil {
 			l.ResourceVersion = cur.ResourceVersion
 			_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
@@ -58,50 +60,8 @@ func TestRewriteApplyLease(t *testing.T) {
 	if now := getPV(t, c, "lease-a"); now.Spec.CSI == nil {
 		t.Error("not rewritten")
 	}
-	l, err := leases.Get(ctx, writerLeaseName, metav1.GetOptions{})
+	l, err := leases.Get(ctx, apply.LeaseName, metav1.GetOptions{})
 	if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "" {
 		t.Errorf("the Lease after the run: %+v, %v; want it given up (no holder)", l, err)
-	}
-}
-
-// The Lease is held while a writer runs, and a writer that loses it (another
-// writer took it) has its context cancelled, so that no further write
-// follows.
-func TestWriterLeaseLost(t *testing.T) {
-	c, _ := startServer(t)
-	ctx := context.Background()
-	defer func(d time.Duration) { writerLeaseDuration = d }(writerLeaseDuration)
-	writerLeaseDuration = 900 * time.Millisecond // renewed every 300 ms
-	runCtx, l, err := holdWriterLease(ctx, c, "kube-system", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leases := c.CoordinationV1().Leases("kube-system")
-	cur, err := leases.Get(ctx, writerLeaseName, metav1.GetOptions{})
-	if err != nil || cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity != l.id {
-		t.Fatalf("while held: %+v, %v; want holder %s", cur, err, l.id)
-	}
-	// A second writer waits, then refuses.
-	if _, _, err := holdWriterLease(ctx, c, "kube-system", 500*time.Millisecond); err == nil || !strings.Contains(err.Error(), l.id) {
-		t.Errorf("a second writer: %v; want a refusal naming the holder", err)
-	}
-	// Another writer takes it: the holder's next renewal conflicts.
-	cur, err = leases.Get(ctx, writerLeaseName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	thief := "thief"
-	cur.Spec.HolderIdentity = &thief
-	if _, err := leases.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-runCtx.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the writer's context is not cancelled 5 s after it lost the Lease")
-	}
-	l.release(ctx)
-	if cur, err := leases.Get(ctx, writerLeaseName, metav1.GetOptions{}); err != nil || *cur.Spec.HolderIdentity != thief {
-		t.Errorf("after release by the writer that lost it: %+v, %v; the thief's hold must stay", cur, err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
@@ -38,14 +39,14 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"Usage: csimigrate rewrite [flags] [-undo] [-apply [-dry-run] [PV name | storageclass/NAME ...]]", stderr)
 	c.register(fs, "script|yaml", "rewrite")
 	var o applyOptions
-	apply := fs.Bool("apply", false, "carry out the rewrite against the cluster of -kubeconfig")
+	doApply := fs.Bool("apply", false, "carry out the rewrite against the cluster of -kubeconfig")
 	fs.BoolVar(&o.undo, "undo", false, "replace the CSI PVs and StorageClasses csimigrate's rewrite created by the in-tree ones they replaced (the review, or with -apply the undo itself)")
 	fs.BoolVar(&o.dry, "dry-run", false, "with -apply: use the API server's server-side dry run")
 	fs.StringVar(&o.stateNS, "state-namespace", "kube-system", "with -apply: namespace of the ConfigMaps that hold replacements between steps")
 	fs.IntVar(&o.concurrency, "concurrency", 8, "with -apply: how many PVs to rewrite at once (each PV's steps stay in order)")
 	qps := fs.Float64("qps", 100, "with -apply: the client's request rate limit towards the API server, per second")
 	fs.IntVar(&o.burst, "burst", 200, "with -apply: the client's burst above -qps")
-	fs.DurationVar(&o.leaseWait, "lease-wait", 30*time.Second, "with -apply: how long to wait while another csimigrate writer holds the Lease "+writerLeaseName+" in -state-namespace")
+	fs.DurationVar(&o.leaseWait, "lease-wait", 30*time.Second, "with -apply: how long to wait while another csimigrate writer holds the Lease "+apply.LeaseName+" in -state-namespace")
 	fs.BoolVar(&o.online, "online", false, "with -apply: rewrite PVs that running pods use, where the kubelet of every such pod's node and kube-controller-manager already handle the plugin as CSI")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -54,7 +55,7 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	names := fs.Args()
-	if !*apply && !reviewArgsOK(fs, names, stderr) {
+	if !*doApply && !reviewArgsOK(fs, names, stderr) {
 		return exitUsage
 	}
 	tr, err := c.translator()
@@ -62,7 +63,7 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitUsage
 	}
-	if !*apply {
+	if !*doApply {
 		return runReview(&c, tr, o.undo, stdin, stdout, stderr)
 	}
 	if o.concurrency < 1 || *qps <= 0 || o.burst < 1 {
@@ -172,7 +173,7 @@ func (rv *review) pv(obj any) {
 	if !ok || rv.werr != nil {
 		return
 	}
-	if kind, _ := kindOf(rv.tr, pv); kind != rv.dir.source {
+	if kind, _ := rewrite.KindOf(rv.tr, pv); kind != rv.dir.source {
 		return
 	}
 	var p RewritePV
@@ -197,15 +198,15 @@ func (rv *review) pv(obj any) {
 
 // class writes the steps for one StorageClass the direction replaces.
 func (rv *review) class(sc *storagev1.StorageClass) {
-	if rv.werr != nil || !isSourceClass(rv.tr, rv.dir.undo, sc) {
+	if rv.werr != nil || rewrite.ClassKindOf(rv.tr, sc) != rv.dir.source {
 		return
 	}
 	var r *storagev1.StorageClass
 	var err error
 	if rv.dir.undo {
-		r, err = classUndoReplacement(sc)
+		r, err = rewrite.ClassUndoReplacement(sc)
 	} else {
-		r, err = classReplacementOf(rv.tr, klog0(), sc)
+		r, err = rewrite.ClassReplacement(rv.tr, klog0(), sc)
 	}
 	if err != nil {
 		fmt.Fprintf(rv.stderr, "StorageClass %s: %v\n", sc.Name, err)
@@ -223,7 +224,7 @@ func (rv *review) class(sc *storagev1.StorageClass) {
 // undoReview is the undo of a CSI PV csimigrate created, for review: its
 // in-tree replacement in the field CSI.
 func undoReview(tr *translate.Translator, pv *v1.PersistentVolume) (RewritePV, error) {
-	in, err := undoReplacement(tr, pv)
+	in, err := rewrite.UndoReplacement(tr, pv)
 	if err != nil {
 		return RewritePV{}, err
 	}

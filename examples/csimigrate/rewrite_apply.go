@@ -7,17 +7,13 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -35,26 +31,29 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 		return exitUsage
 	}
 	a := &applier{client: client, tr: tr, logger: c.logger(stderr), stateNS: o.stateNS, out: stdout, concurrency: o.concurrency, online: o.online, undo: o.undo}
+	if _, err := a.writer(); err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitUsage
+	}
 	ctx := context.Background()
 	targets, classes, code := a.selectTargets(ctx, c, names, stdin, stderr)
 	if code != exitOK {
 		return code
 	}
 	if o.dry {
-		err = errors.Join(a.dryRun(ctx, targets), a.dryRunClasses(ctx, classes))
+		err = errors.Join(a.w.DryRunPVs(ctx, targets), a.w.DryRunClasses(ctx, classes))
 	} else {
 		// One writer at a time: the Lease every csimigrate writer holds.
-		var lease *writerLease
-		if ctx, lease, err = holdWriterLease(ctx, client, o.stateNS, o.leaseWait); err != nil {
+		var lease *apply.Lease
+		if ctx, lease, err = apply.HoldLease(ctx, client, o.stateNS, o.leaseWait); err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return exitBlocked
 		}
 		err = a.applyAll(ctx, targets, classes)
-		lease.release(context.Background())
+		lease.Release(context.Background())
 	}
-	if len(a.kept) > 0 {
-		slices.Sort(a.kept)
-		fmt.Fprintf(stdout, "%d PersistentVolumes kept at reclaim policy Retain instead of Delete (see above): %s\n", len(a.kept), strings.Join(a.kept, ", "))
+	if kept := a.w.Kept(); len(kept) > 0 {
+		fmt.Fprintf(stdout, "%d PersistentVolumes kept at reclaim policy Retain instead of Delete (see above): %s\n", len(kept), strings.Join(kept, ", "))
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
@@ -78,20 +77,20 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 			return nil, nil, exitInput
 		}
 		for _, pv := range inv.PVs {
-			if kind, _ := a.kindOf(pv); kind == dir.source {
-				pvs = append(pvs, target{name: pv.Name, uid: pv.UID})
+			if a.w.IsSource(pv) {
+				pvs = append(pvs, target{Name: pv.Name, UID: pv.UID})
 			}
 		}
 		for _, sc := range inv.StorageClasses {
-			if a.isSourceClass(sc) {
-				scs = append(scs, target{name: sc.Name, uid: sc.UID})
+			if a.w.IsSourceClass(sc) {
+				scs = append(scs, target{Name: sc.Name, UID: sc.UID})
 			}
 		}
 		a.say("%d %s PersistentVolumes and %d %s StorageClasses in the reviewed input\n", len(pvs), dir.scope, len(scs), dir.scope)
 	} else {
 		var err error
-		if pvs, err = a.liveTargets(ctx); err == nil {
-			scs, err = a.liveClassTargets(ctx)
+		if pvs, err = a.w.LiveTargets(ctx); err == nil {
+			scs, err = a.w.LiveClassTargets(ctx)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
@@ -108,7 +107,7 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 		if rest, ok := strings.CutPrefix(n, "storageclass/"); ok {
 			list, kind, name, from = &namedSCs, "StorageClass", rest, scs
 		}
-		i := slices.IndexFunc(from, func(t target) bool { return t.name == name })
+		i := slices.IndexFunc(from, func(t target) bool { return t.Name == name })
 		if i < 0 {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %s %q is not %s %s of the %s\n", kind, name, dir.aScope, kind, where)
 			return nil, nil, exitUsage
@@ -124,276 +123,89 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 // and prints the summary.
 func (a *applier) applyAll(ctx context.Context, targets, classes []target) error {
 	r, pvErr := a.rewriteAll(ctx, targets)
-	var rc result
+	var rc apply.Result
 	var scErr error
 	if !errors.Is(pvErr, errInterrupted) {
 		rc, scErr = a.rewriteClasses(ctx, classes)
 	}
 	a.say("%d PersistentVolumes and %d StorageClasses %s or already done, %d refused and left as they were, %d steps taken\n",
-		r.done, rc.done, a.direction().done, r.refused+rc.refused, a.steps)
+		r.Done, rc.Done, a.direction().done, r.Refused+rc.Refused, a.steps)
 	return errors.Join(pvErr, scErr)
 }
 
-// target is a PV the user named for the rewrite: by its name and, when it
-// comes from reviewed input, the uid it had there.
-type target struct {
-	name string
-	uid  types.UID
-}
+// target is an object the user named for the rewrite: by its name and,
+// when it comes from reviewed input, the uid it had there.
+type target = apply.Target
 
-// applier carries out the rewrite against a live cluster. Every call to
-// rewrite observes the cluster and takes the next step, so it can be run
-// again after an interruption at any point and converges to the same state.
+// errInterrupted is the writer's write limit reached (the tests interrupt
+// runs with it).
+var errInterrupted = apply.ErrWriteLimit
+
+// applier is rewrite -apply's writer (package apply) with the command's
+// options and its output.
 type applier struct {
-	client  kubernetes.Interface
-	tr      *translate.Translator
-	logger  klog.Logger
-	stateNS string
-	out     io.Writer
-	// concurrency is how many PVs are rewritten at once (each PV's steps
-	// stay in order); 0 means 1.
+	client      kubernetes.Interface
+	tr          *translate.Translator
+	logger      klog.Logger
+	stateNS     string
+	out         io.Writer
 	concurrency int
-	// online allows rewriting PVs that running pods use where onlineSafe
-	// holds.
-	online bool
-	// undo replaces CSI PVs and StorageClasses csimigrate created by what
-	// they replaced.
-	undo      bool
-	stepLimit int // tests: stop after this many mutating steps (0: no limit)
+	online      bool
+	undo        bool
+	stepLimit   int // tests: stop after this many writes (0: no limit)
 
-	mu    sync.Mutex // guards what follows, and out
+	w *apply.Writer // built by writer on first use
+	// steps is how many writes w took, as of its last run.
 	steps int
-	// minor is the API server's minor version once read (0 before).
-	minor int
-	// kept names the PVs rewritten with Retain instead of Delete.
-	kept []string
-	// Lists read for the checks, shared by the workers for a short while.
-	classes map[string]cached[*storagev1.StorageClass]
-	pods    map[string]cached[[]v1.Pod]
-	// withState names the PVs that had a state ConfigMap when the run
-	// listed them (nil: not listed); a PV not in it needs no read of its
-	// ConfigMap before its first write (a ConfigMap created since makes
-	// that write fail, and is then read).
-	withState map[string]bool
 }
 
-// cached is a value read from the cluster at a time.
-type cached[T any] struct {
-	v  T
-	at time.Time
-}
-
-// cacheFor is how long a StorageClass or a namespace's pod list is reused
-// by the checks of other PVs: long enough for thousands of PVs in a few
-// namespaces, short enough that a pod started during a run is seen.
-const cacheFor = 5 * time.Second
-
-// step announces the next write to obj ("pv/NAME" or "storageclass/NAME"),
-// or returns errInterrupted when a test's step limit is reached.
-func (a *applier) step(obj, what string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.stepLimit > 0 && a.steps >= a.stepLimit {
-		return errInterrupted
+// writer is the applier's apply.Writer, built on first use.
+func (a *applier) writer() (*apply.Writer, error) {
+	if a.w != nil {
+		return a.w, nil
 	}
-	a.steps++
-	fmt.Fprintf(a.out, "%s: %s\n", obj, what)
-	return nil
+	w, err := apply.New(a.client, a.tr, a.logger, textEvents{a.out}, apply.Options{StateNamespace: a.stateNS, Undo: a.undo, Online: a.online,
+		Concurrency: a.concurrency, MaxWrites: a.stepLimit})
+	a.w = w
+	return w, err
 }
 
-// keptRetain names, on its own line, a PV rewritten with reclaim policy
-// Retain instead of Delete, and why; the summary counts them.
-func (a *applier) keptRetain(pv, why string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.kept = append(a.kept, pv)
-	fmt.Fprintf(a.out, "pv/%s: kept at %s\n", pv, why)
-}
-
-func (a *applier) say(format string, args ...any) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	fmt.Fprintf(a.out, format, args...)
-}
-
-// liveTargets lists the in-tree PVs of the live cluster csimigrate
-// translates, and the PVs whose rewrite was interrupted after the delete
-// (they exist only as saved state).
-func (a *applier) liveTargets(ctx context.Context) ([]target, error) {
-	seen := map[string]bool{}
-	var out []target
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		list, err := a.client.CoreV1().PersistentVolumes().List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			pv := &list.Items[i]
-			if kind, _ := a.kindOf(pv); kind == a.direction().source && !seen[pv.Name] {
-				seen[pv.Name] = true
-				out = append(out, target{name: pv.Name})
-			}
-		}
-		if list.Continue == "" {
-			break
-		}
-		opts.Continue = list.Continue
-	}
-	cms, err := a.client.CoreV1().ConfigMaps(a.stateNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"})
+// rewriteAll runs the writer over the target PVs.
+func (a *applier) rewriteAll(ctx context.Context, targets []target) (apply.Result, error) {
+	w, err := a.writer()
 	if err != nil {
-		return nil, err
+		return apply.Result{}, err
 	}
-	for _, cm := range cms.Items {
-		if pv := cm.Annotations[stateLabel]; pv != "" && !seen[pv] {
-			seen[pv] = true
-			out = append(out, target{name: pv})
-		}
-	}
-	slices.SortFunc(out, func(x, y target) int { return strings.Compare(x.name, y.name) })
-	return out, nil
+	r, err := w.PVs(ctx, targets)
+	a.steps = w.Writes()
+	return r, err
 }
 
-// result counts what a run did.
-type result struct {
-	done, refused int
-	errs          []error
+// rewriteClasses runs the writer over the target StorageClasses.
+func (a *applier) rewriteClasses(ctx context.Context, targets []target) (apply.Result, error) {
+	w, err := a.writer()
+	if err != nil {
+		return apply.Result{}, err
+	}
+	r, err := w.Classes(ctx, targets)
+	a.steps = w.Writes()
+	return r, err
 }
 
-// record counts the outcome of one object's rewrite and reports a refusal;
-// it returns whether the run was interrupted.
-func (r *result) record(a *applier, obj string, err error) (interrupted bool) {
-	var ref *refusal
-	switch {
-	case errors.Is(err, errInterrupted):
-		return true
-	case errors.As(err, &ref):
-		r.refused++
-		a.say("%s: refused, left as it was: %s\n", obj, ref.Reason)
-		r.errs = append(r.errs, fmt.Errorf("%s: %w", obj, err))
-	case err != nil:
-		r.errs = append(r.errs, fmt.Errorf("%s: %w", obj, err))
-	default:
-		r.done++
-	}
-	return false
-}
+// direction is the words of the applier's direction.
+func (a *applier) direction() *direction { return directionOf(a.undo) }
 
-// rewriteAll rewrites every target, a.concurrency at a time, each PV's
-// steps in order. A refused PV is reported and left as it was; the others
-// go on. Errors are sorted by PV name.
-func (a *applier) rewriteAll(ctx context.Context, targets []target) (result, error) {
-	var r result
-	if err := a.listState(ctx); err != nil {
-		return r, err
-	}
-	var mu sync.Mutex
-	interrupted := false
-	work := make(chan target)
-	var wg sync.WaitGroup
-	for range max(1, a.concurrency) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for t := range work {
-				err := runSteps(ctx, a, newPVRun(a, t), pvSteps)
-				mu.Lock()
-				if r.record(a, "pv/"+t.name, err) {
-					interrupted = true
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	for _, t := range targets {
-		mu.Lock()
-		stop := interrupted
-		mu.Unlock()
-		if stop {
-			break
-		}
-		work <- t
-	}
-	close(work)
-	wg.Wait()
-	if interrupted {
-		return r, errInterrupted
-	}
-	slices.SortFunc(r.errs, func(x, y error) int { return strings.Compare(x.Error(), y.Error()) })
-	return r, errors.Join(r.errs...)
-}
+// say prints a line of the run's own (a count, a summary).
+func (a *applier) say(format string, args ...any) { fmt.Fprintf(a.out, format, args...) }
 
-// dryRunEach dry-runs each target with one, which sends the target's steps
-// with server-side dry run and returns the errors of those that fail, each
-// naming the object and the step.
-func dryRunEach(targets []target, one func(t target) []error) error {
-	var errs []error
-	for _, t := range targets {
-		errs = append(errs, one(t)...)
-	}
-	return errors.Join(errs...)
-}
+// textEvents prints the writer's events as rewrite -apply's lines.
+type textEvents struct{ w io.Writer }
 
-// dryRun runs every check and sends each step of every PV's rewrite (or
-// undo) to the API server with server-side dry run (the replacement is
-// validated under a temporary name, since the original still exists).
-func (a *applier) dryRun(ctx context.Context, targets []target) error {
-	dir := a.direction()
-	return dryRunEach(targets, func(t target) []error {
-		cur, err := a.client.CoreV1().PersistentVolumes().Get(ctx, t.name, metav1.GetOptions{})
-		if err != nil {
-			return []error{fmt.Errorf("pv/%s: %w", t.name, err)}
-		}
-		if kind, _ := a.kindOf(cur); kind != dir.source {
-			a.say("pv/%s: not %s PV; nothing to do\n", t.name, dir.aScope)
-			return nil
-		}
-		if t.uid != "" && cur.UID != t.uid {
-			return []error{fmt.Errorf("pv/%s: the live PV has uid %s, the reviewed one %s", t.name, cur.UID, t.uid)}
-		}
-		c, err := dir.check(a, ctx, cur)
-		if err != nil {
-			return []error{fmt.Errorf("pv/%s: %w", t.name, err)}
-		}
-		errs := a.dryRunSteps(ctx, cur, c.repl)
-		if len(errs) == 0 {
-			a.say("pv/%s: Retain, delete and create as %s would be accepted\n", t.name, pvDriver(c.repl))
-			if c.kept != "" {
-				a.keptRetain(t.name, c.kept)
-			}
-		}
-		return errs
-	})
-}
-
-// dryRunSteps sends a PV's Retain, delete and the creation of its
-// replacement (under a temporary name) with server-side dry run.
-func (a *applier) dryRunSteps(ctx context.Context, cur, repl *v1.PersistentVolume) []error {
-	dry := []string{metav1.DryRunAll}
-	pvs := a.client.CoreV1().PersistentVolumes()
-	var errs []error
-	upd := cur.DeepCopy()
-	upd.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
-	if _, err := pvs.Update(ctx, upd, metav1.UpdateOptions{DryRun: dry}); err != nil {
-		errs = append(errs, fmt.Errorf("pv/%s: Retain: %w", cur.Name, err))
-	}
-	if err := pvs.Delete(ctx, cur.Name, metav1.DeleteOptions{DryRun: dry}); err != nil {
-		errs = append(errs, fmt.Errorf("pv/%s: delete: %w", cur.Name, err))
-	}
-	repl = repl.DeepCopy()
-	repl.Name = "csimigrate-dry-run-" + string(cur.UID)
-	if _, err := pvs.Create(ctx, repl, metav1.CreateOptions{DryRun: dry}); err != nil {
-		errs = append(errs, fmt.Errorf("pv/%s: create %s PV: %w", cur.Name, a.direction().targetWord, err))
-	}
-	return errs
-}
-
-// pvDriver is a PV's CSI driver, or its in-tree plugin.
-func pvDriver(pv *v1.PersistentVolume) string {
-	if pv.Spec.CSI != nil {
-		return pv.Spec.CSI.Driver
-	}
-	return plugin.InTreeNameOfPV(pv)
+func (e textEvents) Writing(obj, what string)  { fmt.Fprintf(e.w, "%s: %s\n", obj, what) }
+func (e textEvents) Noted(obj, what string)    { fmt.Fprintf(e.w, "%s: %s\n", obj, what) }
+func (e textEvents) KeptRetain(pv, why string) { fmt.Fprintf(e.w, "pv/%s: kept at %s\n", pv, why) }
+func (e textEvents) Refused(obj string, r *rewrite.Refusal) {
+	fmt.Fprintf(e.w, "%s: refused, left as it was: %s\n", obj, r.Reason)
 }
 
 // applyOptions are the flags of rewrite -apply.

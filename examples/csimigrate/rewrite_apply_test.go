@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/testenv"
@@ -174,7 +175,7 @@ func endState(t *testing.T, c kubernetes.Interface, ns string, names []string) m
 func targetsOf(names []string) []target {
 	out := make([]target, len(names))
 	for i, n := range names {
-		out[i] = target{name: n}
+		out[i] = target{Name: n}
 	}
 	return out
 }
@@ -300,3 +301,12 @@ func ensureSecrets(t testing.TB, c kubernetes.Interface, pv *v1.PersistentVolume
 		}
 	}
 }
+
+// What the writer keeps in the cluster, as the tests look for it.
+var (
+	stateName    = apply.StateName
+	scStateName  = apply.ClassStateName
+	pvProtection = rewrite.PVProtection
+)
+
+const stateKey = "state.json"

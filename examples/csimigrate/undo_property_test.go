@@ -18,6 +18,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/testenv"
 	"github.com/csimigrate/csimigrate/translate"
 )
@@ -52,8 +53,8 @@ func inTreePV(t *rapid.T, tr *translate.Translator) *v1.PersistentVolume {
 // policy restored.
 func undoneAsStored(in *v1.PersistentVolume) *v1.PersistentVolume {
 	out := in.DeepCopy()
-	out.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimPolicy(out.Annotations[AnnReclaimPolicy])
-	delete(out.Annotations, AnnReclaimPolicy)
+	out.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimPolicy(out.Annotations[rewrite.AnnReclaimPolicy])
+	delete(out.Annotations, rewrite.AnnReclaimPolicy)
 	if len(out.Annotations) == 0 {
 		out.Annotations = nil
 	}
@@ -101,7 +102,7 @@ func TestUndoIsInverseOfRewrite(t *testing.T) {
 				Parameters: map[string]string{"monitors": "10.70.53.126:6789", "adminSecretName": "admin", "adminSecretNamespace": "ceph", "pool": "rbd"}}
 		}
 		before := pv.DeepCopy()
-		r, err := replacement(tr, klog0(), pv, sc, nil)
+		r, err := rewrite.Rewrite(tr, klog0(), pv, sc, nil)
 		if err != nil {
 			// Not an input of this property: a PV the rewrite refuses is never
 			// undone (TestUndoIdentityOnServer checks it is left unchanged,
@@ -112,25 +113,24 @@ func TestUndoIsInverseOfRewrite(t *testing.T) {
 		if diff := cmp.Diff(before, pv); diff != "" {
 			t.Fatalf("replacement changed its argument:\n%s", diff)
 		}
-		in, err := undoReplacement(tr, r.CSI)
+		in, err := rewrite.UndoReplacement(tr, r.CSI)
 		if err != nil {
 			t.Fatalf("undo of the rewrite of %s: %v", pv.Name, err)
 		}
-		if kind, _ := kindOf(tr, in); kind != pvInTree {
+		if kind, _ := rewrite.KindOf(tr, in); kind != rewrite.KindInTree {
 			t.Fatalf("the undo's replacement is not an in-tree PV csimigrate translates: %+v", in.Spec.PersistentVolumeSource)
 		}
 		want := pv.DeepCopy()
 		if diff := cmp.Diff(fieldsOf(want), fieldsOf(undoneAsStored(in))); diff != "" {
 			t.Fatalf("rewrite then undo (-original +undone):\n%s", diff)
 		}
-		a := &applier{tr: tr, logger: klog0()}
-		d1, h1, err1 := a.identity(r.CSI)
-		d2, h2, err2 := a.identity(in)
+		d1, h1, err1 := identity(tr, r.CSI)
+		d2, h2, err2 := identity(tr, in)
 		if err1 != nil || err2 != nil || d1 != d2 || h1 != h2 {
 			t.Fatalf("identity: rewrite %s %q (%v), undo %s %q (%v)", d1, h1, err1, d2, h2, err2)
 		}
 		for k := range in.Annotations {
-			if k != AnnReclaimPolicy && strings.HasPrefix(k, "csimigrate.io/") && want.Annotations[k] == "" {
+			if k != rewrite.AnnReclaimPolicy && strings.HasPrefix(k, "csimigrate.io/") && want.Annotations[k] == "" {
 				t.Fatalf("the undo leaves the rewrite's annotation %s", k)
 			}
 		}
@@ -180,7 +180,7 @@ func TestUndoIdentityOnServer(t *testing.T) {
 		}
 		var out bytes.Buffer
 		if _, err := newApplier(c, &out).rewriteAll(ctx, targetsOf([]string{pv.Name})); err != nil {
-			var ref *refusal
+			var ref *rewrite.Refusal
 			if !errors.As(err, &ref) {
 				rt.Fatalf("rewrite: %v\n%s", err, out.String())
 			}
@@ -209,4 +209,18 @@ func getPVRapid(t *rapid.T, c kubernetes.Interface, name string) *v1.PersistentV
 		t.Fatalf("pv/%s: %v", name, err)
 	}
 	return pv
+}
+
+// identity is the CSI driver and volume handle of a PV: its own for a CSI
+// PV, its translation's for an in-tree one.
+func identity(tr *translate.Translator, pv *v1.PersistentVolume) (driver, handle string, err error) {
+	if pv.Spec.CSI == nil {
+		if pv, err = tr.TranslateInTreePVToCSI(klog0(), pv); err != nil {
+			return "", "", err
+		}
+	}
+	if pv.Spec.CSI == nil {
+		return "", "", errors.New("no CSI source")
+	}
+	return pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle, nil
 }

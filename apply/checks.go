@@ -1,31 +1,25 @@
-package main
+package apply
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/csimigrate/csimigrate/featuregate"
-	"github.com/csimigrate/csimigrate/plugin"
-	"github.com/csimigrate/csimigrate/rewrite"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/csimigrate/csimigrate/featuregate"
+	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/rewrite"
 )
 
 // finalizersWaitFor is how long a run waits for the owners of
 // deletionProtection finalizers to remove them once Retain is in force.
 var finalizersWaitFor = 60 * time.Second
-
-var errInterrupted = errors.New("interrupted (step limit)")
-
-// refusal is an object the rewrite leaves exactly as it was
-// (rewrite.Refusal: a code, the reason, the remedy).
-type refusal = rewrite.Refusal
 
 // refuse is a refusal with a code and a formatted reason.
 func refuse(code rewrite.Code, format string, args ...any) error {
@@ -41,7 +35,7 @@ var (
 
 // storageClass returns the live StorageClass of a PV, nil when it has none
 // or the class is gone.
-func (a *applier) storageClass(ctx context.Context, pv *v1.PersistentVolume) (*storagev1.StorageClass, error) {
+func (a *Writer) storageClass(ctx context.Context, pv *v1.PersistentVolume) (*storagev1.StorageClass, error) {
 	name := pv.Spec.StorageClassName
 	if name == "" {
 		return nil, nil
@@ -70,7 +64,7 @@ func (a *applier) storageClass(ctx context.Context, pv *v1.PersistentVolume) (*s
 
 // claimChecks refuses a PV for what its object says and for its claim,
 // which it returns (nil when the PV is not bound).
-func (a *applier) claimChecks(ctx context.Context, cur *v1.PersistentVolume) (*v1.PersistentVolumeClaim, error) {
+func (a *Writer) claimChecks(ctx context.Context, cur *v1.PersistentVolume) (*v1.PersistentVolumeClaim, error) {
 	if err := objectRefusal(cur); err != nil {
 		return nil, err
 	}
@@ -87,7 +81,7 @@ func (a *applier) claimChecks(ctx context.Context, cur *v1.PersistentVolume) (*v
 // inUseRefusal refuses a PV that pods which have not finished use, unless
 // -online and onlineSafe hold for the in-tree form of the volume, inTree,
 // and the CSI driver and handle it is handled as.
-func (a *applier) inUseRefusal(ctx context.Context, cur, inTree *v1.PersistentVolume, driver, handle string) error {
+func (a *Writer) inUseRefusal(ctx context.Context, cur, inTree *v1.PersistentVolume, driver, handle string) error {
 	c := cur.Spec.ClaimRef
 	if c == nil {
 		return nil
@@ -111,7 +105,7 @@ func (a *applier) inUseRefusal(ctx context.Context, cur, inTree *v1.PersistentVo
 }
 
 // podsUsing lists the pods of a namespace, not finished, that use a claim.
-func (a *applier) podsUsing(ctx context.Context, ns, claim string) ([]v1.Pod, error) {
+func (a *Writer) podsUsing(ctx context.Context, ns, claim string) ([]v1.Pod, error) {
 	pods, err := a.podsIn(ctx, ns)
 	if err != nil {
 		return nil, err
@@ -150,7 +144,7 @@ func (a *applier) podsUsing(ctx context.Context, ns, claim string) ([]v1.Pod, er
 // it attached the volume with that handle, so that after the rewrite it
 // finds the same attachment instead of attaching anew and detaching this
 // one.
-func (a *applier) onlineSafe(ctx context.Context, pv *v1.PersistentVolume, driver, handle string, pods []v1.Pod) error {
+func (a *Writer) onlineSafe(ctx context.Context, pv *v1.PersistentVolume, driver, handle string, pods []v1.Pod) error {
 	inTreeName := plugin.InTreeNameOfPV(pv)
 	attach := true
 	if d, err := a.client.StorageV1().CSIDrivers().Get(ctx, driver, metav1.GetOptions{}); err == nil && d.Spec.AttachRequired != nil && !*d.Spec.AttachRequired {
@@ -204,7 +198,7 @@ func (a *applier) onlineSafe(ctx context.Context, pv *v1.PersistentVolume, drive
 
 // podsIn lists the pods of a namespace, reusing a list younger than
 // cacheFor.
-func (a *applier) podsIn(ctx context.Context, ns string) ([]v1.Pod, error) {
+func (a *Writer) podsIn(ctx context.Context, ns string) ([]v1.Pod, error) {
 	a.mu.Lock()
 	c, ok := a.pods[ns]
 	a.mu.Unlock()
@@ -236,7 +230,7 @@ func (a *applier) podsIn(ctx context.Context, ns string) ([]v1.Pod, error) {
 
 // claimStillThere checks, before a replacement is created, that its claim
 // is the one it was built for and still bound to the PV's name.
-func (a *applier) claimStillThere(ctx context.Context, s *rewriteState) error {
+func (a *Writer) claimStillThere(ctx context.Context, s *rewriteState) error {
 	if s.ClaimName == "" {
 		return nil
 	}
@@ -259,7 +253,7 @@ func (a *applier) claimStillThere(ctx context.Context, s *rewriteState) error {
 // check runs every check on a live in-tree PV before the first write to it
 // and returns what it read, with the PV's replacement; a refusal says why
 // the PV is left alone.
-func (a *applier) check(ctx context.Context, cur *v1.PersistentVolume) (*checks, error) {
+func (a *Writer) check(ctx context.Context, cur *v1.PersistentVolume) (*checks, error) {
 	pvc, err := a.claimChecks(ctx, cur)
 	if err != nil {
 		return nil, err
@@ -268,7 +262,7 @@ func (a *applier) check(ctx context.Context, cur *v1.PersistentVolume) (*checks,
 	if err != nil {
 		return nil, err
 	}
-	r, err := replacement(a.tr, a.logger, cur, sc, pvc)
+	r, err := rewrite.Rewrite(a.tr, a.logger, cur, sc, pvc)
 	if err != nil {
 		return nil, refuse(rewrite.CodeNotTranslatable, "%v", err)
 	}
@@ -287,7 +281,7 @@ func (a *applier) check(ctx context.Context, cur *v1.PersistentVolume) (*checks,
 // the driver reads, as the user of the in-tree source (secrets.CephCSISecretReady,
 // the rule the plan applies). A PV rewritten before its secret is ready would
 // not stage, expand or delete. Values are never read into anything printed.
-func (a *applier) secretRefusal(ctx context.Context, cur *v1.PersistentVolume, r RewritePV) error {
+func (a *Writer) secretRefusal(ctx context.Context, cur *v1.PersistentVolume, r rewrite.PV) error {
 	needs := rewrite.SecretNeeds(cur, r.CSI)
 	if need, ok := r.DeletionNeed(); ok {
 		needs = append(needs, need)
@@ -311,7 +305,7 @@ func (a *applier) secretRefusal(ctx context.Context, cur *v1.PersistentVolume, r
 		if s == nil {
 			code = rewrite.CodeSecretMissing
 		}
-		return &refusal{Code: code, Reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), %s", ref, strings.Join(need.Uses, ", "), problem), Remedy: remedy}
+		return &rewrite.Refusal{Code: code, Reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), %s", ref, strings.Join(need.Uses, ", "), problem), Remedy: remedy}
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package apply
 
 import (
 	"context"
@@ -32,8 +32,9 @@ const (
 	pvProtection = rewrite.PVProtection
 )
 
-// stateName is the ConfigMap name for a PV.
-func stateName(pv string) string { return stateNameWith("csimigrate-rewrite-", pv) }
+// StateName is the name of the ConfigMap, in the state namespace, that
+// holds a PV's replacement while its rewrite or undo is in progress.
+func StateName(pv string) string { return stateNameWith("csimigrate-rewrite-", pv) }
 
 // stateNameWith is prefix+name, or prefix and a hash of name where that
 // would be too long for a ConfigMap name.
@@ -80,7 +81,7 @@ type rewriteState struct {
 }
 
 // checkState compares the replacement with what the state says it keeps.
-func (a *applier) checkState(s *rewriteState) error {
+func (a *Writer) checkState(s *rewriteState) error {
 	r := s.Replacement
 	if r == nil {
 		return errors.New("the state holds no replacement")
@@ -114,7 +115,7 @@ func (a *applier) checkState(s *rewriteState) error {
 }
 
 // listState lists the state ConfigMaps once for a run.
-func (a *applier) listState(ctx context.Context) error {
+func (a *Writer) listState(ctx context.Context) error {
 	list, err := a.client.CoreV1().ConfigMaps(a.stateNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"})
 	if err != nil {
 		return err
@@ -130,12 +131,12 @@ func (a *applier) listState(ctx context.Context) error {
 }
 
 // knownNoState reports whether the run's listing showed no state for pv.
-func (a *applier) knownNoState(pv string) bool {
+func (a *Writer) knownNoState(pv string) bool {
 	return a.withState != nil && !a.withState[pv]
 }
 
 // readState verifies a state ConfigMap's checksum and decodes it into v.
-func (a *applier) readState(cm *v1.ConfigMap, v any) error {
+func (a *Writer) readState(cm *v1.ConfigMap, v any) error {
 	where := fmt.Sprintf("ConfigMap %s/%s", a.stateNS, cm.Name)
 	raw := cm.Data[stateKey]
 	sum := sha256.Sum256([]byte(raw))
@@ -150,7 +151,7 @@ func (a *applier) readState(cm *v1.ConfigMap, v any) error {
 
 // writeState stores v, the state of the object of that kind and name about
 // to be deleted, in a new ConfigMap with its checksum.
-func (a *applier) writeState(ctx context.Context, cmName, ofLabel, of string, v any) (*v1.ConfigMap, error) {
+func (a *Writer) writeState(ctx context.Context, cmName, ofLabel, of string, v any) (*v1.ConfigMap, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
@@ -164,7 +165,7 @@ func (a *applier) writeState(ctx context.Context, cmName, ofLabel, of string, v 
 }
 
 // loadState reads and verifies a PV's state ConfigMap.
-func (a *applier) loadState(cm *v1.ConfigMap) (*rewriteState, error) {
+func (a *Writer) loadState(cm *v1.ConfigMap) (*rewriteState, error) {
 	var s rewriteState
 	if err := a.readState(cm, &s); err != nil {
 		return nil, err
@@ -178,7 +179,7 @@ func (a *applier) loadState(cm *v1.ConfigMap) (*rewriteState, error) {
 // saveState stores the state of a PV about to be deleted: its replacement
 // repl, kept (why repl ends with Retain where the PV had Delete), and
 // whether it is an undo's.
-func (a *applier) saveState(ctx context.Context, cur, repl *v1.PersistentVolume, kept string, undo bool) (*v1.ConfigMap, error) {
+func (a *Writer) saveState(ctx context.Context, cur, repl *v1.PersistentVolume, kept string, undo bool) (*v1.ConfigMap, error) {
 	driver, handle, err := a.identity(repl)
 	if err != nil {
 		return nil, refuse(rewrite.CodeNotTranslatable, "the replacement: %v", err)
@@ -190,5 +191,20 @@ func (a *applier) saveState(ctx context.Context, cur, repl *v1.PersistentVolume,
 	if c := repl.Spec.ClaimRef; c != nil {
 		s.ClaimNamespace, s.ClaimName, s.ClaimUID = c.Namespace, c.Name, c.UID
 	}
-	return a.writeState(ctx, stateName(cur.Name), stateLabel, cur.Name, &s)
+	return a.writeState(ctx, StateName(cur.Name), stateLabel, cur.Name, &s)
+}
+
+// StateOf names the object a state ConfigMap of the writer belongs to: kind
+// "pv" or "storageclass", and its name; ok is false for another ConfigMap.
+func StateOf(cm *v1.ConfigMap) (kind, name string, ok bool) {
+	if cm == nil || cm.Labels["app.kubernetes.io/managed-by"] != "csimigrate" {
+		return "", "", false
+	}
+	if pv := cm.Annotations[stateLabel]; pv != "" {
+		return "pv", pv, true
+	}
+	if sc := cm.Annotations[stateLabelSC]; sc != "" {
+		return "storageclass", sc, true
+	}
+	return "", "", false
 }

@@ -1,12 +1,8 @@
-package main
+package apply
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -14,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csimigrate/csimigrate/rewrite"
-	"github.com/csimigrate/csimigrate/translate"
 )
 
 // classSteps replace one StorageClass, after the PVs: the rewrite an
@@ -30,8 +25,8 @@ var classSteps = []step[*classRun]{
 
 // classRun is one StorageClass's rewrite (or undo) in progress.
 type classRun struct {
-	a     *applier
-	t     target
+	a     *Writer
+	t     Target
 	cur   *storagev1.StorageClass // nil when there is none
 	cm    *v1.ConfigMap
 	state *scState
@@ -39,46 +34,29 @@ type classRun struct {
 	repl *storagev1.StorageClass
 }
 
-func (a *applier) newClassRun(t target) *classRun { return &classRun{a: a, t: t} }
+func (a *Writer) newClassRun(t Target) *classRun { return &classRun{a: a, t: t} }
 
-func (r *classRun) obj() string { return "storageclass/" + r.t.name }
+func (r *classRun) obj() string { return "storageclass/" + r.t.Name }
 
-func (r *classRun) where() string { return r.a.stateNS + "/" + scStateName(r.t.name) }
+func (r *classRun) where() string { return r.a.stateNS + "/" + ClassStateName(r.t.Name) }
 
-// isSourceClass reports whether a class is one the applier's direction
-// replaces: an in-tree class csimigrate translates, or for the undo a CSI
-// class it created.
-func (a *applier) isSourceClass(sc *storagev1.StorageClass) bool {
-	return isSourceClass(a.tr, a.undo, sc)
-}
-
-// isSourceClass reports whether a class is one the rewrite replaces, or with
-// undo one its undo replaces.
-func isSourceClass(tr *translate.Translator, undo bool, sc *storagev1.StorageClass) bool {
-	inTree := translatableClass(tr, sc)
-	if undo {
-		return !inTree && sc.Annotations[AnnMigratedFrom] != ""
-	}
-	return inTree
-}
+// isSourceClass reports whether a class is one the Writer's direction
+// replaces.
+func (a *Writer) isSourceClass(sc *storagev1.StorageClass) bool { return a.IsSourceClass(sc) }
 
 // isTargetClass reports whether a class is what the direction creates.
-func (a *applier) isTargetClass(sc *storagev1.StorageClass) bool {
-	inTree := translatableClass(a.tr, sc)
-	if a.undo {
-		return inTree
-	}
-	return !inTree && sc.Annotations[AnnMigratedFrom] != ""
+func (a *Writer) isTargetClass(sc *storagev1.StorageClass) bool {
+	return rewrite.ClassKindOf(a.tr, sc) == a.direction().target
 }
 
 // observe reads the class and its state and verifies that the state
 // applies to the class.
 func (r *classRun) observe(ctx context.Context) error {
 	var err error
-	if r.cur, err = getOrNil(r.a.client.StorageV1().StorageClasses().Get(ctx, r.t.name, metav1.GetOptions{})); err != nil {
+	if r.cur, err = getOrNil(r.a.client.StorageV1().StorageClasses().Get(ctx, r.t.Name, metav1.GetOptions{})); err != nil {
 		return err
 	}
-	if r.cm, err = getOrNil(r.a.client.CoreV1().ConfigMaps(r.a.stateNS).Get(ctx, scStateName(r.t.name), metav1.GetOptions{})); err != nil {
+	if r.cm, err = getOrNil(r.a.client.CoreV1().ConfigMaps(r.a.stateNS).Get(ctx, ClassStateName(r.t.Name), metav1.GetOptions{})); err != nil {
 		return err
 	}
 	if err := r.loadState(); err != nil {
@@ -97,19 +75,19 @@ func (r *classRun) loadState() error {
 		return err
 	}
 	switch {
-	case s.Replacement == nil || s.Replacement.Name != r.t.name || s.StorageClass != r.t.name:
-		return fmt.Errorf("ConfigMap %s does not hold a replacement for StorageClass %s; nothing is created from it", r.where(), r.t.name)
-	case r.t.uid != "" && s.UID != r.t.uid:
-		return fmt.Errorf("ConfigMap %s was saved for uid %s, the reviewed StorageClass has uid %s; nothing is created from it", r.where(), s.UID, r.t.uid)
+	case s.Replacement == nil || s.Replacement.Name != r.t.Name || s.StorageClass != r.t.Name:
+		return fmt.Errorf("ConfigMap %s does not hold a replacement for StorageClass %s; nothing is created from it", r.where(), r.t.Name)
+	case r.t.UID != "" && s.UID != r.t.UID:
+		return fmt.Errorf("ConfigMap %s was saved for uid %s, the reviewed StorageClass has uid %s; nothing is created from it", r.where(), s.UID, r.t.UID)
 	case s.Undo != r.a.undo:
-		return fmt.Errorf("ConfigMap %s holds %s of storageclass/%s in progress; finish it first (csimigrate %s), nothing is done with it here", r.where(), directionOf(s.Undo).what, r.t.name, directionOf(s.Undo).command)
+		return fmt.Errorf("ConfigMap %s holds %s of storageclass/%s in progress; finish it first (csimigrate %s), nothing is done with it here", r.where(), directionOf(s.Undo).what, r.t.Name, directionOf(s.Undo).command)
 	}
 	r.state = s
 	return nil
 }
 
 func (r *classRun) verify() error {
-	cur, s, name := r.cur, r.state, r.t.name
+	cur, s, name := r.cur, r.state, r.t.Name
 	switch {
 	case cur == nil && s == nil:
 		return refuse(rewrite.CodeNotFound, "not found, and no saved replacement (ConfigMap %s)", r.where())
@@ -124,8 +102,8 @@ func (r *classRun) verify() error {
 		return refuse(rewrite.CodeNotInScope, "provisioner %s: not a StorageClass csimigrate created", cur.Provisioner)
 	case !r.a.isSourceClass(cur):
 		return refuse(rewrite.CodeNotInScope, "provisioner %s is not an in-tree plugin csimigrate translates", cur.Provisioner)
-	case r.t.uid != "" && cur.UID != r.t.uid:
-		return refuse(rewrite.CodeReplacedSinceReview, "the live StorageClass has uid %s, the reviewed one %s (replaced since the review)", cur.UID, r.t.uid)
+	case r.t.UID != "" && cur.UID != r.t.UID:
+		return refuse(rewrite.CodeReplacedSinceReview, "the live StorageClass has uid %s, the reviewed one %s (replaced since the review)", cur.UID, r.t.UID)
 	case s != nil && (cur.UID != s.UID || cur.ResourceVersion != s.ResourceVersion):
 		return fmt.Errorf("StorageClass %s changed after its replacement was saved in ConfigMap %s (uid %s, resourceVersion %s; saved %s, %s); nothing is done with it: delete the ConfigMap and run again to rebuild it",
 			name, r.where(), cur.UID, cur.ResourceVersion, s.UID, s.ResourceVersion)
@@ -145,9 +123,9 @@ func (r *classRun) checkFirst(ctx context.Context) error {
 
 // classChecks runs every check on a class before the first write to it and
 // returns its replacement; a refusal leaves it as it was.
-func (a *applier) classChecks(ctx context.Context, cur *storagev1.StorageClass) (*storagev1.StorageClass, error) {
+func (a *Writer) classChecks(ctx context.Context, cur *storagev1.StorageClass) (*storagev1.StorageClass, error) {
 	if a.undo {
-		repl, err := classUndoReplacement(cur)
+		repl, err := rewrite.ClassUndoReplacement(cur)
 		if err != nil {
 			return nil, asRefusal(err)
 		}
@@ -165,8 +143,8 @@ func (r *classRun) saySave() string {
 }
 
 func (r *classRun) save(ctx context.Context) error {
-	s := scState{StorageClass: r.t.name, Undo: r.a.undo, UID: r.cur.UID, ResourceVersion: r.cur.ResourceVersion, Replacement: r.repl}
-	if _, err := r.a.writeState(ctx, scStateName(r.t.name), stateLabelSC, r.t.name, &s); err != nil && !apierrors.IsAlreadyExists(err) {
+	s := scState{StorageClass: r.t.Name, Undo: r.a.undo, UID: r.cur.UID, ResourceVersion: r.cur.ResourceVersion, Replacement: r.repl}
+	if _, err := r.a.writeState(ctx, ClassStateName(r.t.Name), stateLabelSC, r.t.Name, &s); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	return nil
@@ -182,7 +160,7 @@ func (r *classRun) sayDelete() string {
 
 func (r *classRun) delete(ctx context.Context) error {
 	uid, rv := r.cur.UID, r.cur.ResourceVersion
-	err := r.a.client.StorageV1().StorageClasses().Delete(ctx, r.t.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+	err := r.a.client.StorageV1().StorageClasses().Delete(ctx, r.t.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return err
 	}
@@ -216,36 +194,4 @@ func (r *classRun) removeState(ctx context.Context) error {
 		return err
 	}
 	return nil
-}
-
-// classUndoReplacement is the in-tree class a CSI class csimigrate created
-// replaced: the one recorded in AnnOriginalClass, with the CSI class's name,
-// labels and annotations (without those the rewrite added, listed in
-// AnnAddedAnnotations: an annotation an admin changed since is kept).
-func classUndoReplacement(cur *storagev1.StorageClass) (*storagev1.StorageClass, error) {
-	raw, ok := cur.Annotations[AnnOriginalClass]
-	if !ok {
-		return nil, &refusal{Code: rewrite.CodeNotRecorded, Reason: "it has no annotation " + AnnOriginalClass + " (an earlier csimigrate replaced the class without recording it)",
-			Remedy: "create the in-tree class by hand: delete this one and create it with provisioner " + cur.Annotations[AnnMigratedFrom] + " and its former parameters"}
-	}
-	var orig storagev1.StorageClass
-	if err := json.Unmarshal([]byte(raw), &orig); err != nil {
-		return nil, fmt.Errorf("annotation %s: %w", AnnOriginalClass, err)
-	}
-	if orig.Provisioner != cur.Annotations[AnnMigratedFrom] {
-		return nil, fmt.Errorf("annotation %s names provisioner %q, annotation %s %q", AnnOriginalClass, orig.Provisioner, AnnMigratedFrom, cur.Annotations[AnnMigratedFrom])
-	}
-	out := orig.DeepCopy()
-	out.TypeMeta = metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"}
-	out.ObjectMeta = metav1.ObjectMeta{Name: cur.Name, Labels: maps.Clone(cur.Labels), Annotations: map[string]string{}}
-	added := strings.Split(cur.Annotations[AnnAddedAnnotations], ",")
-	for k, v := range cur.Annotations {
-		if k != AnnMigratedFrom && k != AnnOriginalClass && k != AnnAddedAnnotations && !slices.Contains(added, k) {
-			out.Annotations[k] = v
-		}
-	}
-	if len(out.Annotations) == 0 {
-		out.Annotations = nil
-	}
-	return out, nil
 }

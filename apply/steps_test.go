@@ -1,4 +1,4 @@
-package main
+package apply
 
 import (
 	"testing"
@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/translate"
 )
 
 // nextStep is the name of the step a run takes in the state it observed,
@@ -26,8 +27,7 @@ func nextStep(r *pvRun) string {
 // Every state of an interrupted run has exactly one next step, and a
 // finished run none.
 func TestStepInEachState(t *testing.T) {
-	var c common
-	tr, err := c.translator()
+	tr, err := translate.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,15 +42,15 @@ func TestStepInEachState(t *testing.T) {
 	}
 	csi := func(policy v1.PersistentVolumeReclaimPolicy, edit func(*v1.PersistentVolume)) *v1.PersistentVolume {
 		pv := boundPV("pv", "ns", "claim", "uid-1", v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "csi.vsphere.vmware.com", VolumeHandle: "[ds] kubevols/pv.vmdk"}})
-		pv.Annotations = map[string]string{AnnMigratedFrom: "kubernetes.io/vsphere-volume"}
+		pv.Annotations = map[string]string{rewrite.AnnMigratedFrom: "kubernetes.io/vsphere-volume"}
 		pv.Spec.PersistentVolumeReclaimPolicy = policy
 		if edit != nil {
 			edit(pv)
 		}
 		return pv
 	}
-	pending := func(pv *v1.PersistentVolume) { pv.Annotations[AnnReclaimPolicy] = "Delete" }
-	pendingInTree := func(pv *v1.PersistentVolume) { pv.Annotations = map[string]string{AnnReclaimPolicy: "Delete"} }
+	pending := func(pv *v1.PersistentVolume) { pv.Annotations[rewrite.AnnReclaimPolicy] = "Delete" }
+	pendingInTree := func(pv *v1.PersistentVolume) { pv.Annotations = map[string]string{rewrite.AnnReclaimPolicy: "Delete"} }
 	deleting := func(pv *v1.PersistentVolume) { pv.DeletionTimestamp = &now }
 	deletingUnheld := func(pv *v1.PersistentVolume) { pv.DeletionTimestamp, pv.Finalizers = &now, nil }
 	held := func(pv *v1.PersistentVolume) { pv.Finalizers = append(pv.Finalizers, rewrite.DeletionProtection[0]) }
@@ -84,8 +84,8 @@ func TestStepInEachState(t *testing.T) {
 		{"undo: in-tree, done", true, inTree(v1.PersistentVolumeReclaimDelete, nil), nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := &applier{tr: tr, logger: klog0(), undo: tc.undo}
-			r := &pvRun{a: a, dir: a.direction(), t: target{name: "pv"}, cur: tc.cur, state: tc.state}
+			a := &Writer{tr: tr, logger: klog0(), undo: tc.undo}
+			r := &pvRun{a: a, dir: a.direction(), t: Target{Name: "pv"}, cur: tc.cur, state: tc.state}
 			r.classify()
 			if got := nextStep(r); got != tc.want {
 				t.Errorf("next step %q, want %q", got, tc.want)

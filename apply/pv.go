@@ -1,4 +1,4 @@
-package main
+package apply
 
 import (
 	"context"
@@ -21,10 +21,10 @@ import (
 // built and checked).
 var pvSteps = []step[*pvRun]{
 	{name: "1. set reclaim policy Retain", done: (*pvRun).retainSet, pre: (*pvRun).checkFirst, say: (*pvRun).sayRetain, act: (*pvRun).setRetain},
-	{name: "1. (wait for the deletion-protection finalizers' owners)", done: (*pvRun).ownersDone, act: (*pvRun).waitForOwners},
+	{name: "1. (wait for the deletion-protection finalizers' owners)", done: (*pvRun).ownersDone, act: (*pvRun).waitForOwners, wait: 200 * time.Millisecond},
 	{name: "2. save the replacement in a ConfigMap", done: (*pvRun).saved, pre: (*pvRun).checkFirst, say: (*pvRun).saySave, act: (*pvRun).save},
 	{name: "3. delete the PV object", done: (*pvRun).deleted, pre: (*pvRun).retainInForce, say: (*pvRun).sayDelete, act: (*pvRun).delete},
-	{name: "3. (wait for the deletion)", done: (*pvRun).heldOrGone, act: (*pvRun).waitForDeletion},
+	{name: "3. (wait for the deletion)", done: (*pvRun).heldOrGone, act: (*pvRun).waitForDeletion, wait: 100 * time.Millisecond},
 	{name: "4. remove pv-protection from the deleted object", done: (*pvRun).gone, pre: (*pvRun).onlyProtection, say: (*pvRun).sayUnprotect, act: (*pvRun).unprotect},
 	{name: "5. create the replacement", done: (*pvRun).created, pre: (*pvRun).claimStillThere, say: (*pvRun).sayCreate, act: (*pvRun).create},
 	{name: "6. restore the reclaim policy", done: (*pvRun).policyRestored, say: (*pvRun).sayRestore, act: (*pvRun).restorePolicy},
@@ -35,17 +35,17 @@ var pvSteps = []step[*pvRun]{
 // What the run's own writes returned is used instead of reading the object
 // again; anything else (a conflict, a missing object) is read afresh.
 type pvRun struct {
-	a   *applier
+	a   *Writer
 	dir *direction
-	t   target
+	t   Target
 	// cur is the live PV, nil when there is none; cm the state ConfigMap
 	// and state what it holds, nil when there is none.
 	cur   *v1.PersistentVolume
 	cm    *v1.ConfigMap
 	state *rewriteState
-	// kind is what cur is (pvOther when there is none), classified once per
+	// kind is what cur is (rewrite.KindOther when there is none), classified once per
 	// observation for every step's done.
-	kind pvKind
+	kind rewrite.Kind
 	why  string
 	// havePV and haveCM say that cur and cm are what the last write
 	// returned, so the next observation need not read them.
@@ -55,26 +55,26 @@ type pvRun struct {
 	waitingSince time.Time
 }
 
-func newPVRun(a *applier, t target) *pvRun {
-	return &pvRun{a: a, dir: a.direction(), t: t, haveCM: a.knownNoState(t.name)}
+func newPVRun(a *Writer, t Target) *pvRun {
+	return &pvRun{a: a, dir: a.direction(), t: t, haveCM: a.knownNoState(t.Name)}
 }
 
-func (r *pvRun) obj() string { return "pv/" + r.t.name }
+func (r *pvRun) obj() string { return "pv/" + r.t.Name }
 
 // where names the state ConfigMap.
-func (r *pvRun) where() string { return r.a.stateNS + "/" + stateName(r.t.name) }
+func (r *pvRun) where() string { return r.a.stateNS + "/" + StateName(r.t.Name) }
 
 // observe reads the PV and its state, unless the last write returned them,
 // and verifies that the state applies to the PV.
 func (r *pvRun) observe(ctx context.Context) error {
 	var err error
 	if !r.havePV {
-		if r.cur, err = getOrNil(r.a.client.CoreV1().PersistentVolumes().Get(ctx, r.t.name, metav1.GetOptions{})); err != nil {
+		if r.cur, err = getOrNil(r.a.client.CoreV1().PersistentVolumes().Get(ctx, r.t.Name, metav1.GetOptions{})); err != nil {
 			return err
 		}
 	}
 	if !r.haveCM {
-		if r.cm, err = getOrNil(r.a.client.CoreV1().ConfigMaps(r.a.stateNS).Get(ctx, stateName(r.t.name), metav1.GetOptions{})); err != nil {
+		if r.cm, err = getOrNil(r.a.client.CoreV1().ConfigMaps(r.a.stateNS).Get(ctx, StateName(r.t.Name), metav1.GetOptions{})); err != nil {
 			return err
 		}
 	}
@@ -98,11 +98,11 @@ func (r *pvRun) loadState() error {
 	if err != nil {
 		return err
 	}
-	if r.t.uid != "" && s.UID != r.t.uid {
-		return fmt.Errorf("ConfigMap %s was saved for uid %s, the reviewed PV has uid %s; nothing is created from it", r.where(), s.UID, r.t.uid)
+	if r.t.UID != "" && s.UID != r.t.UID {
+		return fmt.Errorf("ConfigMap %s was saved for uid %s, the reviewed PV has uid %s; nothing is created from it", r.where(), s.UID, r.t.UID)
 	}
 	if s.Undo != r.dir.undo {
-		return fmt.Errorf("ConfigMap %s holds %s of pv/%s in progress; finish it first (csimigrate %s), nothing is done with it here", r.where(), directionOf(s.Undo).what, r.t.name, directionOf(s.Undo).command)
+		return fmt.Errorf("ConfigMap %s holds %s of pv/%s in progress; finish it first (csimigrate %s), nothing is done with it here", r.where(), directionOf(s.Undo).what, r.t.Name, directionOf(s.Undo).command)
 	}
 	s.cmVersion = r.cm.ResourceVersion
 	r.state = s
@@ -113,7 +113,7 @@ func (r *pvRun) loadState() error {
 // and stops where the saved state does not provably apply to the live PV.
 func (r *pvRun) verify() error {
 	r.classify()
-	cur, s, name := r.cur, r.state, r.t.name
+	cur, s, name := r.cur, r.state, r.t.Name
 	if cur == nil {
 		if s == nil {
 			return refuse(rewrite.CodeNotFound, "not found, and no saved replacement (ConfigMap %s)", r.where())
@@ -122,9 +122,9 @@ func (r *pvRun) verify() error {
 	}
 	kind, why := r.kind, r.why
 	switch {
-	case kind == pvOther && s != nil:
+	case kind == rewrite.KindOther && s != nil:
 		return fmt.Errorf("pv/%s is %s, and ConfigMap %s holds a replacement for it; not touching either", name, why, r.where())
-	case kind == pvOther:
+	case kind == rewrite.KindOther:
 		return refuse(rewrite.CodeNotInScope, "%s", why)
 	case kind == r.dir.target:
 		if s == nil {
@@ -135,8 +135,8 @@ func (r *pvRun) verify() error {
 			return fmt.Errorf("pv/%s is %s %q (%v), ConfigMap %s saved %s %q; not touching either", name, driver, handle, err, r.where(), s.Driver, s.Handle)
 		}
 		return nil
-	case r.t.uid != "" && cur.UID != r.t.uid:
-		return refuse(rewrite.CodeReplacedSinceReview, "the live PV has uid %s, the reviewed one %s (replaced since the review)", cur.UID, r.t.uid)
+	case r.t.UID != "" && cur.UID != r.t.UID:
+		return refuse(rewrite.CodeReplacedSinceReview, "the live PV has uid %s, the reviewed one %s (replaced since the review)", cur.UID, r.t.UID)
 	case s != nil && cur.UID != s.UID:
 		return fmt.Errorf("ConfigMap %s was saved for uid %s, pv/%s now has uid %s; nothing is done with it: delete it once the PV is checked", r.where(), s.UID, name, cur.UID)
 	case s != nil && cur.DeletionTimestamp == nil && cur.ResourceVersion != s.ResourceVersion:
@@ -147,7 +147,7 @@ func (r *pvRun) verify() error {
 
 // classify sets what the live PV is.
 func (r *pvRun) classify() {
-	r.kind, r.why = pvOther, ""
+	r.kind, r.why = rewrite.KindOther, ""
 	if r.cur != nil {
 		r.kind, r.why = r.a.kindOf(r.cur)
 	}
@@ -185,7 +185,7 @@ func (r *pvRun) setRetain(ctx context.Context) error {
 	if upd.Annotations == nil {
 		upd.Annotations = map[string]string{}
 	}
-	upd.Annotations[AnnReclaimPolicy] = string(r.cur.Spec.PersistentVolumeReclaimPolicy)
+	upd.Annotations[rewrite.AnnReclaimPolicy] = string(r.cur.Spec.PersistentVolumeReclaimPolicy)
 	upd.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
 	// The update carries cur's resourceVersion: it applies to this exact
 	// object or fails.
@@ -222,9 +222,8 @@ func (r *pvRun) waitForOwners(context.Context) error {
 		r.waitingSince = time.Now()
 	}
 	if time.Since(r.waitingSince) > finalizersWaitFor {
-		return fmt.Errorf("pv/%s: finalizers %q are still there %s after Retain was set; their owners (kube-controller-manager's persistentvolume-binder, external-provisioner) remove them: is the owner running? csimigrate does not remove them; run again once they are gone", r.t.name, r.protectionHeld(), finalizersWaitFor)
+		return fmt.Errorf("pv/%s: finalizers %q are still there %s after Retain was set; their owners (kube-controller-manager's persistentvolume-binder, external-provisioner) remove them: is the owner running? csimigrate does not remove them; run again once they are gone", r.t.Name, r.protectionHeld(), finalizersWaitFor)
 	}
-	time.Sleep(200 * time.Millisecond)
 	return nil
 }
 
@@ -244,7 +243,7 @@ func (r *pvRun) save(ctx context.Context) error {
 		return refuse(rewrite.CodeNotTranslatable, "%v", err)
 	}
 	if change := rewrite.AccessModeChange(r.cur, repl); change != "" && !r.dir.undo {
-		r.a.say("pv/%s: %s\n", r.t.name, change)
+		r.a.note(r.obj(), change)
 	}
 	saved, err := r.a.saveState(ctx, r.cur, repl, kept, r.dir.undo)
 	switch {
@@ -263,7 +262,7 @@ func (r *pvRun) deleted() bool { return !r.isSource() || r.cur.DeletionTimestamp
 
 func (r *pvRun) retainInForce(context.Context) error {
 	if p := r.cur.Spec.PersistentVolumeReclaimPolicy; p != v1.PersistentVolumeReclaimRetain {
-		return fmt.Errorf("pv/%s has reclaim policy %s although its replacement was saved; not deleting it", r.t.name, p)
+		return fmt.Errorf("pv/%s has reclaim policy %s although its replacement was saved; not deleting it", r.t.Name, p)
 	}
 	return nil
 }
@@ -274,7 +273,7 @@ func (r *pvRun) sayDelete() string {
 
 func (r *pvRun) delete(ctx context.Context) error {
 	uid, rv := r.cur.UID, r.cur.ResourceVersion
-	err := r.a.client.CoreV1().PersistentVolumes().Delete(ctx, r.t.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+	err := r.a.client.CoreV1().PersistentVolumes().Delete(ctx, r.t.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
 	switch {
 	case err == nil && len(r.cur.Finalizers) == 0:
 		r.cur, r.havePV, r.haveCM = nil, true, true
@@ -295,10 +294,7 @@ func (r *pvRun) delete(ctx context.Context) error {
 // heldOrGone: a deleted PV without finalizers is on its way out.
 func (r *pvRun) heldOrGone() bool { return !r.isSource() || len(r.cur.Finalizers) > 0 }
 
-func (r *pvRun) waitForDeletion(context.Context) error {
-	time.Sleep(100 * time.Millisecond)
-	return nil
-}
+func (r *pvRun) waitForDeletion(context.Context) error { return nil }
 
 // Step 4: pv-protection removed from the object this run deleted.
 
@@ -309,7 +305,7 @@ func (r *pvRun) gone() bool { return !r.isSource() }
 // finalizer csimigrate removes.
 func (r *pvRun) onlyProtection(context.Context) error {
 	if others := slices.DeleteFunc(slices.Clone(r.cur.Finalizers), func(f string) bool { return f == pvProtection }); len(others) > 0 {
-		return fmt.Errorf("pv/%s is being deleted and held by finalizers %q besides %s; csimigrate removes only that one: remove the others or wait for their owners, then run again", r.t.name, others, pvProtection)
+		return fmt.Errorf("pv/%s is being deleted and held by finalizers %q besides %s; csimigrate removes only that one: remove the others or wait for their owners, then run again", r.t.Name, others, pvProtection)
 	}
 	return nil
 }
@@ -325,7 +321,7 @@ func (r *pvRun) unprotect(ctx context.Context) error {
 	uid, _ := json.Marshal(string(r.cur.UID))
 	patch := `[{"op":"test","path":"/metadata/uid","value":` + string(uid) + `},{"op":"test","path":"/metadata/finalizers","value":` + string(fins) +
 		`},{"op":"remove","path":"/metadata/finalizers"}]`
-	_, err := r.a.client.CoreV1().PersistentVolumes().Patch(ctx, r.t.name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+	_, err := r.a.client.CoreV1().PersistentVolumes().Patch(ctx, r.t.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
 	switch {
 	case err == nil:
 		r.cur, r.havePV, r.haveCM = nil, true, true // no finalizer left: gone
@@ -366,18 +362,18 @@ func (r *pvRun) create(ctx context.Context) error {
 // Step 6: the policy recorded on the replacement restored.
 
 func (r *pvRun) policyRestored() bool {
-	_, pending := r.cur.Annotations[AnnReclaimPolicy]
+	_, pending := r.cur.Annotations[rewrite.AnnReclaimPolicy]
 	return !pending
 }
 
 func (r *pvRun) sayRestore() string {
-	return "restore reclaim policy " + r.cur.Annotations[AnnReclaimPolicy]
+	return "restore reclaim policy " + r.cur.Annotations[rewrite.AnnReclaimPolicy]
 }
 
 func (r *pvRun) restorePolicy(ctx context.Context) error {
 	upd := r.cur.DeepCopy()
-	upd.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimPolicy(r.cur.Annotations[AnnReclaimPolicy])
-	delete(upd.Annotations, AnnReclaimPolicy)
+	upd.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimPolicy(r.cur.Annotations[rewrite.AnnReclaimPolicy])
+	delete(upd.Annotations, rewrite.AnnReclaimPolicy)
 	return r.update(ctx, upd)
 }
 
@@ -389,7 +385,7 @@ func (r *pvRun) sayRemoveState() string { return "remove the saved replacement" 
 
 func (r *pvRun) removeState(ctx context.Context) error {
 	if r.state.KeptRetain != "" {
-		r.a.keptRetain(r.t.name, r.state.KeptRetain)
+		r.a.keptRetain(r.t.Name, r.state.KeptRetain)
 	}
 	uid := r.cm.UID
 	if err := r.a.client.CoreV1().ConfigMaps(r.a.stateNS).Delete(ctx, r.cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {

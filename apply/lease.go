@@ -1,4 +1,4 @@
-package main
+package apply
 
 import (
 	"context"
@@ -15,17 +15,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// writerLeaseName is the Lease every csimigrate writer holds while it writes
-// (rewrite -apply, and a controller on the same engine), in the state
-// namespace: one writer at a time.
-const writerLeaseName = "csimigrate-writer"
+// LeaseName is the Lease every csimigrate writer holds while it writes
+// (rewrite -apply, and the controller, whose leader election takes the same
+// Lease), in the state namespace: one writer at a time.
+const LeaseName = "csimigrate-writer"
 
 // writerLeaseDuration is how long a holder's Lease lasts without renewal;
 // it renews every third of it.
 var writerLeaseDuration = 15 * time.Second
 
-// writerLease is this process's hold on the writer Lease.
-type writerLease struct {
+// Lease is this process's hold on the writer Lease.
+type Lease struct {
 	client kubernetes.Interface
 	ns, id string
 	mu     sync.Mutex
@@ -34,25 +34,25 @@ type writerLease struct {
 	done   chan struct{}
 }
 
-// holdWriterLease takes the writer Lease, waiting up to wait while another
+// HoldLease takes the writer Lease, waiting up to wait while another
 // writer holds it. A Lease whose holder stopped renewing is taken once this
 // process has seen it unchanged for the holder's lease duration (its own
 // clock against its own observations, never the holder's timestamps). The
 // returned context is cancelled if the Lease is lost, so that no write
-// follows; release gives the Lease up.
-func holdWriterLease(ctx context.Context, client kubernetes.Interface, ns string, wait time.Duration) (context.Context, *writerLease, error) {
+// follows; Release gives the Lease up.
+func HoldLease(ctx context.Context, client kubernetes.Interface, ns string, wait time.Duration) (context.Context, *Lease, error) {
 	host, _ := os.Hostname()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	l := &writerLease{client: client, ns: ns, id: fmt.Sprintf("csimigrate-%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b)), done: make(chan struct{})}
+	l := &Lease{client: client, ns: ns, id: fmt.Sprintf("csimigrate-%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b)), done: make(chan struct{})}
 	leases := client.CoordinationV1().Leases(ns)
 	deadline := time.Now().Add(wait)
 	var seenRV string
 	var seenAt time.Time
 	for {
-		cur, err := getOrNil(leases.Get(ctx, writerLeaseName, metav1.GetOptions{}))
+		cur, err := getOrNil(leases.Get(ctx, LeaseName, metav1.GetOptions{}))
 		if err != nil {
-			return nil, nil, fmt.Errorf("reading Lease %s/%s: %w", ns, writerLeaseName, err)
+			return nil, nil, fmt.Errorf("reading Lease %s/%s: %w", ns, LeaseName, err)
 		}
 		now := metav1.NewMicroTime(time.Now())
 		secs := int32((writerLeaseDuration + time.Second - 1) / time.Second) // at least 1: the API server refuses 0
@@ -61,7 +61,7 @@ func holdWriterLease(ctx context.Context, client kubernetes.Interface, ns string
 		holder := ""
 		switch {
 		case cur == nil:
-			got, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: writerLeaseName, Namespace: ns,
+			got, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName, Namespace: ns,
 				Labels: map[string]string{"app.kubernetes.io/managed-by": "csimigrate"}}, Spec: mine}, metav1.CreateOptions{})
 		default:
 			if h := cur.Spec.HolderIdentity; h != nil && *h != "" && *h != l.id {
@@ -76,7 +76,7 @@ func holdWriterLease(ctx context.Context, client kubernetes.Interface, ns string
 				if time.Since(seenAt) <= dur {
 					if time.Now().After(deadline) {
 						return nil, nil, fmt.Errorf("another writer holds Lease %s/%s (holder %s): only one csimigrate writes at a time; nothing was written: run again when it is done (a holder that stops renewing is taken over after %s without a change)",
-							ns, writerLeaseName, holder, dur)
+							ns, LeaseName, holder, dur)
 					}
 					select {
 					case <-ctx.Done():
@@ -94,7 +94,7 @@ func holdWriterLease(ctx context.Context, client kubernetes.Interface, ns string
 		case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
 			continue
 		case err != nil:
-			return nil, nil, fmt.Errorf("taking Lease %s/%s: %w", ns, writerLeaseName, err)
+			return nil, nil, fmt.Errorf("taking Lease %s/%s: %w", ns, LeaseName, err)
 		}
 		l.lease = got
 		break
@@ -123,7 +123,7 @@ func holdWriterLease(ctx context.Context, client kubernetes.Interface, ns string
 
 // renew writes a new renewTime on the Lease as last written by us: a
 // conflict means another writer took it.
-func (l *writerLease) renew(ctx context.Context) error {
+func (l *Lease) renew(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	next := l.lease.DeepCopy()
@@ -137,9 +137,12 @@ func (l *writerLease) renew(ctx context.Context) error {
 	return nil
 }
 
-// release stops renewing and gives the Lease up (no holder), if it is
+// Holder is the identity this process holds the Lease as.
+func (l *Lease) Holder() string { return l.id }
+
+// Release stops renewing and gives the Lease up (no holder), if it is
 // still ours.
-func (l *writerLease) release(ctx context.Context) {
+func (l *Lease) Release(ctx context.Context) {
 	l.stop()
 	<-l.done
 	l.mu.Lock()

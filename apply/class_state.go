@@ -1,0 +1,162 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	storagev1 "k8s.io/api/storage/v1"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/plugins/rbd"
+	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/secrets"
+)
+
+const (
+	// stateLabelSC names the StorageClass a state ConfigMap belongs to.
+	stateLabelSC = "csimigrate.io/rewrite-of-storageclass"
+)
+
+// ClassStateName is the name of the ConfigMap, in the state namespace,
+// that holds a StorageClass's replacement while it is being replaced.
+func ClassStateName(sc string) string { return stateNameWith("csimigrate-rewrite-sc-", sc) }
+
+// scState is what a run saves before it deletes a StorageClass (a class's
+// parameters and provisioner cannot be updated): the replacement and what
+// proves on resuming that it still applies.
+type scState struct {
+	StorageClass string `json:"storageClass"`
+	// Undo says the state is an undo's: the class deleted is a CSI class
+	// csimigrate created, the replacement the in-tree class it replaced.
+	Undo            bool                    `json:"undo,omitempty"`
+	UID             types.UID               `json:"uid"`
+	ResourceVersion string                  `json:"resourceVersion"`
+	Replacement     *storagev1.StorageClass `json:"replacement"`
+}
+
+// classReplacement translates a live in-tree StorageClass into the class
+// that replaces it: same name, labels and annotations (the default-class one
+// included), the CSI provisioner and translated parameters.
+func (a *Writer) classReplacement(sc *storagev1.StorageClass) (*storagev1.StorageClass, error) {
+	return rewrite.ClassReplacement(a.tr, a.logger, sc)
+}
+
+// LiveClassTargets lists the cluster's in-tree StorageClasses csimigrate
+// translates, and those whose rewrite was interrupted after the delete.
+func (a *Writer) LiveClassTargets(ctx context.Context) ([]Target, error) {
+	seen := map[string]bool{}
+	var out []Target
+	list, err := a.client.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		if sc := &list.Items[i]; a.isSourceClass(sc) {
+			seen[sc.Name] = true
+			out = append(out, Target{Name: sc.Name})
+		}
+	}
+	cms, err := a.client.CoreV1().ConfigMaps(a.stateNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"})
+	if err != nil {
+		return nil, err
+	}
+	for _, cm := range cms.Items {
+		if sc := cm.Annotations[stateLabelSC]; sc != "" && !seen[sc] {
+			seen[sc] = true
+			out = append(out, Target{Name: sc})
+		}
+	}
+	return out, nil
+}
+
+// Classes replaces the target StorageClasses one after the other. Run it
+// after PVs: the PVs' deletion secrets are read from their in-tree classes.
+// Refusals and errors are as PVs reports them.
+func (a *Writer) Classes(ctx context.Context, targets []Target) (Result, error) {
+	var r Result
+	for _, t := range targets {
+		if r.record(a, "storageclass/"+t.Name, runToEnd(ctx, a.Class(t))) {
+			return r, ErrWriteLimit
+		}
+	}
+	return r, errors.Join(r.errs...)
+}
+
+// DryRunClasses runs every check and sends each write of every target
+// StorageClass's replacement with server-side dry run (the replacement under
+// a temporary name). It writes nothing.
+func (a *Writer) DryRunClasses(ctx context.Context, targets []Target) error {
+	dry := []string{metav1.DryRunAll}
+	return dryRunEach(targets, func(t Target) []error {
+		cur, err := a.client.StorageV1().StorageClasses().Get(ctx, t.Name, metav1.GetOptions{})
+		if err != nil {
+			return []error{fmt.Errorf("storageclass/%s: %w", t.Name, err)}
+		}
+		if !a.isSourceClass(cur) {
+			return nil
+		}
+		r, err := a.classChecks(ctx, cur)
+		if err != nil {
+			return []error{fmt.Errorf("storageclass/%s: %w", t.Name, err)}
+		}
+		var errs []error
+		if err := a.client.StorageV1().StorageClasses().Delete(ctx, t.Name, metav1.DeleteOptions{DryRun: dry}); err != nil {
+			errs = append(errs, fmt.Errorf("storageclass/%s: delete: %w", t.Name, err))
+		}
+		r.Name = "csimigrate-dry-run-" + string(cur.UID)
+		if _, err := a.client.StorageV1().StorageClasses().Create(ctx, r, metav1.CreateOptions{DryRun: dry}); err != nil {
+			errs = append(errs, fmt.Errorf("storageclass/%s: create: %w", t.Name, err))
+		} else {
+			a.note("storageclass/"+t.Name, "delete and create as "+r.Provisioner+" would be accepted")
+		}
+		return errs
+	})
+}
+
+// classSecretRefusal is why the rewrite leaves an in-tree RBD class alone
+// for its admin secret, which the replacement names as its provisioner,
+// controller-expand and node-stage secret, judged by the plan's rule
+// (secrets.CephCSISecretReady): missing, without "key" or userID/userKey, or
+// without the adminId of a non-admin adminId parameter (Ceph CSI reads the
+// migration user only from the secret and would connect as client.admin
+// with that user's key). The plan reports the same.
+func (a *Writer) classSecretRefusal(ctx context.Context, cur, r *storagev1.StorageClass) error {
+	if plugin.InTreeNameOfProvisioner(cur.Provisioner) != rbd.PluginName {
+		return nil
+	}
+	ref, user, err := classAdminSecret(r)
+	if err != nil || ref == nil {
+		return refuse(rewrite.CodeSecretNotReady, "the translated class names no usable provisioner secret: %v", err)
+	}
+	s, err := a.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return &rewrite.Refusal{Code: rewrite.CodeSecretMissing, Reason: fmt.Sprintf("its admin secret %s/%s does not exist", ref.Namespace, ref.Name),
+			Remedy: "create it with the Ceph user's key under \"key\" (and adminId for a user other than admin)"}
+	case err != nil:
+		return fmt.Errorf("reading its admin secret %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	fixes, err := secrets.CephCSISecretReady(s, secrets.CephRBDDriver, user)
+	if err != nil {
+		return &rewrite.Refusal{Code: rewrite.CodeSecretNotReady, Reason: fmt.Sprintf("its admin secret %s/%s %s", ref.Namespace, ref.Name, rewrite.Problem(err)),
+			Remedy: "put the Ceph user's key under \"key\" (or userID and userKey)"}
+	}
+	if len(fixes) > 0 {
+		f := fixes[0]
+		if f.Field != secrets.CephMigrationUserKey {
+			return &rewrite.Refusal{Code: rewrite.CodeSecretNotReady, Reason: fmt.Sprintf("its admin secret %s/%s: %s", ref.Namespace, ref.Name, f.Reason),
+				Remedy: fmt.Sprintf("give Secret %s/%s %s: %s and that user's key", ref.Namespace, ref.Name, f.Field, f.Value)}
+		}
+		return &rewrite.Refusal{Code: rewrite.CodeSecretNotReady, Reason: fmt.Sprintf("adminId is %q, but Ceph CSI reads the migration user only from the admin secret's adminId: the CSI class would provision as client.admin with that user's key and fail", user),
+			Remedy: fmt.Sprintf("add %s: %s to Secret %s/%s", f.Field, f.Value, ref.Namespace, ref.Name)}
+	}
+	return nil
+}
+
+// classAdminSecret is rewrite.ClassAdminSecret.
+var classAdminSecret = rewrite.ClassAdminSecret

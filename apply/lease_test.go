@@ -1,0 +1,68 @@
+package apply
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/csimigrate/csimigrate/testenv"
+)
+
+// startServer starts etcd and kube-apiserver for a test, stopped when it
+// ends.
+func startServer(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	s, err := testenv.Start(os.Stderr)
+	if err != nil {
+		t.Fatalf("cannot start kube-apiserver: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s.Client
+}
+
+// The Lease is held while a writer runs, and a writer that loses it (another
+// writer took it) has its context cancelled, so that no further write
+// follows.
+func TestWriterLeaseLost(t *testing.T) {
+	c := startServer(t)
+	ctx := context.Background()
+	defer func(d time.Duration) { writerLeaseDuration = d }(writerLeaseDuration)
+	writerLeaseDuration = 900 * time.Millisecond // renewed every 300 ms
+	runCtx, l, err := HoldLease(ctx, c, "kube-system", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases := c.CoordinationV1().Leases("kube-system")
+	cur, err := leases.Get(ctx, LeaseName, metav1.GetOptions{})
+	if err != nil || cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity != l.id {
+		t.Fatalf("while held: %+v, %v; want holder %s", cur, err, l.id)
+	}
+	// A second writer waits, then refuses.
+	if _, _, err := HoldLease(ctx, c, "kube-system", 500*time.Millisecond); err == nil || !strings.Contains(err.Error(), l.id) {
+		t.Errorf("a second writer: %v; want a refusal naming the holder", err)
+	}
+	// Another writer takes it: the holder's next renewal conflicts.
+	cur, err = leases.Get(ctx, LeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	thief := "thief"
+	cur.Spec.HolderIdentity = &thief
+	if _, err := leases.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-runCtx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the writer's context is not cancelled 5 s after it lost the Lease")
+	}
+	l.Release(ctx)
+	if cur, err := leases.Get(ctx, LeaseName, metav1.GetOptions{}); err != nil || *cur.Spec.HolderIdentity != thief {
+		t.Errorf("after release by the writer that lost it: %+v, %v; the thief's hold must stay", cur, err)
+	}
+}
