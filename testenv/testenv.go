@@ -243,6 +243,13 @@ func startRelease(log io.Writer, r Release) (*Server, error) {
 	if err := os.WriteFile(pubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600); err != nil {
 		return nil, err
 	}
+	// The audit log records what service accounts do (a test of a
+	// component's RBAC reads it: AuditLog); nothing else is logged.
+	policyFile := filepath.Join(dir, "audit-policy.yaml")
+	policy := "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n  userGroups: [\"system:serviceaccounts\"]\n- level: None\n"
+	if err := os.WriteFile(policyFile, []byte(policy), 0o600); err != nil {
+		return nil, err
+	}
 	token := strconv.FormatInt(time.Now().UnixNano(), 36) + "csimigrate"
 	tokenFile := filepath.Join(dir, "tokens.csv")
 	if err := os.WriteFile(tokenFile, []byte(token+",admin,admin,system:masters\n"), 0o600); err != nil {
@@ -252,7 +259,8 @@ func startRelease(log io.Writer, r Release) (*Server, error) {
 		"--etcd-servers="+etcdURL, "--secure-port="+strconv.Itoa(ports[2]), "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		"--cert-dir="+filepath.Join(dir, "certs"), "--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file="+pubFile, "--service-account-signing-key-file="+keyFile, "--token-auth-file="+tokenFile,
-		"--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24", "--enable-priority-and-fairness=false"); err != nil {
+		"--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24", "--enable-priority-and-fairness=false",
+		"--audit-policy-file="+policyFile, "--audit-log-path="+filepath.Join(dir, "audit.log"), "--audit-log-format=json"); err != nil {
 		return nil, err
 	}
 	cfg := &rest.Config{Host: "https://127.0.0.1:" + strconv.Itoa(ports[2]), BearerToken: token,
@@ -445,6 +453,10 @@ func (s *Server) Spawn(name, bin string, args ...string) error {
 		return nil
 	}
 }
+
+// AuditLog is the path of the API server's audit log: one JSON event per
+// line, at level Metadata, for the requests of service accounts only.
+func (s *Server) AuditLog() string { return filepath.Join(s.dir, "audit.log") }
 
 // Logs returns the tail of a process's log ("etcd", "kube-apiserver" or
 // "kube-controller-manager").

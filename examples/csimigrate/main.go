@@ -10,6 +10,8 @@
 //	rewrite    print the ordered, idempotent steps that replace each in-tree PV
 //	           by a CSI PV of the same name
 //	clusterid  print the Ceph CSI clusterID of a monitor list
+//	controller run the migration in the cluster, continuously, as the
+//	           leader of its replicas (deploy/controller.yaml)
 //
 // Input is manifests as `kubectl get pv,pvc,sc,pods,secrets -A -o yaml` (or
 // -o json) prints them, from files, directories or "-" (stdin), given with
@@ -53,6 +55,7 @@ Commands:
   translate  print the CSI equivalents of the input objects
   rewrite    print the ordered, idempotent steps that replace each in-tree PV by a CSI PV
   clusterid  print the Ceph CSI clusterID of a monitor list
+  controller run the migration in the cluster (deploy/controller.yaml)
 
 Run "csimigrate <command> -h" for a command's flags. With no -f the command
 runs on an embedded sample cluster.
@@ -75,6 +78,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runRewrite(args, stdin, stdout, stderr)
 	case "clusterid":
 		return runClusterID(args, stdout, stderr)
+	case "controller":
+		return runController(args, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

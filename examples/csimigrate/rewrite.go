@@ -260,15 +260,6 @@ func replacement(tr *translate.Translator, logger klog.Logger, pv *v1.Persistent
 	return rewrite.Replacement(tr, logger, pv, csi, tr.CheckPV(pv), sc, pvc)
 }
 
-// keepClaimRef gives a replacement the claimRef's resourceVersion of the PV
-// it replaces (cleanPV clears it): the binder wrote it there, and the undo
-// gives it back.
-func keepClaimRef(repl, pv *v1.PersistentVolume) {
-	if repl.Spec.ClaimRef != nil && pv.Spec.ClaimRef != nil {
-		repl.Spec.ClaimRef.ResourceVersion = pv.Spec.ClaimRef.ResourceVersion
-	}
-}
-
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'" }
 
 // scriptIntro starts the review script; its verbs are the direction's.

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/examples/csimigrate/internal/controller"
+)
+
+// controllerOptions are the flags of csimigrate controller.
+type controllerOptions struct {
+	common        common
+	stateNS       string
+	plugins       string
+	pvSelector    string
+	classSelector string
+	dryRun        bool
+	online        bool
+	workers       int
+	recheck       time.Duration
+	statusEvery   time.Duration
+	maxWrites     int
+	metricsAddr   string
+	identity      string
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
+	qps           float64
+	burst         int
+
+	// Completed:
+	pvSel, classSel labels.Selector
+	pluginList      []string
+}
+
+const controllerSummary = `Runs the migration in the cluster: replaces in-tree StorageClasses once their CSI driver is
+registered, and rewrites each in-tree PV in scope as soon as the rewrite's checks allow it (not in use,
+or -online where the nodes already migrate the plugin), including PVs created later. Blocked objects
+are left untouched, with an Event naming the reason. It writes only while it holds the Lease
+csimigrate-writer in -state-namespace (leader election; rewrite -apply takes the same Lease). Progress:
+kubectl get csimigrations; metrics, /healthz and /readyz on -metrics-address.`
+
+func (o *controllerOptions) register(fs *flag.FlagSet) {
+	c := &o.common
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	fs.StringVar(&c.context, "context", "", "the kubeconfig context to use (default: its current context), as kubectl's --context")
+	fs.StringVar(&c.cephConfig, "ceph-config", "", "Ceph CSI config.json (clusterID -> monitors), for CSI volumes without monitors")
+	fs.StringVar(&c.vsphereCats, "vsphere-topology-categories", "", `the vSphere CSI driver's topology-categories, "zone,region" (default: its zone and region keys)`)
+	fs.BoolVar(&c.vsphereLegacy, "vsphere-legacy-topology", false, "the vSphere CSI driver reports the beta failure-domain labels")
+	fs.BoolVar(&c.nodeExpand, "node-expand-secret", true, "set nodeExpandSecretRef on translated PVs (CSINodeExpandSecret)")
+	fs.BoolVar(&c.verbose, "v", false, "log details to stderr")
+	fs.StringVar(&o.stateNS, "state-namespace", apply.DefaultStateNamespace, "namespace of the writer's state ConfigMaps and of the Lease "+apply.LeaseName+" (rewrite -apply's default too)")
+	fs.StringVar(&o.plugins, "plugins", "", "comma-separated in-tree plugins in scope, e.g. kubernetes.io/rbd (default: all)")
+	fs.StringVar(&o.pvSelector, "pv-selector", "", "label selector of the PVs in scope (default: all)")
+	fs.StringVar(&o.classSelector, "class-selector", "", "label selector of the StorageClasses in scope (default: all)")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "only report: send each object's writes with server-side dry run and say in an Event what would be done")
+	fs.BoolVar(&o.online, "online", false, "rewrite PVs that running pods use, where the kubelet of every such pod's node and kube-controller-manager already handle the plugin as CSI")
+	fs.IntVar(&o.workers, "workers", 2, "objects worked on at once, per kind")
+	fs.DurationVar(&o.recheck, "recheck", time.Minute, "how soon a blocked, in-use or waiting object is looked at again")
+	fs.DurationVar(&o.statusEvery, "status-every", 5*time.Second, "how often the status object and the gauges are brought up to date")
+	fs.IntVar(&o.maxWrites, "max-writes", 0, "stop writing after this many writes (a canary); 0: no limit")
+	fs.StringVar(&o.metricsAddr, "metrics-address", ":8080", "address of /metrics, /healthz and /readyz (\"\" for none)")
+	fs.StringVar(&o.identity, "identity", "", "this replica's identity in the Lease (default: host name and a random suffix)")
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a leader's Lease lasts unrenewed before another replica takes it")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it stops writing")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to take or renew the Lease")
+	fs.Float64Var(&o.qps, "qps", 50, "the client's request rate limit towards the API server, per second")
+	fs.IntVar(&o.burst, "burst", 100, "the client's burst above -qps")
+}
+
+// complete fills in what the flags leave to defaults.
+func (o *controllerOptions) complete() error {
+	var err error
+	if o.pvSel, err = labels.Parse(o.pvSelector); err != nil {
+		return fmt.Errorf("-pv-selector %q: %w", o.pvSelector, err)
+	}
+	if o.classSel, err = labels.Parse(o.classSelector); err != nil {
+		return fmt.Errorf("-class-selector %q: %w", o.classSelector, err)
+	}
+	for p := range strings.SplitSeq(o.plugins, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			o.pluginList = append(o.pluginList, p)
+		}
+	}
+	if o.identity == "" {
+		host, _ := os.Hostname()
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		o.identity = host + "_" + hex.EncodeToString(b)
+	}
+	return nil
+}
+
+// validate refuses flags that cannot work together.
+func (o *controllerOptions) validate() error {
+	switch {
+	case o.workers < 1:
+		return fmt.Errorf("-workers %d: give 1 or more", o.workers)
+	case o.maxWrites < 0:
+		return fmt.Errorf("-max-writes %d: give 0 (no limit) or more", o.maxWrites)
+	case o.recheck <= 0 || o.statusEvery <= 0:
+		return errors.New("-recheck and -status-every must be positive durations")
+	case o.leaseDuration <= o.renewDeadline || o.renewDeadline <= o.retryPeriod || o.retryPeriod <= 0:
+		return fmt.Errorf("leader election: need -leader-elect-lease-duration (%s) > -leader-elect-renew-deadline (%s) > -leader-elect-retry-period (%s) > 0",
+			o.leaseDuration, o.renewDeadline, o.retryPeriod)
+	case o.stateNS == "":
+		return errors.New("-state-namespace must not be empty")
+	}
+	return nil
+}
+
+func runController(args []string, stderr io.Writer) int {
+	fs := newFlagSet("controller", controllerSummary, stderr)
+	var o controllerOptions
+	o.register(fs)
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if err := o.complete(); err != nil {
+		fmt.Fprintf(stderr, "csimigrate controller: %v\n", err)
+		return exitUsage
+	}
+	if err := o.validate(); err != nil {
+		fmt.Fprintf(stderr, "csimigrate controller: %v\n", err)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := o.run(ctx, stderr); err != nil {
+		fmt.Fprintf(stderr, "csimigrate controller: %v\n", err)
+		return exitBlocked
+	}
+	return exitOK
+}
+
+// restConfig is the client configuration as kubectl builds it.
+func restConfig(kubeconfig, context string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+}
+
+// run runs the controller until ctx ends: it serves the health and metrics
+// endpoints at once, and runs the controller while this replica leads.
+func (o *controllerOptions) run(ctx context.Context, stderr io.Writer) error {
+	logger := newStderrLogger(stderr)
+	if !o.common.verbose {
+		logger = logger.V(0)
+	}
+	tr, err := o.common.translator()
+	if err != nil {
+		return err
+	}
+	cfg, err := restConfig(o.common.kubeconfig, o.common.context)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
+	cfg.UserAgent = "csimigrate-controller"
+	// The API server warns on every write of an in-tree PV that its plugin
+	// is deprecated: that is what the controller is for.
+	cfg.WarningHandler = rest.NoWarnings{}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	// Leader election on its own client, so that a busy controller does
+	// not starve the renewals.
+	leClient, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return err
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	rec := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "csimigrate-controller"})
+	reg := prometheus.NewRegistry()
+	m, err := controller.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	ctrl, err := controller.New(client, dyn, tr, klog.LoggerWithName(logger, "controller"), rec, m, controller.Options{
+		StateNamespace: o.stateNS, Plugins: o.pluginList, PVSelector: o.pvSel, ClassSelector: o.classSel,
+		DryRun: o.dryRun, Online: o.online, Workers: o.workers, Recheck: o.recheck, StatusEvery: o.statusEvery, MaxWrites: o.maxWrites})
+	if err != nil {
+		return err
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: apply.LeaseName, Namespace: o.stateNS},
+		Client:     leClient.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: o.identity, EventRecorder: rec},
+	}
+	health := leaderelection.NewLeaderHealthzAdaptor(2 * time.Second)
+	if o.metricsAddr != "" {
+		ln, err := net.Listen("tcp", o.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("-metrics-address %s: %w", o.metricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+			if err := health.Check(r); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			fmt.Fprintln(w, "ok")
+		})
+		// A standby replica is ready: it serves and waits for the Lease.
+		mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+		logger.Info("Serving metrics and health", "address", ln.Addr().String())
+	}
+	logger.Info("Waiting for the writer Lease", "lease", o.stateNS+"/"+apply.LeaseName, "identity", o.identity)
+	var runErr error
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, Name: apply.LeaseName, ReleaseOnCancel: true, WatchDog: health,
+		LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				logger.Info("Leading: the controller writes", "identity", o.identity)
+				runErr = ctrl.Run(ctx)
+			},
+			OnStoppedLeading: func() { logger.Info("Not leading: the controller stopped writing", "identity", o.identity) },
+			OnNewLeader: func(id string) {
+				if id != o.identity {
+					logger.Info("Another replica leads", "leader", id)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	health.SetLeaderElection(le)
+	le.Run(ctx)
+	if ctx.Err() == nil {
+		// Lost the Lease while running: stop, so that the process restarts
+		// as a standby (the way client-go's controllers do).
+		return errors.New("lost the writer Lease")
+	}
+	return runErr
+}

@@ -1,0 +1,627 @@
+// Package controller runs the migration in the cluster: it watches PVs,
+// StorageClasses, CSIDrivers and the writer's state, and takes each in-tree
+// object in scope through package apply's steps, one write per pass, as soon
+// as its CSI driver is registered and the writer's checks allow it. Blocked
+// objects are left untouched, with an Event naming the reason's code; what
+// remains is counted in metrics and in the status of the CSIMigration
+// object "csimigrate".
+//
+// The controller writes only while its process holds the writer Lease (the
+// command's leader election); rewrite -apply takes the same Lease.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/translate"
+)
+
+// Options configure a Controller.
+type Options struct {
+	// StateNamespace holds the writer's state ConfigMaps (and the Lease);
+	// "" means apply.DefaultStateNamespace.
+	StateNamespace string
+	// Plugins are the in-tree plugins in scope ("kubernetes.io/rbd"); none
+	// means every plugin the translator knows.
+	Plugins []string
+	// PVSelector and ClassSelector narrow the PVs and StorageClasses in
+	// scope by their labels; nil means every one.
+	PVSelector, ClassSelector labels.Selector
+	// DryRun only reports: each object's writes are sent with server-side
+	// dry run, and an Event says what would be done.
+	DryRun bool
+	// Online rewrites PVs that running pods use, where every such pod's
+	// node already migrates the plugin (the writer's online-safety rule).
+	Online bool
+	// Workers is how many objects are worked on at once; 0 means 2.
+	Workers int
+	// Recheck is how soon an object that is blocked, in use or waiting for
+	// its driver is looked at again; 0 means a minute.
+	Recheck time.Duration
+	// StatusEvery is how often the status object and the gauges are
+	// brought up to date; 0 means 5 s.
+	StatusEvery time.Duration
+	// MaxWrites stops writing after this many writes (a canary); 0 means
+	// no limit.
+	MaxWrites int
+}
+
+// Controller is the migration controller. Build it with New, run it with
+// Run while holding the writer Lease.
+type Controller struct {
+	client kubernetes.Interface
+	dyn    dynamic.Interface
+	tr     *translate.Translator
+	logger klog.Logger
+	rec    record.EventRecorder
+	m      *Metrics
+	o      Options
+	w      *apply.Writer
+
+	factory   informers.SharedInformerFactory
+	stateInf  informers.SharedInformerFactory
+	pvs       corelisters.PersistentVolumeLister
+	classes   storagelisters.StorageClassLister
+	drivers   storagelisters.CSIDriverLister
+	states    corelisters.ConfigMapLister
+	synced    []cache.InformerSynced
+	pvQueue   workqueue.TypedRateLimitingInterface[string]
+	scQueue   workqueue.TypedRateLimitingInterface[string]
+	inScope   map[string]bool
+	readyOnce sync.Once
+	ready     chan struct{}
+
+	mu sync.Mutex
+	// blocked maps "pv/NAME" and "storageclass/NAME" to the code of the
+	// refusal that leaves them as they are (or a waiting reason).
+	blocked map[string]string
+	// started names the objects this process wrote to and has not seen
+	// done yet.
+	started map[string]bool
+}
+
+// Reasons of the Events the controller emits besides refusal codes.
+const (
+	ReasonStep             = "MigrationStep"
+	ReasonMigrated         = "Migrated"
+	ReasonWaitingForDriver = "WaitingForDriver"
+	ReasonWouldMigrate     = "WouldMigrate"
+	ReasonFailed           = "MigrationFailed"
+	ReasonWriteLimit       = "WriteLimitReached"
+)
+
+// New builds a Controller; Run starts it. rec receives the Events; dyn
+// writes the status object.
+func New(client kubernetes.Interface, dyn dynamic.Interface, tr *translate.Translator, logger klog.Logger, rec record.EventRecorder, m *Metrics, o Options) (*Controller, error) {
+	if client == nil || dyn == nil || tr == nil || rec == nil || m == nil {
+		return nil, errors.New("controller.New: a client, a dynamic client, a translator, an event recorder and metrics are required")
+	}
+	if o.StateNamespace == "" {
+		o.StateNamespace = apply.DefaultStateNamespace
+	}
+	if o.Workers <= 0 {
+		o.Workers = 2
+	}
+	if o.Recheck <= 0 {
+		o.Recheck = time.Minute
+	}
+	if o.StatusEvery <= 0 {
+		o.StatusEvery = 5 * time.Second
+	}
+	if o.PVSelector == nil {
+		o.PVSelector = labels.Everything()
+	}
+	if o.ClassSelector == nil {
+		o.ClassSelector = labels.Everything()
+	}
+	inScope := map[string]bool{}
+	for _, p := range o.Plugins {
+		if !tr.IsMigratableIntreePluginByName(p) {
+			var known []string
+			for _, k := range tr.Plugins() {
+				known = append(known, k.GetInTreePluginName())
+			}
+			return nil, fmt.Errorf("plugin %q is not one csimigrate migrates (%v)", p, known)
+		}
+		inScope[p] = true
+	}
+	// The writer logs its translations' details (once per step): only at
+	// higher verbosity.
+	w, err := apply.New(client, tr, logger.V(4), nil, apply.Options{StateNamespace: o.StateNamespace, Online: o.Online, MaxWrites: o.MaxWrites})
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{client: client, dyn: dyn, tr: tr, logger: logger, rec: rec, m: m, o: o, w: w, inScope: inScope,
+		blocked: map[string]string{}, started: map[string]bool{}, ready: make(chan struct{}),
+		pvQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "pvs"}),
+		scQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "storageclasses"}),
+	}
+	c.factory = informers.NewSharedInformerFactory(client, 10*time.Minute)
+	c.stateInf = informers.NewSharedInformerFactoryWithOptions(client, 10*time.Minute, informers.WithNamespace(o.StateNamespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = "app.kubernetes.io/managed-by=csimigrate" }))
+	pvInf := c.factory.Core().V1().PersistentVolumes()
+	scInf := c.factory.Storage().V1().StorageClasses()
+	drvInf := c.factory.Storage().V1().CSIDrivers()
+	cmInf := c.stateInf.Core().V1().ConfigMaps()
+	c.pvs, c.classes, c.drivers, c.states = pvInf.Lister(), scInf.Lister(), drvInf.Lister(), cmInf.Lister()
+	c.synced = []cache.InformerSynced{pvInf.Informer().HasSynced, scInf.Informer().HasSynced, drvInf.Informer().HasSynced, cmInf.Informer().HasSynced}
+	_, err = pvInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueuePV(obj) },
+		UpdateFunc: func(_, obj any) { c.enqueuePV(obj) },
+		DeleteFunc: func(obj any) { c.enqueuePV(obj) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	_, err = scInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueueClass(obj) },
+		UpdateFunc: func(_, obj any) { c.enqueueClass(obj) },
+		DeleteFunc: func(obj any) { c.enqueueClass(obj) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A driver registered: everything waiting for a driver is looked at.
+	_, err = drvInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { c.enqueueWaiting() }})
+	if err != nil {
+		return nil, err
+	}
+	// The writer's state: an object whose run was interrupted (the PV may
+	// exist only there) is resumed.
+	_, err = cmInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueueState(obj) },
+		UpdateFunc: func(_, obj any) { c.enqueueState(obj) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Ready is closed once the informers have synced.
+func (c *Controller) Ready() <-chan struct{} { return c.ready }
+
+// Run starts the informers and the workers and keeps the status up to date
+// until ctx ends; then it lets the workers finish the write they are in and
+// returns. Call it while holding the writer Lease.
+func (c *Controller) Run(ctx context.Context) error {
+	defer utilruntime.HandleCrash()
+	defer c.pvQueue.ShutDown()
+	defer c.scQueue.ShutDown()
+	c.factory.Start(ctx.Done())
+	c.stateInf.Start(ctx.Done())
+	defer c.factory.Shutdown()
+	defer c.stateInf.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return fmt.Errorf("the informers did not sync: %w", ctx.Err())
+	}
+	c.readyOnce.Do(func() { close(c.ready) })
+	c.logger.Info("Controller started", "stateNamespace", c.o.StateNamespace, "dryRun", c.o.DryRun, "online", c.o.Online)
+	var wg sync.WaitGroup
+	for range c.o.Workers {
+		wg.Add(2)
+		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.pvWorker, time.Second) }()
+		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.classWorker, time.Second) }()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.updateStatus, c.o.StatusEvery) }()
+	<-ctx.Done()
+	c.pvQueue.ShutDown()
+	c.scQueue.ShutDown()
+	wg.Wait()
+	c.logger.Info("Controller stopped")
+	return nil
+}
+
+func keyOf(obj any) (string, bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return d.Key, true
+	}
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return "", false
+	}
+	return o.GetName(), true
+}
+
+func (c *Controller) enqueuePV(obj any) {
+	if k, ok := keyOf(obj); ok {
+		c.pvQueue.Add(k)
+	}
+}
+
+func (c *Controller) enqueueClass(obj any) {
+	if k, ok := keyOf(obj); ok {
+		c.scQueue.Add(k)
+	}
+}
+
+func (c *Controller) enqueueState(obj any) {
+	cm, ok := obj.(*v1.ConfigMap)
+	if !ok {
+		return
+	}
+	kind, name, ok := apply.StateOf(cm)
+	switch {
+	case !ok:
+	case kind == "pv":
+		c.pvQueue.Add(name)
+	case kind == "storageclass":
+		c.scQueue.Add(name)
+	}
+}
+
+// enqueueWaiting looks again at every object waiting for its driver.
+func (c *Controller) enqueueWaiting() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for obj, why := range c.blocked {
+		if why != ReasonWaitingForDriver {
+			continue
+		}
+		if name, ok := cutPrefix(obj, "pv/"); ok {
+			c.pvQueue.Add(name)
+		} else if name, ok := cutPrefix(obj, "storageclass/"); ok {
+			c.scQueue.Add(name)
+		}
+	}
+}
+
+func cutPrefix(s, p string) (string, bool) {
+	if len(s) >= len(p) && s[:len(p)] == p {
+		return s[len(p):], true
+	}
+	return "", false
+}
+
+func (c *Controller) pvWorker(ctx context.Context) {
+	for c.next(ctx, c.pvQueue, c.syncPV) {
+	}
+}
+
+func (c *Controller) classWorker(ctx context.Context) {
+	for c.next(ctx, c.scQueue, c.syncClass) {
+	}
+}
+
+// next works on one key: a sync returns when to look again (0: not
+// needed) or an error (backed off).
+func (c *Controller) next(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) (time.Duration, bool, error)) bool {
+	key, quit := q.Get()
+	if quit {
+		return false
+	}
+	defer q.Done(key)
+	after, now, err := sync(ctx, key)
+	switch {
+	case err != nil:
+		c.logger.Error(err, "Sync failed; backing off", "queue", q, "name", key)
+		q.AddRateLimited(key)
+	case now:
+		q.Forget(key)
+		q.Add(key)
+	case after > 0:
+		q.Forget(key)
+		q.AddAfter(key, after)
+	default:
+		q.Forget(key)
+	}
+	return true
+}
+
+// pvPlugin is the in-tree plugin of a PV in scope, or "".
+func (c *Controller) pvInScope(pv *v1.PersistentVolume) bool {
+	if pv == nil {
+		return false
+	}
+	if kind, _ := rewrite.KindOf(c.tr, pv); kind != rewrite.KindInTree {
+		return false
+	}
+	if len(c.inScope) > 0 && !c.inScope[plugin.InTreeNameOfPV(pv)] {
+		return false
+	}
+	return c.o.PVSelector.Matches(labels.Set(pv.Labels))
+}
+
+// classInScope reports whether a StorageClass is an in-tree class in scope.
+func (c *Controller) classInScope(sc *storagev1.StorageClass) bool {
+	if rewrite.ClassKindOf(c.tr, sc) != rewrite.KindInTree {
+		return false
+	}
+	if len(c.inScope) > 0 && !c.inScope[rewrite.InTreeClass(sc).Provisioner] {
+		return false
+	}
+	return c.o.ClassSelector.Matches(labels.Set(sc.Labels))
+}
+
+// setBlocked records why obj is left as it is ("" when it is not).
+func (c *Controller) setBlocked(obj, why string) (changed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.blocked[obj] == why {
+		return false
+	}
+	if why == "" {
+		delete(c.blocked, obj)
+	} else {
+		c.blocked[obj] = why
+	}
+	return true
+}
+
+// driverRegistered reports whether a CSIDriver object exists for driver.
+func (c *Controller) driverRegistered(driver string) (bool, error) {
+	_, err := c.drivers.Get(driver)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// syncPV takes one step of a PV's rewrite, when it is in scope (or its
+// rewrite is under way).
+func (c *Controller) syncPV(ctx context.Context, name string) (time.Duration, bool, error) {
+	obj := "pv/" + name
+	pv, err := c.pvs.Get(name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return 0, false, err
+	}
+	if apierrors.IsNotFound(err) {
+		pv = nil
+	}
+	_, stateErr := c.states.ConfigMaps(c.o.StateNamespace).Get(apply.StateName(name))
+	underWay := stateErr == nil
+	if pv != nil && !underWay {
+		if _, pending := pv.Annotations[rewrite.AnnReclaimPolicy]; pending && pv.Spec.CSI != nil {
+			underWay = true // created, its reclaim policy not yet restored
+		}
+	}
+	if !underWay && !c.pvInScope(pv) {
+		c.setBlocked(obj, "")
+		if pv != nil {
+			c.doneWith(obj, pv)
+		}
+		return 0, false, nil
+	}
+	if !underWay {
+		driver, _, err := c.identity(pv)
+		if err != nil {
+			return 0, false, err
+		}
+		ok, err := c.driverRegistered(driver)
+		if err != nil {
+			return 0, false, err
+		}
+		if !ok {
+			if c.setBlocked(obj, ReasonWaitingForDriver) {
+				c.event(pv, v1.EventTypeNormal, ReasonWaitingForDriver, "waiting for the CSI driver "+driver+" to be registered (a CSIDriver object) before the rewrite")
+			}
+			return c.o.Recheck, false, nil
+		}
+		if c.o.DryRun {
+			return c.dryRunPV(ctx, pv)
+		}
+	}
+	p, err := c.w.PV(apply.Target{Name: name}).Step(ctx)
+	return c.outcome(obj, pv, p, err)
+}
+
+// identity is the CSI driver and handle of an in-tree PV's translation.
+func (c *Controller) identity(pv *v1.PersistentVolume) (string, string, error) {
+	csi, err := c.tr.TranslateInTreePVToCSI(c.logger, pv)
+	if err != nil {
+		return "", "", err
+	}
+	if csi.Spec.CSI == nil {
+		return "", "", errors.New("the translation has no CSI source")
+	}
+	return csi.Spec.CSI.Driver, csi.Spec.CSI.VolumeHandle, nil
+}
+
+// outcome reports one step and says when to look again.
+func (c *Controller) outcome(obj string, cur any, p apply.Progress, err error) (time.Duration, bool, error) {
+	var ref *rewrite.Refusal
+	switch {
+	case errors.Is(err, apply.ErrWriteLimit):
+		if c.setBlocked(obj, ReasonWriteLimit) {
+			c.event(cur, v1.EventTypeWarning, ReasonWriteLimit, "not written: the controller's write limit is reached (-max-writes); another writer finishes it")
+		}
+		return 0, false, nil
+	case errors.As(err, &ref):
+		if c.setBlocked(obj, string(ref.Code)) {
+			c.logger.Info("Left as it is", "object", obj, "code", ref.Code, "reason", ref.Reason)
+			c.m.refusals.WithLabelValues(kindOf(obj), string(ref.Code)).Inc()
+			msg := "left as it is: " + ref.Reason
+			if ref.Remedy != "" {
+				msg += "; " + ref.Remedy
+			}
+			c.event(cur, v1.EventTypeWarning, string(ref.Code), msg)
+		}
+		return c.o.Recheck, false, nil
+	case err != nil:
+		c.m.failures.WithLabelValues(kindOf(obj)).Inc()
+		if c.setBlocked(obj, ReasonFailed) {
+			c.event(cur, v1.EventTypeWarning, ReasonFailed, err.Error())
+		}
+		return 0, false, err
+	case p.Done:
+		c.setBlocked(obj, "")
+		c.doneWith(obj, cur)
+		return 0, false, nil
+	case p.Wrote != "":
+		c.setBlocked(obj, "")
+		c.mu.Lock()
+		c.started[obj] = true
+		c.mu.Unlock()
+		c.m.writes.WithLabelValues(kindOf(obj)).Inc()
+		c.logger.Info("Wrote", "object", obj, "step", p.Wrote)
+		c.event(cur, v1.EventTypeNormal, ReasonStep, p.Wrote)
+		return 0, true, nil
+	}
+	return max(p.RequeueAfter, 100*time.Millisecond), false, nil
+}
+
+// doneWith reports an object this process wrote to as migrated.
+func (c *Controller) doneWith(obj string, cur any) {
+	c.mu.Lock()
+	started := c.started[obj]
+	delete(c.started, obj)
+	c.mu.Unlock()
+	c.logger.V(2).Info("Done", "object", obj, "wroteToIt", started)
+	if !started {
+		return
+	}
+	c.logger.Info("Migrated", "object", obj)
+	c.m.migrated.WithLabelValues(kindOf(obj)).Inc()
+	if pv, ok := cur.(*v1.PersistentVolume); ok {
+		// The lister may still hold the in-tree object: name the new one.
+		if live, err := c.client.CoreV1().PersistentVolumes().Get(context.Background(), pv.Name, metav1.GetOptions{}); err == nil {
+			cur = live
+		}
+	}
+	c.event(cur, v1.EventTypeNormal, ReasonMigrated, "replaced by its CSI form")
+}
+
+func kindOf(obj string) string {
+	if _, ok := cutPrefix(obj, "pv/"); ok {
+		return "pv"
+	}
+	return "storageclass"
+}
+
+// dryRunPV sends the PV's writes with server-side dry run and reports.
+func (c *Controller) dryRunPV(ctx context.Context, pv *v1.PersistentVolume) (time.Duration, bool, error) {
+	obj := "pv/" + pv.Name
+	ev := &collect{}
+	w, err := apply.New(c.client, c.tr, c.logger, ev, apply.Options{StateNamespace: c.o.StateNamespace, Online: c.o.Online})
+	if err != nil {
+		return 0, false, err
+	}
+	err = w.DryRunPVs(ctx, []apply.Target{{Name: pv.Name}})
+	var ref *rewrite.Refusal
+	switch {
+	case errors.As(err, &ref):
+		return c.outcome(obj, pv, apply.Progress{}, ref)
+	case err != nil:
+		return c.outcome(obj, pv, apply.Progress{}, err)
+	}
+	if c.setBlocked(obj, ReasonWouldMigrate) {
+		c.event(pv, v1.EventTypeNormal, ReasonWouldMigrate, "dry run: "+ev.String())
+	}
+	return 0, false, nil
+}
+
+// collect keeps a dry run's notes.
+type collect struct{ notes []string }
+
+func (e *collect) Writing(obj, what string)         { e.notes = append(e.notes, what) }
+func (e *collect) Noted(obj, what string)           { e.notes = append(e.notes, what) }
+func (e *collect) KeptRetain(pv, why string)        { e.notes = append(e.notes, "kept at "+why) }
+func (e *collect) Refused(string, *rewrite.Refusal) {}
+func (e *collect) String() string {
+	s := ""
+	for i, n := range e.notes {
+		if i > 0 {
+			s += "; "
+		}
+		s += n
+	}
+	return s
+}
+
+// syncClass takes one step of a StorageClass's replacement.
+func (c *Controller) syncClass(ctx context.Context, name string) (time.Duration, bool, error) {
+	obj := "storageclass/" + name
+	sc, err := c.classes.Get(name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return 0, false, err
+	}
+	if apierrors.IsNotFound(err) {
+		sc = nil
+	}
+	_, stateErr := c.states.ConfigMaps(c.o.StateNamespace).Get(apply.ClassStateName(name))
+	underWay := stateErr == nil
+	if !underWay && (sc == nil || !c.classInScope(sc)) {
+		c.setBlocked(obj, "")
+		if sc != nil {
+			c.doneWith(obj, sc)
+		}
+		return 0, false, nil
+	}
+	if !underWay {
+		repl, err := rewrite.ClassReplacement(c.tr, c.logger, sc)
+		if err != nil {
+			return c.outcome(obj, sc, apply.Progress{}, rewrite.Refuse(rewrite.CodeNotTranslatable, "%v", err))
+		}
+		ok, err := c.driverRegistered(repl.Provisioner)
+		if err != nil {
+			return 0, false, err
+		}
+		if !ok {
+			if c.setBlocked(obj, ReasonWaitingForDriver) {
+				c.event(sc, v1.EventTypeNormal, ReasonWaitingForDriver, "waiting for the CSI driver "+repl.Provisioner+" to be registered (a CSIDriver object) before the class is replaced")
+			}
+			return c.o.Recheck, false, nil
+		}
+		if c.o.DryRun {
+			ev := &collect{}
+			w, err := apply.New(c.client, c.tr, c.logger, ev, apply.Options{StateNamespace: c.o.StateNamespace})
+			if err != nil {
+				return 0, false, err
+			}
+			if err := w.DryRunClasses(ctx, []apply.Target{{Name: name}}); err != nil {
+				return c.outcome(obj, sc, apply.Progress{}, err)
+			}
+			if c.setBlocked(obj, ReasonWouldMigrate) {
+				c.event(sc, v1.EventTypeNormal, ReasonWouldMigrate, "dry run: "+ev.String())
+			}
+			return 0, false, nil
+		}
+	}
+	p, err := c.w.Class(apply.Target{Name: name}).Step(ctx)
+	return c.outcome(obj, sc, p, err)
+}
+
+// event records an Event on the object and, for a bound PV, on its claim.
+func (c *Controller) event(obj any, eventType, reason, msg string) {
+	switch o := obj.(type) {
+	case *v1.PersistentVolume:
+		if o == nil {
+			return
+		}
+		c.rec.Event(o, eventType, reason, msg)
+		if ref := o.Spec.ClaimRef; ref != nil && ref.Name != "" {
+			claim := &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}
+			c.rec.Event(claim, eventType, reason, "pv/"+o.Name+": "+msg)
+		}
+	case *storagev1.StorageClass:
+		if o == nil {
+			return
+		}
+		c.rec.Event(o, eventType, reason, msg)
+	}
+}

@@ -1,0 +1,204 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/csimigrate/csimigrate/plugin"
+)
+
+// StatusResource is the CSIMigration resource (the CustomResourceDefinition
+// in the manifests); the controller keeps the status of the one object
+// named StatusName.
+var StatusResource = schema.GroupVersionResource{Group: "csimigrate.io", Version: "v1alpha1", Resource: "csimigrations"}
+
+// StatusName is the CSIMigration object the controller writes its status to.
+const StatusName = "csimigrate"
+
+// Status is what the status object says: what remains in scope, what is
+// left as it is and why.
+type Status struct {
+	InTreePVs     int            `json:"inTreePersistentVolumes"`
+	InTreeClasses int            `json:"inTreeStorageClasses"`
+	Blocked       int            `json:"blocked"`
+	Waiting       int            `json:"waitingForDriver"`
+	Reasons       map[string]int `json:"reasons,omitempty"`
+}
+
+// count computes the status and the gauges from the informers' caches.
+func (c *Controller) count() (Status, error) {
+	s := Status{Reasons: map[string]int{}}
+	c.m.inTreePVs.Reset()
+	c.m.inTreeClasses.Reset()
+	c.m.blocked.Reset()
+	c.mu.Lock()
+	blocked := maps.Clone(c.blocked)
+	c.mu.Unlock()
+	pvs, err := c.pvs.List(labels.Everything())
+	if err != nil {
+		return s, err
+	}
+	for _, pv := range pvs {
+		if !c.pvInScope(pv) {
+			continue
+		}
+		s.InTreePVs++
+		c.m.inTreePVs.WithLabelValues(plugin.InTreeNameOfPV(pv)).Inc()
+	}
+	classes, err := c.classes.List(labels.Everything())
+	if err != nil {
+		return s, err
+	}
+	for _, sc := range classes {
+		if c.classInScope(sc) {
+			s.InTreeClasses++
+			c.m.inTreeClasses.WithLabelValues(sc.Provisioner).Inc()
+		}
+	}
+	for obj, why := range blocked {
+		if why == ReasonWouldMigrate {
+			continue
+		}
+		c.m.blocked.WithLabelValues(kindOf(obj), why).Inc()
+		if why == ReasonWaitingForDriver {
+			s.Waiting++
+			continue
+		}
+		s.Blocked++
+		s.Reasons[why]++
+	}
+	c.m.queueDepth.WithLabelValues("pvs").Set(float64(c.pvQueue.Len()))
+	c.m.queueDepth.WithLabelValues("storageclasses").Set(float64(c.scQueue.Len()))
+	return s, nil
+}
+
+// conditions are the status object's conditions for s.
+func (c *Controller) conditions(s Status) []map[string]any {
+	remaining := s.InTreePVs + s.InTreeClasses
+	cond := func(t string, ok bool, reason, msg string) map[string]any {
+		st := "False"
+		if ok {
+			st = "True"
+		}
+		return map[string]any{"type": t, "status": st, "reason": reason, "message": msg}
+	}
+	var reasons []string
+	for _, r := range slices.Sorted(maps.Keys(s.Reasons)) {
+		reasons = append(reasons, fmt.Sprintf("%s: %d", r, s.Reasons[r]))
+	}
+	blockedMsg := "nothing is blocked"
+	if s.Blocked > 0 {
+		blockedMsg = fmt.Sprintf("%d objects left as they are (%s); their Events say why and what to do", s.Blocked, strings.Join(reasons, ", "))
+	}
+	progressing := remaining > s.Blocked+s.Waiting
+	progressMsg := fmt.Sprintf("%d in-tree PVs and %d in-tree StorageClasses remain in scope", s.InTreePVs, s.InTreeClasses)
+	if c.o.DryRun {
+		progressing = false
+		progressMsg += " (dry run: nothing is written)"
+	}
+	if s.Waiting > 0 {
+		progressMsg += fmt.Sprintf("; %d wait for their CSI driver to be registered", s.Waiting)
+	}
+	complete := remaining == 0
+	return []map[string]any{
+		cond("Complete", complete, map[bool]string{true: "NoInTreeObjects", false: "InTreeObjectsRemain"}[complete], progressMsg),
+		cond("Progressing", progressing, map[bool]string{true: "Migrating", false: "Idle"}[progressing], progressMsg),
+		cond("Blocked", s.Blocked > 0, map[bool]string{true: "Refused", false: "NothingBlocked"}[s.Blocked > 0], blockedMsg),
+	}
+}
+
+// updateStatus brings the gauges and the status object up to date.
+func (c *Controller) updateStatus(ctx context.Context) {
+	s, err := c.count()
+	if err != nil {
+		c.logger.Error(err, "Counting for the status")
+		return
+	}
+	if err := c.writeStatus(ctx, s); err != nil {
+		c.logger.Error(err, "Writing the status", "resource", StatusResource.Resource, "name", StatusName)
+	}
+}
+
+// writeStatus writes s to the status object, creating it when missing; a
+// condition keeps its lastTransitionTime while its status stays.
+func (c *Controller) writeStatus(ctx context.Context, s Status) error {
+	res := c.dyn.Resource(StatusResource)
+	cur, err := res.Get(ctx, StatusName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "csimigrate.io/v1alpha1", "kind": "CSIMigration",
+			"metadata": map[string]any{"name": StatusName}, "spec": map[string]any{}}}
+		cur, err = res.Create(ctx, obj, metav1.CreateOptions{})
+	}
+	if err != nil {
+		return err
+	}
+	old, _, _ := unstructured.NestedSlice(cur.Object, "status", "conditions")
+	since := map[string][2]string{}
+	for _, o := range old {
+		if m, ok := o.(map[string]any); ok {
+			t, _ := m["type"].(string)
+			st, _ := m["status"].(string)
+			at, _ := m["lastTransitionTime"].(string)
+			since[t] = [2]string{st, at}
+		}
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	var conds []any
+	for _, cd := range c.conditions(s) {
+		cd["lastTransitionTime"] = now
+		if prev, ok := since[cd["type"].(string)]; ok && prev[0] == cd["status"] && prev[1] != "" {
+			cd["lastTransitionTime"] = prev[1]
+		}
+		conds = append(conds, cd)
+	}
+	reasons := map[string]any{}
+	for k, v := range s.Reasons {
+		reasons[k] = int64(v)
+	}
+	status := map[string]any{"inTreePersistentVolumes": int64(s.InTreePVs), "inTreeStorageClasses": int64(s.InTreeClasses),
+		"blocked": int64(s.Blocked), "waitingForDriver": int64(s.Waiting), "reasons": reasons, "conditions": conds}
+	if old, ok := cur.Object["status"].(map[string]any); ok && equalStatus(old, status) {
+		return nil
+	}
+	next := cur.DeepCopy()
+	next.Object["status"] = status
+	_, err = res.UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	return err
+}
+
+// equalStatus compares two statuses as JSON would.
+func equalStatus(a, b map[string]any) bool {
+	return fmt.Sprint(normalize(a)) == fmt.Sprint(normalize(b))
+}
+
+func normalize(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make([]string, 0, len(t))
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			out = append(out, fmt.Sprintf("%s=%v", k, normalize(t[k])))
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i := range t {
+			out[i] = normalize(t[i])
+		}
+		return out
+	case int64:
+		return fmt.Sprint(t)
+	case float64:
+		return fmt.Sprint(int64(t))
+	}
+	return v
+}
