@@ -141,7 +141,7 @@ var kinds = map[string]struct {
 }
 
 // manifestDocs are the documents of the manifests.
-func manifestDocs(t *testing.T) []*unstructured.Unstructured {
+func manifestDocs(t testing.TB) []*unstructured.Unstructured {
 	t.Helper()
 	b, err := os.ReadFile(manifests)
 	if err != nil {
@@ -163,7 +163,7 @@ func manifestDocs(t *testing.T) []*unstructured.Unstructured {
 
 // applyManifests creates every object of the manifests as it is, and waits
 // for the CRD to be established.
-func applyManifests(t *testing.T, dyn dynamic.Interface) {
+func applyManifests(t testing.TB, dyn dynamic.Interface) {
 	t.Helper()
 	ctx := context.Background()
 	for _, u := range manifestDocs(t) {
@@ -188,7 +188,7 @@ func applyManifests(t *testing.T, dyn dynamic.Interface) {
 }
 
 // eventually retries f until it succeeds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, f func() error) {
+func eventually(t testing.TB, timeout time.Duration, f func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -361,9 +361,15 @@ func num(st map[string]any, key string) int64 {
 	return -1
 }
 
+// storageCSIDriverFor is the CSIDriver object that registers driver.
+func storageCSIDriverFor(driver string) storagev1.CSIDriver {
+	return storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: driver}}
+}
+
 func createCSIDriver(t *testing.T, c kubernetes.Interface, name string) {
 	t.Helper()
-	if _, err := c.StorageV1().CSIDrivers().Create(context.Background(), &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+	d := storageCSIDriverFor(name)
+	if _, err := c.StorageV1().CSIDrivers().Create(context.Background(), &d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -102,6 +102,30 @@ type Controller struct {
 	// started names the objects this process wrote to and has not seen
 	// done yet.
 	started map[string]bool
+	// runs are the writer's runs in progress, kept between passes so that
+	// a run uses what its own writes returned instead of reading again
+	// (the work queue never hands one key to two workers at once).
+	runs map[string]*apply.Run
+}
+
+// run is the writer's run of obj, made by mk when there is none.
+func (c *Controller) run(obj string, mk func() *apply.Run) *apply.Run {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.runs[obj]
+	if !ok {
+		r = mk()
+		c.runs[obj] = r
+	}
+	return r
+}
+
+// endRun drops a run that ended (done, refused or failed): the next pass
+// starts afresh from what the cluster shows.
+func (c *Controller) endRun(obj string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.runs, obj)
 }
 
 // Reasons of the Events the controller emits besides refusal codes.
@@ -156,7 +180,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, tr *translate.Trans
 		return nil, err
 	}
 	c := &Controller{client: client, dyn: dyn, tr: tr, logger: logger, rec: rec, m: m, o: o, w: w, inScope: inScope,
-		blocked: map[string]string{}, started: map[string]bool{}, ready: make(chan struct{}),
+		blocked: map[string]string{}, started: map[string]bool{}, runs: map[string]*apply.Run{}, ready: make(chan struct{}),
 		pvQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "pvs"}),
 		scQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "storageclasses"}),
 	}
@@ -401,6 +425,7 @@ func (c *Controller) syncPV(ctx context.Context, name string) (time.Duration, bo
 		}
 	}
 	if !underWay && !c.pvInScope(pv) {
+		c.endRun(obj)
 		c.setBlocked(obj, "")
 		if pv != nil {
 			c.doneWith(obj, pv)
@@ -426,7 +451,7 @@ func (c *Controller) syncPV(ctx context.Context, name string) (time.Duration, bo
 			return c.dryRunPV(ctx, pv)
 		}
 	}
-	p, err := c.w.PV(apply.Target{Name: name}).Step(ctx)
+	p, err := c.run(obj, func() *apply.Run { return c.w.PV(apply.Target{Name: name}) }).Step(ctx)
 	return c.outcome(obj, pv, p, err)
 }
 
@@ -444,6 +469,9 @@ func (c *Controller) identity(pv *v1.PersistentVolume) (string, string, error) {
 
 // outcome reports one step and says when to look again.
 func (c *Controller) outcome(obj string, cur any, p apply.Progress, err error) (time.Duration, bool, error) {
+	if err != nil || p.Done {
+		c.endRun(obj)
+	}
 	var ref *rewrite.Refusal
 	switch {
 	case errors.Is(err, apply.ErrWriteLimit):
@@ -566,6 +594,7 @@ func (c *Controller) syncClass(ctx context.Context, name string) (time.Duration,
 	_, stateErr := c.states.ConfigMaps(c.o.StateNamespace).Get(apply.ClassStateName(name))
 	underWay := stateErr == nil
 	if !underWay && (sc == nil || !c.classInScope(sc)) {
+		c.endRun(obj)
 		c.setBlocked(obj, "")
 		if sc != nil {
 			c.doneWith(obj, sc)
@@ -602,7 +631,7 @@ func (c *Controller) syncClass(ctx context.Context, name string) (time.Duration,
 			return 0, false, nil
 		}
 	}
-	p, err := c.w.Class(apply.Target{Name: name}).Step(ctx)
+	p, err := c.run(obj, func() *apply.Run { return c.w.Class(apply.Target{Name: name}) }).Step(ctx)
 	return c.outcome(obj, sc, p, err)
 }
 

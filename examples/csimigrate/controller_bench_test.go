@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/csimigrate/csimigrate/examples/csimigrate/internal/controller"
+	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/testenv"
+)
+
+// envInt is an integer from the environment, or def.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// BenchmarkControllerConverge times the controller (in this process, as
+// leader, with its Events sent to the API server) converging
+// CSIMIGRATE_BENCH_CONTROLLER_PVS (default 1,000) bound in-tree RBD PVs on the
+// test kube-apiserver, with CSIMIGRATE_BENCH_WORKERS workers (default 8), and
+// the API server's floor for the same object writes: the seven writes of each
+// PV's rewrite (Retain, save, delete, unprotect, create, restore, remove the
+// state) sent directly by as many goroutines, with one read and no checks or
+// Events.
+// CSIMIGRATE_BENCH_NO_EVENTS=1 sends no Events, to measure what they cost.
+// Run with -benchtime 1x.
+func BenchmarkControllerConverge(b *testing.B) {
+	s, err := testenv.Start(os.Stderr)
+	if err != nil {
+		b.Fatalf("cannot start kube-apiserver: %v", err)
+	}
+	b.Cleanup(s.Stop)
+	n, workers := envInt("CSIMIGRATE_BENCH_CONTROLLER_PVS", 1000), envInt("CSIMIGRATE_BENCH_WORKERS", 8)
+	fast := rest.CopyConfig(s.Config)
+	fast.QPS, fast.Burst = 5000, 5000
+	fast.WarningHandler = rest.NoWarnings{}
+	c, err := kubernetes.NewForConfig(fast)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(fast)
+	if err != nil {
+		b.Fatal(err)
+	}
+	applyManifests(b, dyn)
+	var cm common
+	tr, err := cm.translator()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := c.StorageV1().CSIDrivers().Create(context.Background(), &storageCSIDriver, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		// The floor: the same writes, sent directly.
+		floorNS := fmt.Sprintf("floor%d", i)
+		seedMany(b, c, floorNS, n)
+		start := time.Now()
+		floorWrites(b, c, floorNS, n, workers)
+		floor := time.Since(start)
+
+		ns := fmt.Sprintf("ctl%d", i)
+		seedMany(b, c, ns, n)
+		ctx, cancel := context.WithCancel(context.Background())
+		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.CoreV1().Events("")})
+		var rec record.EventRecorder = broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "csimigrate-controller"})
+		if os.Getenv("CSIMIGRATE_BENCH_NO_EVENTS") != "" {
+			rec = &record.FakeRecorder{} // what Events cost: none sent
+		}
+		m, err := controller.NewMetrics(prometheus.NewRegistry())
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctrl, err := controller.New(c, dyn, tr, klog0(), rec, m, controller.Options{Workers: workers, StatusEvery: time.Second})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start = time.Now()
+		done := make(chan error, 1)
+		go func() { done <- ctrl.Run(ctx) }()
+		for left := n; left > 0; {
+			time.Sleep(250 * time.Millisecond)
+			if left, err = inTreeLeft(c, ns); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// Converged: no in-tree PV and no state left.
+		for {
+			cms, err := c.CoreV1().ConfigMaps("kube-system").List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(cms.Items) == 0 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		el := time.Since(start)
+		b.StopTimer()
+		cancel()
+		<-done
+		broadcaster.Shutdown()
+		b.Logf("controller converged %d PVs in %s (%.0f PVs/s, %d workers); the floor for the same 7 writes a PV: %s (%.0f PVs/s): %.1fx",
+			n, el.Round(time.Millisecond), float64(n)/el.Seconds(), workers, floor.Round(time.Millisecond), float64(n)/floor.Seconds(), el.Seconds()/floor.Seconds())
+		b.ReportMetric(el.Seconds(), "s/converge")
+		b.ReportMetric(floor.Seconds(), "s/floor")
+	}
+}
+
+var storageCSIDriver = storageCSIDriverFor("rbd.csi.ceph.com")
+
+// inTreeLeft counts the PVs of a namespace's claims that are not yet
+// rewritten (in-tree, or with their reclaim policy not yet restored).
+func inTreeLeft(c kubernetes.Interface, ns string) (int, error) {
+	list, err := c.CoreV1().PersistentVolumes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	left := 0
+	for _, pv := range list.Items {
+		if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Namespace != ns {
+			continue
+		}
+		if pv.Spec.CSI == nil || pv.Annotations[rewrite.AnnReclaimPolicy] != "" {
+			left++
+		}
+	}
+	return left, nil
+}
+
+// floorWrites sends, for each of the n seeded PVs, the seven writes of its
+// rewrite without reads or checks, workers at a time.
+func floorWrites(b *testing.B, c kubernetes.Interface, ns string, n, workers int) {
+	ctx := context.Background()
+	work := make(chan int)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if err := floorOne(ctx, c, fmt.Sprintf("%s-%06d", ns, i)); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+func floorOne(ctx context.Context, c kubernetes.Interface, name string) error {
+	pvs := c.CoreV1().PersistentVolumes()
+	// One read for the resourceVersion the update carries.
+	pv, err := pvs.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	pv.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
+	if pv, err = pvs.Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	state, _ := json.Marshal(pv)
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "floor-" + name, Namespace: "kube-system"}, Data: map[string]string{"state.json": string(state)}}
+	if _, err := c.CoreV1().ConfigMaps("kube-system").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if err := pvs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	if _, err := pvs.Patch(ctx, name, types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{}); err != nil {
+		return err
+	}
+	repl := pv.DeepCopy()
+	repl.ResourceVersion, repl.UID, repl.Finalizers = "", "", nil
+	created, err := pvs.Create(ctx, repl, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	created.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimDelete
+	if _, err := pvs.Update(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	return c.CoreV1().ConfigMaps("kube-system").Delete(ctx, cm.Name, metav1.DeleteOptions{})
+}
