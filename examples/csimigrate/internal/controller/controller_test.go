@@ -1,0 +1,224 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/translate"
+)
+
+// These tests cover the controller's own logic (queues, back-off, Event
+// deduplication) on client-go's fake clientset; that the API server and
+// RBAC accept what it does is proven against the real kube-apiserver in
+// the command's TestController… tests.
+
+func vspherePV(name string) *v1.PersistentVolume {
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+			PersistentVolumeSource:        v1.PersistentVolumeSource{VsphereVolume: &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[ds] kubevols/" + name + ".vmdk"}},
+		},
+	}
+}
+
+type fixture struct {
+	client *fake.Clientset
+	rec    *record.FakeRecorder
+	m      *Metrics
+	c      *Controller
+	cancel func()
+	done   chan error
+}
+
+func start(t *testing.T, o Options, objs ...runtime.Object) *fixture {
+	t.Helper()
+	client := fake.NewSimpleClientset(objs...)
+	return startWith(t, client, o)
+}
+
+func startWith(t *testing.T, client *fake.Clientset, o Options) *fixture {
+	t.Helper()
+	tr, err := translate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{StatusResource: "CSIMigrationList"})
+	rec := record.NewFakeRecorder(1000)
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Recheck == 0 {
+		o.Recheck = 50 * time.Millisecond
+	}
+	o.StatusEvery = 50 * time.Millisecond
+	c, err := New(client, dyn, tr, klog.Background().V(100), rec, m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fixture{client: client, rec: rec, m: m, c: c, cancel: cancel, done: make(chan error, 1)}
+	go func() { f.done <- c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-f.done })
+	return f
+}
+
+// events drains the Events recorded so far.
+func (f *fixture) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func rewritten(f *fixture, name string) error {
+	pv, err := f.client.CoreV1().PersistentVolumes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if pv.Spec.CSI == nil || pv.Annotations[rewrite.AnnReclaimPolicy] != "" {
+		return fmt.Errorf("pv/%s not rewritten yet", name)
+	}
+	return nil
+}
+
+var driver = &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "csi.vsphere.vmware.com"}}
+
+// An API error backs off and is retried: the PV is rewritten in the end,
+// the failures are counted, and the failure's Event is recorded once.
+func TestControllerBacksOffAPIErrors(t *testing.T) {
+	client := fake.NewSimpleClientset(vspherePV("pv1"), driver)
+	var fails atomic.Int32
+	client.PrependReactor("update", "persistentvolumes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if fails.Add(1) <= 3 {
+			return true, nil, apierrors.NewInternalError(errors.New("etcd is having a bad day"))
+		}
+		return false, nil, nil
+	})
+	f := startWith(t, client, Options{})
+	waitFor(t, "the rewrite after the errors", func() error { return rewritten(f, "pv1") })
+	if got := testutil.ToFloat64(f.m.failures.WithLabelValues("pv")); got != 3 {
+		t.Errorf("failures counted: %v, want 3", got)
+	}
+	failed := 0
+	for _, e := range f.events() {
+		if strings.Contains(e, ReasonFailed) {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d %s Events for one failing object, want 1 (deduplicated)", failed, ReasonFailed)
+	}
+}
+
+// A refused PV is left exactly as it was; its refusal is an Event once,
+// however often it is looked at again; it is counted by reason.
+func TestControllerRefusalDeduplicated(t *testing.T) {
+	pv := vspherePV("shared")
+	pv.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}
+	pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: "gone", UID: "uid-gone"}
+	f := start(t, Options{Recheck: 20 * time.Millisecond}, pv, driver)
+	waitFor(t, "the refusal", func() error {
+		if testutil.ToFloat64(f.m.refusals.WithLabelValues("pv", string(rewrite.CodeClaimGone))) == 0 {
+			return errors.New("not refused yet")
+		}
+		return nil
+	})
+	time.Sleep(300 * time.Millisecond) // several rechecks
+	n := 0
+	for _, e := range f.events() {
+		if strings.Contains(e, string(rewrite.CodeClaimGone)) {
+			n++
+		}
+	}
+	// One on the PV and one on its claim.
+	if n != 2 {
+		t.Errorf("%d refusal Events, want 2 (the PV and its claim, once each)", n)
+	}
+	got, err := f.client.CoreV1().PersistentVolumes().Get(context.Background(), "shared", metav1.GetOptions{})
+	if err != nil || got.Spec.VsphereVolume == nil || got.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete || len(got.Annotations) != 0 {
+		t.Errorf("the refused PV changed: %+v %v", got, err)
+	}
+}
+
+// Out of scope (another plugin, a label selector) is never touched; a
+// driver not registered makes it wait, and its registration lets it go.
+func TestControllerScopeAndDriver(t *testing.T) {
+	labelled := vspherePV("labelled")
+	labelled.Labels = map[string]string{"migrate": "yes"}
+	other := vspherePV("other")
+	f := start(t, Options{Plugins: []string{"kubernetes.io/vsphere-volume"}, PVSelector: mustSelector(t, "migrate=yes")}, labelled, other)
+	waitFor(t, "waiting for the driver", func() error {
+		for _, e := range f.events() {
+			if strings.Contains(e, ReasonWaitingForDriver) {
+				return nil
+			}
+		}
+		return errors.New("no WaitingForDriver Event")
+	})
+	if _, err := f.client.StorageV1().CSIDrivers().Create(context.Background(), driver, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the rewrite once the driver is registered", func() error { return rewritten(f, "labelled") })
+	if err := rewritten(f, "other"); err == nil {
+		t.Error("the PV out of the label selector was rewritten")
+	}
+	if _, err := New(f.client, dynfake.NewSimpleDynamicClient(runtime.NewScheme()), f.c.tr, klog.Background(), f.rec, f.m, Options{Plugins: []string{"kubernetes.io/nfs"}}); err == nil || !strings.Contains(err.Error(), "kubernetes.io/nfs") {
+		t.Errorf("a plugin csimigrate does not migrate: %v", err)
+	}
+}
+
+func mustSelector(t *testing.T, s string) labels.Selector {
+	t.Helper()
+	sel, err := labels.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sel
+}
