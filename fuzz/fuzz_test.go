@@ -432,6 +432,9 @@ func FuzzRewriteRules(f *testing.F) {
 			if err != nil {
 				out = nil
 			}
+			_, _ = rewrite.KindOf(tr, &pv)
+			_, _ = rewrite.UndoReplacement(tr, &pv)
+			_, _ = rewrite.Rewrite(tr, logger, &pv, nil, nil)
 			needs := rewrite.SecretNeeds(&pv, out)
 			_ = rewrite.AccessModeChange(&pv, out)
 			if out != nil {
