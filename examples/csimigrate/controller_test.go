@@ -702,3 +702,58 @@ func TestControllerLeaderKilledMidRewrite(t *testing.T) {
 	})
 	_ = b
 }
+
+// -dry-run only reports: with the drivers registered, every PV and class in
+// scope gets a WouldMigrate Event saying what would be done (the writes
+// sent with server-side dry run, so the API server validated them), and
+// nothing is written: same resourceVersions, no state, no Progressing.
+func TestControllerDryRun(t *testing.T) {
+	cs := startControllerServer(t)
+	c := cs.c
+	ctx := context.Background()
+	names := seed(t, c, "dry")
+	waitBound(t, c, "dry", names)
+	for _, d := range []string{"rbd.csi.ceph.com", "cephfs.csi.ceph.com", "csi.vsphere.vmware.com"} {
+		createCSIDriver(t, c, d)
+	}
+	before := map[string]string{}
+	for _, n := range names {
+		_, pv, err := pvPhase(c, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[n] = pv.ResourceVersion
+	}
+	sc, err := c.StorageV1().StorageClasses().Get(ctx, "rbd-dry", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.startController(t, "dry", "-dry-run")
+	eventually(t, 30*time.Second, func() error {
+		for _, n := range names {
+			if err := hasEvent(c, "", "PersistentVolume", n, controller.ReasonWouldMigrate); err != nil {
+				return err
+			}
+		}
+		if err := hasEvent(c, "", "StorageClass", "rbd-dry", controller.ReasonWouldMigrate); err != nil {
+			return err
+		}
+		st, err := statusOf(cs.dyn)
+		if err != nil || num(st, "inTreePersistentVolumes") != int64(len(names)) || condition(st, "Progressing") != "False" {
+			return fmt.Errorf("status %v %v", st, err)
+		}
+		return nil
+	})
+	time.Sleep(time.Second) // a few more passes
+	for _, n := range names {
+		if _, pv, err := pvPhase(c, n); err != nil || pv.ResourceVersion != before[n] {
+			t.Errorf("pv/%s changed in a dry run: %v", n, err)
+		}
+	}
+	if now, err := c.StorageV1().StorageClasses().Get(ctx, "rbd-dry", metav1.GetOptions{}); err != nil || now.ResourceVersion != sc.ResourceVersion {
+		t.Errorf("the class changed in a dry run: %v", err)
+	}
+	if cms, err := c.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"}); err != nil || len(cms.Items) > 0 {
+		t.Errorf("a dry run saved state: %v %v", cms, err)
+	}
+}
