@@ -28,6 +28,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
 )
@@ -54,6 +55,16 @@ type Options struct {
 	// (ErrWriteLimit); 0 means no limit. A canary rollout, and how the
 	// tests interrupt a run at every step.
 	MaxWrites int
+	// Ceph, when set, makes the rewrite adopt each in-tree RBD PV's image
+	// into Ceph CSI's journal where package adopt's rules allow it, so that
+	// the PV becomes one of the driver's own volumes (a native volume ID:
+	// snapshots and clones work); the undo removes the entry again. Without
+	// it the rewrite gives RBD PVs their migration handle, and the undo of
+	// an adopted PV is refused.
+	Ceph Ceph
+	// CephConfig is Ceph CSI's cluster config, for the RBD rados namespace
+	// of a cluster entry (an image in one is not adopted).
+	CephConfig ceph.ClusterConfig
 }
 
 // ErrWriteLimit is returned when a Writer reached Options.MaxWrites; the
@@ -120,6 +131,10 @@ type Writer struct {
 	// they replaced.
 	undo      bool
 	stepLimit int // stop after this many mutating steps (0: no limit)
+	// ceph adopts RBD images (nil: none is adopted); cephConfig gives the
+	// cluster entries' rados namespaces.
+	ceph       Ceph
+	cephConfig ceph.ClusterConfig
 
 	mu    sync.Mutex // guards what follows, and the events
 	steps int
@@ -130,6 +145,9 @@ type Writer struct {
 	// Lists read for the checks, shared by the workers for a short while.
 	classes map[string]cached[*storagev1.StorageClass]
 	pods    map[string]cached[[]v1.Pod]
+	// allPVs are "name=cluster/pool/image" of the cluster's RBD PVs, for
+	// finding the PVs that share an image.
+	allPVs cached[[]string]
 	// withState names the PVs that had a state ConfigMap when the run
 	// listed them (nil: not listed); a PV not in it needs no read of its
 	// ConfigMap before its first write (a ConfigMap created since makes
@@ -154,7 +172,7 @@ func New(client kubernetes.Interface, tr *translate.Translator, logger klog.Logg
 		ns = DefaultStateNamespace
 	}
 	return &Writer{client: client, tr: tr, logger: logger, events: events, stateNS: ns, concurrency: o.Concurrency,
-		online: o.Online, undo: o.Undo, stepLimit: o.MaxWrites}, nil
+		online: o.Online, undo: o.Undo, stepLimit: o.MaxWrites, ceph: o.Ceph, cephConfig: o.CephConfig}, nil
 }
 
 // Writes is how many writes the Writer has taken.

@@ -81,27 +81,27 @@ func (a *Writer) claimChecks(ctx context.Context, cur *v1.PersistentVolume) (*v1
 // inUseRefusal refuses a PV that pods which have not finished use, unless
 // -online and onlineSafe hold for the in-tree form of the volume, inTree,
 // and the CSI driver and handle it is handled as.
-func (a *Writer) inUseRefusal(ctx context.Context, cur, inTree *v1.PersistentVolume, driver, handle string) error {
+func (a *Writer) inUseRefusal(ctx context.Context, cur, inTree *v1.PersistentVolume, driver, handle string) (inUse bool, err error) {
 	c := cur.Spec.ClaimRef
 	if c == nil {
-		return nil
+		return false, nil
 	}
 	pods, err := a.podsUsing(ctx, c.Namespace, c.Name)
 	if err != nil || len(pods) == 0 {
-		return err
+		return false, err
 	}
 	names := make([]string, len(pods))
 	for i, p := range pods {
 		names[i] = p.Name
 	}
 	if !a.online {
-		return refuse(rewrite.CodeInUse, "in use by pods %s of claim %s/%s; stop them first (csimigrate plan lists them), or use -online where the plugin is migrated on their nodes",
+		return true, refuse(rewrite.CodeInUse, "in use by pods %s of claim %s/%s; stop them first (csimigrate plan lists them), or use -online where the plugin is migrated on their nodes",
 			strings.Join(names, ", "), c.Namespace, c.Name)
 	}
 	if err := a.onlineSafe(ctx, inTree, driver, handle, pods); err != nil {
-		return refuse(rewrite.CodeInUse, "in use by pods %s of claim %s/%s, and not safe online: %v", strings.Join(names, ", "), c.Namespace, c.Name, err)
+		return true, refuse(rewrite.CodeInUse, "in use by pods %s of claim %s/%s, and not safe online: %v", strings.Join(names, ", "), c.Namespace, c.Name, err)
 	}
-	return nil
+	return true, nil
 }
 
 // podsUsing lists the pods of a namespace, not finished, that use a claim.
@@ -269,10 +269,22 @@ func (a *Writer) check(ctx context.Context, cur *v1.PersistentVolume) (*checks, 
 	if err := a.secretRefusal(ctx, cur, r); err != nil {
 		return nil, err
 	}
-	if err := a.inUseRefusal(ctx, cur, cur, r.CSI.Spec.CSI.Driver, r.CSI.Spec.CSI.VolumeHandle); err != nil {
+	inUse, err := a.inUseRefusal(ctx, cur, cur, r.CSI.Spec.CSI.Driver, r.CSI.Spec.CSI.VolumeHandle)
+	if err != nil {
 		return nil, err
 	}
-	return &checks{uid: cur.UID, sc: sc, pvc: pvc, repl: r.CSI, kept: r.KeptRetain()}, nil
+	ad, err := a.adoptionOf(ctx, cur, r.CSI, inUse)
+	if err != nil {
+		return nil, err
+	}
+	repl, kept, err := a.adopted(r.CSI, r.KeptRetain(), ad)
+	if err != nil {
+		return nil, refuse(rewrite.CodeNotTranslatable, "%v", err)
+	}
+	if ad != nil {
+		a.note("pv/"+cur.Name, ad.summary(repl))
+	}
+	return &checks{uid: cur.UID, sc: sc, pvc: pvc, repl: repl, kept: kept, adoption: ad}, nil
 }
 
 // secretRefusal is why the rewrite leaves an in-tree Ceph PV alone for the

@@ -41,6 +41,9 @@ type checks struct {
 	// PV had Delete ("" when it keeps the policy).
 	repl *v1.PersistentVolume
 	kept string
+	// adoption is what the rewrite decided for an RBD image (nil without
+	// Ceph access, or for another plugin).
+	adoption *adoption
 }
 
 // A direction is what a run replaces by what: the rewrite (an in-tree PV by
@@ -88,5 +91,5 @@ func (a *Writer) buildRewrite(cur *v1.PersistentVolume, c *checks) (*v1.Persiste
 	if err != nil {
 		return nil, "", err
 	}
-	return r.CSI, r.KeptRetain(), nil
+	return a.adopted(r.CSI, r.KeptRetain(), c.adoption)
 }

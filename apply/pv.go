@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/rewrite"
 )
 
@@ -26,8 +27,10 @@ var pvSteps = []step[*pvRun]{
 	{name: "3. delete the PV object", done: (*pvRun).deleted, pre: (*pvRun).retainInForce, say: (*pvRun).sayDelete, act: (*pvRun).delete},
 	{name: "3. (wait for the deletion)", done: (*pvRun).heldOrGone, act: (*pvRun).waitForDeletion, wait: 100 * time.Millisecond},
 	{name: "4. remove pv-protection from the deleted object", done: (*pvRun).gone, pre: (*pvRun).onlyProtection, say: (*pvRun).sayUnprotect, act: (*pvRun).unprotect},
+	{name: "5. register the image in Ceph CSI's journal", done: (*pvRun).journalWritten, pre: (*pvRun).claimStillThere, say: (*pvRun).sayJournal, act: (*pvRun).writeJournal},
 	{name: "5. create the replacement", done: (*pvRun).created, pre: (*pvRun).claimStillThere, say: (*pvRun).sayCreate, act: (*pvRun).create},
-	{name: "6. restore the reclaim policy", done: (*pvRun).policyRestored, say: (*pvRun).sayRestore, act: (*pvRun).restorePolicy},
+	{name: "6. remove the image's entry from Ceph CSI's journal", done: (*pvRun).journalRemoved, say: (*pvRun).sayUnjournal, act: (*pvRun).removeJournal},
+	{name: "6. restore the reclaim policy", done: (*pvRun).policyRestored, pre: (*pvRun).adoptionVerified, say: (*pvRun).sayRestore, act: (*pvRun).restorePolicy},
 	{name: "7. remove the saved replacement", done: (*pvRun).stateRemoved, say: (*pvRun).sayRemoveState, act: (*pvRun).removeState},
 }
 
@@ -53,6 +56,11 @@ type pvRun struct {
 	// checked is what the checks before the first write read, for cur's uid.
 	checked      *checks
 	waitingSince time.Time
+	// journal is the entry of Ceph CSI's journal this run writes (the
+	// rewrite of an adopted image) or removes (its undo), while the state
+	// is saved; jstate is what observe read back of it (journalState).
+	journal *adopt.Journal
+	jstate  string
 }
 
 func newPVRun(a *Writer, t Target) *pvRun {
@@ -82,7 +90,36 @@ func (r *pvRun) observe(ctx context.Context) error {
 	if err := r.loadState(); err != nil {
 		return err
 	}
-	return r.verify()
+	if err := r.verify(); err != nil {
+		return err
+	}
+	return r.observeJournal(ctx)
+}
+
+// observeJournal reads back the journal entry the saved state writes or
+// removes, while it matters: for the rewrite until the replacement exists,
+// for the undo once it does.
+func (r *pvRun) observeJournal(ctx context.Context) error {
+	r.journal, r.jstate = nil, ""
+	if r.state == nil {
+		return nil
+	}
+	j := r.state.Journal
+	if !r.dir.undo {
+		var err error
+		if j, err = journalOf(r.state.Replacement); err != nil {
+			return err
+		}
+	}
+	if j == nil || (r.cur == nil) == r.dir.undo {
+		return nil
+	}
+	st, err := r.a.journalState(ctx, *j)
+	if err != nil {
+		return err
+	}
+	r.journal, r.jstate = j, st
+	return nil
 }
 
 // loadState decodes and verifies the state ConfigMap when it changed.
@@ -332,6 +369,21 @@ func (r *pvRun) unprotect(ctx context.Context) error {
 	return nil
 }
 
+// Step 5 (an adopted image): the journal entry written before the PV that
+// names it exists.
+
+func (r *pvRun) journalWritten() bool { return r.journal == nil || r.dir.undo || r.jstate == "written" }
+
+func (r *pvRun) sayJournal() string {
+	return fmt.Sprintf("register image %s/%s in Ceph CSI's journal as %s (rados: create %s, its keys, %s %s)", r.journal.Pool, r.journal.ImageName,
+		r.state.Replacement.Spec.CSI.VolumeHandle, r.journal.Object(), r.journal.Directory(), r.journal.DirectoryKey())
+}
+
+func (r *pvRun) writeJournal(ctx context.Context) error {
+	r.havePV, r.haveCM = true, true // the cluster's objects are as observed
+	return r.a.writeJournal(ctx, *r.journal)
+}
+
 // Step 5: the replacement created, only for the claim it was built for.
 
 func (r *pvRun) created() bool { return r.cur != nil }
@@ -359,7 +411,37 @@ func (r *pvRun) create(ctx context.Context) error {
 	return nil
 }
 
-// Step 6: the policy recorded on the replacement restored.
+// Step 6 (the undo of an adopted image): its journal entry removed once
+// the PV that names it is gone and its replacement exists.
+
+func (r *pvRun) journalRemoved() bool { return r.journal == nil || !r.dir.undo || r.jstate == "absent" }
+
+func (r *pvRun) sayUnjournal() string {
+	return fmt.Sprintf("remove image %s/%s's entry from Ceph CSI's journal (rados: rmomapkey %s %s, rm %s)", r.journal.Pool, r.journal.ImageName,
+		r.journal.Directory(), r.journal.DirectoryKey(), r.journal.Object())
+}
+
+func (r *pvRun) removeJournal(ctx context.Context) error {
+	r.havePV, r.haveCM = true, true
+	return r.a.removeJournal(ctx, *r.journal)
+}
+
+// Step 6: the policy recorded on the replacement restored; an adopted
+// PV's only once Ceph CSI provably finds exactly its image.
+
+func (r *pvRun) adoptionVerified(ctx context.Context) error {
+	if r.dir.undo {
+		return nil
+	}
+	j, err := journalOf(r.cur)
+	if err != nil || j == nil {
+		return err
+	}
+	if err := r.a.verifyAdoption(ctx, *j); err != nil {
+		return fmt.Errorf("pv/%s keeps reclaim policy Retain until its adoption is verified: %w", r.t.Name, err)
+	}
+	return nil
+}
 
 func (r *pvRun) policyRestored() bool {
 	_, pending := r.cur.Annotations[rewrite.AnnReclaimPolicy]

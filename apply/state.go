@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/rewrite"
 )
 
@@ -75,6 +76,10 @@ type rewriteState struct {
 	// where the in-tree PV had Delete ("" when it keeps the policy); the
 	// run that removes the state names the PV with it.
 	KeptRetain string `json:"keptRetain,omitempty"`
+	// Journal is, for the undo of an adopted PV, the entry of Ceph CSI's
+	// journal to remove once the replacement exists. (The rewrite's entry
+	// to write is recorded on its replacement.)
+	Journal *adopt.Journal `json:"journal,omitempty"`
 
 	// cmVersion is the resourceVersion of the ConfigMap it was read from.
 	cmVersion string
@@ -186,6 +191,11 @@ func (a *Writer) saveState(ctx context.Context, cur, repl *v1.PersistentVolume, 
 	}
 	s := rewriteState{PV: cur.Name, Undo: undo, UID: cur.UID, ResourceVersion: cur.ResourceVersion, Driver: driver, Handle: handle,
 		Replacement: repl, KeptRetain: kept}
+	if undo {
+		if s.Journal, err = journalOf(cur); err != nil {
+			return nil, err
+		}
+	}
 	q := repl.Spec.Capacity[v1.ResourceStorage]
 	s.Capacity = q.String()
 	if c := repl.Spec.ClaimRef; c != nil {

@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
 )
@@ -33,11 +34,36 @@ func (a *Writer) checkUndo(ctx context.Context, cur *v1.PersistentVolume) (*chec
 	if err != nil {
 		return nil, refuse(rewrite.CodeNotTranslatable, "its in-tree form does not translate: %v", err)
 	}
-	if driver != cur.Spec.CSI.Driver || handle != cur.Spec.CSI.VolumeHandle {
-		return nil, refuse(rewrite.CodeHandleChanges, "its in-tree form translates to %s %q, not to this PV's %s %q: Kubernetes would know the volume by another name", driver, handle, cur.Spec.CSI.Driver, cur.Spec.CSI.VolumeHandle)
+	// An adopted PV's in-tree form is known by the migration handle it had
+	// before the adoption: the handle changes, so it is undone only while
+	// no pod uses it, and only with the Ceph access that removes its
+	// journal entry.
+	want := cur.Spec.CSI.VolumeHandle
+	j, err := journalOf(cur)
+	if err != nil {
+		return nil, asRefusal(err)
 	}
-	if err := a.inUseRefusal(ctx, cur, in, driver, handle); err != nil {
+	if j != nil {
+		want = cur.Annotations[adopt.AnnAdoptedFrom]
+		if a.ceph == nil {
+			return nil, &rewrite.Refusal{Code: rewrite.CodeNotRecorded, Reason: "its image was adopted into Ceph CSI's journal, and the undo removes that entry: it needs Ceph access",
+				Remedy: "run the undo with -ceph-conf, -ceph-id and -ceph-keyring (or -ceph-command-prefix)"}
+		}
+	}
+	if driver != cur.Spec.CSI.Driver || handle != want {
+		return nil, refuse(rewrite.CodeHandleChanges, "its in-tree form translates to %s %q, not to this PV's %s %q: Kubernetes would know the volume by another name", driver, handle, cur.Spec.CSI.Driver, want)
+	}
+	inUse, err := a.inUseRefusal(ctx, cur, in, driver, handle)
+	if err != nil {
 		return nil, err
+	}
+	if inUse && j != nil {
+		return nil, refuse(rewrite.CodeInUse, "its image was adopted: the undo changes the volume handle the kubelet tracks; stop the pods that use it first")
+	}
+	if j != nil {
+		if _, err := a.journalState(ctx, *j); err != nil {
+			return nil, asRefusal(err)
+		}
 	}
 	return &checks{uid: cur.UID, pvc: pvc, repl: in}, nil
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/translate"
 )
@@ -107,7 +108,16 @@ func UndoReplacement(tr *translate.Translator, cur *v1.PersistentVolume) (*v1.Pe
 		return nil, &Refusal{Code: CodeNotRecorded, Reason: "it has no annotation " + AnnPreRewritePolicy + " (an earlier csimigrate rewrote it without recording the reclaim policy and annotations to restore)",
 			Remedy: "add the annotations " + AnnPreRewritePolicy + " (the policy before the rewrite) and, if the rewrite added external-provisioner's deletion-secret annotations, " + AnnAddedAnnotations + " naming them"}
 	}
-	in, err := tr.TranslateCSIPVToInTree(cur.DeepCopy())
+	src := cur
+	// An adopted PV (package adopt) goes back to its migration handle
+	// first: the in-tree form is that of the PV it replaced.
+	if prev, _, ok, err := adopt.Unadopted(cur); ok {
+		if err != nil {
+			return nil, fmt.Errorf("the adopted volume's record: %w", err)
+		}
+		src = prev
+	}
+	in, err := tr.TranslateCSIPVToInTree(src.DeepCopy())
 	if err == nil && plugin.InTreeNameOfPV(in) == "" {
 		err = fmt.Errorf("the reverse translation gave no in-tree source")
 	}

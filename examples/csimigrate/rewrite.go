@@ -48,6 +48,11 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.burst, "burst", 200, "with -apply: the client's burst above -qps")
 	fs.DurationVar(&o.leaseWait, "lease-wait", 30*time.Second, "with -apply: how long to wait while another csimigrate writer holds the Lease "+apply.LeaseName+" in -state-namespace")
 	fs.BoolVar(&o.online, "online", false, "with -apply: rewrite PVs that running pods use, where the kubelet of every such pod's node and kube-controller-manager already handle the plugin as CSI")
+	fs.BoolVar(&o.adopt, "adopt", false, "with -apply: register each in-tree RBD PV's image in Ceph CSI's journal where it can be, so that the PV becomes one of Ceph CSI's own volumes (snapshots, clones); with -undo, undo such PVs too (their entries removed). Reads and writes Ceph with its own tools (rbd, rados, ceph)")
+	fs.StringVar(&o.ceph.Conf, "ceph-conf", "", "with -adopt: the ceph.conf Ceph's tools read (their --conf)")
+	fs.StringVar(&o.ceph.ID, "ceph-id", "", "with -adopt: the Ceph user Ceph's tools authenticate as (their --id)")
+	fs.StringVar(&o.ceph.Keyring, "ceph-keyring", "", "with -adopt: that user's keyring file (their --keyring); keys are never printed")
+	cephPrefix := fs.String("ceph-command-prefix", "", `with -adopt: a command that runs Ceph's tools elsewhere, split at spaces, e.g. "kubectl exec -i -n rook-ceph deploy/rook-ceph-tools --"`)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -71,6 +76,11 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	o.qps = float32(*qps)
+	o.ceph.Prefix = strings.Fields(*cephPrefix)
+	if !o.adopt && (o.ceph.Conf != "" || o.ceph.ID != "" || o.ceph.Keyring != "" || len(o.ceph.Prefix) > 0) {
+		fmt.Fprintln(stderr, "csimigrate rewrite: -ceph-conf, -ceph-id, -ceph-keyring and -ceph-command-prefix only with -adopt")
+		return exitUsage
+	}
 	return runApply(&c, tr, o, names, stdin, stdout, stderr)
 }
 
@@ -80,7 +90,7 @@ func reviewArgsOK(fs *flag.FlagSet, names []string, stderr io.Writer) bool {
 	var applyOnly []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "dry-run", "state-namespace", "concurrency", "qps", "burst", "online", "lease-wait":
+		case "dry-run", "state-namespace", "concurrency", "qps", "burst", "online", "lease-wait", "adopt", "ceph-conf", "ceph-id", "ceph-keyring", "ceph-command-prefix":
 			applyOnly = append(applyOnly, "-"+f.Name)
 		}
 	})

@@ -13,6 +13,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/apply/cephtool"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
 )
@@ -31,6 +33,13 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 		return exitUsage
 	}
 	a := &applier{client: client, tr: tr, logger: c.logger(stderr), stateNS: o.stateNS, out: stdout, concurrency: o.concurrency, online: o.online, undo: o.undo}
+	if o.adopt {
+		a.ceph = o.ceph
+		if a.cephConfig, err = c.clusterConfig(); err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+			return exitUsage
+		}
+	}
 	if _, err := a.writer(); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitUsage
@@ -153,6 +162,9 @@ type applier struct {
 	online      bool
 	undo        bool
 	stepLimit   int // tests: stop after this many writes (0: no limit)
+	// ceph, when set, adopts RBD images (cephConfig: the cluster entries).
+	ceph       apply.Ceph
+	cephConfig ceph.ClusterConfig
 
 	w *apply.Writer // built by writer on first use
 	// steps is how many writes w took, as of its last run.
@@ -165,7 +177,7 @@ func (a *applier) writer() (*apply.Writer, error) {
 		return a.w, nil
 	}
 	w, err := apply.New(a.client, a.tr, a.logger, textEvents{a.out}, apply.Options{StateNamespace: a.stateNS, Undo: a.undo, Online: a.online,
-		Concurrency: a.concurrency, MaxWrites: a.stepLimit})
+		Concurrency: a.concurrency, MaxWrites: a.stepLimit, Ceph: a.ceph, CephConfig: a.cephConfig})
 	a.w = w
 	return w, err
 }
@@ -219,4 +231,8 @@ type applyOptions struct {
 	undo        bool
 	// leaseWait is how long to wait for the writer Lease.
 	leaseWait time.Duration
+	// adopt registers RBD images in Ceph CSI's journal, reaching Ceph with
+	// its tools as ceph says.
+	adopt bool
+	ceph  cephtool.Tools
 }

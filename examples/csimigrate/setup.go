@@ -182,6 +182,22 @@ func (c *common) translator() (*translate.Translator, error) {
 	return translate.New(opts...)
 }
 
+// clusterConfig is the Ceph CSI config of -ceph-config (empty without it).
+func (c *common) clusterConfig() (ceph.ClusterConfig, error) {
+	if c.cephConfig == "" {
+		return ceph.ClusterConfig{}, nil
+	}
+	b, err := os.ReadFile(c.cephConfig)
+	if err != nil {
+		return ceph.ClusterConfig{}, err
+	}
+	cfg, err := ceph.ParseClusterConfig(b)
+	if err != nil {
+		return ceph.ClusterConfig{}, fmt.Errorf("-ceph-config %s: %w", c.cephConfig, err)
+	}
+	return cfg, nil
+}
+
 func (c *common) logger(stderr io.Writer) klog.Logger {
 	if !c.verbose {
 		return klog.Background().V(100)

@@ -19,6 +19,16 @@ type ClusterEntry struct {
 	ClusterID string `json:"clusterID"`
 	// Monitors are the cluster's monitor addresses, "host:port".
 	Monitors []string `json:"monitors"`
+	// RBD holds the entry's RBD settings that matter to migration; nil
+	// when it has none.
+	RBD *RBDSettings `json:"rbd,omitempty"`
+}
+
+// RBDSettings are a cluster entry's RBD settings (the "rbd" member).
+type RBDSettings struct {
+	// RadosNamespace is the RADOS namespace of the entry's RBD images and
+	// journal.
+	RadosNamespace string `json:"radosNamespace,omitempty"`
 }
 
 // Error kinds of [ClusterConfig.Lookup], for errors.Is.
@@ -72,8 +82,8 @@ type ClusterConfig struct {
 }
 
 // ParseClusterConfig parses the content of Ceph CSI's config.json: a JSON
-// list of objects with "clusterID" and "monitors" (other members, such as
-// "cephFS" or "rbd" settings, are not read). Like Ceph CSI, it refuses only
+// list of objects with "clusterID" and "monitors" (and "rbd"'s
+// "radosNamespace"; other members, such as "cephFS" settings, are not read). Like Ceph CSI, it refuses only
 // what JSON cannot decode (empty input included); entries without a
 // clusterID or monitors, and clusterIDs listed twice, are kept and reported
 // by [ClusterConfig.Warnings], and only a lookup of such a clusterID fails.
@@ -128,6 +138,16 @@ func (c ClusterConfig) Lookup(clusterID string) ([]string, error) {
 		return nil, &LookupError{ClusterID: clusterID, Entries: []int{i, j}, Err: ErrAmbiguousClusterID}
 	}
 	return slices.Clone(c.entries[i].Monitors), nil
+}
+
+// RBDRadosNamespace is the RBD rados namespace of the entry Ceph CSI uses
+// for clusterID ("" when it has none, or there is no such entry).
+func (c ClusterConfig) RBDRadosNamespace(clusterID string) string {
+	i, ok := c.first[clusterID]
+	if !ok || c.entries[i].RBD == nil {
+		return ""
+	}
+	return c.entries[i].RBD.RadosNamespace
 }
 
 // Warnings describes the entries Ceph CSI accepts but that are likely

@@ -1,0 +1,354 @@
+package apply
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/csimigrate/csimigrate/adopt"
+	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/volumeid"
+)
+
+// Ceph is what the adoption of RBD images reads from Ceph and writes to it
+// (package cephtool runs Ceph's own tools). Errors for what does not exist
+// must match ErrCephNotFound with errors.Is.
+type Ceph interface {
+	// Image reads an RBD image and its pool's ID.
+	Image(ctx context.Context, pool, namespace, name string) (*adopt.Image, error)
+	// Omap reads an object's omap; found is false when the object does
+	// not exist.
+	Omap(ctx context.Context, pool, namespace, object string) (vals map[string]string, found bool, err error)
+	// Write carries out one journal op: "create" fails when the object
+	// exists, removals of what is not there succeed.
+	Write(ctx context.Context, pool, namespace string, op adopt.Op) error
+}
+
+// adoption is what the checks decided for an RBD PV's image: the input of
+// adopt.RBD as read from Ceph and the cluster, kept so that the replacement
+// built again after step 1 is the same.
+type adoption struct {
+	image *adopt.Image
+	uuid  string
+	refs  []string
+	// why it is not adopted ("" when it is); noted once per run.
+	why string
+}
+
+// newUUID draws a random (version 4) UUID for the journal entry of an image
+// whose name does not end in one.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// rbdImageOf is the cluster, pool and image a Ceph RBD PV of any form
+// names, for finding the PVs that share an image.
+func rbdImageOf(pv *v1.PersistentVolume) (string, bool) {
+	switch {
+	case pv.Spec.RBD != nil:
+		h, _ := volumeid.NewRBDHandle(pv.Spec.RBD.CephMonitors, pv.Spec.RBD.RBDPool, pv.Spec.RBD.RBDImage)
+		pool := pv.Spec.RBD.RBDPool
+		if pool == "" {
+			pool = "rbd"
+		}
+		return h.ClusterID + "/" + pool + "/" + pv.Spec.RBD.RBDImage, true
+	case pv.Spec.CSI != nil && pv.Spec.CSI.Driver == plugin.RBDDriverName:
+		a := pv.Spec.CSI.VolumeAttributes
+		cluster, pool, image := a["clusterID"], a["pool"], a["imageName"]
+		if h, err := volumeid.CephCSIReadRBDHandle(pv.Spec.CSI.VolumeHandle); err == nil {
+			if image == "" {
+				image, pool = h.Image, h.Pool
+			}
+			if cluster == "" {
+				cluster = h.ClusterID
+			}
+		}
+		if image == "" {
+			return "", false
+		}
+		if pool == "" {
+			pool = "rbd"
+		}
+		return cluster + "/" + pool + "/" + image, true
+	}
+	return "", false
+}
+
+// sharers are the other PVs that name the same image as pv (listed once
+// per cacheFor, as the checks' other lists).
+func (a *Writer) sharers(ctx context.Context, pv *v1.PersistentVolume) ([]string, error) {
+	key, ok := rbdImageOf(pv)
+	if !ok {
+		return nil, nil
+	}
+	a.mu.Lock()
+	list, fresh := a.allPVs.v, time.Since(a.allPVs.at) < cacheFor
+	a.mu.Unlock()
+	if !fresh {
+		at := time.Now()
+		list = nil
+		opts := metav1.ListOptions{Limit: 500}
+		for {
+			page, err := a.client.CoreV1().PersistentVolumes().List(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			for i := range page.Items {
+				if k, ok := rbdImageOf(&page.Items[i]); ok {
+					list = append(list, page.Items[i].Name+"="+k)
+				}
+			}
+			if page.Continue == "" {
+				break
+			}
+			opts.Continue = page.Continue
+		}
+		a.mu.Lock()
+		a.allPVs = cached[[]string]{list, at}
+		a.mu.Unlock()
+	}
+	var out []string
+	for _, e := range list {
+		name, k, _ := strings.Cut(e, "=")
+		if k == key && name != pv.Name {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// adoptionOf reads what the adoption of an in-tree RBD PV's image depends
+// on (the image, the PVs sharing it, whether its journal entry is free) and
+// decides. repl is the rewrite's replacement with the migration handle. A
+// volume that cannot be adopted is rewritten with the migration handle, and
+// why is said.
+func (a *Writer) adoptionOf(ctx context.Context, cur, repl *v1.PersistentVolume, inUse bool) (*adoption, error) {
+	if a.ceph == nil || repl.Spec.CSI == nil || repl.Spec.CSI.Driver != plugin.RBDDriverName {
+		return nil, nil
+	}
+	attrs := repl.Spec.CSI.VolumeAttributes
+	pool := attrs["pool"]
+	if pool == "" {
+		pool = "rbd"
+	}
+	ad := &adoption{}
+	img, err := a.ceph.Image(ctx, pool, "", attrs["imageName"])
+	if err != nil {
+		return nil, fmt.Errorf("reading image %s/%s from Ceph: %w", pool, attrs["imageName"], err)
+	}
+	ad.image = img
+	if ad.refs, err = a.sharers(ctx, cur); err != nil {
+		return nil, err
+	}
+	ad.uuid = newUUID()
+	d, err := adopt.RBD(adopt.RBDInput{PV: repl, Image: img, RadosNamespace: a.cephConfig.RBDRadosNamespace(attrs["clusterID"]), ReferencedBy: ad.refs, UUID: ad.uuid})
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case d.Form != adopt.FormNative:
+		ad.why = strings.Join(d.Why, "; ")
+	case inUse:
+		ad.why = "pods use it: adoption changes the volume handle the kubelet tracks; rewrite it with the migration handle now and adopt it when it is not in use"
+	default:
+		if why, err := a.journalFree(ctx, d.Journal); err != nil {
+			return nil, err
+		} else if why != "" {
+			ad.why = why
+		}
+	}
+	return ad, nil
+}
+
+// summary says what the adoption makes of the volume, on one line.
+func (ad *adoption) summary(repl *v1.PersistentVolume) string {
+	if ad.why != "" {
+		return "keeps its migration handle (stage, expand, delete; no snapshots or clones): not adopted into Ceph CSI's journal: " + ad.why
+	}
+	features := adopt.FeaturesOf(adopt.FormNative, ad.image.HasLayering())
+	var names []string
+	for _, f := range features {
+		names = append(names, string(f))
+	}
+	s := fmt.Sprintf("adopted into Ceph CSI's journal as its own volume %s (%s)", repl.Spec.CSI.VolumeHandle, strings.Join(names, ", "))
+	if !ad.image.HasLayering() {
+		s += "; no snapshots or clones: the image lacks the layering feature"
+	}
+	return s
+}
+
+// adopted is the replacement for an adoption: the native PV, and why it
+// keeps Retain (kept joined with the adoption's reason); repl as it is when
+// the volume keeps its migration handle.
+func (a *Writer) adopted(repl *v1.PersistentVolume, kept string, ad *adoption) (*v1.PersistentVolume, string, error) {
+	if ad == nil || ad.why != "" {
+		return repl, kept, nil
+	}
+	d, err := adopt.RBD(adopt.RBDInput{PV: repl, Image: ad.image, RadosNamespace: a.cephConfig.RBDRadosNamespace(repl.Spec.CSI.VolumeAttributes["clusterID"]),
+		ReferencedBy: ad.refs, UUID: ad.uuid})
+	if err != nil {
+		return nil, "", err
+	}
+	if d.Form != adopt.FormNative || d.PV == nil {
+		return repl, kept, nil
+	}
+	out := d.PV
+	if d.KeepRetain != "" {
+		// The adoption's reason replaces what the migration handle's
+		// translation kept Retain for (the journal names the image, not
+		// the handle); other reasons stay.
+		out.Annotations[rewrite.AnnReclaimPolicy] = string(v1.PersistentVolumeReclaimRetain)
+		if orig := repl.Annotations[rewrite.AnnPreRewritePolicy]; orig != "" && orig != string(v1.PersistentVolumeReclaimRetain) {
+			kept = fmt.Sprintf("reclaim policy Retain, not %s: %s", orig, d.KeepRetain)
+		}
+	}
+	return out, kept, nil
+}
+
+// journalFree says why the journal entry d would write is taken ("" when
+// its object and directory key do not exist).
+func (a *Writer) journalFree(ctx context.Context, j adopt.Journal) (string, error) {
+	obj, found, err := a.ceph.Omap(ctx, j.Pool, j.Namespace, j.Object())
+	if err != nil {
+		return "", err
+	}
+	if found {
+		return fmt.Sprintf("Ceph CSI's journal already has %s (keys %v): another volume's entry, or an earlier adoption", j.Object(), slices.Sorted(mapsKeys(obj))), nil
+	}
+	dir, _, err := a.ceph.Omap(ctx, j.Pool, j.Namespace, j.Directory())
+	if err != nil {
+		return "", err
+	}
+	if v, ok := dir[j.DirectoryKey()]; ok {
+		return fmt.Sprintf("Ceph CSI's journal directory %s already names volume %s (uuid %s)", j.Directory(), j.VolName, v), nil
+	}
+	return "", nil
+}
+
+func mapsKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// journalOf is the journal entry an adopted PV records; nil for another PV.
+func journalOf(pv *v1.PersistentVolume) (*adopt.Journal, error) {
+	if pv == nil {
+		return nil, nil
+	}
+	raw, ok := pv.Annotations[adopt.AnnJournal]
+	if !ok {
+		return nil, nil
+	}
+	var j adopt.Journal
+	if err := json.Unmarshal([]byte(raw), &j); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", adopt.AnnJournal, err)
+	}
+	return &j, nil
+}
+
+// journalState reads an entry back: "written" when the object and the
+// directory key hold exactly what the entry writes, "absent" when neither
+// exists, "partial" when some of it does and nothing contradicts it, or an
+// error naming what another entry holds there.
+func (a *Writer) journalState(ctx context.Context, j adopt.Journal) (string, error) {
+	if a.ceph == nil {
+		return "", errors.New("the PV's image is in Ceph CSI's journal, and no Ceph access was given (-ceph-conf, -ceph-id, -ceph-keyring)")
+	}
+	obj, found, err := a.ceph.Omap(ctx, j.Pool, j.Namespace, j.Object())
+	if err != nil {
+		return "", err
+	}
+	dir, _, err := a.ceph.Omap(ctx, j.Pool, j.Namespace, j.Directory())
+	if err != nil {
+		return "", err
+	}
+	if why := j.Matches(obj, dir); why == "" {
+		return "written", nil
+	}
+	uuid, hasKey := dir[j.DirectoryKey()]
+	if hasKey && uuid != j.UUID {
+		return "", fmt.Errorf("Ceph CSI's journal directory %s names volume %s as uuid %s, not %s: another entry; nothing is done with it", j.Directory(), j.VolName, uuid, j.UUID)
+	}
+	keys := j.Keys()
+	for k, v := range obj {
+		if keys[k] != v {
+			return "", fmt.Errorf("Ceph CSI's journal object %s holds %s=%q, which the adoption does not write: another entry; nothing is done with it", j.Object(), k, v)
+		}
+	}
+	if !found && !hasKey {
+		return "absent", nil
+	}
+	return "partial", nil
+}
+
+// verifyAdoption checks, before the adopted PV gets its reclaim policy back,
+// that Ceph CSI will find exactly this image: the journal reads back, and
+// the image is found by its name with the id the journal records.
+func (a *Writer) verifyAdoption(ctx context.Context, j adopt.Journal) error {
+	st, err := a.journalState(ctx, j)
+	if err != nil {
+		return err
+	}
+	if st != "written" {
+		return fmt.Errorf("Ceph CSI's journal entry %s reads back %s", j.Object(), st)
+	}
+	img, err := a.ceph.Image(ctx, j.Pool, j.Namespace, j.ImageName)
+	if err != nil {
+		return fmt.Errorf("image %s/%s: %w", j.Pool, j.ImageName, err)
+	}
+	if img.ID != j.ImageID {
+		return fmt.Errorf("image %s/%s has id %s, the journal records %s: another image of that name; the PV keeps Retain", j.Pool, j.ImageName, img.ID, j.ImageID)
+	}
+	return nil
+}
+
+// writeJournal takes the journal entry from what exists of it (absent or
+// partial, as journalState read it) to written: the exclusive create when
+// the object is absent, then each key.
+func (a *Writer) writeJournal(ctx context.Context, j adopt.Journal) error {
+	obj, found, err := a.ceph.Omap(ctx, j.Pool, j.Namespace, j.Object())
+	if err != nil {
+		return err
+	}
+	for _, op := range j.Writes() {
+		switch {
+		case op.Verb == "create" && found:
+			continue
+		case op.Verb == "setomapval" && op.Object == j.Object() && obj[op.Key] == op.Value:
+			continue
+		}
+		if err := a.ceph.Write(ctx, j.Pool, j.Namespace, op); err != nil {
+			return fmt.Errorf("rados %s: %w", strings.Join(op.Args(), " "), err)
+		}
+	}
+	return nil
+}
+
+// removeJournal removes an entry the undo found ours (journalState did not
+// fail): the directory key, then the object.
+func (a *Writer) removeJournal(ctx context.Context, j adopt.Journal) error {
+	for _, op := range j.Removals() {
+		if err := a.ceph.Write(ctx, j.Pool, j.Namespace, op); err != nil {
+			return fmt.Errorf("rados %s: %w", strings.Join(op.Args(), " "), err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,412 @@
+package cephtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/csimigrate/csimigrate/adopt"
+	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/apply/cephtool"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/testenv"
+	"github.com/csimigrate/csimigrate/volumeid"
+)
+
+const dataSize = 8 << 20
+
+// adoptEnv is a pool with images holding known bytes, in-tree PVs of them
+// on kube-apiserver 1.30 (the last release with the in-tree plugin, so that
+// the undo is possible), and Ceph CSI configured for their cluster.
+type adoptEnv struct {
+	c      *Cluster
+	d      *Drivers
+	cs     kubernetes.Interface
+	kc     string
+	pool   string
+	tools  cephtool.Tools
+	config ceph.ClusterConfig
+	data   []byte
+	dir    string
+}
+
+func newAdoptEnv(t *testing.T, pool string) *adoptEnv {
+	t.Helper()
+	c, d := cephEnv(t)
+	createPool(t, c, pool)
+	var logs bytes.Buffer
+	srv, err := testenv.StartRelease(&logs, testenv.V1_30)
+	if err != nil {
+		t.Fatalf("kube-apiserver: %v\n%s", err, logs.String())
+	}
+	t.Cleanup(srv.Stop)
+	kc, err := srv.WriteKubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &adoptEnv{c: c, d: d, cs: srv.Client, kc: kc, pool: pool, tools: cephtool.Tools{Conf: c.Conf}, dir: t.TempDir()}
+	e.data = make([]byte, dataSize)
+	_, _ = rand.Read(e.data)
+	if err := os.WriteFile(filepath.Join(e.dir, "data"), e.data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secret := &v1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: metav1.ObjectMeta{Name: "ceph-admin", Namespace: "default"}, Type: "kubernetes.io/rbd",
+		Data: map[string][]byte{"key": []byte(c.AdminKey)}}
+	sc := inTreeRBDClass("rbd-"+pool, pool, secret.Name)
+	ctx := context.Background()
+	mustCreate(t, func() error { _, err := e.cs.CoreV1().Secrets("default").Create(ctx, secret, metav1.CreateOptions{}); return err })
+	mustCreate(t, func() error { _, err := e.cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); return err })
+	// Ceph CSI's cluster map, as csimigrate plan prints it for these
+	// objects.
+	pv := inTreeRBDPV("probe", rbdCase{Monitors: []string{MonitorV1}, Pool: pool, Image: "probe"}, "admin", secret.Name)
+	tr, _ := configure(t, d, pv, sc, secret)
+	_ = tr
+	cfg, err := os.ReadFile(CephCSIConfigFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.config, err = ceph.ParseClusterConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, "config.json"), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// image imports the test data into a new image with the given features
+// ("" for none) and creates an in-tree PV of it from the class.
+func (e *adoptEnv) image(t *testing.T, pvName, image, features string) *v1.PersistentVolume {
+	t.Helper()
+	ctx := callCtx(t)
+	args := []string{"import", "--image-format", "2"}
+	if features != "" {
+		args = append(args, "--image-feature", features)
+	} else {
+		// rbd's default feature set has layering; "none" is what the in-tree
+		// provisioner made without imageFeatures.
+		args = append(args, "--image-feature", "exclusive-lock")
+	}
+	if _, err := e.c.RBD(ctx, append(args, filepath.Join(e.dir, "data"), e.pool+"/"+image)...); err != nil {
+		t.Fatal(err)
+	}
+	pv := inTreeRBDPV(pvName, rbdCase{Monitors: []string{MonitorV1}, Pool: e.pool, Image: image}, "admin", "ceph-admin")
+	pv.Spec.StorageClassName = "rbd-" + e.pool
+	created, err := e.cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
+
+// csimigrate runs the command with the env's kubeconfig, Ceph access and
+// cluster map; it returns stdout and fails the test on an exit other than
+// want.
+func (e *adoptEnv) csimigrate(t *testing.T, want int, args ...string) string {
+	t.Helper()
+	args = append(args, "-kubeconfig", e.kc, "-adopt", "-ceph-conf", e.c.Conf, "-ceph-config", filepath.Join(e.dir, "config.json"))
+	// PV names after the flags.
+	var flags, names []string
+	for i := 0; i < len(args); i++ {
+		if strings.HasPrefix(args[i], "pv-") {
+			names = append(names, args[i])
+			continue
+		}
+		flags = append(flags, args[i])
+	}
+	cmd := exec.Command(envBin, append(flags, names...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if code != want {
+		t.Fatalf("csimigrate %q: exit %d, want %d\n%s\n%s", args, code, want, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+func (e *adoptEnv) pv(t *testing.T, name string) *v1.PersistentVolume {
+	t.Helper()
+	pv, err := e.cs.CoreV1().PersistentVolumes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pv
+}
+
+// journal reads the entry an adopted PV records back from Ceph: "written",
+// "absent", or what differs.
+func (e *adoptEnv) journal(t *testing.T, j adopt.Journal) string {
+	t.Helper()
+	ctx := callCtx(t)
+	obj, found, err := e.tools.Omap(ctx, j.Pool, j.Namespace, j.Object())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _, err := e.tools.Omap(ctx, j.Pool, j.Namespace, j.Directory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, has := dir[j.DirectoryKey()]; !found && !has {
+		return "absent"
+	}
+	if why := j.Matches(obj, dir); why != "" {
+		return why
+	}
+	return "written"
+}
+
+// export is an image's first dataSize bytes.
+func (e *adoptEnv) export(t *testing.T, image string) []byte {
+	t.Helper()
+	path := filepath.Join(e.dir, "export-"+image)
+	if _, err := e.c.RBD(callCtx(t), "export", e.pool+"/"+image, path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(path)
+	if len(b) < dataSize {
+		t.Fatalf("image %s holds %d bytes", image, len(b))
+	}
+	return b[:dataSize]
+}
+
+func (e *adoptEnv) secrets() map[string]string {
+	return map[string]string{"userID": "admin", "userKey": e.c.AdminKey}
+}
+
+func journalOfPV(t *testing.T, pv *v1.PersistentVolume) adopt.Journal {
+	t.Helper()
+	_, j, ok, err := adopt.Unadopted(pv)
+	if err != nil || !ok {
+		t.Fatalf("pv/%s is not adopted: %v (annotations %v)", pv.Name, err, pv.Annotations)
+	}
+	return j
+}
+
+// An in-tree RBD PV of a layering image, rewritten with -adopt, becomes one
+// of Ceph CSI's own volumes: its volume ID is Ceph CSI's (the pool's ID and
+// the image name's UUID), its journal entry reads back, its reclaim policy
+// Delete is restored. Ceph CSI's RBD controller then expands it, snapshots
+// it, restores the snapshot and clones the volume into images that hold the
+// same bytes as the original (read back with rbd export), and deletes it
+// with its journal entry. An image without layering is adopted too, and its
+// snapshot is refused as the command said; an image whose name does not end
+// in a UUID is adopted and keeps Retain, as the command said.
+func TestCephRBDAdoptSnapshotClone(t *testing.T) {
+	e := newAdoptEnv(t, "kube.adopt")
+	ctx := callCtx(t)
+	layered := "kubernetes-dynamic-pvc-" + NewUUID()
+	bare := "kubernetes-dynamic-pvc-" + NewUUID()
+	e.image(t, "pv-layered", layered, "layering")
+	e.image(t, "pv-bare", bare, "")
+	e.image(t, "pv-static", "static-image", "layering")
+	out := e.csimigrate(t, 0, "rewrite", "-apply", "pv-layered", "pv-bare", "pv-static")
+	for _, want := range []string{
+		"pv/pv-layered: adopted into Ceph CSI's journal as its own volume 0001-",
+		"(stage, expand, delete, snapshot, clone)",
+		"pv/pv-bare: adopted into Ceph CSI's journal as its own volume",
+		"no snapshots or clones: the image lacks the layering feature",
+		"pv/pv-static: kept at reclaim policy Retain, not Delete: image kube.adopt/static-image does not end in a UUID",
+		"register image kube.adopt/" + layered + " in Ceph CSI's journal",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rewrite -apply -adopt does not say %q:\n%s", want, out)
+		}
+	}
+	poolID, err := e.tools.PoolID(ctx, e.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv := e.pv(t, "pv-layered")
+	id, err := volumeid.ParseCephCSIVolumeID(pv.Spec.CSI.VolumeHandle)
+	if err != nil || id.Location != poolID || id.ObjectUUID != layered[len(layered)-36:] {
+		t.Fatalf("pv-layered's handle %q: %+v %v; want pool %d and the name's UUID", pv.Spec.CSI.VolumeHandle, id, err, poolID)
+	}
+	if pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete || pv.Annotations[rewrite.AnnReclaimPolicy] != "" {
+		t.Errorf("pv-layered: reclaim policy %s, annotations %v; want Delete restored", pv.Spec.PersistentVolumeReclaimPolicy, pv.Annotations)
+	}
+	j := journalOfPV(t, pv)
+	if st := e.journal(t, j); st != "written" {
+		t.Fatalf("the journal entry of pv-layered: %s", st)
+	}
+	if st := e.pv(t, "pv-static"); st.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
+		t.Errorf("pv-static: reclaim policy %s, want Retain", st.Spec.PersistentVolumeReclaimPolicy)
+	}
+
+	// Ceph CSI serves it as its own.
+	vol := pv.Spec.CSI.VolumeHandle
+	if _, err := e.d.RBD.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: vol, CapacityRange: &csi.CapacityRange{RequiredBytes: 2 * dataSize},
+		Secrets: e.secrets(), VolumeCapability: mountCap("ext4")}); err != nil {
+		t.Fatalf("ControllerExpandVolume: %v", err)
+	}
+	if got := images(t, e.c, e.pool)[layered]; got != 2*dataSize {
+		t.Errorf("after the expansion the image has %d bytes, want %d", got, 2*dataSize)
+	}
+	params := map[string]string{"clusterID": id.ClusterID, "pool": e.pool, "imageFeatures": "layering"}
+	snap, err := e.d.RBD.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{SourceVolumeId: vol, Name: "snap-" + NewUUID(), Parameters: params, Secrets: e.secrets()})
+	if err != nil {
+		t.Fatalf("CreateSnapshot of the adopted volume: %v", err)
+	}
+	if !snap.Snapshot.ReadyToUse {
+		t.Errorf("the snapshot is not ready: %+v", snap.Snapshot)
+	}
+	create := func(name string, src *csi.VolumeContentSource) *csi.Volume {
+		t.Helper()
+		r, err := e.d.RBD.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: name, CapacityRange: &csi.CapacityRange{RequiredBytes: 2 * dataSize},
+			VolumeCapabilities: []*csi.VolumeCapability{mountCap("ext4")}, Parameters: params, Secrets: e.secrets(), VolumeContentSource: src})
+		if err != nil {
+			t.Fatalf("CreateVolume %s: %v", name, err)
+		}
+		return r.Volume
+	}
+	restored := create("restore-"+NewUUID(), &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: snap.Snapshot.SnapshotId}}})
+	clone := create("clone-"+NewUUID(), &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: vol}}})
+	for what, v := range map[string]*csi.Volume{"the restored snapshot": restored, "the clone": clone} {
+		if got := e.export(t, v.VolumeContext["imageName"]); !bytes.Equal(got, e.data) {
+			t.Errorf("%s (image %s) does not hold the original bytes", what, v.VolumeContext["imageName"])
+		}
+	}
+	for _, v := range []string{clone.VolumeId, restored.VolumeId} {
+		if _, err := e.d.RBD.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v, Secrets: e.secrets()}); err != nil {
+			t.Errorf("DeleteVolume %s: %v", v, err)
+		}
+	}
+	if _, err := e.d.RBD.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: snap.Snapshot.SnapshotId, Secrets: e.secrets()}); err != nil {
+		t.Errorf("DeleteSnapshot: %v", err)
+	}
+
+	// Without layering: adopted, and the snapshot refused as said.
+	barePV := e.pv(t, "pv-bare")
+	if _, err := e.d.RBD.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{SourceVolumeId: barePV.Spec.CSI.VolumeHandle, Name: "snap-" + NewUUID(),
+		Parameters: params, Secrets: e.secrets()}); codeOf(err) != codes.InvalidArgument || !strings.Contains(fmt.Sprint(err), "layering") {
+		t.Errorf("CreateSnapshot of the image without layering: %v, want InvalidArgument naming layering", err)
+	}
+	if _, err := e.d.RBD.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: barePV.Spec.CSI.VolumeHandle,
+		CapacityRange: &csi.CapacityRange{RequiredBytes: 2 * dataSize}, Secrets: e.secrets(), VolumeCapability: mountCap("ext4")}); err != nil {
+		t.Errorf("ControllerExpandVolume of the image without layering: %v", err)
+	}
+
+	// Deleted by Ceph CSI as its own: the image and its journal entry go.
+	if _, err := e.d.RBD.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: vol, Secrets: e.secrets()}); err != nil {
+		t.Fatalf("DeleteVolume of the adopted volume: %v", err)
+	}
+	if _, ok := images(t, e.c, e.pool)[layered]; ok {
+		t.Errorf("image %s is still there after DeleteVolume", layered)
+	}
+	if st := e.journal(t, j); st != "absent" {
+		t.Errorf("the journal entry after DeleteVolume: %s", st)
+	}
+}
+
+// rewrite -apply -undo -adopt gives back the in-tree PV as it was stored
+// before the adoption and removes the journal entry; a second rewrite
+// adopts it again with the same volume ID.
+func TestCephRBDAdoptUndo(t *testing.T) {
+	e := newAdoptEnv(t, "kube.adopt-undo")
+	image := "kubernetes-dynamic-pvc-" + NewUUID()
+	before := e.image(t, "pv-undo", image, "layering")
+	e.csimigrate(t, 0, "rewrite", "-apply", "pv-undo")
+	adopted := e.pv(t, "pv-undo")
+	j := journalOfPV(t, adopted)
+	out := e.csimigrate(t, 0, "rewrite", "-apply", "-undo", "pv-undo")
+	if !strings.Contains(out, "remove image kube.adopt-undo/"+image+"'s entry from Ceph CSI's journal") {
+		t.Errorf("the undo does not say it removes the journal entry:\n%s", out)
+	}
+	after := e.pv(t, "pv-undo")
+	if diff := cmp.Diff(before.Spec, after.Spec); diff != "" {
+		t.Errorf("the undone PV's spec (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(before.Annotations, after.Annotations); diff != "" {
+		t.Errorf("the undone PV's annotations (-before +after):\n%s", diff)
+	}
+	if st := e.journal(t, j); st != "absent" {
+		t.Errorf("the journal entry after the undo: %s", st)
+	}
+	e.csimigrate(t, 0, "rewrite", "-apply", "pv-undo")
+	if again := e.pv(t, "pv-undo"); again.Spec.CSI == nil || again.Spec.CSI.VolumeHandle != adopted.Spec.CSI.VolumeHandle {
+		t.Errorf("adopted again as %v, first as %s", again.Spec.CSI, adopted.Spec.CSI.VolumeHandle)
+	}
+}
+
+// An adoption interrupted after each of its writes (API and Ceph), then
+// resumed by another run, ends as the uninterrupted one: the native PV, the
+// journal written once, no state left. The same for the undo, which ends
+// with no journal entry.
+func TestCephRBDAdoptInterrupted(t *testing.T) {
+	e := newAdoptEnv(t, "kube.adopt-cut")
+	ctx := context.Background()
+	tr, _ := configure(t, e.d, inTreeRBDPV("probe", rbdCase{Monitors: []string{MonitorV1}, Pool: e.pool, Image: "probe"}, "admin", "ceph-admin"))
+	writer := func(undo bool, limit int) *apply.Writer {
+		w, err := apply.New(e.cs, tr, klogDiscard(), nil, apply.Options{Undo: undo, MaxWrites: limit, Ceph: e.tools, CephConfig: e.config})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	for k := 1; k <= 12; k++ {
+		name := fmt.Sprintf("pv-cut%d", k)
+		image := "kubernetes-dynamic-pvc-" + NewUUID()
+		before := e.image(t, name, image, "layering")
+		target := []apply.Target{{Name: name}}
+		_, err := writer(false, k).PVs(ctx, target)
+		finished := err == nil
+		if err != nil && !errors.Is(err, apply.ErrWriteLimit) {
+			t.Fatalf("k=%d: the interrupted adoption: %v", k, err)
+		}
+		if _, err := writer(false, 0).PVs(ctx, target); err != nil {
+			t.Fatalf("k=%d: resuming the adoption: %v", k, err)
+		}
+		pv := e.pv(t, name)
+		j := journalOfPV(t, pv)
+		if st := e.journal(t, j); st != "written" || pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
+			t.Errorf("k=%d: after the resumed adoption the journal is %s, the policy %s", k, st, pv.Spec.PersistentVolumeReclaimPolicy)
+		}
+		_, err = writer(true, k).PVs(ctx, target)
+		if err != nil && !errors.Is(err, apply.ErrWriteLimit) {
+			t.Fatalf("k=%d: the interrupted undo: %v", k, err)
+		}
+		if _, err := writer(true, 0).PVs(ctx, target); err != nil {
+			t.Fatalf("k=%d: resuming the undo: %v", k, err)
+		}
+		if diff := cmp.Diff(before.Spec, e.pv(t, name).Spec); diff != "" {
+			t.Errorf("k=%d: the undone PV (-before +after):\n%s", k, diff)
+		}
+		if st := e.journal(t, j); st != "absent" {
+			t.Errorf("k=%d: the journal after the resumed undo: %s", k, st)
+		}
+		if cms, err := e.cs.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"}); err != nil || len(cms.Items) > 0 {
+			t.Errorf("k=%d: state left: %v %v", k, cms, err)
+		}
+		if finished {
+			t.Logf("the adoption takes %d writes", k)
+			break
+		}
+	}
+}
+
+func klogDiscard() klog.Logger { return klog.Background().V(100) }
