@@ -70,8 +70,14 @@ func newAdoptEnv(t *testing.T, pool string) *adoptEnv {
 		Data: map[string][]byte{"key": []byte(c.AdminKey)}}
 	sc := inTreeRBDClass("rbd-"+pool, pool, secret.Name)
 	ctx := context.Background()
-	mustCreate(t, func() error { _, err := e.cs.CoreV1().Secrets("default").Create(ctx, secret, metav1.CreateOptions{}); return err })
-	mustCreate(t, func() error { _, err := e.cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); return err })
+	mustCreate(t, func() error {
+		_, err := e.cs.CoreV1().Secrets("default").Create(ctx, secret, metav1.CreateOptions{})
+		return err
+	})
+	mustCreate(t, func() error {
+		_, err := e.cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})
+		return err
+	})
 	// Ceph CSI's cluster map, as csimigrate plan prints it for these
 	// objects.
 	pv := inTreeRBDPV("probe", rbdCase{Monitors: []string{MonitorV1}, Pool: pool, Image: "probe"}, "admin", secret.Name)
