@@ -269,9 +269,11 @@ func RBD(in RBDInput) (RBDDecision, error) {
 	// does not inherit: it names the image by name.
 	attrs := pv.Spec.CSI.VolumeAttributes
 	h, err := volumeid.CephCSIReadRBDHandle(pv.Spec.CSI.VolumeHandle)
-	if err != nil {
-		return RBDDecision{}, fmt.Errorf("%w: spec.csi.volumeHandle %q: %v", ErrNotAdoptable, pv.Spec.CSI.VolumeHandle, err)
+	if err != nil && (attrs["imageName"] == "" || attrs["clusterID"] == "") {
+		return RBDDecision{}, fmt.Errorf("%w: spec.csi.volumeHandle %q: %v, and no imageName and clusterID attributes", ErrNotAdoptable, pv.Spec.CSI.VolumeHandle, err)
 	}
+	// A handle Ceph CSI cannot parse is no obstacle: the adoption replaces
+	// it.
 	if img := attrs["imageName"]; img != "" {
 		h.Image = img
 		h.Pool = attrs["pool"]

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
@@ -53,6 +54,15 @@ type VolumePlan struct {
 	InUseBy    []string         `json:"inUseBy,omitempty"`
 	Findings   []plugin.Finding `json:"findings,omitempty"`
 	Handle     string           `json:"volumeHandle,omitempty"`
+	// Form is what a migrated Ceph volume is to Ceph CSI (package adopt's
+	// forms): "native" for an RBD image rewrite -apply -adopt can register
+	// in Ceph CSI's journal (predicted from its class's imageFeatures; the
+	// rewrite reads the image), "migration-handle" for one it cannot, and
+	// "static" for CephFS; Features are the CSI operations Ceph CSI then
+	// serves and FormWhy why they are fewer than a native volume's.
+	Form     string   `json:"form,omitempty"`
+	Features []string `json:"features,omitempty"`
+	FormWhy  []string `json:"formWhy,omitempty"`
 }
 
 // InlinePlan is the plan for one inline in-tree volume of a workload's pod
@@ -284,6 +294,7 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 	} else {
 		vp.Migratable = true
 		vp.Handle = out.Spec.CSI.VolumeHandle
+		p.form(&vp, pv, out)
 	}
 	// What rewrite -apply refuses, by the same rules.
 	if why := p.rewriteRefusal(pv); why != nil {
@@ -306,6 +317,44 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 		p.plan.Blocked = true
 	}
 	p.plan.Volumes = append(p.plan.Volumes, vp)
+}
+
+// form predicts what a migrated Ceph volume will be to Ceph CSI: an RBD
+// image from its class's imageFeatures (the in-tree provisioner's default
+// is none: no layering), a CephFS volume static.
+func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
+	names := func(fs []adopt.Feature) []string {
+		var s []string
+		for _, f := range fs {
+			s = append(s, string(f))
+		}
+		return s
+	}
+	switch {
+	case pv.Spec.RBD != nil:
+		var features *string
+		if sc, ok := p.classes[pv.Spec.StorageClassName]; ok && sc != nil && pv.Spec.StorageClassName != "" {
+			f := ""
+			for k, v := range rewrite.InTreeClass(sc).Parameters {
+				if strings.EqualFold(k, "imageFeatures") {
+					f = v
+				}
+			}
+			features = &f
+		}
+		d, err := adopt.RBD(adopt.RBDInput{PV: out, ClassFeatures: features, UUID: "00000000-0000-4000-8000-000000000000"})
+		if err != nil {
+			return
+		}
+		vp.Form, vp.Features, vp.FormWhy = string(d.Form), names(d.Features), d.Why
+		if d.KeepRetain != "" {
+			vp.FormWhy = append(vp.FormWhy, d.KeepRetain)
+		}
+		vp.FormWhy = append(vp.FormWhy, "with rewrite -apply -adopt, which reads the image first; without it the migration handle: stage, expand, delete")
+	case pv.Spec.CephFS != nil:
+		vp.Form, vp.Features = string(adopt.FormStatic), names(adopt.FeaturesOf(adopt.FormStatic, false))
+		vp.FormWhy = []string{"a static volume (its path as rootPath): Ceph CSI stages it, and never expands, snapshots or deletes it"}
+	}
 }
 
 // rewriteRefusal is the finding for what makes rewrite -apply refuse the

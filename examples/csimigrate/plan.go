@@ -159,6 +159,20 @@ func writePlanTable(w io.Writer, p *Plan, cm *v1.ConfigMap) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, v.Plugin, v.Driver, yesNo(v.Migratable), dash(v.Claim), dash(strings.Join(v.InUseBy, ",")), dash(v.Reason))
 	}
 	tw.Flush()
+	var forms []string
+	for _, v := range p.Volumes {
+		if v.Form != "" {
+			forms = append(forms, fmt.Sprintf("%s\t%s\t%s\t%s", v.Name, v.Form, strings.Join(v.Features, ", "), dash(strings.Join(v.FormWhy, "; "))))
+		}
+	}
+	if len(forms) > 0 {
+		fmt.Fprintln(tw, "\nCEPH VOLUMES AFTER MIGRATION (native: Ceph CSI's own volume, rewrite -apply -adopt; migration-handle, static: what Ceph CSI serves for them)")
+		fmt.Fprintln(tw, "NAME\tFORM\tFEATURES\tWHY")
+		for _, f := range forms {
+			fmt.Fprintln(tw, f)
+		}
+		tw.Flush()
+	}
 	if len(p.InlineVolumes) > 0 {
 		fmt.Fprintln(tw, "\nINLINE VOLUMES (in pods and workloads' pod templates)")
 		fmt.Fprintln(tw, "WORKLOAD\tVOLUME\tPLUGIN\tMIGRATABLE\tALSO IN\tREASON")
