@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -231,6 +232,38 @@ func TestCephRBDAdoptSnapshotClone(t *testing.T) {
 	e.image(t, "pv-layered", layered, "layering")
 	e.image(t, "pv-bare", bare, "")
 	e.image(t, "pv-static", "static-image", "layering")
+	// The plan, reading the images from Ceph, says what the rewrite will
+	// make of each (and the driver then does).
+	planOut, err := exec.Command(envBin, "plan", "-live", "-kubeconfig", e.kc, "-o", "json", "-read-ceph", "-ceph-conf", e.c.Conf).Output()
+	if ee := (*exec.ExitError)(nil); err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	var plan struct {
+		Volumes []struct {
+			Name     string   `json:"name"`
+			Form     string   `json:"form"`
+			Features []string `json:"features"`
+			FormWhy  []string `json:"formWhy"`
+		} `json:"volumes"`
+	}
+	if err := json.Unmarshal(planOut, &plan); err != nil {
+		t.Fatalf("plan -o json: %v\n%s", err, planOut)
+	}
+	forms := map[string]string{}
+	for _, v := range plan.Volumes {
+		forms[v.Name] = v.Form + " " + strings.Join(v.Features, ",") + " " + strings.Join(v.FormWhy, "; ")
+	}
+	for name, want := range map[string][]string{
+		"pv-layered": {"native stage,expand,delete,snapshot,clone", "the image as Ceph reports it now"},
+		"pv-bare":    {"native stage,expand,delete ", "lacks the layering feature"},
+		"pv-static":  {"native stage,expand,delete,snapshot,clone", "does not end in a UUID"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(forms[name], w) {
+				t.Errorf("plan -read-ceph for %s: %q, want it to say %q", name, forms[name], w)
+			}
+		}
+	}
 	out := e.csimigrate(t, 0, "rewrite", "-apply", "pv-layered", "pv-bare", "pv-static")
 	for _, want := range []string{
 		"pv/pv-layered: adopted into Ceph CSI's journal as its own volume 0001-",

@@ -136,7 +136,9 @@ const (
 // needs) is kept as a small record and settled in finish. Secret values are
 // never kept: only whether "key" is set and the adminId.
 type Planner struct {
-	tr          *translate.Translator
+	tr *translate.Translator
+	// rbdImage reads an RBD image from Ceph (nil: the forms are predicted).
+	rbdImage    func(pool, name string) (*adopt.Image, error)
 	logger      klog.Logger
 	plan        *Plan
 	phase       Phase
@@ -198,12 +200,17 @@ type Options struct {
 	// VSphereKeys are the CSI topology keys the translation writes, to
 	// check against what nodes' vSphere drivers report (CSINode).
 	VSphereKeys []string
+	// RBDImage, when set, reads an RBD image from Ceph (the command's Ceph
+	// access): the plan then says what each in-tree RBD image becomes as
+	// rewrite -apply -adopt will decide it, instead of predicting it from
+	// its class. It must not modify anything.
+	RBDImage func(pool, name string) (*adopt.Image, error)
 }
 
 // New returns a Planner that translates with tr and logs to logger. It reads
 // every object (PhaseAll) until SetPhase says otherwise.
 func New(tr *translate.Translator, logger klog.Logger, opts Options) *Planner {
-	return &Planner{vsphereKeys: opts.VSphereKeys, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}}, podsByClaim: map[string][]string{},
+	return &Planner{vsphereKeys: opts.VSphereKeys, rbdImage: opts.RBDImage, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}}, podsByClaim: map[string][]string{},
 		secrets: map[string]*v1.Secret{}, clusters: map[string]ceph.ClusterEntry{},
 		claims: map[string]*v1.PersistentVolumeClaim{}, classes: map[string]*storagev1.StorageClass{}, owners: map[string]string{},
 		plugins: map[string]bool{}, inlineCapacity: rewrite.DefaultInlineCapacity}
@@ -342,15 +349,31 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 			}
 			features = &f
 		}
-		d, err := adopt.RBD(adopt.RBDInput{PV: out, ClassFeatures: features, UUID: "00000000-0000-4000-8000-000000000000"})
+		in := adopt.RBDInput{PV: out, ClassFeatures: features, UUID: "00000000-0000-4000-8000-000000000000"}
+		var readErr error
+		if p.rbdImage != nil {
+			pool := pv.Spec.RBD.RBDPool
+			if pool == "" {
+				pool = "rbd"
+			}
+			in.Image, readErr = p.rbdImage(pool, pv.Spec.RBD.RBDImage)
+		}
+		d, err := adopt.RBD(in)
 		if err != nil {
 			return
+		}
+		if readErr != nil {
+			d.Why = append([]string{"reading the image from Ceph: " + readErr.Error()}, d.Why...)
 		}
 		vp.Form, vp.Features, vp.FormWhy = string(d.Form), names(d.Features), d.Why
 		if d.KeepRetain != "" {
 			vp.FormWhy = append(vp.FormWhy, d.KeepRetain)
 		}
-		vp.FormWhy = append(vp.FormWhy, "with rewrite -apply -adopt, which reads the image first; without it the migration handle: stage, expand, delete")
+		if d.Predicted {
+			vp.FormWhy = append(vp.FormWhy, "with rewrite -apply -adopt, which reads the image first; without it the migration handle: stage, expand, delete")
+		} else {
+			vp.FormWhy = append(vp.FormWhy, "with rewrite -apply -adopt (the image as Ceph reports it now); without it the migration handle: stage, expand, delete")
+		}
 	case pv.Spec.CephFS != nil:
 		vp.Form, vp.Features = string(adopt.FormStatic), names(adopt.FeaturesOf(adopt.FormStatic, false))
 		vp.FormWhy = []string{"a static volume (its path as rootPath): Ceph CSI stages it, and never expands, snapshots or deletes it"}

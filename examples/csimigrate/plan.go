@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
@@ -51,7 +54,16 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"csimigrate rewrite -apply makes is made here. Exits 1 when something blocks the migration.",
 		args, stdin, stderr, "table|json|yaml", func(c *common, tr *translate.Translator) Sink {
 			topo, _ := c.vsphereTopology()
-			pl = plan.New(tr, c.logger(stderr), plan.Options{VSphereKeys: []string{topo.ZoneKey, topo.RegionKey}})
+			opts := plan.Options{VSphereKeys: []string{topo.ZoneKey, topo.RegionKey}}
+			if c.readCeph {
+				tools := c.cephTools
+				opts.RBDImage = func(pool, name string) (*adopt.Image, error) {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					defer cancel()
+					return tools.Image(ctx, pool, "", name)
+				}
+			}
+			pl = plan.New(tr, c.logger(stderr), opts)
 			if !c.live {
 				// The PVs in a second pass, once claims, classes and
 				// secrets are known; -live lists PVs last.

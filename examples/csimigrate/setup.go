@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/apply/cephtool"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
 	"github.com/csimigrate/csimigrate/translate"
@@ -80,6 +81,9 @@ type common struct {
 	context     string
 	live        bool
 	readSecrets bool
+	// readCeph reads RBD images with cephTools for the plan's forms.
+	readCeph  bool
+	cephTools cephtool.Tools
 	// namespace is the namespace of namespaced input objects without one.
 	namespace string
 	// inlineCapacity is the size of PVs made for inline volumes.
@@ -142,6 +146,14 @@ func (c *common) register(fs *flag.FlagSet, outputs, cmd string) {
 		fs.StringVar(&c.cephCSINamespace, "ceph-csi-namespace", "ceph-csi", "namespace of the Ceph CSI config map in the plan")
 		fs.StringVar(&c.k8sVersion, "kubernetes-version", "1.30", "the cluster's current Kubernetes minor version, for the feature-gate steps")
 		fs.BoolVar(&c.readSecrets, "read-secrets", true, "with -live: read Secrets to check the fields migration needs (values are never printed)")
+		fs.BoolVar(&c.readCeph, "read-ceph", false, "read each in-tree RBD image from Ceph (with Ceph's tools, as -ceph-conf, -ceph-id, -ceph-keyring and -ceph-command-prefix say) to tell what rewrite -apply -adopt makes of it, instead of predicting it from its class")
+		fs.StringVar(&c.cephTools.Conf, "ceph-conf", "", "with -read-ceph: the ceph.conf Ceph's tools read (their --conf)")
+		fs.StringVar(&c.cephTools.ID, "ceph-id", "", "with -read-ceph: the Ceph user Ceph's tools authenticate as (their --id)")
+		fs.StringVar(&c.cephTools.Keyring, "ceph-keyring", "", "with -read-ceph: that user's keyring file (their --keyring)")
+		fs.Func("ceph-command-prefix", `with -read-ceph: a command that runs Ceph's tools elsewhere, split at spaces, e.g. "kubectl exec -i -n rook-ceph deploy/rook-ceph-tools --"`, func(v string) error {
+			c.cephTools.Prefix = strings.Fields(v)
+			return nil
+		})
 	}
 }
 
