@@ -449,3 +449,6 @@ func TestCephRBDAdoptInterrupted(t *testing.T) {
 }
 
 func klogDiscard() klog.Logger { return klog.Background().V(100) }
+
+// cephToolsOf reaches the test cluster with Ceph's tools.
+func cephToolsOf(c *Cluster) cephtool.Tools { return cephtool.Tools{Conf: c.Conf} }
