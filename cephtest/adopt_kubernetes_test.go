@@ -163,11 +163,26 @@ func TestCephRBDAdoptSnapshotCloneKubernetes(t *testing.T) {
 	pv.Spec.StorageClassName = sc.Name
 	pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: claim.Name}
 	for _, create := range []func() error{
-		func() error { _, err := cs.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); return err },
-		func() error { _, err := cs.CoreV1().Secrets(ns).Create(ctx, csiSecret, metav1.CreateOptions{}); return err },
-		func() error { _, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); return err },
-		func() error { _, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); return err },
-		func() error { _, err := cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); return err },
+		func() error {
+			_, err := cs.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := cs.CoreV1().Secrets(ns).Create(ctx, csiSecret, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim, metav1.CreateOptions{})
+			return err
+		},
 	} {
 		mustCreate(t, create)
 	}
