@@ -36,6 +36,10 @@ const (
 	AnnAdoptedAttributes = "csimigrate.io/adopted-from-attributes"
 	// AnnJournal records, in JSON, the journal entry the adoption wrote.
 	AnnJournal = "csimigrate.io/journal"
+	// AnnAdoptedCSI marks a PV adopted from a CSI PV with a migration
+	// handle (not rewritten from an in-tree PV): its undo gives that CSI
+	// PV back.
+	AnnAdoptedCSI = "csimigrate.io/adopted-csi-pv"
 )
 
 // Form is what a migrated volume is to its CSI driver.
@@ -414,7 +418,7 @@ func Unadopted(pv *v1.PersistentVolume) (prev *v1.PersistentVolume, j Journal, o
 	prev = pv.DeepCopy()
 	prev.Spec.CSI.VolumeHandle = handle
 	prev.Spec.CSI.VolumeAttributes = attrs
-	for _, k := range []string{AnnAdoptedFrom, AnnAdoptedAttributes, AnnJournal} {
+	for _, k := range []string{AnnAdoptedFrom, AnnAdoptedAttributes, AnnJournal, AnnAdoptedCSI} {
 		delete(prev.Annotations, k)
 	}
 	if len(prev.Annotations) == 0 {

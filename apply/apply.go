@@ -65,6 +65,11 @@ type Options struct {
 	// CephConfig is Ceph CSI's cluster config, for the RBD rados namespace
 	// of a cluster entry (an image in one is not adopted).
 	CephConfig ceph.ClusterConfig
+	// AdoptCSI makes the Writer adopt CSI PVs of Ceph CSI's RBD driver
+	// that have a migration handle (an earlier rewrite's, or Kubernetes'
+	// own migration's) instead of rewriting in-tree PVs; with Undo, it
+	// gives such adopted PVs their migration handle back. Needs Ceph.
+	AdoptCSI bool
 }
 
 // ErrWriteLimit is returned when a Writer reached Options.MaxWrites; the
@@ -135,6 +140,8 @@ type Writer struct {
 	// cluster entries' rados namespaces.
 	ceph       Ceph
 	cephConfig ceph.ClusterConfig
+	// adopt: the direction adopts CSI PVs (or, with undo, un-adopts them).
+	adopt bool
 
 	mu    sync.Mutex // guards what follows, and the events
 	steps int
@@ -161,6 +168,9 @@ func New(client kubernetes.Interface, tr *translate.Translator, logger klog.Logg
 	if client == nil || tr == nil {
 		return nil, errors.New("apply.New: a client and a translator are required")
 	}
+	if o.AdoptCSI && o.Ceph == nil {
+		return nil, errors.New("apply.New: AdoptCSI needs Ceph")
+	}
 	if o.Concurrency < 0 || o.MaxWrites < 0 {
 		return nil, fmt.Errorf("apply.New: Concurrency %d and MaxWrites %d must not be negative", o.Concurrency, o.MaxWrites)
 	}
@@ -172,7 +182,7 @@ func New(client kubernetes.Interface, tr *translate.Translator, logger klog.Logg
 		ns = DefaultStateNamespace
 	}
 	return &Writer{client: client, tr: tr, logger: logger, events: events, stateNS: ns, concurrency: o.Concurrency,
-		online: o.Online, undo: o.Undo, stepLimit: o.MaxWrites, ceph: o.Ceph, cephConfig: o.CephConfig}, nil
+		online: o.Online, undo: o.Undo, stepLimit: o.MaxWrites, ceph: o.Ceph, cephConfig: o.CephConfig, adopt: o.AdoptCSI}, nil
 }
 
 // Writes is how many writes the Writer has taken.
@@ -192,14 +202,14 @@ func (a *Writer) Kept() []string {
 
 // IsSource reports whether a PV is one the Writer's direction replaces.
 func (a *Writer) IsSource(pv *v1.PersistentVolume) bool {
-	kind, _ := rewrite.KindOf(a.tr, pv)
+	kind, _ := a.kindOf(pv)
 	return kind == a.direction().source
 }
 
 // IsSourceClass reports whether a StorageClass is one the Writer's
-// direction replaces.
+// direction replaces (none for the adoption of CSI PVs).
 func (a *Writer) IsSourceClass(sc *storagev1.StorageClass) bool {
-	return rewrite.ClassKindOf(a.tr, sc) == a.direction().source
+	return !a.adopt && rewrite.ClassKindOf(a.tr, sc) == a.direction().source
 }
 
 // cached is a value read from the cluster at a time.

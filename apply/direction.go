@@ -8,13 +8,43 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/csimigrate/csimigrate/adopt"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/volumeid"
 )
 
 // kindOf says what a live PV is, and why it is neither when it is
 // rewrite.KindOther.
 func (a *Writer) kindOf(pv *v1.PersistentVolume) (rewrite.Kind, string) {
+	if a.adopt {
+		return adoptionKindOf(pv)
+	}
 	return rewrite.KindOf(a.tr, pv)
+}
+
+// The kinds of PV the adoption of CSI PVs replaces and creates.
+const (
+	// kindMigrated is a CSI PV of Ceph CSI's RBD driver with a migration
+	// handle, not adopted.
+	kindMigrated rewrite.Kind = 100 + iota
+	// kindAdopted is a PV adopted from such a PV (adopt.AnnAdoptedCSI).
+	kindAdopted
+)
+
+// adoptionKindOf says what a PV is to the adoption of CSI PVs and its undo.
+func adoptionKindOf(pv *v1.PersistentVolume) (rewrite.Kind, string) {
+	switch {
+	case pv == nil || pv.Spec.CSI == nil || pv.Spec.CSI.Driver != plugin.RBDDriverName:
+		return rewrite.KindOther, "not a CSI PV of " + plugin.RBDDriverName
+	case pv.Annotations[adopt.AnnJournal] != "" && pv.Annotations[adopt.AnnAdoptedCSI] != "":
+		return kindAdopted, ""
+	case pv.Annotations[adopt.AnnJournal] != "":
+		return rewrite.KindOther, "adopted when it was rewritten from an in-tree PV (rewrite -apply -undo gives that back)"
+	case volumeid.IsRBDHandle(pv.Spec.CSI.VolumeHandle):
+		return kindMigrated, ""
+	}
+	return rewrite.KindOther, "its volume handle is not a migration handle"
 }
 
 // identity is the CSI driver and volume handle of a PV: its own for a CSI
@@ -69,6 +99,10 @@ type direction struct {
 }
 
 var (
+	adoptDirection = &direction{what: "an adoption", command: "rewrite -apply -adopt -adopt-csi", done: "adopted", scope: "migration-handle", aScope: "a migration-handle",
+		source: kindMigrated, target: kindAdopted, sourceWord: "migration-handle", targetWord: "native", check: (*Writer).checkAdopt, build: (*Writer).buildAdopt}
+	unadoptDirection = &direction{undo: true, what: "an undo of an adoption", command: "rewrite -apply -undo -adopt -adopt-csi", done: "given back their migration handle", scope: "adopted", aScope: "an adopted",
+		source: kindAdopted, target: kindMigrated, sourceWord: "native", targetWord: "migration-handle", check: (*Writer).checkUnadopt, build: (*Writer).buildUnadopt}
 	rewriteDirection = &direction{what: "a rewrite", command: "rewrite -apply", done: "rewritten", scope: "in-tree", aScope: "an in-tree", source: rewrite.KindInTree, target: rewrite.KindRewritten,
 		sourceWord: "in-tree", targetWord: "CSI", check: (*Writer).check, build: (*Writer).buildRewrite}
 	undoDirection = &direction{undo: true, what: "an undo", command: "rewrite -apply -undo", done: "undone", scope: "rewritten", aScope: "a rewritten", source: rewrite.KindRewritten, target: rewrite.KindInTree,
@@ -82,8 +116,41 @@ func directionOf(undo bool) *direction {
 	return rewriteDirection
 }
 
-// direction is the direction of the applier's runs.
-func (a *Writer) direction() *direction { return directionOf(a.undo) }
+// direction is the direction of the Writer's runs.
+func (a *Writer) direction() *direction {
+	if a.adopt {
+		return adoptionDirectionOf(a.undo)
+	}
+	return directionOf(a.undo)
+}
+
+func adoptionDirectionOf(undo bool) *direction {
+	if undo {
+		return unadoptDirection
+	}
+	return adoptDirection
+}
+
+// name is how a saved state names the direction ("" for the rewrite and
+// its undo, which the state's Undo tells apart).
+func (d *direction) name() string {
+	switch d {
+	case adoptDirection:
+		return "adopt"
+	case unadoptDirection:
+		return "unadopt"
+	}
+	return ""
+}
+
+// directionNamed is the direction a saved state names.
+func directionNamed(name string, undo bool) *direction {
+	switch name {
+	case "adopt", "unadopt":
+		return adoptionDirectionOf(undo)
+	}
+	return directionOf(undo)
+}
 
 // buildRewrite is the CSI replacement of an in-tree PV.
 func (a *Writer) buildRewrite(cur *v1.PersistentVolume, c *checks) (*v1.PersistentVolume, string, error) {

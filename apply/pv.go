@@ -138,8 +138,8 @@ func (r *pvRun) loadState() error {
 	if r.t.UID != "" && s.UID != r.t.UID {
 		return fmt.Errorf("ConfigMap %s was saved for uid %s, the reviewed PV has uid %s; nothing is created from it", r.where(), s.UID, r.t.UID)
 	}
-	if s.Undo != r.dir.undo {
-		return fmt.Errorf("ConfigMap %s holds %s of pv/%s in progress; finish it first (csimigrate %s), nothing is done with it here", r.where(), directionOf(s.Undo).what, r.t.Name, directionOf(s.Undo).command)
+	if d := directionNamed(s.Direction, s.Undo); d != r.dir {
+		return fmt.Errorf("ConfigMap %s holds %s of pv/%s in progress; finish it first (csimigrate %s), nothing is done with it here", r.where(), d.what, r.t.Name, d.command)
 	}
 	s.cmVersion = r.cm.ResourceVersion
 	r.state = s
@@ -282,7 +282,7 @@ func (r *pvRun) save(ctx context.Context) error {
 	if change := rewrite.AccessModeChange(r.cur, repl); change != "" && !r.dir.undo {
 		r.a.note(r.obj(), change)
 	}
-	saved, err := r.a.saveState(ctx, r.cur, repl, kept, r.dir.undo)
+	saved, err := r.a.saveState(ctx, r.cur, repl, kept, r.dir)
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return nil

@@ -55,6 +55,9 @@ type rewriteState struct {
 	// Undo says the state is an undo's: the PV deleted is a CSI PV that
 	// csimigrate created, the replacement the in-tree PV it came from.
 	Undo bool `json:"undo,omitempty"`
+	// Direction is "adopt" for the adoption of a CSI PV with a migration
+	// handle ("unadopt" with Undo), "" for the rewrite and its undo.
+	Direction string `json:"direction,omitempty"`
 	// UID and ResourceVersion are the deleted PV's when the state was
 	// saved; the delete carries them as preconditions.
 	UID             types.UID `json:"uid"`
@@ -95,7 +98,7 @@ func (a *Writer) checkState(s *rewriteState) error {
 	if r.Name != s.PV {
 		diffs = append(diffs, fmt.Sprintf("name %q, state %q", r.Name, s.PV))
 	}
-	if (r.Spec.CSI == nil) != s.Undo {
+	if s.Direction == "" && (r.Spec.CSI == nil) != s.Undo {
 		diffs = append(diffs, fmt.Sprintf("a replacement of another kind (CSI: %t) than the state's direction (undo: %t)", r.Spec.CSI != nil, s.Undo))
 	}
 	if driver, handle, err := a.identity(r); err != nil || driver != s.Driver || handle != s.Handle {
@@ -184,13 +187,14 @@ func (a *Writer) loadState(cm *v1.ConfigMap) (*rewriteState, error) {
 // saveState stores the state of a PV about to be deleted: its replacement
 // repl, kept (why repl ends with Retain where the PV had Delete), and
 // whether it is an undo's.
-func (a *Writer) saveState(ctx context.Context, cur, repl *v1.PersistentVolume, kept string, undo bool) (*v1.ConfigMap, error) {
+func (a *Writer) saveState(ctx context.Context, cur, repl *v1.PersistentVolume, kept string, dir *direction) (*v1.ConfigMap, error) {
+	undo := dir.undo
 	driver, handle, err := a.identity(repl)
 	if err != nil {
 		return nil, refuse(rewrite.CodeNotTranslatable, "the replacement: %v", err)
 	}
 	s := rewriteState{PV: cur.Name, Undo: undo, UID: cur.UID, ResourceVersion: cur.ResourceVersion, Driver: driver, Handle: handle,
-		Replacement: repl, KeptRetain: kept}
+		Replacement: repl, KeptRetain: kept, Direction: dir.name()}
 	if undo {
 		if s.Journal, err = journalOf(cur); err != nil {
 			return nil, err

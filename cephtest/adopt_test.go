@@ -12,12 +12,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc/codes"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -452,3 +455,86 @@ func klogDiscard() klog.Logger { return klog.Background().V(100) }
 
 // cephToolsOf reaches the test cluster with Ceph's tools.
 func cephToolsOf(c *Cluster) cephtool.Tools { return cephtool.Tools{Conf: c.Conf} }
+
+// CSI PVs that already carry a migration handle (one an earlier rewrite
+// wrote, one as Kubernetes' own migration stored it, without csimigrate's
+// annotations) are adopted by rewrite -apply -adopt -adopt-csi: Ceph CSI's
+// own volume ID, the journal entry written, their reclaim policy kept, and
+// a snapshot of them succeeds; the undo gives back exactly the PV with the
+// migration handle and leaves no journal entry.
+func TestCephRBDAdoptMigrationHandle(t *testing.T) {
+	e := newAdoptEnv(t, "kube.adopt-mig")
+	ctx := callCtx(t)
+	// One rewritten without -adopt: a CSI PV with csimigrate's migration
+	// handle.
+	e.image(t, "pv-rewritten", "kubernetes-dynamic-pvc-"+NewUUID(), "layering")
+	if out, err := exec.Command(envBin, "rewrite", "-apply", "-kubeconfig", e.kc, "pv-rewritten").CombinedOutput(); err != nil {
+		t.Fatalf("rewrite -apply: %v\n%s", err, out)
+	}
+	// One as Kubernetes' migration stored it: the translation, without
+	// csimigrate's annotations.
+	in := e.image(t, "pv-k8s", "kubernetes-dynamic-pvc-"+NewUUID(), "layering")
+	in.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"}
+	tr, _ := configure(t, e.d, in)
+	k8s, err := tr.TranslateInTreePVToCSI(klogDiscard(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k8s = k8s.DeepCopy()
+	k8s.ResourceVersion, k8s.UID, k8s.Annotations = "", "", map[string]string{"pv.kubernetes.io/provisioned-by": "rbd.csi.ceph.com"}
+	// Gone (its pv-protection finalizer removed: no controller runs here).
+	if _, err := e.cs.CoreV1().PersistentVolumes().Patch(ctx, "pv-k8s", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cs.CoreV1().PersistentVolumes().Delete(ctx, "pv-k8s", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 30*time.Second, "pv-k8s to go", func() (bool, string) {
+		_, err := e.cs.CoreV1().PersistentVolumes().Get(ctx, "pv-k8s", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if _, err := e.cs.CoreV1().PersistentVolumes().Create(ctx, k8s, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]*v1.PersistentVolume{"pv-rewritten": e.pv(t, "pv-rewritten"), "pv-k8s": e.pv(t, "pv-k8s")}
+	for n, pv := range before {
+		if !volumeid.IsRBDHandle(pv.Spec.CSI.VolumeHandle) {
+			t.Fatalf("%s has no migration handle: %s", n, pv.Spec.CSI.VolumeHandle)
+		}
+	}
+	out := e.csimigrate(t, 0, "rewrite", "-apply", "-adopt-csi", "pv-rewritten", "pv-k8s")
+	for n, pv := range before {
+		now := e.pv(t, n)
+		if _, err := volumeid.ParseCephCSIVolumeID(now.Spec.CSI.VolumeHandle); err != nil {
+			t.Fatalf("%s after the adoption: %v\n%s", n, err, out)
+		}
+		if now.Spec.PersistentVolumeReclaimPolicy != pv.Spec.PersistentVolumeReclaimPolicy {
+			t.Errorf("%s: reclaim policy %s, was %s", n, now.Spec.PersistentVolumeReclaimPolicy, pv.Spec.PersistentVolumeReclaimPolicy)
+		}
+		j := journalOfPV(t, now)
+		if st := e.journal(t, j); st != "written" {
+			t.Errorf("%s: the journal entry %s", n, st)
+		}
+		snap, err := e.d.RBD.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{SourceVolumeId: now.Spec.CSI.VolumeHandle, Name: "snap-" + NewUUID(),
+			Parameters: map[string]string{"clusterID": now.Spec.CSI.VolumeAttributes["clusterID"], "pool": e.pool}, Secrets: e.secrets()})
+		if err != nil {
+			t.Errorf("%s: CreateSnapshot of the adopted volume: %v", n, err)
+		} else if _, err := e.d.RBD.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: snap.Snapshot.SnapshotId, Secrets: e.secrets()}); err != nil {
+			t.Errorf("%s: DeleteSnapshot: %v", n, err)
+		}
+	}
+	adopted := map[string]adopt.Journal{"pv-rewritten": journalOfPV(t, e.pv(t, "pv-rewritten")), "pv-k8s": journalOfPV(t, e.pv(t, "pv-k8s"))}
+	e.csimigrate(t, 0, "rewrite", "-apply", "-undo", "-adopt-csi", "pv-rewritten", "pv-k8s")
+	for n, pv := range before {
+		now := e.pv(t, n)
+		if diff := cmp.Diff(pv.Spec, now.Spec); diff != "" {
+			t.Errorf("%s after the undo (-before +after):\n%s", n, diff)
+		}
+		if diff := cmp.Diff(pv.Annotations, now.Annotations); diff != "" {
+			t.Errorf("%s's annotations after the undo (-before +after):\n%s", n, diff)
+		}
+		if st := e.journal(t, adopted[n]); st != "absent" {
+			t.Errorf("%s: the journal entry after the undo: %s", n, st)
+		}
+	}
+}

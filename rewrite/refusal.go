@@ -56,6 +56,9 @@ const (
 	// CodePluginRemoved: the cluster's release has no in-tree plugin to
 	// undo to.
 	CodePluginRemoved Code = "PluginRemoved"
+	// CodeNotAdoptable: the volume cannot become one of its CSI driver's
+	// own (package adopt says why).
+	CodeNotAdoptable Code = "NotAdoptable"
 )
 
 // Refusal is an object a rewrite leaves exactly as it was: a code, the

@@ -27,3 +27,15 @@ func directionOf(undo bool) *direction {
 	}
 	return rewriteDirection
 }
+
+var (
+	adoptDirection   = &direction{what: "an adoption", command: "rewrite -apply -adopt -adopt-csi", done: "adopted", scope: "migration-handle", aScope: "a migration-handle"}
+	unadoptDirection = &direction{undo: true, what: "an undo of an adoption", command: "rewrite -apply -undo -adopt -adopt-csi", done: "given back their migration handle", scope: "adopted", aScope: "an adopted"}
+)
+
+func adoptionDirectionOf(undo bool) *direction {
+	if undo {
+		return unadoptDirection
+	}
+	return adoptDirection
+}

@@ -52,6 +52,7 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.ceph.Conf, "ceph-conf", "", "with -adopt: the ceph.conf Ceph's tools read (their --conf)")
 	fs.StringVar(&o.ceph.ID, "ceph-id", "", "with -adopt: the Ceph user Ceph's tools authenticate as (their --id)")
 	fs.StringVar(&o.ceph.Keyring, "ceph-keyring", "", "with -adopt: that user's keyring file (their --keyring); keys are never printed")
+	fs.BoolVar(&o.adoptCSI, "adopt-csi", false, "with -apply -adopt: adopt the CSI PVs of rbd.csi.ceph.com that carry a migration handle (an earlier rewrite's, or Kubernetes' own migration's) instead of rewriting in-tree PVs; with -undo, give such adopted PVs their migration handle back")
 	cephPrefix := fs.String("ceph-command-prefix", "", `with -adopt: a command that runs Ceph's tools elsewhere, split at spaces, e.g. "kubectl exec -i -n rook-ceph deploy/rook-ceph-tools --"`)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -77,8 +78,8 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	o.qps = float32(*qps)
 	o.ceph.Prefix = strings.Fields(*cephPrefix)
-	if !o.adopt && (o.ceph.Conf != "" || o.ceph.ID != "" || o.ceph.Keyring != "" || len(o.ceph.Prefix) > 0) {
-		fmt.Fprintln(stderr, "csimigrate rewrite: -ceph-conf, -ceph-id, -ceph-keyring and -ceph-command-prefix only with -adopt")
+	if !o.adopt && (o.adoptCSI || o.ceph.Conf != "" || o.ceph.ID != "" || o.ceph.Keyring != "" || len(o.ceph.Prefix) > 0) {
+		fmt.Fprintln(stderr, "csimigrate rewrite: -adopt-csi, -ceph-conf, -ceph-id, -ceph-keyring and -ceph-command-prefix only with -adopt")
 		return exitUsage
 	}
 	return runApply(&c, tr, o, names, stdin, stdout, stderr)
@@ -90,7 +91,7 @@ func reviewArgsOK(fs *flag.FlagSet, names []string, stderr io.Writer) bool {
 	var applyOnly []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "dry-run", "state-namespace", "concurrency", "qps", "burst", "online", "lease-wait", "adopt", "ceph-conf", "ceph-id", "ceph-keyring", "ceph-command-prefix":
+		case "dry-run", "state-namespace", "concurrency", "qps", "burst", "online", "lease-wait", "adopt", "adopt-csi", "ceph-conf", "ceph-id", "ceph-keyring", "ceph-command-prefix":
 			applyOnly = append(applyOnly, "-"+f.Name)
 		}
 	})

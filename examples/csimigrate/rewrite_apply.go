@@ -34,7 +34,7 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 	}
 	a := &applier{client: client, tr: tr, logger: c.logger(stderr), stateNS: o.stateNS, out: stdout, concurrency: o.concurrency, online: o.online, undo: o.undo}
 	if o.adopt {
-		a.ceph = o.ceph
+		a.ceph, a.adoptCSI = o.ceph, o.adoptCSI
 		if a.cephConfig, err = c.clusterConfig(); err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return exitUsage
@@ -165,6 +165,7 @@ type applier struct {
 	// ceph, when set, adopts RBD images (cephConfig: the cluster entries).
 	ceph       apply.Ceph
 	cephConfig ceph.ClusterConfig
+	adoptCSI   bool
 
 	w *apply.Writer // built by writer on first use
 	// steps is how many writes w took, as of its last run.
@@ -177,7 +178,7 @@ func (a *applier) writer() (*apply.Writer, error) {
 		return a.w, nil
 	}
 	w, err := apply.New(a.client, a.tr, a.logger, textEvents{a.out}, apply.Options{StateNamespace: a.stateNS, Undo: a.undo, Online: a.online,
-		Concurrency: a.concurrency, MaxWrites: a.stepLimit, Ceph: a.ceph, CephConfig: a.cephConfig})
+		Concurrency: a.concurrency, MaxWrites: a.stepLimit, Ceph: a.ceph, CephConfig: a.cephConfig, AdoptCSI: a.adoptCSI})
 	a.w = w
 	return w, err
 }
@@ -205,7 +206,12 @@ func (a *applier) rewriteClasses(ctx context.Context, targets []target) (apply.R
 }
 
 // direction is the words of the applier's direction.
-func (a *applier) direction() *direction { return directionOf(a.undo) }
+func (a *applier) direction() *direction {
+	if a.adoptCSI {
+		return adoptionDirectionOf(a.undo)
+	}
+	return directionOf(a.undo)
+}
 
 // say prints a line of the run's own (a count, a summary).
 func (a *applier) say(format string, args ...any) { fmt.Fprintf(a.out, format, args...) }
@@ -234,5 +240,8 @@ type applyOptions struct {
 	// adopt registers RBD images in Ceph CSI's journal, reaching Ceph with
 	// its tools as ceph says.
 	adopt bool
-	ceph  cephtool.Tools
+	// adoptCSI adopts CSI PVs with migration handles instead (or, with
+	// undo, gives adopted ones their handle back).
+	adoptCSI bool
+	ceph     cephtool.Tools
 }
