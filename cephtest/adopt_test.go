@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ type adoptEnv struct {
 	dir    string
 }
 
-func newAdoptEnv(t *testing.T, pool string) *adoptEnv {
+func newAdoptEnv(t testing.TB, pool string) *adoptEnv {
 	t.Helper()
 	c, d := cephEnv(t)
 	createPool(t, c, pool)
@@ -102,7 +103,7 @@ func newAdoptEnv(t *testing.T, pool string) *adoptEnv {
 
 // image imports the test data into a new image with the given features
 // ("" for none) and creates an in-tree PV of it from the class.
-func (e *adoptEnv) image(t *testing.T, pvName, image, features string) *v1.PersistentVolume {
+func (e *adoptEnv) image(t testing.TB, pvName, image, features string) *v1.PersistentVolume {
 	t.Helper()
 	ctx := callCtx(t)
 	args := []string{"import", "--image-format", "2"}
@@ -128,7 +129,7 @@ func (e *adoptEnv) image(t *testing.T, pvName, image, features string) *v1.Persi
 // csimigrate runs the command with the env's kubeconfig, Ceph access and
 // cluster map; it returns stdout and fails the test on an exit other than
 // want.
-func (e *adoptEnv) csimigrate(t *testing.T, want int, args ...string) string {
+func (e *adoptEnv) csimigrate(t testing.TB, want int, args ...string) string {
 	t.Helper()
 	args = append(args, "-kubeconfig", e.kc, "-adopt", "-ceph-conf", e.c.Conf, "-ceph-config", filepath.Join(e.dir, "config.json"))
 	// PV names after the flags.
@@ -156,7 +157,7 @@ func (e *adoptEnv) csimigrate(t *testing.T, want int, args ...string) string {
 	return out.String()
 }
 
-func (e *adoptEnv) pv(t *testing.T, name string) *v1.PersistentVolume {
+func (e *adoptEnv) pv(t testing.TB, name string) *v1.PersistentVolume {
 	t.Helper()
 	pv, err := e.cs.CoreV1().PersistentVolumes().Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
@@ -167,7 +168,7 @@ func (e *adoptEnv) pv(t *testing.T, name string) *v1.PersistentVolume {
 
 // journal reads the entry an adopted PV records back from Ceph: "written",
 // "absent", or what differs.
-func (e *adoptEnv) journal(t *testing.T, j adopt.Journal) string {
+func (e *adoptEnv) journal(t testing.TB, j adopt.Journal) string {
 	t.Helper()
 	ctx := callCtx(t)
 	obj, found, err := e.tools.Omap(ctx, j.Pool, j.Namespace, j.Object())
@@ -188,7 +189,7 @@ func (e *adoptEnv) journal(t *testing.T, j adopt.Journal) string {
 }
 
 // export is an image's first dataSize bytes.
-func (e *adoptEnv) export(t *testing.T, image string) []byte {
+func (e *adoptEnv) export(t testing.TB, image string) []byte {
 	t.Helper()
 	path := filepath.Join(e.dir, "export-"+image)
 	if _, err := e.c.RBD(callCtx(t), "export", e.pool+"/"+image, path); err != nil {
@@ -209,7 +210,7 @@ func (e *adoptEnv) secrets() map[string]string {
 	return map[string]string{"userID": "admin", "userKey": e.c.AdminKey}
 }
 
-func journalOfPV(t *testing.T, pv *v1.PersistentVolume) adopt.Journal {
+func journalOfPV(t testing.TB, pv *v1.PersistentVolume) adopt.Journal {
 	t.Helper()
 	_, j, ok, err := adopt.Unadopted(pv)
 	if err != nil || !ok {
@@ -536,5 +537,55 @@ func TestCephRBDAdoptMigrationHandle(t *testing.T) {
 		if st := e.journal(t, adopted[n]); st != "absent" {
 			t.Errorf("%s: the journal entry after the undo: %s", n, st)
 		}
+	}
+}
+
+// BenchmarkCephRBDAdopt measures what the adoption adds per volume: the
+// rewrite of CSIMIGRATE_BENCH_ADOPT (default 20) in-tree RBD PVs with
+// -adopt, against the rewrite of as many without it, one PV at a time, on
+// the test cluster (one OSD, Ceph's tools as separate processes: about a
+// dozen tool calls a volume, each a Ceph client start and round trips).
+// Run with -benchtime 1x.
+func BenchmarkCephRBDAdopt(b *testing.B) {
+	n := 20
+	if v, err := strconv.Atoi(os.Getenv("CSIMIGRATE_BENCH_ADOPT")); err == nil && v > 0 {
+		n = v
+	}
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		var plain, adopted time.Duration
+		e := newAdoptEnv(b, fmt.Sprintf("kube.bench%d", i))
+		tr, _ := configure(b, e.d, inTreeRBDPV("probe", rbdCase{Monitors: []string{MonitorV1}, Pool: e.pool, Image: "probe"}, "admin", "ceph-admin"))
+		for _, withCeph := range []bool{false, true} {
+			var targets []apply.Target
+			for k := range n {
+				name := fmt.Sprintf("pv-%t-%d", withCeph, k)
+				e.image(b, name, "kubernetes-dynamic-pvc-"+NewUUID(), "layering")
+				targets = append(targets, apply.Target{Name: name})
+			}
+			o := apply.Options{}
+			if withCeph {
+				o.Ceph, o.CephConfig = e.tools, e.config
+			}
+			w, err := apply.New(e.cs, tr, klogDiscard(), nil, o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			start := time.Now()
+			if _, err := w.PVs(context.Background(), targets); err != nil {
+				b.Fatal(err)
+			}
+			el := time.Since(start)
+			b.StopTimer()
+			if withCeph {
+				adopted = el
+			} else {
+				plain = el
+			}
+		}
+		per := (adopted - plain) / time.Duration(n)
+		b.Logf("%d PVs rewritten in %s; with adoption in %s: %s more a volume", n, plain.Round(time.Millisecond), adopted.Round(time.Millisecond), per.Round(time.Millisecond))
+		b.ReportMetric(per.Seconds(), "s/adopted-volume")
 	}
 }

@@ -20,7 +20,7 @@ import (
 
 // adminMount mounts the file system's root with ceph-fuse as client.admin
 // and returns the mount point; it is unmounted when the test ends.
-func adminMount(t *testing.T, c *Cluster) string {
+func adminMount(t testing.TB, c *Cluster) string {
 	t.Helper()
 	dir := t.TempDir()
 	mnt := filepath.Join(dir, "mnt")
@@ -171,7 +171,7 @@ func rwx() *csi.VolumeCapability {
 
 // mountType is the file-system type mounted at path ("" when none), from
 // /proc/self/mounts.
-func mountType(t *testing.T, path string) string {
+func mountType(t testing.TB, path string) string {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/mounts")
 	if err != nil {
@@ -283,7 +283,7 @@ func TestCephFSInlineVolumeMoved(t *testing.T) {
 
 // translatedInline runs `csimigrate translate` on the objects and returns
 // the CSI PV it prints for the inline volume.
-func translatedInline(t *testing.T, objs ...runtime.Object) *v1.PersistentVolume {
+func translatedInline(t testing.TB, objs ...runtime.Object) *v1.PersistentVolume {
 	t.Helper()
 	out := runCommand(t, []string{"translate", "-o", "json"}, objs...)
 	var list struct {

@@ -32,7 +32,7 @@ func provisionerBinary() (string, error) {
 }
 
 // poll calls cond every 250 ms until it returns true or d has passed.
-func poll(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
+func poll(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	last := ""
@@ -70,7 +70,7 @@ func TestCephKubernetesChain(t *testing.T) {
 	}
 }
 
-func kubernetesChain(t *testing.T, release testenv.Release) {
+func kubernetesChain(t testing.TB, release testenv.Release) {
 	c, d := cephEnv(t)
 	ctx := callCtx(t)
 	pool, ns := "kube.rbd-3", "default"
@@ -258,7 +258,7 @@ func kubernetesChain(t *testing.T, release testenv.Release) {
 
 // rewriteChain runs csimigrate rewrite -apply on the PV and class and
 // returns the PV, checked to be a Ceph CSI PV with reclaim policy Delete.
-func rewriteChain(t *testing.T, cs kubernetes.Interface, kc, pvName, scName string) *v1.PersistentVolume {
+func rewriteChain(t testing.TB, cs kubernetes.Interface, kc, pvName, scName string) *v1.PersistentVolume {
 	t.Helper()
 	ctx := context.Background()
 	out, err := exec.Command(envBin, "rewrite", "-apply", "-kubeconfig", kc, pvName, "storageclass/"+scName).CombinedOutput()
@@ -285,7 +285,7 @@ func rewriteChain(t *testing.T, cs kubernetes.Interface, kc, pvName, scName stri
 
 // undoChain runs csimigrate rewrite -apply -undo on the PV and class and
 // checks that they are again as stored before the rewrite, the claim bound.
-func undoChain(t *testing.T, cs kubernetes.Interface, kc string, stored *v1.PersistentVolume, storedSC *storagev1.StorageClass, ns, claim string) {
+func undoChain(t testing.TB, cs kubernetes.Interface, kc string, stored *v1.PersistentVolume, storedSC *storagev1.StorageClass, ns, claim string) {
 	t.Helper()
 	ctx := context.Background()
 	out, err := exec.Command(envBin, "rewrite", "-apply", "-undo", "-kubeconfig", kc, stored.Name, "storageclass/"+storedSC.Name).CombinedOutput()
@@ -317,7 +317,7 @@ func storedFieldsOf(pv *v1.PersistentVolume) *v1.PersistentVolume {
 	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pv.Name, Labels: pv.Labels, Annotations: pv.Annotations}, Spec: pv.Spec}
 }
 
-func mustCreate(t *testing.T, f func() error) {
+func mustCreate(t testing.TB, f func() error) {
 	t.Helper()
 	if err := f(); err != nil {
 		t.Fatal(err)
@@ -326,7 +326,7 @@ func mustCreate(t *testing.T, f func() error) {
 
 // waitBound waits until the claim is Bound to the named PV and the PV to
 // the claim.
-func waitBound(t *testing.T, cs kubernetes.Interface, ns, claim, pv string) {
+func waitBound(t testing.TB, cs kubernetes.Interface, ns, claim, pv string) {
 	t.Helper()
 	ctx := context.Background()
 	poll(t, 60*time.Second, "claim "+ns+"/"+claim+" bound to "+pv, func() (bool, string) {

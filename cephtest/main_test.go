@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 
 // cephEnv returns the running cluster and drivers, starting them on first
 // use; it fails the test when they cannot start.
-func cephEnv(t *testing.T) (*Cluster, *Drivers) {
+func cephEnv(t testing.TB) (*Cluster, *Drivers) {
 	t.Helper()
 	envOnce.Do(func() {
 		start := time.Now()
@@ -85,7 +85,7 @@ func cephEnv(t *testing.T) (*Cluster, *Drivers) {
 // something blocks a migration; that is a plan too), makes the config.json
 // of the Ceph CSI config map it prints the drivers' cluster map, and
 // returns a translator that knows the same clusters, with a test logger.
-func configure(t *testing.T, d *Drivers, objs ...runtime.Object) (*translate.Translator, klog.Logger) {
+func configure(t testing.TB, d *Drivers, objs ...runtime.Object) (*translate.Translator, klog.Logger) {
 	t.Helper()
 	out := planJSON(t, objs...)
 	var plan struct {
@@ -117,7 +117,7 @@ func configure(t *testing.T, d *Drivers, objs ...runtime.Object) (*translate.Tra
 
 // planJSON is the output of `csimigrate plan -o json` on the objects (it
 // exits 1 when something blocks a migration; that is a plan too).
-func planJSON(t *testing.T, objs ...runtime.Object) []byte {
+func planJSON(t testing.TB, objs ...runtime.Object) []byte {
 	t.Helper()
 	return runCommand(t, []string{"plan", "-o", "json"}, objs...)
 }
@@ -125,7 +125,7 @@ func planJSON(t *testing.T, objs ...runtime.Object) []byte {
 // runCommand runs the csimigrate command with args on a manifest of the
 // objects and returns its output; exit 1 (something blocks) is an output
 // too.
-func runCommand(t *testing.T, args []string, objs ...runtime.Object) []byte {
+func runCommand(t testing.TB, args []string, objs ...runtime.Object) []byte {
 	t.Helper()
 	manifest := filepath.Join(t.TempDir(), "objects.yaml")
 	var b bytes.Buffer
@@ -157,7 +157,7 @@ func mountCap(fsType string) *csi.VolumeCapability {
 	}
 }
 
-func callCtx(t *testing.T) context.Context {
+func callCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx

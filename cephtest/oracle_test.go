@@ -598,7 +598,7 @@ func userOf(pv *v1.PersistentVolume) string {
 }
 
 // clusterIDOf is the clusterID of monitors, as the plan computes it.
-func clusterIDOf(t *testing.T, mons ...string) string {
+func clusterIDOf(t testing.TB, mons ...string) string {
 	t.Helper()
 	return ceph.EntryFor(mons).ClusterID
 }

@@ -77,7 +77,7 @@ func edgeCases(pools []string) []rbdCase {
 
 // seed is the run's seed for generated cases: CSIMIGRATE_CEPH_SEED, or the
 // time.
-func seed(t *testing.T) int {
+func seed(t testing.TB) int {
 	if s := os.Getenv("CSIMIGRATE_CEPH_SEED"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {
@@ -107,7 +107,7 @@ func inTreeRBDPV(name string, c rbdCase, user, secret string) *v1.PersistentVolu
 }
 
 // createPool creates and initialises an RBD pool.
-func createPool(t *testing.T, c *Cluster, pool string) {
+func createPool(t testing.TB, c *Cluster, pool string) {
 	t.Helper()
 	ctx := callCtx(t)
 	if _, err := c.Ceph(ctx, "osd", "pool", "create", pool, "8", "8"); err != nil {
@@ -119,7 +119,7 @@ func createPool(t *testing.T, c *Cluster, pool string) {
 }
 
 // images returns what `rbd ls -l` reports for a pool: image name -> size.
-func images(t *testing.T, c *Cluster, pool string) map[string]int64 {
+func images(t testing.TB, c *Cluster, pool string) map[string]int64 {
 	t.Helper()
 	out, err := c.RBD(callCtx(t), "ls", "-l", "--format", "json", "--pool", pool)
 	if err != nil {
@@ -143,7 +143,7 @@ func images(t *testing.T, c *Cluster, pool string) map[string]int64 {
 }
 
 // trash returns the names of the images in a pool's trash.
-func trash(t *testing.T, c *Cluster, pool string) map[string]bool {
+func trash(t testing.TB, c *Cluster, pool string) map[string]bool {
 	t.Helper()
 	out, err := c.RBD(callCtx(t), "trash", "ls", "--all", "--format", "json", "--pool", pool)
 	if err != nil {
@@ -300,7 +300,7 @@ func TestCephRBDHandleHazards(t *testing.T) {
 }
 
 // gone reports whether an image is in neither the pool nor its trash.
-func gone(t *testing.T, c *Cluster, pool, image string) bool {
+func gone(t testing.TB, c *Cluster, pool, image string) bool {
 	_, listed := images(t, c, pool)[image]
 	return !listed && !trash(t, c, pool)[image]
 }

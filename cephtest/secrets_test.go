@@ -110,7 +110,7 @@ func TestCephRBDMigrationSecret(t *testing.T) {
 
 // poolUser creates pool and a cephx user whose caps are limited to it, and
 // returns the user's key.
-func poolUser(t *testing.T, c *Cluster, pool, user string) string {
+func poolUser(t testing.TB, c *Cluster, pool, user string) string {
 	t.Helper()
 	ctx := callCtx(t)
 	createPool(t, c, pool)

@@ -149,7 +149,7 @@ func TestCephStorageClassProvisions(t *testing.T) {
 }
 
 // poolID is Ceph's id of a pool.
-func poolID(t *testing.T, c *Cluster, pool string) int64 {
+func poolID(t testing.TB, c *Cluster, pool string) int64 {
 	t.Helper()
 	out, err := c.Ceph(callCtx(t), "osd", "pool", "ls", "detail", "-f", "json")
 	if err != nil {
