@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/internal/annot"
 	"github.com/csimigrate/csimigrate/internal/overrides"
 	"github.com/csimigrate/csimigrate/plan"
@@ -486,6 +487,48 @@ func FuzzPlan(f *testing.F) {
 			if strings.Contains(string(b), value) && !strings.Contains(data, value) {
 				t.Fatalf("the report holds the secret value %q:\n%s", value, b)
 			}
+		}
+	})
+}
+
+// FuzzAdopt: the adoption's rules on any PV and any image facts never panic
+// and never modify the PV; a native adoption gives the PV back through
+// Unadopted, its volume ID parses, and its journal entry matches itself.
+func FuzzAdopt(f *testing.F) {
+	f.Add(`{"metadata":{"name":"pv"},"spec":{"csi":{"driver":"rbd.csi.ceph.com","volumeHandle":"mig_mons-cbda9496ca7d608f331a30a56c8592ac_image-e4111eb6-4088-11ec-b823-0242ac110003_7265706c696361706f6f6c","volumeAttributes":{"imageName":"kubernetes-dynamic-pvc-e4111eb6-4088-11ec-b823-0242ac110003","pool":"replicapool","clusterID":"cbda9496ca7d608f331a30a56c8592ac","migration":"true"}}}}`, "id1", int64(3), 2, "layering", "ns")
+	f.Add(`{"metadata":{"name":"pv","annotations":{"csimigrate.io/adopted-from-handle":"x","csimigrate.io/journal":"{}"}},"spec":{"csi":{"driver":"rbd.csi.ceph.com","volumeHandle":"0001"}}}`, "", int64(-1), 1, "", "")
+	f.Fuzz(func(t *testing.T, data, id string, poolID int64, format int, features, radosNS string) {
+		var pv v1.PersistentVolume
+		if json.Unmarshal([]byte(data), &pv) != nil {
+			return
+		}
+		orig := pv.DeepCopy()
+		var im *adopt.Image
+		if pv.Spec.CSI != nil && id != "" {
+			a := pv.Spec.CSI.VolumeAttributes
+			pool := a["pool"]
+			if pool == "" {
+				pool = "rbd"
+			}
+			im = &adopt.Image{Pool: pool, PoolID: poolID, Name: a["imageName"], ID: id, Format: format, Features: strings.Split(features, ",")}
+		}
+		d, err := adopt.RBD(adopt.RBDInput{PV: &pv, Image: im, RadosNamespace: radosNS, UUID: "1b4e28ba-2fa1-11d2-883f-0016d3cca427"})
+		if diff := cmp.Diff(orig, &pv); diff != "" {
+			t.Fatalf("input modified:\n%s", diff)
+		}
+		_, _, _, _ = adopt.Unadopted(&pv)
+		if err != nil || d.PV == nil {
+			return
+		}
+		if _, err := volumeid.ParseCephCSIVolumeID(d.PV.Spec.CSI.VolumeHandle); err != nil {
+			t.Fatalf("native volume ID %q: %v", d.PV.Spec.CSI.VolumeHandle, err)
+		}
+		back, j, ok, err := adopt.Unadopted(d.PV)
+		if err != nil || !ok || !cmp.Equal(back, &pv, cmpopts.EquateEmpty()) {
+			t.Fatalf("Unadopted: %v %t\n%s", err, ok, cmp.Diff(&pv, back, cmpopts.EquateEmpty()))
+		}
+		if why := j.Matches(j.Keys(), map[string]string{j.DirectoryKey(): j.UUID}); why != "" {
+			t.Fatalf("the journal entry does not match itself: %s", why)
 		}
 	})
 }
