@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
@@ -399,12 +400,34 @@ func (a *Writer) DryRunPVs(ctx context.Context, targets []Target) error {
 		errs := a.dryRunSteps(ctx, cur, c.repl)
 		if len(errs) == 0 {
 			a.note("pv/"+t.Name, "Retain, delete and create as "+pvDriver(c.repl)+" would be accepted")
+			a.noteJournal("pv/"+t.Name, c.repl)
 			if c.kept != "" {
 				a.keptRetain(t.Name, c.kept)
 			}
 		}
 		return errs
 	})
+}
+
+// noteJournal names, for a dry run, each Ceph-side write the adoption of
+// repl's image would make, as the command that makes it where the Ceph
+// access can say so (package cephtool's Script), so that an admin can
+// review or run them.
+func (a *Writer) noteJournal(obj string, repl *v1.PersistentVolume) {
+	j, err := journalOf(repl)
+	if err != nil || j == nil {
+		return
+	}
+	script, ok := a.ceph.(interface {
+		Script(pool, namespace string, op adopt.Op) string
+	})
+	for _, op := range j.Writes() {
+		line := "rados " + strings.Join(op.Args(), " ")
+		if ok {
+			line = script.Script(j.Pool, j.Namespace, op)
+		}
+		a.note(obj, "would write to Ceph: "+line)
+	}
 }
 
 // dryRunSteps sends a PV's Retain, delete and the creation of its

@@ -268,6 +268,22 @@ func TestCephRBDAdoptSnapshotClone(t *testing.T) {
 			}
 		}
 	}
+	// The dry run lists every Ceph-side write, as commands, and writes
+	// nothing.
+	dry := e.csimigrate(t, 0, "rewrite", "-apply", "-dry-run", "pv-layered")
+	uuid := layered[len(layered)-36:]
+	for _, want := range []string{
+		"pv/pv-layered: would write to Ceph: rados --conf " + e.c.Conf + " --pool kube.adopt create csi.volume." + uuid,
+		"setomapval csi.volume." + uuid + " csi.imagename " + layered,
+		"setomapval csi.volumes.default csi.volume.pv-layered " + uuid,
+	} {
+		if !strings.Contains(dry, want) {
+			t.Errorf("the dry run does not list %q:\n%s", want, dry)
+		}
+	}
+	if st := e.journal(t, adopt.Journal{Pool: e.pool, UUID: uuid, VolName: "pv-layered"}); st != "absent" {
+		t.Fatalf("the dry run wrote to the journal: %s", st)
+	}
 	out := e.csimigrate(t, 0, "rewrite", "-apply", "pv-layered", "pv-bare", "pv-static")
 	for _, want := range []string{
 		"pv/pv-layered: adopted into Ceph CSI's journal as its own volume 0001-",
