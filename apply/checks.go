@@ -277,6 +277,11 @@ func (a *Writer) check(ctx context.Context, cur *v1.PersistentVolume) (*checks, 
 	if err != nil {
 		return nil, err
 	}
+	if ad != nil && ad.why == "" {
+		if r, err = a.rewriteFor(cur, sc, pvc, true); err != nil {
+			return nil, refuse(rewrite.CodeNotTranslatable, "%v", err)
+		}
+	}
 	repl, kept, err := a.adopted(r.CSI, r.KeptRetain(), ad)
 	if err != nil {
 		return nil, refuse(rewrite.CodeNotTranslatable, "%v", err)

@@ -154,7 +154,7 @@ func directionNamed(name string, undo bool) *direction {
 
 // buildRewrite is the CSI replacement of an in-tree PV.
 func (a *Writer) buildRewrite(cur *v1.PersistentVolume, c *checks) (*v1.PersistentVolume, string, error) {
-	r, err := rewrite.Rewrite(a.tr, a.logger, cur, c.sc, c.pvc)
+	r, err := a.rewriteFor(cur, c.sc, c.pvc, c.adoption != nil && c.adoption.why == "")
 	if err != nil {
 		return nil, "", err
 	}

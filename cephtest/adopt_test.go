@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	"pgregory.net/rapid"
 
 	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/apply"
@@ -604,4 +606,118 @@ func BenchmarkCephRBDAdopt(b *testing.B) {
 		b.Logf("%d PVs rewritten in %s; with adoption in %s: %s more a volume", n, plain.Round(time.Millisecond), adopted.Round(time.Millisecond), per.Round(time.Millisecond))
 		b.ReportMetric(per.Seconds(), "s/adopted-volume")
 	}
+}
+
+// adoptDraw is one generated in-tree RBD volume for the adoption oracle.
+type adoptDraw struct {
+	Image    string
+	Features string // rbd create --image-feature, "" for none
+	Shared   bool   // a second PV names the same image
+}
+
+func drawAdopt(rt *rapid.T) adoptDraw {
+	name := rapid.SampledFrom([]string{"kubernetes-dynamic-pvc-" + NewUUID(), "static-" + rapid.StringMatching(`[a-z0-9]{1,8}`).Draw(rt, "suffix"),
+		"img-" + NewUUID()}).Draw(rt, "image")
+	return adoptDraw{Image: name, Features: rapid.SampledFrom([]string{"layering", "layering,exclusive-lock", "exclusive-lock", ""}).Draw(rt, "features"),
+		Shared: rapid.IntRange(0, 4).Draw(rt, "shared") == 0}
+}
+
+// The adoption oracle: generated images (names with and without a UUID
+// suffix, with and without layering, some named by a second PV). For each,
+// what plan -read-ceph says (form, features, Retain) is compared with what
+// happens: the rewrite with -adopt, then Ceph CSI's RBD controller asked to
+// expand and snapshot the volume. A feature the plan promises that the
+// driver refuses, or one it denies that the driver grants, is a false
+// verdict. CSIMIGRATE_ADOPT_DRAWS sets the number of draws (default 6).
+func TestCephRBDAdoptOracle(t *testing.T) {
+	e := newAdoptEnv(t, "kube.adopt-oracle")
+	ctx := callCtx(t)
+	draws := 6
+	if s := os.Getenv("CSIMIGRATE_ADOPT_DRAWS"); s != "" {
+		fmt.Sscan(s, &draws)
+	}
+	base := seed(t)
+	var falseVerdicts, natives, handles int
+	for round := range draws {
+		var dr adoptDraw
+		rapid.Custom(func(rt *rapid.T) int { dr = drawAdopt(rt); return 0 }).Example(base + round)
+		if strings.HasPrefix(dr.Image, "static-") {
+			dr.Image += fmt.Sprintf("-r%d", round) // draws repeat short names
+		}
+		name := fmt.Sprintf("pv-oracle-%d", round)
+		pv := e.image(t, name, dr.Image, dr.Features)
+		names := []string{name}
+		if dr.Shared {
+			twin := inTreeRBDPV(name+"-twin", rbdCase{Monitors: []string{MonitorV1}, Pool: e.pool, Image: dr.Image}, "admin", "ceph-admin")
+			twin.Spec.StorageClassName = pv.Spec.StorageClassName
+			if _, err := e.cs.CoreV1().PersistentVolumes().Create(ctx, twin, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		planOut, err := exec.Command(envBin, "plan", "-live", "-kubeconfig", e.kc, "-o", "json", "-read-ceph", "-ceph-conf", e.c.Conf).Output()
+		if ee := (*exec.ExitError)(nil); err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		var plan struct {
+			Volumes []struct {
+				Name     string   `json:"name"`
+				Form     string   `json:"form"`
+				Features []string `json:"features"`
+				FormWhy  []string `json:"formWhy"`
+			} `json:"volumes"`
+		}
+		if err := json.Unmarshal(planOut, &plan); err != nil {
+			t.Fatalf("plan: %v", err)
+		}
+		var form string
+		var features, why []string
+		for _, v := range plan.Volumes {
+			if v.Name == name {
+				form, features, why = v.Form, v.Features, v.FormWhy
+			}
+		}
+		e.csimigrate(t, 0, append([]string{"rewrite", "-apply"}, names...)...)
+		got := e.pv(t, name)
+		native := strings.HasPrefix(got.Spec.CSI.VolumeHandle, "0001-")
+		wantNative := form == string(adopt.FormNative)
+		if native != wantNative {
+			falseVerdicts++
+			t.Errorf("draw %d %+v: the plan says %s (%q), the rewrite made handle %s", round, dr, form, why, got.Spec.CSI.VolumeHandle)
+			continue
+		}
+		keptRetain := got.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimRetain
+		saysRetain := strings.Contains(strings.Join(why, ";"), "keeps reclaim policy Retain")
+		if native && keptRetain != saysRetain {
+			falseVerdicts++
+			t.Errorf("draw %d %+v: the PV ends %s, the plan says %q", round, dr, got.Spec.PersistentVolumeReclaimPolicy, why)
+		}
+		if !native {
+			handles++
+			if _, err := e.d.RBD.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{SourceVolumeId: got.Spec.CSI.VolumeHandle, Name: "snap-" + NewUUID(),
+				Parameters: map[string]string{"clusterID": got.Spec.CSI.VolumeAttributes["clusterID"], "pool": e.pool}, Secrets: e.secrets()}); err == nil {
+				falseVerdicts++
+				t.Errorf("draw %d %+v: kept its migration handle, yet Ceph CSI snapshotted it", round, dr)
+			}
+			continue
+		}
+		natives++
+		if _, err := e.d.RBD.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: got.Spec.CSI.VolumeHandle,
+			CapacityRange: &csi.CapacityRange{RequiredBytes: 2 * dataSize}, Secrets: e.secrets(), VolumeCapability: mountCap("ext4")}); err != nil {
+			falseVerdicts++
+			t.Errorf("draw %d %+v: expansion of the adopted volume: %v", round, dr, err)
+		}
+		snap, err := e.d.RBD.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{SourceVolumeId: got.Spec.CSI.VolumeHandle, Name: "snap-" + NewUUID(),
+			Parameters: map[string]string{"clusterID": got.Spec.CSI.VolumeAttributes["clusterID"], "pool": e.pool}, Secrets: e.secrets()})
+		promised := slices.Contains(features, string(adopt.FeatureSnapshot))
+		if (err == nil) != promised {
+			falseVerdicts++
+			t.Errorf("draw %d %+v: the plan promises snapshots %t, Ceph CSI's CreateSnapshot: %v", round, dr, promised, err)
+		}
+		if err == nil {
+			if _, err := e.d.RBD.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: snap.Snapshot.SnapshotId, Secrets: e.secrets()}); err != nil {
+				t.Errorf("draw %d: DeleteSnapshot: %v", round, err)
+			}
+		}
+	}
+	t.Logf("%d draws (seed %d): %d adopted, %d kept their migration handle; false verdicts: %d", draws, base, natives, handles, falseVerdicts)
 }

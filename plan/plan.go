@@ -137,6 +137,9 @@ const (
 // never kept: only whether "key" is set and the adminId.
 type Planner struct {
 	tr *translate.Translator
+	// rbdImages maps "clusterID/pool/image" to the indexes of the volumes
+	// naming it.
+	rbdImages map[string][]int
 	// rbdImage reads an RBD image from Ceph (nil: the forms are predicted).
 	rbdImage    func(pool, name string) (*adopt.Image, error)
 	logger      klog.Logger
@@ -210,7 +213,7 @@ type Options struct {
 // New returns a Planner that translates with tr and logs to logger. It reads
 // every object (PhaseAll) until SetPhase says otherwise.
 func New(tr *translate.Translator, logger klog.Logger, opts Options) *Planner {
-	return &Planner{vsphereKeys: opts.VSphereKeys, rbdImage: opts.RBDImage, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}}, podsByClaim: map[string][]string{},
+	return &Planner{vsphereKeys: opts.VSphereKeys, rbdImage: opts.RBDImage, rbdImages: map[string][]int{}, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}}, podsByClaim: map[string][]string{},
 		secrets: map[string]*v1.Secret{}, clusters: map[string]ceph.ClusterEntry{},
 		claims: map[string]*v1.PersistentVolumeClaim{}, classes: map[string]*storagev1.StorageClass{}, owners: map[string]string{},
 		plugins: map[string]bool{}, inlineCapacity: rewrite.DefaultInlineCapacity}
@@ -366,6 +369,9 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 			d.Why = append([]string{"reading the image from Ceph: " + readErr.Error()}, d.Why...)
 		}
 		vp.Form, vp.Features, vp.FormWhy = string(d.Form), names(d.Features), d.Why
+		if key := out.Spec.CSI.VolumeAttributes["clusterID"] + "/" + out.Spec.CSI.VolumeAttributes["pool"] + "/" + out.Spec.CSI.VolumeAttributes["imageName"]; p.rbdImages != nil {
+			p.rbdImages[key] = append(p.rbdImages[key], len(p.plan.Volumes))
+		}
 		if d.KeepRetain != "" {
 			vp.FormWhy = append(vp.FormWhy, d.KeepRetain)
 		}
@@ -679,9 +685,29 @@ func (p *Planner) Finish() *Plan {
 			Remedy:  "run csimigrate with -vsphere-topology-categories matching the driver's [Labels] topology-categories (or -vsphere-legacy-topology)"})
 		plan.Blocked = true
 	}
+	// An image more than one PV names keeps its migration handle: the
+	// rewrite does not adopt it (deleting either PV would destroy it).
+	for _, idx := range p.rbdImages {
+		if len(idx) < 2 {
+			continue
+		}
+		var names []string
+		for _, i := range idx {
+			names = append(names, plan.Volumes[i].Name)
+		}
+		for _, i := range idx {
+			v := &plan.Volumes[i]
+			v.Form = string(adopt.FormMigration)
+			v.Features = []string{string(adopt.FeatureStage), string(adopt.FeatureExpand), string(adopt.FeatureDelete)}
+			v.FormWhy = []string{fmt.Sprintf("PVs %s name the same image: deleting either would destroy it, so rewrite -apply -adopt does not adopt it", strings.Join(names, ", "))}
+		}
+	}
 	for i := range plan.Volumes {
 		if c := plan.Volumes[i].Claim; c != "" {
 			plan.Volumes[i].InUseBy = p.podsByClaim[c]
+			if v := &plan.Volumes[i]; len(v.InUseBy) > 0 && v.Form == string(adopt.FormNative) {
+				v.FormWhy = append(v.FormWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (with -online the rewrite gives it its migration handle, and rewrite -apply -adopt -adopt-csi adopts it when unused)")
+			}
 		}
 	}
 	p.settleInline()
