@@ -240,24 +240,9 @@ func TestCephRBDAdoptSnapshotClone(t *testing.T) {
 	e.image(t, "pv-static", "static-image", "layering")
 	// The plan, reading the images from Ceph, says what the rewrite will
 	// make of each (and the driver then does).
-	planOut, err := exec.Command(envBin, "plan", "-live", "-kubeconfig", e.kc, "-o", "json", "-read-ceph", "-ceph-conf", e.c.Conf).Output()
-	if ee := (*exec.ExitError)(nil); err != nil && !errors.As(err, &ee) {
-		t.Fatal(err)
-	}
-	var plan struct {
-		Volumes []struct {
-			Name     string   `json:"name"`
-			Form     string   `json:"form"`
-			Features []string `json:"features"`
-			FormWhy  []string `json:"formWhy"`
-		} `json:"volumes"`
-	}
-	if err := json.Unmarshal(planOut, &plan); err != nil {
-		t.Fatalf("plan -o json: %v\n%s", err, planOut)
-	}
 	forms := map[string]string{}
-	for _, v := range plan.Volumes {
-		forms[v.Name] = v.Form + " " + strings.Join(v.Features, ",") + " " + strings.Join(v.FormWhy, "; ")
+	for name, v := range e.forms(t) {
+		forms[name] = v.Form + " " + strings.Join(v.Features, ",") + " " + strings.Join(v.FormWhy, "; ")
 	}
 	for name, want := range map[string][]string{
 		"pv-layered": {"native stage,expand,delete,snapshot,clone", "the image as Ceph reports it now"},
@@ -654,28 +639,8 @@ func TestCephRBDAdoptOracle(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		planOut, err := exec.Command(envBin, "plan", "-live", "-kubeconfig", e.kc, "-o", "json", "-read-ceph", "-ceph-conf", e.c.Conf).Output()
-		if ee := (*exec.ExitError)(nil); err != nil && !errors.As(err, &ee) {
-			t.Fatal(err)
-		}
-		var plan struct {
-			Volumes []struct {
-				Name     string   `json:"name"`
-				Form     string   `json:"form"`
-				Features []string `json:"features"`
-				FormWhy  []string `json:"formWhy"`
-			} `json:"volumes"`
-		}
-		if err := json.Unmarshal(planOut, &plan); err != nil {
-			t.Fatalf("plan: %v", err)
-		}
-		var form string
-		var features, why []string
-		for _, v := range plan.Volumes {
-			if v.Name == name {
-				form, features, why = v.Form, v.Features, v.FormWhy
-			}
-		}
+		planned := e.forms(t)[name]
+		form, features, why := planned.Form, planned.Features, planned.FormWhy
 		e.csimigrate(t, 0, append([]string{"rewrite", "-apply"}, names...)...)
 		got := e.pv(t, name)
 		native := strings.HasPrefix(got.Spec.CSI.VolumeHandle, "0001-")
@@ -720,4 +685,34 @@ func TestCephRBDAdoptOracle(t *testing.T) {
 		}
 	}
 	t.Logf("%d draws (seed %d): %d adopted, %d kept their migration handle; false verdicts: %d", draws, base, natives, handles, falseVerdicts)
+}
+
+// plannedForm is what plan -o json says of a Ceph volume's form.
+type plannedForm struct {
+	Name     string   `json:"name"`
+	Form     string   `json:"form"`
+	Features []string `json:"features"`
+	FormWhy  []string `json:"formWhy"`
+}
+
+// forms runs plan -live -read-ceph on the env's cluster (it exits 1 when
+// something blocks; that is a plan too) and returns each volume's form by
+// PV name.
+func (e *adoptEnv) forms(t testing.TB) map[string]plannedForm {
+	t.Helper()
+	out, err := exec.Command(envBin, "plan", "-live", "-kubeconfig", e.kc, "-o", "json", "-read-ceph", "-ceph-conf", e.c.Conf).Output()
+	if ee := (*exec.ExitError)(nil); err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	var plan struct {
+		Volumes []plannedForm `json:"volumes"`
+	}
+	if err := json.Unmarshal(out, &plan); err != nil {
+		t.Fatalf("plan -o json: %v\n%s", err, out)
+	}
+	m := map[string]plannedForm{}
+	for _, v := range plan.Volumes {
+		m[v.Name] = v
+	}
+	return m
 }
