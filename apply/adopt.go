@@ -225,12 +225,16 @@ func (a *Writer) adopted(repl *v1.PersistentVolume, kept string, ad *adoption) (
 	}
 	out := d.PV
 	if d.KeepRetain != "" {
-		// The adoption's reason replaces what the migration handle's
-		// translation kept Retain for (the journal names the image, not
-		// the handle); other reasons stay.
+		// The adoption's reason joins the rewrite's own (repl was built
+		// without the migration handle's hazard: the journal names the
+		// image, not the handle).
 		out.Annotations[rewrite.AnnReclaimPolicy] = string(v1.PersistentVolumeReclaimRetain)
 		if orig := repl.Annotations[rewrite.AnnPreRewritePolicy]; orig != "" && orig != string(v1.PersistentVolumeReclaimRetain) {
-			kept = fmt.Sprintf("reclaim policy Retain, not %s: %s", orig, d.KeepRetain)
+			if kept == "" {
+				kept = fmt.Sprintf("reclaim policy Retain, not %s: %s", orig, d.KeepRetain)
+			} else {
+				kept += "; " + d.KeepRetain
+			}
 		}
 	}
 	return out, kept, nil
