@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -248,7 +249,7 @@ func (a *Writer) journalFree(ctx context.Context, j adopt.Journal) (string, erro
 		return "", err
 	}
 	if found {
-		return fmt.Sprintf("Ceph CSI's journal already has %s (keys %v): another volume's entry, or an earlier adoption", j.Object(), slices.Sorted(mapsKeys(obj))), nil
+		return fmt.Sprintf("Ceph CSI's journal already has %s (keys %v): another volume's entry, or an earlier adoption", j.Object(), slices.Sorted(maps.Keys(obj))), nil
 	}
 	dir, _, err := a.ceph.Omap(ctx, j.Pool, j.Namespace, j.Directory())
 	if err != nil {
@@ -258,16 +259,6 @@ func (a *Writer) journalFree(ctx context.Context, j adopt.Journal) (string, erro
 		return fmt.Sprintf("Ceph CSI's journal directory %s already names volume %s (uuid %s)", j.Directory(), j.VolName, v), nil
 	}
 	return "", nil
-}
-
-func mapsKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // journalOf is the journal entry an adopted PV records; nil for another PV.

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -307,19 +308,12 @@ func (c *Controller) enqueueWaiting() {
 		if why != ReasonWaitingForDriver {
 			continue
 		}
-		if name, ok := cutPrefix(obj, "pv/"); ok {
+		if name, ok := strings.CutPrefix(obj, "pv/"); ok {
 			c.pvQueue.Add(name)
-		} else if name, ok := cutPrefix(obj, "storageclass/"); ok {
+		} else if name, ok := strings.CutPrefix(obj, "storageclass/"); ok {
 			c.scQueue.Add(name)
 		}
 	}
-}
-
-func cutPrefix(s, p string) (string, bool) {
-	if len(s) >= len(p) && s[:len(p)] == p {
-		return s[len(p):], true
-	}
-	return "", false
 }
 
 func (c *Controller) pvWorker(ctx context.Context) {
@@ -535,7 +529,7 @@ func (c *Controller) doneWith(obj string, cur any) {
 }
 
 func kindOf(obj string) string {
-	if _, ok := cutPrefix(obj, "pv/"); ok {
+	if _, ok := strings.CutPrefix(obj, "pv/"); ok {
 		return "pv"
 	}
 	return "storageclass"
@@ -570,16 +564,7 @@ func (e *collect) Writing(obj, what string)         { e.notes = append(e.notes, 
 func (e *collect) Noted(obj, what string)           { e.notes = append(e.notes, what) }
 func (e *collect) KeptRetain(pv, why string)        { e.notes = append(e.notes, "kept at "+why) }
 func (e *collect) Refused(string, *rewrite.Refusal) {}
-func (e *collect) String() string {
-	s := ""
-	for i, n := range e.notes {
-		if i > 0 {
-			s += "; "
-		}
-		s += n
-	}
-	return s
-}
+func (e *collect) String() string                   { return strings.Join(e.notes, "; ") }
 
 // syncClass takes one step of a StorageClass's replacement.
 func (c *Controller) syncClass(ctx context.Context, name string) (time.Duration, bool, error) {
