@@ -1,9 +1,10 @@
 // Package adopt decides what a migrated Ceph volume becomes in Ceph CSI's
-// eyes, and how: an RBD image registered in Ceph CSI's journal becomes one
-// of the driver's own volumes (a native "0001-…" volume ID), which the
-// driver stages, expands, deletes, snapshots and clones; one that cannot be
-// registered keeps its migration handle ("mig_…"), which the driver only
-// stages, expands and deletes.
+// eyes, and how: an RBD image or a CephFS subvolume registered in Ceph
+// CSI's journal becomes one of the driver's own volumes (a native "0001-…"
+// volume ID), which the driver stages, expands, deletes, snapshots and
+// clones; an RBD image that cannot be registered keeps its migration handle
+// ("mig_…"), which the driver only stages, expands and deletes; a CephFS
+// path that cannot stays a static volume, which the driver only stages.
 //
 // It holds the rules and the journal's layout, without any Ceph client: the
 // caller reads the image from Ceph (Image), and carries out the journal's
@@ -114,7 +115,7 @@ type Journal struct {
 	Instance  string `json:"instance,omitempty"`
 	UUID      string `json:"uuid"`
 	ImageName string `json:"imageName"`
-	ImageID   string `json:"imageID"`
+	ImageID   string `json:"imageID,omitempty"`
 	VolName   string `json:"volName"`
 }
 
@@ -133,9 +134,14 @@ func (j Journal) Directory() string {
 // DirectoryKey is the key of the directory object that names UUID.
 func (j Journal) DirectoryKey() string { return "csi.volume." + j.VolName }
 
-// Keys are the per-volume object's omap keys and values.
+// Keys are the per-volume object's omap keys and values (csi.imageid for
+// an RBD image only: a CephFS subvolume has none).
 func (j Journal) Keys() map[string]string {
-	return map[string]string{"csi.imagename": j.ImageName, "csi.volname": j.VolName, "csi.imageid": j.ImageID}
+	keys := map[string]string{"csi.imagename": j.ImageName, "csi.volname": j.VolName}
+	if j.ImageID != "" {
+		keys["csi.imageid"] = j.ImageID
+	}
+	return keys
 }
 
 // Op is one write to RADOS, in the words of the rados tool.
@@ -227,8 +233,8 @@ type RBDInput struct {
 	Instance string
 }
 
-// RBDDecision is what an RBD volume becomes.
-type RBDDecision struct {
+// Decision is what a Ceph volume becomes.
+type Decision struct {
 	Form     Form
 	Features []Feature
 	// Why says why the form or the features are less than a native
@@ -247,6 +253,9 @@ type RBDDecision struct {
 	VolumeID volumeid.CephCSIVolumeID
 	Journal  Journal
 	PV       *v1.PersistentVolume
+	// Subvolume is the CephFS subvolume's group and name ("" for RBD, or a
+	// path that names none).
+	Group, Subvolume string
 }
 
 // suffixUUID is the image name's last 36 characters when they are a UUID.
@@ -262,10 +271,10 @@ func suffixUUID(name string) (string, bool) {
 // RBD decides what a migrated RBD volume becomes. An error (wrapping
 // ErrNotAdoptable) means the input is not a CSI PV of rbd.csi.ceph.com with
 // a migration handle.
-func RBD(in RBDInput) (RBDDecision, error) {
+func RBD(in RBDInput) (Decision, error) {
 	pv := in.PV
 	if pv == nil || pv.Spec.CSI == nil || pv.Spec.CSI.Driver != plugin.RBDDriverName {
-		return RBDDecision{}, fmt.Errorf("%w: want a CSI PV of %s", ErrNotAdoptable, plugin.RBDDriverName)
+		return Decision{}, fmt.Errorf("%w: want a CSI PV of %s", ErrNotAdoptable, plugin.RBDDriverName)
 	}
 	// The image is the one the attributes name (the in-tree source's, as
 	// the translation wrote them); the migration handle may resolve to
@@ -274,7 +283,7 @@ func RBD(in RBDInput) (RBDDecision, error) {
 	attrs := pv.Spec.CSI.VolumeAttributes
 	h, err := volumeid.CephCSIReadRBDHandle(pv.Spec.CSI.VolumeHandle)
 	if err != nil && (attrs["imageName"] == "" || attrs["clusterID"] == "") {
-		return RBDDecision{}, fmt.Errorf("%w: spec.csi.volumeHandle %q: %v, and no imageName and clusterID attributes", ErrNotAdoptable, pv.Spec.CSI.VolumeHandle, err)
+		return Decision{}, fmt.Errorf("%w: spec.csi.volumeHandle %q: %v, and no imageName and clusterID attributes", ErrNotAdoptable, pv.Spec.CSI.VolumeHandle, err)
 	}
 	// A handle Ceph CSI cannot parse is no obstacle: the adoption replaces
 	// it.
@@ -288,7 +297,7 @@ func RBD(in RBDInput) (RBDDecision, error) {
 	if id := attrs["clusterID"]; id != "" {
 		h.ClusterID = id
 	}
-	d := RBDDecision{Form: FormNative}
+	d := Decision{Form: FormNative}
 	block := func(why string) { d.Form = FormMigration; d.Why = append(d.Why, why) }
 	if in.RadosNamespace != "" {
 		block(fmt.Sprintf("the Ceph CSI cluster entry %s has RBD rados namespace %q, which the image's migration handle does not name", h.ClusterID, in.RadosNamespace))
@@ -316,7 +325,7 @@ func RBD(in RBDInput) (RBDDecision, error) {
 		im := in.Image
 		switch {
 		case im.Name != h.Image || im.Pool != h.Pool:
-			return RBDDecision{}, fmt.Errorf("%w: the image read is %s/%s, the handle names %s/%s", ErrNotAdoptable, im.Pool, im.Name, h.Pool, h.Image)
+			return Decision{}, fmt.Errorf("%w: the image read is %s/%s, the handle names %s/%s", ErrNotAdoptable, im.Pool, im.Name, h.Pool, h.Image)
 		case im.Format != 2:
 			block(fmt.Sprintf("image %s/%s is format %d: Ceph CSI serves only format 2 images as its own", h.Pool, h.Image, im.Format))
 		case im.ID == "":
@@ -330,7 +339,7 @@ func RBD(in RBDInput) (RBDDecision, error) {
 		}
 	}
 	if d.Form == FormNative && !named && uuid == "" {
-		return RBDDecision{}, errors.New("adopt: an image whose name does not end in a UUID needs RBDInput.UUID")
+		return Decision{}, errors.New("adopt: an image whose name does not end in a UUID needs RBDInput.UUID")
 	}
 	d.Features = FeaturesOf(d.Form, layering)
 	if d.Form != FormNative {
@@ -342,12 +351,12 @@ func RBD(in RBDInput) (RBDDecision, error) {
 	}
 	d.VolumeID = volumeid.CephCSIVolumeID{Version: 1, ClusterID: h.ClusterID, Location: in.Image.PoolID, ObjectUUID: uuid}
 	if err := d.VolumeID.Validate(); err != nil {
-		return RBDDecision{}, fmt.Errorf("the native volume ID: %w", err)
+		return Decision{}, fmt.Errorf("the native volume ID: %w", err)
 	}
 	d.Journal = Journal{Pool: h.Pool, Instance: in.Instance, UUID: uuid, ImageName: h.Image, ImageID: in.Image.ID, VolName: pv.Name}
 	out, err := adoptedPV(pv, d, in.Image)
 	if err != nil {
-		return RBDDecision{}, err
+		return Decision{}, err
 	}
 	d.PV = out
 	return d, nil
@@ -355,7 +364,7 @@ func RBD(in RBDInput) (RBDDecision, error) {
 
 // adoptedPV is pv with the native handle and attributes, and what the undo
 // needs recorded.
-func adoptedPV(pv *v1.PersistentVolume, d RBDDecision, im *Image) (*v1.PersistentVolume, error) {
+func adoptedPV(pv *v1.PersistentVolume, d Decision, im *Image) (*v1.PersistentVolume, error) {
 	out := pv.DeepCopy()
 	src := out.Spec.CSI
 	prevAttrs, err := json.Marshal(pv.Spec.CSI.VolumeAttributes)
@@ -418,6 +427,9 @@ func Unadopted(pv *v1.PersistentVolume) (prev *v1.PersistentVolume, j Journal, o
 	prev = pv.DeepCopy()
 	prev.Spec.CSI.VolumeHandle = handle
 	prev.Spec.CSI.VolumeAttributes = attrs
+	if err := unadoptPrevious(prev); err != nil {
+		return nil, Journal{}, true, err
+	}
 	for _, k := range []string{AnnAdoptedFrom, AnnAdoptedAttributes, AnnJournal, AnnAdoptedCSI} {
 		delete(prev.Annotations, k)
 	}

@@ -16,18 +16,24 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csimigrate/csimigrate/adopt"
+	"github.com/csimigrate/csimigrate/apply/cephtool"
 	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/plugins/cephfs"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/volumeid"
 )
 
-// Ceph is what the adoption of RBD images reads from Ceph and writes to it
-// (package cephtool runs Ceph's own tools). Errors for what does not exist
-// must match ErrCephNotFound with errors.Is.
+// Ceph is what the adoption of RBD images and CephFS subvolumes reads from
+// Ceph and writes to it (package cephtool runs Ceph's own tools).
 type Ceph interface {
 	// Image reads an RBD image and its pool's ID.
 	Image(ctx context.Context, pool, namespace, name string) (*adopt.Image, error)
+	// Subvolume reads a CephFS subvolume and its file system ("" the
+	// only one); a path Ceph's volumes module does not serve gives an
+	// error matching cephtool.ErrNotSubvolume.
+	Subvolume(ctx context.Context, fs, group, name string) (*adopt.Subvolume, error)
 	// Omap reads an object's omap; found is false when the object does
 	// not exist.
 	Omap(ctx context.Context, pool, namespace, object string) (vals map[string]string, found bool, err error)
@@ -36,13 +42,19 @@ type Ceph interface {
 	Write(ctx context.Context, pool, namespace string, op adopt.Op) error
 }
 
-// adoption is what the checks decided for an RBD PV's image: the input of
-// adopt.RBD as read from Ceph and the cluster, kept so that the replacement
-// built again after step 1 is the same.
+// adoption is what the checks decided for an RBD PV's image or a CephFS
+// PV's subvolume: the input of adopt.RBD or adopt.CephFS as read from Ceph
+// and the cluster, kept so that the replacement built again after step 1
+// is the same.
 type adoption struct {
 	image *adopt.Image
-	uuid  string
-	refs  []string
+	// CephFS: the subvolume (nil for RBD), or what Ceph said of a path it
+	// does not serve as one, and the clusterID serving its group.
+	subvol       *adopt.Subvolume
+	notSubvolume string
+	clusterID    string
+	uuid         string
+	refs         []string
 	// why it is not adopted ("" when it is); noted once per run.
 	why string
 }
@@ -58,9 +70,22 @@ func newUUID() string {
 }
 
 // rbdImageOf is the cluster, pool and image a Ceph RBD PV of any form
-// names, for finding the PVs that share an image.
+// names, or the path a CephFS PV of any form names (any cluster and file
+// system: a false match only keeps a volume from adoption), for finding
+// the PVs that share a volume.
 func rbdImageOf(pv *v1.PersistentVolume) (string, bool) {
 	switch {
+	case pv.Spec.CephFS != nil:
+		return "cephfs:" + cephfs.RootPath(pv.Spec.CephFS.Path), true
+	case pv.Spec.CSI != nil && pv.Spec.CSI.Driver == plugin.CephFSDriverName:
+		a := pv.Spec.CSI.VolumeAttributes
+		if p := a["rootPath"]; p != "" {
+			return "cephfs:" + p, true
+		}
+		if p := a["subvolumePath"]; p != "" {
+			return "cephfs:" + p, true
+		}
+		return "", false
 	case pv.Spec.RBD != nil:
 		h, _ := volumeid.NewRBDHandle(pv.Spec.RBD.CephMonitors, pv.Spec.RBD.RBDPool, pv.Spec.RBD.RBDImage)
 		pool := pv.Spec.RBD.RBDPool
@@ -139,6 +164,9 @@ func (a *Writer) sharers(ctx context.Context, pv *v1.PersistentVolume) ([]string
 // volume that cannot be adopted is rewritten with the migration handle, and
 // why is said.
 func (a *Writer) adoptionOf(ctx context.Context, cur, repl *v1.PersistentVolume, inUse bool) (*adoption, error) {
+	if a.ceph != nil && repl.Spec.CSI != nil && repl.Spec.CSI.Driver == plugin.CephFSDriverName {
+		return a.cephfsAdoptionOf(ctx, cur, repl, inUse)
+	}
 	if a.ceph == nil || repl.Spec.CSI == nil || repl.Spec.CSI.Driver != plugin.RBDDriverName {
 		return nil, nil
 	}
@@ -176,6 +204,91 @@ func (a *Writer) adoptionOf(ctx context.Context, cur, repl *v1.PersistentVolume,
 	return ad, nil
 }
 
+// cephfsAdoptionOf reads what the adoption of a static CephFS volume's
+// subvolume depends on (the subvolume as Ceph's volumes module serves it,
+// the cluster entry of its group, the admin secret, the PVs naming the same
+// path, whether its journal entry is free) and decides. A volume that
+// cannot be adopted stays static, and why is said.
+func (a *Writer) cephfsAdoptionOf(ctx context.Context, cur, repl *v1.PersistentVolume, inUse bool) (*adoption, error) {
+	attrs := repl.Spec.CSI.VolumeAttributes
+	if attrs["rootPath"] == "" {
+		return nil, nil
+	}
+	ad := &adoption{uuid: newUUID()}
+	var err error
+	if ad.refs, err = a.sharers(ctx, cur); err != nil {
+		return nil, err
+	}
+	if group, name, ok := adopt.SubvolumeOf(attrs["rootPath"]); ok {
+		ad.clusterID, _ = a.cephConfig.CephFSGroupClusterID(attrs["clusterID"], group)
+		sv, err := a.ceph.Subvolume(ctx, attrs["fsName"], group, name)
+		switch {
+		case errors.Is(err, cephtool.ErrNotSubvolume):
+			ad.notSubvolume = err.Error()
+			if te := (*cephtool.Error)(nil); errors.As(err, &te) {
+				ad.notSubvolume = te.Answer()
+			}
+		case err != nil:
+			return nil, fmt.Errorf("reading subvolume %s of group %s from Ceph: %w", name, group, err)
+		default:
+			ad.subvol = sv
+		}
+	}
+	d, err := adopt.CephFS(a.cephfsInput(repl, ad))
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case d.Form != adopt.FormNative:
+		ad.why = strings.Join(d.Why, "; ")
+	case inUse:
+		ad.why = "pods use it: adoption changes the volume handle the kubelet tracks; rewrite it as a static volume now and adopt it when it is not in use"
+	default:
+		if why, err := a.adminSecretMissing(ctx); err != nil {
+			return nil, err
+		} else if why != "" {
+			ad.why = why
+		} else if why, err := a.journalFree(ctx, d.Journal); err != nil {
+			return nil, err
+		} else if why != "" {
+			ad.why = why
+		}
+	}
+	return ad, nil
+}
+
+// cephfsInput is adopt.CephFS's input for a static CephFS PV.
+func (a *Writer) cephfsInput(repl *v1.PersistentVolume, ad *adoption) adopt.CephFSInput {
+	return adopt.CephFSInput{PV: repl, Subvolume: ad.subvol, NotSubvolume: ad.notSubvolume, ClusterID: ad.clusterID,
+		Secret: a.cephfsSecret, ReferencedBy: ad.refs, UUID: ad.uuid}
+}
+
+// adminSecretMissing says why the Secret adopted CephFS volumes name does
+// not serve Ceph CSI's CephFS driver ("" when it has non-empty adminID and
+// adminKey). Values are never read into anything printed.
+func (a *Writer) adminSecretMissing(ctx context.Context) (string, error) {
+	ref := a.cephfsSecret
+	s, err := getOrNil(a.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{}))
+	if err != nil {
+		return "", fmt.Errorf("reading Secret %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	if s == nil {
+		return fmt.Sprintf("Secret %s/%s, which Ceph CSI's CephFS driver would read for the adopted volume, does not exist", ref.Namespace, ref.Name), nil
+	}
+	data := secrets.SecretStringData(s)
+	var missing []string
+	for _, k := range []string{"adminID", "adminKey"} {
+		if data[k] == "" {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Sprintf("Secret %s/%s, which Ceph CSI's CephFS driver would read for the adopted volume, lacks %s (fields: %q)", ref.Namespace, ref.Name,
+			strings.Join(missing, " and "), slices.Sorted(maps.Keys(data))), nil
+	}
+	return "", nil
+}
+
 // rewriteFor is the rewrite's replacement of an in-tree PV (rewrite.Rewrite);
 // for an image the adoption registers, without the migration handle's
 // hazards: the journal names the image, not the handle, so Ceph CSI's
@@ -188,22 +301,33 @@ func (a *Writer) rewriteFor(cur *v1.PersistentVolume, sc *storagev1.StorageClass
 	if err != nil {
 		return rewrite.PV{}, err
 	}
-	findings := slices.DeleteFunc(a.tr.CheckPV(cur), func(f plugin.Finding) bool { return f.Code == rbd.FindingHandleResolvesElsewhere })
+	// An adopted subvolume is deleted by Ceph CSI, as the provisioner that
+	// made it did: the static volume's Retain does not apply.
+	findings := slices.DeleteFunc(a.tr.CheckPV(cur), func(f plugin.Finding) bool {
+		return f.Code == rbd.FindingHandleResolvesElsewhere || f.Code == cephfs.FindingNeverDeleted
+	})
 	return rewrite.Replacement(a.tr, a.logger, cur, csi, findings, sc, pvc)
 }
 
 // summary says what the adoption makes of the volume, on one line.
 func (ad *adoption) summary(repl *v1.PersistentVolume) string {
-	if ad.why != "" {
+	cephFS := repl.Spec.CSI != nil && repl.Spec.CSI.Driver == plugin.CephFSDriverName
+	switch {
+	case ad.why != "" && cephFS:
+		return "stays a static volume (stage only; no expansion, snapshots, clones or deletion by Ceph CSI): not adopted into Ceph CSI's journal: " + ad.why
+	case ad.why != "":
 		return "keeps its migration handle (stage, expand, delete; no snapshots or clones): not adopted into Ceph CSI's journal: " + ad.why
 	}
-	features := adopt.FeaturesOf(adopt.FormNative, ad.image.HasLayering())
+	full := cephFS && ad.subvol.CanClone() || !cephFS && ad.image.HasLayering()
 	var names []string
-	for _, f := range features {
+	for _, f := range adopt.FeaturesOf(adopt.FormNative, full) {
 		names = append(names, string(f))
 	}
 	s := fmt.Sprintf("adopted into Ceph CSI's journal as its own volume %s (%s)", repl.Spec.CSI.VolumeHandle, strings.Join(names, ", "))
-	if !ad.image.HasLayering() {
+	switch {
+	case !full && cephFS:
+		s += "; no snapshots or clones: the subvolume lacks the snapshot-clone feature"
+	case !full:
 		s += "; no snapshots or clones: the image lacks the layering feature"
 	}
 	return s
@@ -216,8 +340,14 @@ func (a *Writer) adopted(repl *v1.PersistentVolume, kept string, ad *adoption) (
 	if ad == nil || ad.why != "" {
 		return repl, kept, nil
 	}
-	d, err := adopt.RBD(adopt.RBDInput{PV: repl, Image: ad.image, RadosNamespace: a.cephConfig.RBDRadosNamespace(repl.Spec.CSI.VolumeAttributes["clusterID"]),
-		ReferencedBy: ad.refs, UUID: ad.uuid})
+	var d adopt.Decision
+	var err error
+	if ad.subvol != nil {
+		d, err = adopt.CephFS(a.cephfsInput(repl, ad))
+	} else {
+		d, err = adopt.RBD(adopt.RBDInput{PV: repl, Image: ad.image, RadosNamespace: a.cephConfig.RBDRadosNamespace(repl.Spec.CSI.VolumeAttributes["clusterID"]),
+			ReferencedBy: ad.refs, UUID: ad.uuid})
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -315,13 +445,27 @@ func (a *Writer) journalState(ctx context.Context, j adopt.Journal) (string, err
 // verifyAdoption checks, before the adopted PV gets its reclaim policy back,
 // that Ceph CSI will find exactly this image: the journal reads back, and
 // the image is found by its name with the id the journal records.
-func (a *Writer) verifyAdoption(ctx context.Context, j adopt.Journal) error {
+func (a *Writer) verifyAdoption(ctx context.Context, pv *v1.PersistentVolume, j adopt.Journal) error {
 	st, err := a.journalState(ctx, j)
 	if err != nil {
 		return err
 	}
 	if st != "written" {
 		return fmt.Errorf("Ceph CSI's journal entry %s reads back %s", j.Object(), st)
+	}
+	if pv.Spec.CSI != nil && pv.Spec.CSI.Driver == plugin.CephFSDriverName {
+		// Ceph CSI finds the subvolume by the journal's name in the group
+		// of the volume ID's cluster entry.
+		attrs := pv.Spec.CSI.VolumeAttributes
+		group, _ := a.cephConfig.CephFSSubvolumeGroup(attrs["clusterID"])
+		sv, err := a.ceph.Subvolume(ctx, attrs["fsName"], group, j.ImageName)
+		if err != nil {
+			return fmt.Errorf("subvolume %s of group %s (the group of cluster entry %s): %w", j.ImageName, group, attrs["clusterID"], err)
+		}
+		if sv.Path != attrs["subvolumePath"] {
+			return fmt.Errorf("subvolume %s of group %s is at %s, the PV names %s: the PV keeps Retain", j.ImageName, group, sv.Path, attrs["subvolumePath"])
+		}
+		return nil
 	}
 	img, err := a.ceph.Image(ctx, j.Pool, j.Namespace, j.ImageName)
 	if err != nil {

@@ -57,15 +57,22 @@ type Options struct {
 	// tests interrupt a run at every step.
 	MaxWrites int
 	// Ceph, when set, makes the rewrite adopt each in-tree RBD PV's image
-	// into Ceph CSI's journal where package adopt's rules allow it, so that
-	// the PV becomes one of the driver's own volumes (a native volume ID:
-	// snapshots and clones work); the undo removes the entry again. Without
-	// it the rewrite gives RBD PVs their migration handle, and the undo of
-	// an adopted PV is refused.
+	// (and, with CephFSSecret, each CephFS PV's subvolume) into Ceph CSI's
+	// journal where package adopt's rules allow it, so that the PV becomes
+	// one of the driver's own volumes (a native volume ID: snapshots and
+	// clones work); the undo removes the entry again. Without it the
+	// rewrite gives RBD PVs their migration handle and CephFS PVs a static
+	// volume, and the undo of an adopted PV is refused.
 	Ceph Ceph
 	// CephConfig is Ceph CSI's cluster config, for the RBD rados namespace
-	// of a cluster entry (an image in one is not adopted).
+	// of a cluster entry (an image in one is not adopted) and the entry
+	// that serves a CephFS subvolume's group.
 	CephConfig ceph.ClusterConfig
+	// CephFSSecret is the Secret with adminID and adminKey that adopted
+	// CephFS volumes name for staging, expansion and deletion (Ceph CSI's
+	// CephFS driver reads those for its own volumes); nil: CephFS volumes
+	// stay static.
+	CephFSSecret *v1.SecretReference
 	// AdoptCSI makes the Writer adopt CSI PVs of Ceph CSI's RBD driver
 	// that have a migration handle (an earlier rewrite's, or Kubernetes'
 	// own migration's) instead of rewriting in-tree PVs; with Undo, it
@@ -139,8 +146,9 @@ type Writer struct {
 	stepLimit int // stop after this many mutating steps (0: no limit)
 	// ceph adopts RBD images (nil: none is adopted); cephConfig gives the
 	// cluster entries' rados namespaces.
-	ceph       Ceph
-	cephConfig ceph.ClusterConfig
+	ceph         Ceph
+	cephConfig   ceph.ClusterConfig
+	cephfsSecret *v1.SecretReference
 	// adopt: the direction adopts CSI PVs (or, with undo, un-adopts them).
 	adopt bool
 
@@ -183,7 +191,7 @@ func New(client kubernetes.Interface, tr *translate.Translator, logger klog.Logg
 		ns = DefaultStateNamespace
 	}
 	return &Writer{client: client, tr: tr, logger: logger, events: events, stateNS: ns, concurrency: o.Concurrency,
-		online: o.Online, undo: o.Undo, stepLimit: o.MaxWrites, ceph: o.Ceph, cephConfig: o.CephConfig, adopt: o.AdoptCSI}, nil
+		online: o.Online, undo: o.Undo, stepLimit: o.MaxWrites, ceph: o.Ceph, cephConfig: o.CephConfig, cephfsSecret: o.CephFSSecret, adopt: o.AdoptCSI}, nil
 }
 
 // Writes is how many writes the Writer has taken.

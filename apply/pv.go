@@ -375,8 +375,18 @@ func (r *pvRun) unprotect(ctx context.Context) error {
 func (r *pvRun) journalWritten() bool { return r.journal == nil || r.dir.undo || r.jstate == "written" }
 
 func (r *pvRun) sayJournal() string {
-	return fmt.Sprintf("register image %s/%s in Ceph CSI's journal as %s (rados: create %s, its keys, %s %s)", r.journal.Pool, r.journal.ImageName,
+	return fmt.Sprintf("register %s in Ceph CSI's journal as %s (rados: create %s, its keys, %s %s)", volumeWord(*r.journal),
 		r.state.Replacement.Spec.CSI.VolumeHandle, r.journal.Object(), r.journal.Directory(), r.journal.DirectoryKey())
+}
+
+// volumeWord names the volume of a journal entry: an RBD image by pool and
+// name, a CephFS subvolume by name (its entry lives in the file system's
+// metadata pool).
+func volumeWord(j adopt.Journal) string {
+	if j.ImageID == "" && j.Namespace == adopt.JournalNamespaceCephFS {
+		return fmt.Sprintf("subvolume %s (journal in %s, namespace %s)", j.ImageName, j.Pool, j.Namespace)
+	}
+	return fmt.Sprintf("image %s/%s", j.Pool, j.ImageName)
 }
 
 func (r *pvRun) writeJournal(ctx context.Context) error {
@@ -417,7 +427,7 @@ func (r *pvRun) create(ctx context.Context) error {
 func (r *pvRun) journalRemoved() bool { return r.journal == nil || !r.dir.undo || r.jstate == "absent" }
 
 func (r *pvRun) sayUnjournal() string {
-	return fmt.Sprintf("remove image %s/%s's entry from Ceph CSI's journal (rados: rmomapkey %s %s, rm %s)", r.journal.Pool, r.journal.ImageName,
+	return fmt.Sprintf("remove %s's entry from Ceph CSI's journal (rados: rmomapkey %s %s, rm %s)", volumeWord(*r.journal),
 		r.journal.Directory(), r.journal.DirectoryKey(), r.journal.Object())
 }
 
@@ -437,7 +447,7 @@ func (r *pvRun) adoptionVerified(ctx context.Context) error {
 	if err != nil || j == nil {
 		return err
 	}
-	if err := r.a.verifyAdoption(ctx, *j); err != nil {
+	if err := r.a.verifyAdoption(ctx, r.cur, *j); err != nil {
 		return fmt.Errorf("pv/%s keeps reclaim policy Retain until its adoption is verified: %w", r.t.Name, err)
 	}
 	return nil

@@ -23,7 +23,7 @@ const (
 	etcCephKeyring    = "/etc/ceph/keyring"
 )
 
-// Drivers are Ceph CSI's RBD controller and CephFS node server, serving CSI
+// Drivers are Ceph CSI's RBD controller and CephFS node and controller server, serving CSI
 // on unix sockets.
 type Drivers struct {
 	// RBDSocket and CephFSSocket are the drivers' CSI endpoints.
@@ -32,6 +32,9 @@ type Drivers struct {
 	RBD csi.ControllerClient
 	// CephFS is a client of the CephFS driver's node service.
 	CephFS csi.NodeClient
+	// CephFSController is a client of the CephFS driver's controller
+	// service.
+	CephFSController csi.ControllerClient
 
 	conns    []*grpc.ClientConn
 	restore  []func() error
@@ -42,7 +45,7 @@ type Drivers struct {
 
 // StartDrivers writes configJSON to Ceph CSI's config path and starts
 // cephcsi twice: the RBD controller (rbd.csi.ceph.com) and the CephFS node
-// server (cephfs.csi.ceph.com, which mounts with ceph-fuse). Stop stops
+// and controller server (cephfs.csi.ceph.com, which mounts with ceph-fuse). Stop stops
 // them and puts back the fixed paths they used.
 func (c *Cluster) StartDrivers(ctx context.Context, configJSON []byte) (_ *Drivers, err error) {
 	bin, err := CephCSIBinary()
@@ -78,7 +81,7 @@ func (c *Cluster) StartDrivers(ctx context.Context, configJSON []byte) (_ *Drive
 		"--drivername=rbd.csi.ceph.com", "--v=5", "--logtostderr=true"); err != nil {
 		return nil, err
 	}
-	if err := c.spawn("cephcsi-cephfs", bin, "--type=cephfs", "--nodeserver=true", "--endpoint=unix://"+d.CephFSSocket,
+	if err := c.spawn("cephcsi-cephfs", bin, "--type=cephfs", "--nodeserver=true", "--controllerserver=true", "--endpoint=unix://"+d.CephFSSocket,
 		"--csi-addons-endpoint=unix://"+filepath.Join(c.Dir, "run", "cephfs-addons.sock"), "--nodeid=n1",
 		"--drivername=cephfs.csi.ceph.com", "--v=5", "--logtostderr=true"); err != nil {
 		return nil, err
@@ -107,6 +110,7 @@ func (c *Cluster) StartDrivers(ctx context.Context, configJSON []byte) (_ *Drive
 	}
 	d.RBD = csi.NewControllerClient(d.conns[0])
 	d.CephFS = csi.NewNodeClient(d.conns[1])
+	d.CephFSController = csi.NewControllerClient(d.conns[1])
 	return d, nil
 }
 

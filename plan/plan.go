@@ -140,6 +140,8 @@ type Planner struct {
 	// rbdImages maps "clusterID/pool/image" to the indexes of the volumes
 	// naming it.
 	rbdImages map[string][]int
+	// subvolume reads CephFS subvolumes (nil: predicted from the path).
+	subvolume func(fs, group, name string) (*adopt.Subvolume, string, error)
 	// rbdImage reads an RBD image from Ceph (nil: the forms are predicted).
 	rbdImage    func(pool, name string) (*adopt.Image, error)
 	logger      klog.Logger
@@ -208,12 +210,19 @@ type Options struct {
 	// rewrite -apply -adopt will decide it, instead of predicting it from
 	// its class. It must not modify anything.
 	RBDImage func(pool, name string) (*adopt.Image, error)
+	// CephFSSubvolume, when set, reads a CephFS subvolume from Ceph (fs ""
+	// the only file system): the plan then says whether Ceph's volumes
+	// module serves each in-tree CephFS path as a subvolume (notServed says
+	// why not) instead of predicting it from the path. It must not modify
+	// anything but what Ceph's volumes module itself records on a first
+	// look at a legacy subvolume.
+	CephFSSubvolume func(fs, group, name string) (sv *adopt.Subvolume, notServed string, err error)
 }
 
 // New returns a Planner that translates with tr and logs to logger. It reads
 // every object (PhaseAll) until SetPhase says otherwise.
 func New(tr *translate.Translator, logger klog.Logger, opts Options) *Planner {
-	return &Planner{vsphereKeys: opts.VSphereKeys, rbdImage: opts.RBDImage, rbdImages: map[string][]int{}, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}}, podsByClaim: map[string][]string{},
+	return &Planner{vsphereKeys: opts.VSphereKeys, rbdImage: opts.RBDImage, subvolume: opts.CephFSSubvolume, rbdImages: map[string][]int{}, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}}, podsByClaim: map[string][]string{},
 		secrets: map[string]*v1.Secret{}, clusters: map[string]ceph.ClusterEntry{},
 		claims: map[string]*v1.PersistentVolumeClaim{}, classes: map[string]*storagev1.StorageClass{}, owners: map[string]string{},
 		plugins: map[string]bool{}, inlineCapacity: rewrite.DefaultInlineCapacity}
@@ -380,10 +389,50 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 		} else {
 			vp.FormWhy = append(vp.FormWhy, "with rewrite -apply -adopt (the image as Ceph reports it now); without it the migration handle: stage, expand, delete")
 		}
-	case pv.Spec.CephFS != nil:
-		vp.Form, vp.Features = string(adopt.FormStatic), names(adopt.FeaturesOf(adopt.FormStatic, false))
-		vp.FormWhy = []string{"a static volume (its path as rootPath): Ceph CSI stages it, and never expands, snapshots or deletes it"}
+	case pv.Spec.CephFS != nil && out.Spec.CSI != nil:
+		p.cephFSForm(vp, pv, out, names)
 	}
+}
+
+// cephFSForm predicts what a migrated CephFS volume becomes: native where
+// its path is /volumes/<group>/<name> (and, with CephFSSubvolume, Ceph's
+// volumes module serves it), with the cluster entry of its group added to
+// the config map the plan prints; static otherwise.
+func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume, names func([]adopt.Feature) []string) {
+	attrs := out.Spec.CSI.VolumeAttributes
+	in := adopt.CephFSInput{PV: out, Secret: &v1.SecretReference{Namespace: "-", Name: "-cephfs-secret"}, UUID: "00000000-0000-4000-8000-000000000000"}
+	var readErr error
+	if group, name, ok := adopt.SubvolumeOf(attrs["rootPath"]); ok {
+		e := ceph.CephFSGroupEntry(ceph.EntryFor(pv.Spec.CephFS.Monitors), group)
+		p.clusters[e.ClusterID] = e
+		in.ClusterID = e.ClusterID
+		if p.subvolume != nil {
+			in.Subvolume, in.NotSubvolume, readErr = p.subvolume(attrs["fsName"], group, name)
+		}
+	}
+	d, err := adopt.CephFS(in)
+	if err != nil {
+		return
+	}
+	if readErr != nil {
+		d.Why = append([]string{"reading the subvolume from Ceph: " + readErr.Error()}, d.Why...)
+	}
+	vp.Form, vp.Features, vp.FormWhy = string(d.Form), names(d.Features), d.Why
+	if p.rbdImages != nil {
+		key := "cephfs:" + attrs["rootPath"]
+		p.rbdImages[key] = append(p.rbdImages[key], len(p.plan.Volumes))
+	}
+	if d.Form != adopt.FormNative {
+		return
+	}
+	if d.KeepRetain != "" {
+		vp.FormWhy = append(vp.FormWhy, d.KeepRetain)
+	}
+	how := "with rewrite -apply -adopt -cephfs-secret NAMESPACE/NAME (a Secret with adminID and adminKey, as Ceph CSI's CephFS StorageClass names)"
+	if d.Predicted {
+		how += ", which reads the subvolume first"
+	}
+	vp.FormWhy = append(vp.FormWhy, how+"; without it a static volume: stage only")
 }
 
 // rewriteRefusal is the finding for what makes rewrite -apply refuse the
@@ -697,6 +746,12 @@ func (p *Planner) Finish() *Plan {
 		}
 		for _, i := range idx {
 			v := &plan.Volumes[i]
+			if v.Plugin == plugin.CephFSInTreePluginName {
+				v.Form = string(adopt.FormStatic)
+				v.Features = []string{string(adopt.FeatureStage)}
+				v.FormWhy = []string{fmt.Sprintf("PVs %s name the same path: deleting either would destroy it, so rewrite -apply -adopt does not adopt it", strings.Join(names, ", "))}
+				continue
+			}
 			v.Form = string(adopt.FormMigration)
 			v.Features = []string{string(adopt.FeatureStage), string(adopt.FeatureExpand), string(adopt.FeatureDelete)}
 			v.FormWhy = []string{fmt.Sprintf("PVs %s name the same image: deleting either would destroy it, so rewrite -apply -adopt does not adopt it", strings.Join(names, ", "))}
@@ -706,7 +761,11 @@ func (p *Planner) Finish() *Plan {
 		if c := plan.Volumes[i].Claim; c != "" {
 			plan.Volumes[i].InUseBy = p.podsByClaim[c]
 			if v := &plan.Volumes[i]; len(v.InUseBy) > 0 && v.Form == string(adopt.FormNative) {
-				v.FormWhy = append(v.FormWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (with -online the rewrite gives it its migration handle, and rewrite -apply -adopt -adopt-csi adopts it when unused)")
+				if v.Plugin == plugin.CephFSInTreePluginName {
+					v.FormWhy = append(v.FormWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (rewritten while in use, with -online, it stays a static volume)")
+				} else {
+					v.FormWhy = append(v.FormWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (with -online the rewrite gives it its migration handle, and rewrite -apply -adopt -adopt-csi adopts it when unused)")
+				}
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 
 	"github.com/csimigrate/csimigrate/adopt"
@@ -27,6 +28,10 @@ var (
 	ErrNotFound = errors.New("not found in Ceph")
 	// ErrExists: an exclusive create found the object there.
 	ErrExists = errors.New("already exists in Ceph")
+	// ErrNotSubvolume: Ceph's volumes module does not serve the path as a
+	// subvolume (it does not exist, or a directory without an explicit
+	// layout: "error in getxattr").
+	ErrNotSubvolume = errors.New("not a subvolume Ceph's volumes module serves")
 )
 
 // Tools runs Ceph's tools. The zero value runs them from PATH with their
@@ -44,11 +49,21 @@ type Tools struct {
 type Error struct {
 	Command string
 	Stderr  string
-	Err     error
+	// ExitCode is the tool's exit status (the ceph tool's is the errno of
+	// its answer); 0 when it did not run.
+	ExitCode int
+	Err      error
 }
 
 func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %v: %s", e.Command, e.Err, strings.TrimSpace(e.Stderr))
+}
+
+// Answer is what the tool answered, without the client library's warnings:
+// its last line of errors ("Error ENODATA: error in getxattr").
+func (e *Error) Answer() string {
+	lines := strings.Split(strings.TrimSpace(toolErrors(e.Stderr)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // Unwrap gives the kind (ErrNotFound, ErrExists) or the exit error.
@@ -77,15 +92,33 @@ func (t Tools) run(ctx context.Context, tool string, args ...string) ([]byte, er
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
 		kind := err
-		switch s := errb.String(); {
+		switch s := toolErrors(errb.String()); {
 		case strings.Contains(s, "(2) No such file or directory"):
 			kind = ErrNotFound
 		case strings.Contains(s, "(17) File exists"):
 			kind = ErrExists
 		}
-		return nil, &Error{Command: strings.Join(argv, " "), Stderr: errb.String(), Err: kind}
+		e := &Error{Command: strings.Join(argv, " "), Stderr: errb.String(), Err: kind}
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			e.ExitCode = ee.ExitCode()
+		}
+		return nil, e
 	}
 	return out.Bytes(), nil
+}
+
+// toolErrors is a tool's stderr without the client library's own warnings
+// (an admin socket another client of the same name holds prints "(17) File
+// exists", which is no answer to the command).
+func toolErrors(stderr string) string {
+	var keep []string
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.Contains(line, "AdminSocket") || strings.Contains(line, "asok(") {
+			continue
+		}
+		keep = append(keep, line)
+	}
+	return strings.Join(keep, "\n")
 }
 
 func nsArgs(namespace string) []string {
@@ -137,6 +170,66 @@ func (t Tools) PoolID(ctx context.Context, pool string) (int64, error) {
 		}
 	}
 	return 0, &Error{Command: "ceph osd pool ls detail", Stderr: "no pool " + pool, Err: ErrNotFound}
+}
+
+// fsEntry is a file system as ceph fs ls lists it.
+type fsEntry struct {
+	Name         string `json:"name"`
+	MetadataPool string `json:"metadata_pool"`
+}
+
+// Subvolume reads a CephFS subvolume (ceph fs subvolume info) and its file
+// system's ID and metadata pool (ceph fs ls, ceph fs get); fs "" means the
+// cluster's only file system. Ceph's volumes module records a legacy
+// subvolume's metadata (under /volumes/_legacy) the first time it is asked,
+// as it does for Ceph CSI's first call. A path it does not serve gives an
+// error matching ErrNotSubvolume.
+func (t Tools) Subvolume(ctx context.Context, fs, group, name string) (*adopt.Subvolume, error) {
+	out, err := t.run(ctx, "ceph", "fs", "ls", "--format", "json")
+	if err != nil {
+		return nil, err
+	}
+	var list []fsEntry
+	if err := json.Unmarshal(bytes.TrimSpace(out), &list); err != nil {
+		return nil, fmt.Errorf("ceph fs ls: %w", err)
+	}
+	i := slices.IndexFunc(list, func(f fsEntry) bool { return f.Name == fs })
+	switch {
+	case fs == "" && len(list) == 1:
+		i = 0
+	case fs == "":
+		return nil, &Error{Command: "ceph fs ls", Stderr: fmt.Sprintf("%d file systems, and the volume names none (mount option mds_namespace or fs)", len(list)), Err: ErrNotFound}
+	case i < 0:
+		return nil, &Error{Command: "ceph fs ls", Stderr: "no file system " + fs, Err: ErrNotFound}
+	}
+	fs = list[i].Name
+	out, err = t.run(ctx, "ceph", "fs", "get", fs, "--format", "json")
+	if err != nil {
+		return nil, err
+	}
+	var got struct {
+		ID int64 `json:"id"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(out), &got); err != nil {
+		return nil, fmt.Errorf("ceph fs get %s: %w", fs, err)
+	}
+	out, err = t.run(ctx, "ceph", "fs", "subvolume", "info", fs, name, "--group_name", group, "--format", "json")
+	if err != nil {
+		// ENOENT, ENOTDIR, ENODATA (a directory without an explicit layout).
+		if te := (*Error)(nil); errors.As(err, &te) && slices.Contains([]int{2, 20, 61}, te.ExitCode) {
+			te.Err = fmt.Errorf("%w (errno %d)", ErrNotSubvolume, te.ExitCode)
+		}
+		return nil, err
+	}
+	var info struct {
+		Path     string   `json:"path"`
+		Features []string `json:"features"`
+		Type     string   `json:"type"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(out), &info); err != nil {
+		return nil, fmt.Errorf("ceph fs subvolume info %s %s %s: %w", fs, group, name, err)
+	}
+	return &adopt.Subvolume{FS: fs, FSCID: got.ID, MetadataPool: list[i].MetadataPool, Group: group, Name: name, Path: info.Path, Features: info.Features}, nil
 }
 
 func radosArgs(pool, namespace string, args ...string) []string {

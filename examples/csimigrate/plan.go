@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csimigrate/csimigrate/adopt"
+	"github.com/csimigrate/csimigrate/apply/cephtool"
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
@@ -61,6 +63,15 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 					defer cancel()
 					return tools.Image(ctx, pool, "", name)
+				}
+				opts.CephFSSubvolume = func(fs, group, name string) (*adopt.Subvolume, string, error) {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					defer cancel()
+					sv, err := tools.Subvolume(ctx, fs, group, name)
+					if te := (*cephtool.Error)(nil); errors.Is(err, cephtool.ErrNotSubvolume) && errors.As(err, &te) {
+						return nil, te.Answer(), nil
+					}
+					return sv, "", err
 				}
 			}
 			pl = plan.New(tr, c.logger(stderr), opts)

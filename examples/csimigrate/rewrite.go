@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
@@ -48,7 +49,8 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.burst, "burst", 200, "with -apply: the client's burst above -qps")
 	fs.DurationVar(&o.leaseWait, "lease-wait", 30*time.Second, "with -apply: how long to wait while another csimigrate writer holds the Lease "+apply.LeaseName+" in -state-namespace")
 	fs.BoolVar(&o.online, "online", false, "with -apply: rewrite PVs that running pods use, where the kubelet of every such pod's node and kube-controller-manager already handle the plugin as CSI")
-	fs.BoolVar(&o.adopt, "adopt", false, "with -apply: register each in-tree RBD PV's image in Ceph CSI's journal where it can be, so that the PV becomes one of Ceph CSI's own volumes (snapshots, clones); with -undo, undo such PVs too (their entries removed). Reads and writes Ceph with its own tools (rbd, rados, ceph)")
+	fs.BoolVar(&o.adopt, "adopt", false, "with -apply: register each in-tree RBD PV's image (and, with -cephfs-secret, each CephFS PV's subvolume) in Ceph CSI's journal where it can be, so that the PV becomes one of Ceph CSI's own volumes (snapshots, clones); with -undo, undo such PVs too (their entries removed). Reads and writes Ceph with its own tools (rbd, rados, ceph)")
+	cephfsSecret := fs.String("cephfs-secret", "", "with -adopt: namespace/name of the Secret with adminID and adminKey that Ceph CSI's CephFS driver reads for its own volumes (the one its StorageClass names); adopted CephFS volumes name it for staging, expansion and deletion. Without it CephFS volumes stay static")
 	fs.StringVar(&o.ceph.Conf, "ceph-conf", "", "with -adopt: the ceph.conf Ceph's tools read (their --conf)")
 	fs.StringVar(&o.ceph.ID, "ceph-id", "", "with -adopt: the Ceph user Ceph's tools authenticate as (their --id)")
 	fs.StringVar(&o.ceph.Keyring, "ceph-keyring", "", "with -adopt: that user's keyring file (their --keyring); keys are never printed")
@@ -78,9 +80,17 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	o.qps = float32(*qps)
 	o.ceph.Prefix = strings.Fields(*cephPrefix)
-	if !o.adopt && (o.adoptCSI || o.ceph.Conf != "" || o.ceph.ID != "" || o.ceph.Keyring != "" || len(o.ceph.Prefix) > 0) {
-		fmt.Fprintln(stderr, "csimigrate rewrite: -adopt-csi, -ceph-conf, -ceph-id, -ceph-keyring and -ceph-command-prefix only with -adopt")
+	if !o.adopt && (o.adoptCSI || o.ceph.Conf != "" || o.ceph.ID != "" || o.ceph.Keyring != "" || len(o.ceph.Prefix) > 0 || *cephfsSecret != "") {
+		fmt.Fprintln(stderr, "csimigrate rewrite: -adopt-csi, -ceph-conf, -ceph-id, -ceph-keyring, -ceph-command-prefix and -cephfs-secret only with -adopt")
 		return exitUsage
+	}
+	if *cephfsSecret != "" {
+		ns, name, ok := strings.Cut(*cephfsSecret, "/")
+		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			fmt.Fprintf(stderr, "csimigrate rewrite: -cephfs-secret %q: want namespace/name of a Secret\n", *cephfsSecret)
+			return exitUsage
+		}
+		o.cephfsSecret = &v1.SecretReference{Namespace: ns, Name: name}
 	}
 	return runApply(&c, tr, o, names, stdin, stdout, stderr)
 }
@@ -91,7 +101,7 @@ func reviewArgsOK(fs *flag.FlagSet, names []string, stderr io.Writer) bool {
 	var applyOnly []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "dry-run", "state-namespace", "concurrency", "qps", "burst", "online", "lease-wait", "adopt", "adopt-csi", "ceph-conf", "ceph-id", "ceph-keyring", "ceph-command-prefix":
+		case "dry-run", "state-namespace", "concurrency", "qps", "burst", "online", "lease-wait", "adopt", "adopt-csi", "ceph-conf", "ceph-id", "ceph-keyring", "ceph-command-prefix", "cephfs-secret":
 			applyOnly = append(applyOnly, "-"+f.Name)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -34,7 +35,7 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 	}
 	a := &applier{client: client, tr: tr, logger: c.logger(stderr), stateNS: o.stateNS, out: stdout, concurrency: o.concurrency, online: o.online, undo: o.undo}
 	if o.adopt {
-		a.ceph, a.adoptCSI = o.ceph, o.adoptCSI
+		a.ceph, a.adoptCSI, a.cephfsSecret = o.ceph, o.adoptCSI, o.cephfsSecret
 		if a.cephConfig, err = c.clusterConfig(); err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return exitUsage
@@ -166,6 +167,8 @@ type applier struct {
 	ceph       apply.Ceph
 	cephConfig ceph.ClusterConfig
 	adoptCSI   bool
+	// cephfsSecret is the admin Secret adopted CephFS volumes name.
+	cephfsSecret *v1.SecretReference
 
 	w *apply.Writer // built by writer on first use
 	// steps is how many writes w took, as of its last run.
@@ -178,7 +181,7 @@ func (a *applier) writer() (*apply.Writer, error) {
 		return a.w, nil
 	}
 	w, err := apply.New(a.client, a.tr, a.logger, textEvents{a.out}, apply.Options{StateNamespace: a.stateNS, Undo: a.undo, Online: a.online,
-		Concurrency: a.concurrency, MaxWrites: a.stepLimit, Ceph: a.ceph, CephConfig: a.cephConfig, AdoptCSI: a.adoptCSI})
+		Concurrency: a.concurrency, MaxWrites: a.stepLimit, Ceph: a.ceph, CephConfig: a.cephConfig, AdoptCSI: a.adoptCSI, CephFSSecret: a.cephfsSecret})
 	a.w = w
 	return w, err
 }
@@ -244,4 +247,7 @@ type applyOptions struct {
 	// undo, gives adopted ones their handle back).
 	adoptCSI bool
 	ceph     cephtool.Tools
+	// cephfsSecret is -cephfs-secret: the admin Secret adopted CephFS
+	// volumes name (nil: CephFS volumes stay static).
+	cephfsSecret *v1.SecretReference
 }

@@ -146,7 +146,7 @@ func (c *common) register(fs *flag.FlagSet, outputs, cmd string) {
 		fs.StringVar(&c.cephCSINamespace, "ceph-csi-namespace", "ceph-csi", "namespace of the Ceph CSI config map in the plan")
 		fs.StringVar(&c.k8sVersion, "kubernetes-version", "1.30", "the cluster's current Kubernetes minor version, for the feature-gate steps")
 		fs.BoolVar(&c.readSecrets, "read-secrets", true, "with -live: read Secrets to check the fields migration needs (values are never printed)")
-		fs.BoolVar(&c.readCeph, "read-ceph", false, "read each in-tree RBD image from Ceph (with Ceph's tools, as -ceph-conf, -ceph-id, -ceph-keyring and -ceph-command-prefix say) to tell what rewrite -apply -adopt makes of it, instead of predicting it from its class")
+		fs.BoolVar(&c.readCeph, "read-ceph", false, "read each in-tree RBD image and CephFS subvolume from Ceph (with Ceph's tools, as -ceph-conf, -ceph-id, -ceph-keyring and -ceph-command-prefix say) to tell what rewrite -apply -adopt makes of it, instead of predicting it from its class or path (Ceph's volumes module records a legacy subvolume's metadata under /volumes/_legacy the first time it is asked, as on Ceph CSI's first call)")
 		fs.StringVar(&c.cephTools.Conf, "ceph-conf", "", "with -read-ceph: the ceph.conf Ceph's tools read (their --conf)")
 		fs.StringVar(&c.cephTools.ID, "ceph-id", "", "with -read-ceph: the Ceph user Ceph's tools authenticate as (their --id)")
 		fs.StringVar(&c.cephTools.Keyring, "ceph-keyring", "", "with -read-ceph: that user's keyring file (their --keyring)")

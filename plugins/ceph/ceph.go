@@ -22,6 +22,40 @@ type ClusterEntry struct {
 	// RBD holds the entry's RBD settings that matter to migration; nil
 	// when it has none.
 	RBD *RBDSettings `json:"rbd,omitempty"`
+	// CephFS holds the entry's CephFS settings that matter to migration;
+	// nil when it has none.
+	CephFS *CephFSSettings `json:"cephFS,omitempty"`
+}
+
+// CephFSSettings are a cluster entry's CephFS settings (the "cephFS"
+// member).
+type CephFSSettings struct {
+	// SubvolumeGroup is the subvolume group of the entry's CephFS volumes
+	// ("" means Ceph CSI's default, DefaultSubvolumeGroup). Ceph CSI's
+	// journal does not record a volume's group: the entry decides it.
+	SubvolumeGroup string `json:"subvolumeGroup,omitempty"`
+}
+
+// maxClusterIDLen is the longest clusterID whose volume IDs fit Ceph CSI's
+// 128 bytes: "0001-" 4 hex digits "-" clusterID "-" 16 hex digits "-" UUID.
+const maxClusterIDLen = volumeid.CephCSIMaxIDLen - (5 + 4 + 1 + 1 + 16 + 1 + 36)
+
+// DefaultSubvolumeGroup is the subvolume group of a cluster entry that
+// names none.
+const DefaultSubvolumeGroup = "csi"
+
+// clone is a deep copy of e.
+func (e ClusterEntry) clone() ClusterEntry {
+	out := ClusterEntry{ClusterID: e.ClusterID, Monitors: slices.Clone(e.Monitors)}
+	if e.RBD != nil {
+		r := *e.RBD
+		out.RBD = &r
+	}
+	if e.CephFS != nil {
+		f := *e.CephFS
+		out.CephFS = &f
+	}
+	return out
 }
 
 // RBDSettings are a cluster entry's RBD settings (the "rbd" member).
@@ -83,7 +117,8 @@ type ClusterConfig struct {
 
 // ParseClusterConfig parses the content of Ceph CSI's config.json: a JSON
 // list of objects with "clusterID" and "monitors" (and "rbd"'s
-// "radosNamespace"; other members, such as "cephFS" settings, are not read). Like Ceph CSI, it refuses only
+// "radosNamespace" and "cephFS"'s "subvolumeGroup"; other members are not
+// read). Like Ceph CSI, it refuses only
 // what JSON cannot decode (empty input included); entries without a
 // clusterID or monitors, and clusterIDs listed twice, are kept and reported
 // by [ClusterConfig.Warnings], and only a lookup of such a clusterID fails.
@@ -103,7 +138,7 @@ func ParseClusterConfig(data []byte) (ClusterConfig, error) {
 func NewClusterConfig(entries ...ClusterEntry) ClusterConfig {
 	c := ClusterConfig{first: make(map[string]int, len(entries))}
 	for i, e := range entries {
-		c.entries = append(c.entries, ClusterEntry{ClusterID: e.ClusterID, Monitors: slices.Clone(e.Monitors)})
+		c.entries = append(c.entries, e.clone())
 		j, dup := c.first[e.ClusterID]
 		if !dup {
 			c.first[e.ClusterID] = i
@@ -150,6 +185,61 @@ func (c ClusterConfig) RBDRadosNamespace(clusterID string) string {
 	return c.entries[i].RBD.RadosNamespace
 }
 
+// CephFSSubvolumeGroup is the subvolume group Ceph CSI gives the CephFS
+// volumes of clusterID (DefaultSubvolumeGroup when its entry names none);
+// ok is false when there is no entry.
+func (c ClusterConfig) CephFSSubvolumeGroup(clusterID string) (group string, ok bool) {
+	i, ok := c.first[clusterID]
+	if !ok {
+		return "", false
+	}
+	if e := c.entries[i]; e.CephFS != nil && e.CephFS.SubvolumeGroup != "" {
+		return e.CephFS.SubvolumeGroup, true
+	}
+	return DefaultSubvolumeGroup, true
+}
+
+// CephFSGroupClusterID finds the clusterID whose volumes Ceph CSI puts in
+// subvolume group group on the cluster of clusterID: clusterID itself when
+// its group is that one, else the first entry with the same monitors and
+// that group. ok is false when no entry serves the group.
+func (c ClusterConfig) CephFSGroupClusterID(clusterID, group string) (string, bool) {
+	mons, err := c.Lookup(clusterID)
+	if err != nil {
+		return "", false
+	}
+	if g, _ := c.CephFSSubvolumeGroup(clusterID); g == group {
+		return clusterID, true
+	}
+	for i, e := range c.entries {
+		if c.first[e.ClusterID] != i {
+			continue // Ceph CSI reads the first entry of a clusterID only
+		}
+		if g, _ := c.CephFSSubvolumeGroup(e.ClusterID); g == group && slices.Equal(e.Monitors, mons) {
+			if _, err := c.Lookup(e.ClusterID); err == nil {
+				return e.ClusterID, true
+			}
+		}
+	}
+	return "", false
+}
+
+// CephFSGroupEntry is the entry CephFS volumes of subvolume group group
+// need on the cluster of base (whose monitors it copies): base itself when
+// the group is DefaultSubvolumeGroup, else an entry whose clusterID is
+// base's followed by "-" and the group (a digest of both when that would
+// make a volume ID longer than Ceph CSI's 128 bytes).
+func CephFSGroupEntry(base ClusterEntry, group string) ClusterEntry {
+	if group == DefaultSubvolumeGroup {
+		return base.clone()
+	}
+	id := base.ClusterID + "-" + group
+	if len(id) > maxClusterIDLen {
+		id = volumeid.ClusterIDFromList([]string{base.ClusterID, "subvolumeGroup=" + group})
+	}
+	return ClusterEntry{ClusterID: id, Monitors: slices.Clone(base.Monitors), CephFS: &CephFSSettings{SubvolumeGroup: group}}
+}
+
 // Warnings describes the entries Ceph CSI accepts but that are likely
 // mistakes, in entry order: an empty clusterID, no monitors, an empty
 // monitor address, a clusterID listed again (ignored by Ceph CSI; an error
@@ -189,7 +279,7 @@ func EntryFor(monitors []string) ClusterEntry {
 func (c ClusterConfig) Entries() []ClusterEntry {
 	out := make([]ClusterEntry, len(c.entries))
 	for i, e := range c.entries {
-		out[i] = ClusterEntry{ClusterID: e.ClusterID, Monitors: slices.Clone(e.Monitors)}
+		out[i] = e.clone()
 	}
 	return out
 }

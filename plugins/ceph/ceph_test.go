@@ -164,3 +164,51 @@ func TestClusterConfig(t *testing.T) {
 		}
 	}
 }
+
+// The settings migration reads survive parsing: an RBD rados namespace
+// (the adoption's precondition) and a CephFS subvolume group (the entry
+// an adopted subvolume of that group needs).
+func TestParsedSettings(t *testing.T) {
+	c, err := ceph.ParseClusterConfig([]byte(`[
+		{"clusterID":"a","monitors":["m1:6789"],"rbd":{"radosNamespace":"ns1"}},
+		{"clusterID":"a-kubernetes","monitors":["m1:6789"],"cephFS":{"subvolumeGroup":"kubernetes"}},
+		{"clusterID":"b","monitors":["m2:6789"],"cephFS":{"subvolumeGroup":"kubernetes"}},
+		{"clusterID":"a","monitors":["m1:6789"],"rbd":{"radosNamespace":"ignored"}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.RBDRadosNamespace("a"); got != "ns1" {
+		t.Errorf("RBDRadosNamespace(a) = %q, want ns1", got)
+	}
+	for _, tc := range []struct {
+		cluster, group, want string
+		ok                   bool
+	}{
+		{"a", "csi", "a", true},
+		{"a", "kubernetes", "a-kubernetes", true},
+		{"b", "kubernetes", "b", true},
+		{"a", "other", "", false},
+		{"missing", "csi", "", false},
+	} {
+		got, ok := c.CephFSGroupClusterID(tc.cluster, tc.group)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("CephFSGroupClusterID(%q, %q) = %q, %v; want %q, %v", tc.cluster, tc.group, got, ok, tc.want, tc.ok)
+		}
+	}
+	base := ceph.EntryFor([]string{"m1:6789"})
+	e := ceph.CephFSGroupEntry(base, "kubernetes")
+	if e.ClusterID != base.ClusterID+"-kubernetes" || e.CephFS == nil || e.CephFS.SubvolumeGroup != "kubernetes" {
+		t.Errorf("ceph.CephFSGroupEntry: %+v", e)
+	}
+	long := ceph.CephFSGroupEntry(base, strings.Repeat("g", 40))
+	if len(long.ClusterID) > 64 || long.ClusterID == base.ClusterID {
+		t.Errorf("ceph.CephFSGroupEntry with a long group: clusterID %q", long.ClusterID)
+	}
+	if e := ceph.CephFSGroupEntry(base, ceph.DefaultSubvolumeGroup); e.ClusterID != base.ClusterID || e.CephFS != nil {
+		t.Errorf("ceph.CephFSGroupEntry(csi) = %+v, want the base entry", e)
+	}
+	out, err := json.Marshal(ceph.NewClusterConfig(e, ceph.CephFSGroupEntry(base, "kubernetes")))
+	if err != nil || !strings.Contains(string(out), `"cephFS":{"subvolumeGroup":"kubernetes"}`) {
+		t.Errorf("MarshalJSON: %s, %v", out, err)
+	}
+}

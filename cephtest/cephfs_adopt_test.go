@@ -1,0 +1,394 @@
+package cephtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/csimigrate/csimigrate/adopt"
+	"github.com/csimigrate/csimigrate/apply/cephtool"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/secrets"
+	"github.com/csimigrate/csimigrate/testenv"
+	"github.com/csimigrate/csimigrate/volumeid"
+)
+
+// cephfsAdoptEnv is CephFS directories holding known bytes, in-tree PVs of
+// them on kube-apiserver 1.30, the Secrets migration needs (the in-tree
+// one, the derived one a static volume stages with, and Ceph CSI's CephFS
+// admin secret), and Ceph CSI configured as csimigrate plan says.
+type cephfsAdoptEnv struct {
+	adoptEnv
+	mnt  string
+	pvs  []runtime.Object
+	objs []runtime.Object
+}
+
+const (
+	cephfsGroup     = "kubernetes"
+	cephfsSecretNS  = "ceph-csi"
+	cephfsSecret    = "csi-cephfs-secret"
+	cephfsInTreeSec = "cephfs-admin"
+)
+
+func newCephFSAdoptEnv(t testing.TB) *cephfsAdoptEnv {
+	t.Helper()
+	c, d := cephEnv(t)
+	var logs bytes.Buffer
+	srv, err := testenv.StartRelease(&logs, testenv.V1_30)
+	if err != nil {
+		t.Fatalf("kube-apiserver: %v\n%s", err, logs.String())
+	}
+	t.Cleanup(srv.Stop)
+	kc, err := srv.WriteKubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &cephfsAdoptEnv{adoptEnv: adoptEnv{c: c, d: d, cs: srv.Client, kc: kc, tools: cephtool.Tools{Conf: c.Conf}, dir: t.TempDir()}, mnt: adminMount(t, c)}
+	e.data = make([]byte, 1<<20)
+	_, _ = rand.Read(e.data)
+	secretType := metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}
+	inTree := &v1.Secret{TypeMeta: secretType, ObjectMeta: metav1.ObjectMeta{Name: cephfsInTreeSec, Namespace: "apps"}, Data: map[string][]byte{"key": []byte(c.AdminKey)}}
+	derived, err := secrets.CephFSCSISecret(inTree, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := &v1.Secret{TypeMeta: secretType, ObjectMeta: metav1.ObjectMeta{Name: cephfsSecret, Namespace: cephfsSecretNS},
+		Data: map[string][]byte{"adminID": []byte("admin"), "adminKey": []byte(c.AdminKey)}}
+	ctx := context.Background()
+	for _, ns := range []string{"apps", cephfsSecretNS} {
+		mustCreate(t, func() error {
+			_, err := e.cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+			return err
+		})
+	}
+	for _, s := range []*v1.Secret{inTree, derived, admin} {
+		mustCreate(t, func() error {
+			_, err := e.cs.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{})
+			return err
+		})
+		e.objs = append(e.objs, s)
+	}
+	return e
+}
+
+// dir makes a directory of the file system holding the env's data in
+// file "data"; layout gives it an explicit layout (a pool namespace), as
+// ceph_volume_client did for the volumes it made (a directory made by hand
+// has none).
+func (e *cephfsAdoptEnv) dirWithData(t testing.TB, path string, layout bool) {
+	t.Helper()
+	dir := filepath.Join(e.mnt, path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if layout {
+		if err := syscall.Setxattr(dir, "ceph.dir.layout.pool_namespace", []byte("fsvolumens_"+filepath.Base(path)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data"), e.data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pv creates an in-tree CephFS PV of path with reclaim policy Delete.
+func (e *cephfsAdoptEnv) inTreePV(t testing.TB, name, path string) {
+	t.Helper()
+	pv := inTreeCephFSPV(name, path, "admin", cephfsInTreeSec)
+	pv.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimDelete
+	if _, err := e.cs.CoreV1().PersistentVolumes().Create(context.Background(), pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.pvs = append(e.pvs, pv)
+}
+
+// configure makes Ceph CSI's cluster map the one csimigrate plan prints
+// for the env's PVs (with the entry of their subvolume group) and keeps it
+// for -ceph-config.
+func (e *cephfsAdoptEnv) configure(t testing.TB) {
+	t.Helper()
+	configure(t, e.d, append(slicesClone(e.pvs), e.objs...)...)
+	cfg, err := os.ReadFile(CephCSIConfigFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.config, err = ceph.ParseClusterConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, "config.json"), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func slicesClone(s []runtime.Object) []runtime.Object { return append([]runtime.Object(nil), s...) }
+
+func (e *cephfsAdoptEnv) adminSecrets() map[string]string {
+	return map[string]string{"adminID": "admin", "adminKey": e.c.AdminKey}
+}
+
+// subvolumeQuota is the subvolume's bytes_quota, as Ceph's volumes module
+// reports it.
+func (e *cephfsAdoptEnv) subvolumeQuota(t testing.TB, name string) string {
+	t.Helper()
+	out, err := e.c.Ceph(callCtx(t), "fs", "subvolume", "info", FSName, name, "--group_name", cephfsGroup, "-f", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(out, `"bytes_quota": `)
+	q, _, _ := strings.Cut(rest, ",")
+	return q
+}
+
+// readData is the file "data" of a volume's directory, through the admin
+// mount.
+func (e *cephfsAdoptEnv) readData(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.mnt, path, "data"))
+	if err != nil {
+		t.Fatalf("reading %s/data: %v", path, err)
+	}
+	return b
+}
+
+// An in-tree CephFS PV whose path is a legacy subvolume
+// (/volumes/<group>/<name>, with the explicit layout ceph_volume_client
+// gave its volumes), rewritten with -adopt and -cephfs-secret, becomes one
+// of Ceph CSI's own CephFS volumes: its volume ID is Ceph CSI's (the file
+// system's ID and the name's UUID), its journal entry (in the metadata
+// pool's namespace csi) reads back, its reclaim policy Delete is restored.
+// Ceph CSI's CephFS driver then stages it with the admin secret the PV
+// names (the file reads back), expands it, snapshots it, restores the
+// snapshot and clones the volume into subvolumes that hold the same bytes,
+// and deletes it with its journal entry. A directory made by hand (no
+// layout), a path outside /volumes, and a name without a UUID are treated
+// as the plan said: static, static, native kept at Retain.
+func TestCephFSAdoptSnapshotClone(t *testing.T) {
+	e := newCephFSAdoptEnv(t)
+	ctx := callCtx(t)
+	u := NewUUID()
+	name := "kubernetes-dynamic-pvc-" + u
+	path := "/volumes/" + cephfsGroup + "/" + name
+	byHand := "/volumes/" + cephfsGroup + "/byhand-" + NewUUID()
+	e.dirWithData(t, path, true)
+	e.dirWithData(t, byHand, false)
+	e.dirWithData(t, "/volumes/"+cephfsGroup+"/reports", true)
+	e.dirWithData(t, "/shared/data", true)
+	e.inTreePV(t, "pv-subvol", path)
+	e.inTreePV(t, "pv-byhand", byHand)
+	e.inTreePV(t, "pv-reports", "/volumes/"+cephfsGroup+"/reports")
+	e.inTreePV(t, "pv-shared", "/shared/data")
+	e.configure(t)
+	base := ceph.EntryFor([]string{MonitorV1})
+	groupEntry := ceph.CephFSGroupEntry(base, cephfsGroup)
+	if id, ok := e.config.CephFSGroupClusterID(base.ClusterID, cephfsGroup); !ok || id != groupEntry.ClusterID {
+		t.Fatalf("the plan's Ceph CSI config has no entry for group %s (got %q, %v): %s", cephfsGroup, id, ok, mustRead(t, CephCSIConfigFile))
+	}
+
+	// The plan, reading Ceph, says what the rewrite will make of each.
+	forms := map[string]string{}
+	for n, v := range e.forms(t) {
+		forms[n] = v.Form + " " + strings.Join(v.Features, ",") + " " + strings.Join(v.FormWhy, "; ")
+	}
+	for n, want := range map[string][]string{
+		"pv-subvol":  {"native stage,expand,delete,snapshot,clone", "-cephfs-secret"},
+		"pv-byhand":  {"static stage ", "does not serve", "error in getxattr", "setfattr -n ceph.dir.layout.pool"},
+		"pv-reports": {"native stage,expand,delete,snapshot,clone", "does not end in a UUID"},
+		"pv-shared":  {"static stage ", "is not /volumes/<group>/<name>"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(forms[n], w) {
+				t.Errorf("plan -read-ceph for %s: %q, want it to say %q", n, forms[n], w)
+			}
+		}
+	}
+
+	secretArg := "-cephfs-secret=" + cephfsSecretNS + "/" + cephfsSecret
+	out := e.csimigrate(t, 0, "rewrite", "-apply", secretArg, "pv-subvol", "pv-byhand", "pv-reports", "pv-shared")
+	for _, want := range []string{
+		"pv/pv-subvol: adopted into Ceph CSI's journal as its own volume 0001-",
+		"register subvolume " + name + " (journal in cephfs." + FSName + ".meta, namespace csi)",
+		"pv/pv-byhand: stays a static volume",
+		"pv/pv-reports: kept at reclaim policy Retain, not Delete: subvolume kubernetes/reports does not end in a UUID",
+		"pv/pv-shared: stays a static volume",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rewrite -apply -adopt does not say %q:\n%s", want, out)
+		}
+	}
+	pv := e.pv(t, "pv-subvol")
+	id, err := volumeid.ParseCephCSIVolumeID(pv.Spec.CSI.VolumeHandle)
+	if err != nil || id.ClusterID != groupEntry.ClusterID || id.Location != 1 || id.ObjectUUID != u {
+		t.Fatalf("pv-subvol's handle %q: %+v %v; want cluster %s, file system 1 and the name's UUID", pv.Spec.CSI.VolumeHandle, id, err, groupEntry.ClusterID)
+	}
+	if pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete || pv.Annotations[rewrite.AnnReclaimPolicy] != "" {
+		t.Errorf("pv-subvol: reclaim policy %s, annotations %v; want Delete restored", pv.Spec.PersistentVolumeReclaimPolicy, pv.Annotations)
+	}
+	if ref := pv.Spec.CSI.NodeStageSecretRef; ref == nil || ref.Name != cephfsSecret || ref.Namespace != cephfsSecretNS {
+		t.Errorf("pv-subvol's nodeStageSecretRef %v, want %s/%s", ref, cephfsSecretNS, cephfsSecret)
+	}
+	j := journalOfPV(t, pv)
+	if st := e.journal(t, j); st != "written" || j.Namespace != adopt.JournalNamespaceCephFS || j.Pool != "cephfs."+FSName+".meta" {
+		t.Fatalf("the journal entry of pv-subvol (%+v): %s", j, st)
+	}
+	for n, want := range map[string]string{"pv-byhand": "true", "pv-shared": "true", "pv-reports": ""} {
+		got := e.pv(t, n)
+		if got.Spec.CSI == nil || got.Spec.CSI.VolumeAttributes["staticVolume"] != want {
+			t.Errorf("%s: %+v, want a CSI PV with staticVolume %q", n, got.Spec.CSI, want)
+		}
+	}
+	if got := e.pv(t, "pv-reports"); got.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
+		t.Errorf("pv-reports: reclaim policy %s, want Retain", got.Spec.PersistentVolumeReclaimPolicy)
+	}
+
+	// Ceph CSI's node server stages it as its own, with what the PV says.
+	vol := pv.Spec.CSI.VolumeHandle
+	staging := filepath.Join(t.TempDir(), "staging")
+	if err := os.Mkdir(staging, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	vc := maps.Clone(pv.Spec.CSI.VolumeAttributes)
+	vc["mounter"] = "fuse" // no kernel client here
+	stageSecret, err := e.cs.CoreV1().Secrets(cephfsSecretNS).Get(ctx, cephfsSecret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.d.CephFS.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: vol, StagingTargetPath: staging, VolumeCapability: rwx(),
+		VolumeContext: vc, Secrets: secrets.SecretStringData(stageSecret)}); err != nil {
+		t.Fatalf("NodeStageVolume of the adopted volume: %v\n%s", err, e.d.Log("cephcsi-cephfs"))
+	}
+	if got, err := os.ReadFile(filepath.Join(staging, "data")); err != nil || !bytes.Equal(got, e.data) {
+		t.Errorf("the staged volume's data: %d bytes, %v; want the original %d", len(got), err, len(e.data))
+	}
+	if _, err := e.d.CephFS.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: vol, StagingTargetPath: staging}); err != nil {
+		t.Errorf("NodeUnstageVolume: %v", err)
+	}
+
+	// The controller: expansion, snapshot, restore, clone.
+	if _, err := e.d.CephFSController.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: vol,
+		CapacityRange: &csi.CapacityRange{RequiredBytes: 2 << 30}, Secrets: e.adminSecrets()}); err != nil {
+		t.Fatalf("ControllerExpandVolume: %v", err)
+	}
+	if q := e.subvolumeQuota(t, name); q != "2147483648" {
+		t.Errorf("after the expansion the subvolume's quota is %s, want 2147483648", q)
+	}
+	params := map[string]string{"clusterID": id.ClusterID, "fsName": FSName}
+	snap, err := e.d.CephFSController.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{SourceVolumeId: vol, Name: "snap-" + NewUUID(), Parameters: params, Secrets: e.adminSecrets()})
+	if err != nil {
+		t.Fatalf("CreateSnapshot of the adopted volume: %v", err)
+	}
+	if !snap.Snapshot.ReadyToUse {
+		t.Errorf("the snapshot is not ready: %+v", snap.Snapshot)
+	}
+	// create retries while Ceph's clone runs (Ceph CSI answers Aborted
+	// until it is done, and the provisioner retries likewise).
+	create := func(reqName string, src *csi.VolumeContentSource) *csi.Volume {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			r, err := e.d.CephFSController.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: reqName, CapacityRange: &csi.CapacityRange{RequiredBytes: 2 << 30},
+				VolumeCapabilities: []*csi.VolumeCapability{rwx()}, Parameters: params, Secrets: e.adminSecrets(), VolumeContentSource: src})
+			if err == nil {
+				return r.Volume
+			}
+			if codeOf(err) != codes.Aborted || time.Now().After(deadline) {
+				t.Fatalf("CreateVolume %s: %v", reqName, err)
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	restored := create("restore-"+NewUUID(), &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: snap.Snapshot.SnapshotId}}})
+	clone := create("clone-"+NewUUID(), &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: vol}}})
+	for what, v := range map[string]*csi.Volume{"the restored snapshot": restored, "the clone": clone} {
+		if got := e.readData(t, v.VolumeContext["subvolumePath"]); !bytes.Equal(got, e.data) {
+			t.Errorf("%s (%s) does not hold the original bytes", what, v.VolumeContext["subvolumePath"])
+		}
+	}
+	for _, v := range []string{clone.VolumeId, restored.VolumeId} {
+		if _, err := e.d.CephFSController.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v, Secrets: e.adminSecrets()}); err != nil {
+			t.Errorf("DeleteVolume %s: %v", v, err)
+		}
+	}
+	if _, err := e.d.CephFSController.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: snap.Snapshot.SnapshotId, Secrets: e.adminSecrets()}); err != nil {
+		t.Errorf("DeleteSnapshot: %v", err)
+	}
+
+	// Deleted by Ceph CSI as its own: the subvolume and its journal entry
+	// go; the other volumes' directories stay.
+	if _, err := e.d.CephFSController.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: vol, Secrets: e.adminSecrets()}); err != nil {
+		t.Fatalf("DeleteVolume of the adopted volume: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.mnt, path)); !os.IsNotExist(err) {
+		t.Errorf("%s after DeleteVolume: %v, want it gone", path, err)
+	}
+	if st := e.journal(t, j); st != "absent" {
+		t.Errorf("the journal entry after DeleteVolume: %s", st)
+	}
+	for _, p := range []string{"/volumes/" + cephfsGroup + "/reports", byHand, "/shared/data"} {
+		if got := e.readData(t, p); !bytes.Equal(got, e.data) {
+			t.Errorf("%s changed", p)
+		}
+	}
+}
+
+// rewrite -apply -undo -adopt gives back the in-tree CephFS PV as it was
+// stored before the adoption (path, secret, reclaim policy) and removes the
+// journal entry, leaving the directory and its data; a second rewrite
+// adopts it again with the same volume ID.
+func TestCephFSAdoptUndo(t *testing.T) {
+	e := newCephFSAdoptEnv(t)
+	u := NewUUID()
+	path := "/volumes/" + cephfsGroup + "/kubernetes-dynamic-pvc-" + u
+	e.dirWithData(t, path, true)
+	e.inTreePV(t, "pv-undo", path)
+	e.configure(t)
+	before := e.pv(t, "pv-undo")
+	secretArg := "-cephfs-secret=" + cephfsSecretNS + "/" + cephfsSecret
+	e.csimigrate(t, 0, "rewrite", "-apply", secretArg, "pv-undo")
+	adopted := e.pv(t, "pv-undo")
+	j := journalOfPV(t, adopted)
+	e.csimigrate(t, 0, "rewrite", "-apply", "-undo", "pv-undo")
+	after := e.pv(t, "pv-undo")
+	if after.Spec.CephFS == nil || after.Spec.CephFS.Path != path || after.Spec.CephFS.SecretRef == nil || after.Spec.CephFS.SecretRef.Name != cephfsInTreeSec ||
+		after.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
+		t.Errorf("after the undo: %+v, want the in-tree PV %+v", after.Spec, before.Spec)
+	}
+	for k := range after.Annotations {
+		if strings.HasPrefix(k, "csimigrate.io/") || k == secrets.AnnDeletionSecretName || k == "pv.kubernetes.io/provisioned-by" {
+			t.Errorf("after the undo the PV keeps annotation %s", k)
+		}
+	}
+	if st := e.journal(t, j); st != "absent" {
+		t.Errorf("the journal entry after the undo: %s", st)
+	}
+	if got := e.readData(t, path); !bytes.Equal(got, e.data) {
+		t.Errorf("%s changed", path)
+	}
+	e.csimigrate(t, 0, "rewrite", "-apply", secretArg, "pv-undo")
+	if again := e.pv(t, "pv-undo"); again.Spec.CSI == nil || again.Spec.CSI.VolumeHandle != adopted.Spec.CSI.VolumeHandle {
+		t.Errorf("adopted again: %+v, want handle %s", again.Spec.CSI, adopted.Spec.CSI.VolumeHandle)
+	}
+}
+
+func mustRead(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
