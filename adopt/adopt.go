@@ -276,6 +276,9 @@ func RBD(in RBDInput) (Decision, error) {
 	if pv == nil || pv.Spec.CSI == nil || pv.Spec.CSI.Driver != plugin.RBDDriverName {
 		return Decision{}, fmt.Errorf("%w: want a CSI PV of %s", ErrNotAdoptable, plugin.RBDDriverName)
 	}
+	if pv.Name == "" {
+		return Decision{}, fmt.Errorf("%w: metadata.name is empty: the journal names the volume by its PV's name", ErrNotAdoptable)
+	}
 	// The image is the one the attributes name (the in-tree source's, as
 	// the translation wrote them); the migration handle may resolve to
 	// another (the hazard that keeps such PVs Retain), which the journal

@@ -113,6 +113,9 @@ func CephFS(in CephFSInput) (Decision, error) {
 	if pv == nil || pv.Spec.CSI == nil || pv.Spec.CSI.Driver != plugin.CephFSDriverName || pv.Spec.CSI.VolumeAttributes["rootPath"] == "" {
 		return Decision{}, fmt.Errorf("%w: want a static CSI PV of %s (attribute rootPath)", ErrNotAdoptable, plugin.CephFSDriverName)
 	}
+	if pv.Name == "" {
+		return Decision{}, fmt.Errorf("%w: metadata.name is empty: the journal names the volume by its PV's name", ErrNotAdoptable)
+	}
 	attrs := pv.Spec.CSI.VolumeAttributes
 	root := attrs["rootPath"]
 	d := Decision{Form: FormNative}

@@ -4,26 +4,32 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc/codes"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/csimigrate/csimigrate/adopt"
+	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/apply/cephtool"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/testenv"
+	"github.com/csimigrate/csimigrate/translate"
 	"github.com/csimigrate/csimigrate/volumeid"
 )
 
@@ -119,10 +125,10 @@ func (e *cephfsAdoptEnv) inTreePV(t testing.TB, name, path string) {
 
 // configure makes Ceph CSI's cluster map the one csimigrate plan prints
 // for the env's PVs (with the entry of their subvolume group) and keeps it
-// for -ceph-config.
-func (e *cephfsAdoptEnv) configure(t testing.TB) {
+// for -ceph-config; it returns a translator that knows the same clusters.
+func (e *cephfsAdoptEnv) configure(t testing.TB) *translate.Translator {
 	t.Helper()
-	configure(t, e.d, append(slicesClone(e.pvs), e.objs...)...)
+	tr, _ := configure(t, e.d, append(slicesClone(e.pvs), e.objs...)...)
 	cfg, err := os.ReadFile(CephCSIConfigFile)
 	if err != nil {
 		t.Fatal(err)
@@ -133,6 +139,7 @@ func (e *cephfsAdoptEnv) configure(t testing.TB) {
 	if err := os.WriteFile(filepath.Join(e.dir, "config.json"), cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return tr
 }
 
 func slicesClone(s []runtime.Object) []runtime.Object { return append([]runtime.Object(nil), s...) }
@@ -391,4 +398,118 @@ func mustRead(t testing.TB, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// An adoption of a CephFS subvolume interrupted after each of its writes
+// (API and Ceph) is finished by a second run, and its undo, interrupted
+// likewise, gives back the in-tree PV with no journal entry and no state
+// left; the directory's data is untouched throughout.
+func TestCephFSAdoptInterrupted(t *testing.T) {
+	e := newCephFSAdoptEnv(t)
+	ctx := context.Background()
+	var paths []string
+	for k := 1; k <= 12; k++ {
+		p := "/volumes/" + cephfsGroup + "/kubernetes-dynamic-pvc-" + NewUUID()
+		e.dirWithData(t, p, true)
+		paths = append(paths, p)
+		e.inTreePV(t, fmt.Sprintf("pv-cut%d", k), p)
+	}
+	tr := e.configure(t)
+	secret := &v1.SecretReference{Namespace: cephfsSecretNS, Name: cephfsSecret}
+	writer := func(undo bool, limit int) *apply.Writer {
+		w, err := apply.New(e.cs, tr, klogDiscard(), nil, apply.Options{Undo: undo, MaxWrites: limit, Ceph: e.tools, CephConfig: e.config, CephFSSecret: secret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	for k := 1; k <= 12; k++ {
+		name := fmt.Sprintf("pv-cut%d", k)
+		before := e.pv(t, name)
+		target := []apply.Target{{Name: name}}
+		_, err := writer(false, k).PVs(ctx, target)
+		finished := err == nil
+		if err != nil && !errors.Is(err, apply.ErrWriteLimit) {
+			t.Fatalf("k=%d: the interrupted adoption: %v", k, err)
+		}
+		if _, err := writer(false, 0).PVs(ctx, target); err != nil {
+			t.Fatalf("k=%d: resuming the adoption: %v", k, err)
+		}
+		pv := e.pv(t, name)
+		j := journalOfPV(t, pv)
+		if st := e.journal(t, j); st != "written" || pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
+			t.Errorf("k=%d: after the resumed adoption the journal is %s, the policy %s", k, st, pv.Spec.PersistentVolumeReclaimPolicy)
+		}
+		_, err = writer(true, k).PVs(ctx, target)
+		if err != nil && !errors.Is(err, apply.ErrWriteLimit) {
+			t.Fatalf("k=%d: the interrupted undo: %v", k, err)
+		}
+		if _, err := writer(true, 0).PVs(ctx, target); err != nil {
+			t.Fatalf("k=%d: resuming the undo: %v", k, err)
+		}
+		if diff := cmp.Diff(before.Spec, e.pv(t, name).Spec); diff != "" {
+			t.Errorf("k=%d: the undone PV (-before +after):\n%s", k, diff)
+		}
+		if st := e.journal(t, j); st != "absent" {
+			t.Errorf("k=%d: the journal after the resumed undo: %s", k, st)
+		}
+		if cms, err := e.cs.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"}); err != nil || len(cms.Items) > 0 {
+			t.Errorf("k=%d: state left: %v %v", k, cms, err)
+		}
+		if got := e.readData(t, paths[k-1]); !bytes.Equal(got, e.data) {
+			t.Errorf("k=%d: %s changed", k, paths[k-1])
+		}
+		if finished {
+			t.Logf("the adoption takes %d writes", k)
+			return
+		}
+	}
+	t.Error("the adoption did not finish within 12 writes")
+}
+
+// BenchmarkCephFSAdopt measures what the adoption of a CephFS subvolume
+// adds to its rewrite: n legacy subvolumes rewritten as static volumes,
+// and n others rewritten and adopted (one at a time: Concurrency 1), on
+// the real Ceph and kube-apiserver. The metric is the difference a volume.
+func BenchmarkCephFSAdopt(b *testing.B) {
+	n := 20
+	if v, err := strconv.Atoi(os.Getenv("CSIMIGRATE_BENCH_ADOPT")); err == nil && v > 0 {
+		n = v
+	}
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		e := newCephFSAdoptEnv(b)
+		var targets [2][]apply.Target
+		for _, withCeph := range []int{0, 1} {
+			for k := range n {
+				name := fmt.Sprintf("pv-%d-%d", withCeph, k)
+				p := fmt.Sprintf("/volumes/%s/kubernetes-dynamic-pvc-%s", cephfsGroup, NewUUID())
+				e.dirWithData(b, p, true)
+				e.inTreePV(b, name, p)
+				targets[withCeph] = append(targets[withCeph], apply.Target{Name: name})
+			}
+		}
+		tr := e.configure(b)
+		var took [2]time.Duration
+		for _, withCeph := range []int{0, 1} {
+			o := apply.Options{Concurrency: 1}
+			if withCeph == 1 {
+				o.Ceph, o.CephConfig, o.CephFSSecret = e.tools, e.config, &v1.SecretReference{Namespace: cephfsSecretNS, Name: cephfsSecret}
+			}
+			w, err := apply.New(e.cs, tr, klogDiscard(), nil, o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			start := time.Now()
+			if _, err := w.PVs(context.Background(), targets[withCeph]); err != nil {
+				b.Fatal(err)
+			}
+			took[withCeph] = time.Since(start)
+			b.StopTimer()
+		}
+		per := (took[1] - took[0]) / time.Duration(n)
+		b.Logf("%d CephFS PVs rewritten static in %s; with adoption in %s: %s more a volume", n, took[0].Round(time.Millisecond), took[1].Round(time.Millisecond), per.Round(time.Millisecond))
+		b.ReportMetric(per.Seconds(), "s/adopted-volume")
+	}
 }

@@ -532,3 +532,42 @@ func FuzzAdopt(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAdoptCephFS: the CephFS adoption's rules on any PV and any subvolume
+// facts never panic and never modify the PV; a native adoption gives the PV
+// back through Unadopted, and its volume ID parses.
+func FuzzAdoptCephFS(f *testing.F) {
+	f.Add(`{"metadata":{"name":"pv","annotations":{"pv.kubernetes.io/provisioned-by":"ceph.com/cephfs"}},"spec":{"csi":{"driver":"cephfs.csi.ceph.com","volumeHandle":"h","nodeStageSecretRef":{"name":"s","namespace":"ns"},"volumeAttributes":{"rootPath":"/volumes/kubernetes/kubernetes-dynamic-pvc-e4111eb6-4088-11ec-b823-0242ac110003","clusterID":"c","staticVolume":"true","fsName":"myfs"}}}}`,
+		"/volumes/kubernetes/kubernetes-dynamic-pvc-e4111eb6-4088-11ec-b823-0242ac110003", int64(1), "snapshot-clone", "c-kubernetes", "", true)
+	f.Add(`{"metadata":{"name":"pv"},"spec":{"csi":{"driver":"cephfs.csi.ceph.com","volumeAttributes":{"rootPath":"/volumes/g/reports"}}}}`, "/volumes/g/reports", int64(-1), "", "", "Error ENODATA", false)
+	f.Fuzz(func(t *testing.T, data, path string, fscid int64, features, clusterID, notServed string, secret bool) {
+		var pv v1.PersistentVolume
+		if json.Unmarshal([]byte(data), &pv) != nil {
+			return
+		}
+		orig := pv.DeepCopy()
+		in := adopt.CephFSInput{PV: &pv, ClusterID: clusterID, NotSubvolume: notServed, UUID: "1b4e28ba-2fa1-11d2-883f-0016d3cca427"}
+		if secret {
+			in.Secret = &v1.SecretReference{Namespace: "ceph-csi", Name: "csi-cephfs-secret"}
+		}
+		if pv.Spec.CSI != nil && notServed == "" {
+			if g, n, ok := adopt.SubvolumeOf(pv.Spec.CSI.VolumeAttributes["rootPath"]); ok {
+				in.Subvolume = &adopt.Subvolume{FS: "fs", FSCID: fscid, MetadataPool: "meta", Group: g, Name: n, Path: path, Features: strings.Split(features, ",")}
+			}
+		}
+		d, err := adopt.CephFS(in)
+		if diff := cmp.Diff(orig, &pv); diff != "" {
+			t.Fatalf("input modified:\n%s", diff)
+		}
+		if err != nil || d.PV == nil {
+			return
+		}
+		if _, err := volumeid.ParseCephCSIVolumeID(d.PV.Spec.CSI.VolumeHandle); err != nil {
+			t.Fatalf("native volume ID %q: %v", d.PV.Spec.CSI.VolumeHandle, err)
+		}
+		back, _, ok, err := adopt.Unadopted(d.PV)
+		if err != nil || !ok || !cmp.Equal(back, &pv, cmpopts.EquateEmpty()) {
+			t.Fatalf("Unadopted: %v %t\n%s", err, ok, cmp.Diff(&pv, back, cmpopts.EquateEmpty()))
+		}
+	})
+}
