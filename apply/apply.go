@@ -467,3 +467,40 @@ func pvDriver(pv *v1.PersistentVolume) string {
 	}
 	return plugin.InTreeNameOfPV(pv)
 }
+
+// Reviewed is what a Writer would make of one PV, for a review that an
+// admin reads or runs instead of the Writer.
+type Reviewed struct {
+	// Replacement is the PV that replaces it, with reclaim policy Retain
+	// and the policy to restore in annotation rewrite.AnnReclaimPolicy.
+	Replacement *v1.PersistentVolume
+	// Journal is the entry of Ceph CSI's journal the rewrite registers
+	// before the replacement exists (an adoption), or the undo removes once
+	// it exists; nil for neither.
+	Journal *adopt.Journal
+	// KeptRetain says why the replacement keeps Retain where the PV had
+	// another policy ("" when it does not).
+	KeptRetain string
+}
+
+// Review runs every check the Writer makes on a live PV of its direction
+// before the first write, and returns what it would write; it writes
+// nothing (the adoption's Ceph reads included: only reads).
+func (a *Writer) Review(ctx context.Context, cur *v1.PersistentVolume) (Reviewed, error) {
+	if cur == nil || !a.IsSource(cur) {
+		return Reviewed{}, fmt.Errorf("not %s PV", a.direction().aScope)
+	}
+	c, err := a.direction().check(a, ctx, cur)
+	if err != nil {
+		return Reviewed{}, err
+	}
+	r := Reviewed{Replacement: c.repl, KeptRetain: c.kept}
+	from := c.repl
+	if a.undo {
+		from = cur
+	}
+	if r.Journal, err = journalOf(from); err != nil {
+		return Reviewed{}, err
+	}
+	return r, nil
+}

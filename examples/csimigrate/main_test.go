@@ -101,6 +101,21 @@ func TestUsage(t *testing.T) {
 	if _, stderr, code := runCmd(t, "", "plan", "-kubernetes-version", "2.0"); code != exitUsage || !strings.Contains(stderr, "2.0") {
 		t.Errorf("bad version: %d %q", code, stderr)
 	}
+	// The adoption's flags: a review of it reads the live cluster; Ceph
+	// access and the CephFS secret only with -adopt; a secret as
+	// namespace/name.
+	for args, want := range map[string]string{
+		"rewrite -adopt -f -":                                  "needs -live",
+		"rewrite -ceph-conf /etc/ceph/ceph.conf -f -":          "only with -adopt",
+		"rewrite -apply -cephfs-secret ceph-csi/s":             "only with -adopt",
+		"rewrite -apply -adopt -cephfs-secret csi-cephfs":      "want namespace/name",
+		"rewrite -live -adopt -adopt-csi -o script":            "-adopt-csi only with -apply",
+		"rewrite -live -adopt -dry-run -cephfs-secret ns/name": "-dry-run only with -apply",
+	} {
+		if _, stderr, code := runCmd(t, "", strings.Fields(args)...); code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("%s: exit %d, %q; want a usage error saying %q", args, code, stderr, want)
+		}
+	}
 }
 
 // failingWriter fails every write, as a closed pipe or a full disk does.

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,7 +19,9 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/apply/cephtool"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
@@ -71,14 +76,6 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitUsage
 	}
-	if !*doApply {
-		return runReview(&c, tr, o.undo, stdin, stdout, stderr)
-	}
-	if o.concurrency < 1 || *qps <= 0 || o.burst < 1 {
-		fmt.Fprintf(stderr, "csimigrate rewrite: -concurrency %d, -qps %g, -burst %d: want each at least 1\n", o.concurrency, *qps, o.burst)
-		return exitUsage
-	}
-	o.qps = float32(*qps)
 	o.ceph.Prefix = strings.Fields(*cephPrefix)
 	if !o.adopt && (o.adoptCSI || o.ceph.Conf != "" || o.ceph.ID != "" || o.ceph.Keyring != "" || len(o.ceph.Prefix) > 0 || *cephfsSecret != "") {
 		fmt.Fprintln(stderr, "csimigrate rewrite: -adopt-csi, -ceph-conf, -ceph-id, -ceph-keyring, -ceph-command-prefix and -cephfs-secret only with -adopt")
@@ -92,6 +89,18 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		o.cephfsSecret = &v1.SecretReference{Namespace: ns, Name: name}
 	}
+	if !*doApply {
+		if o.adopt && !c.live {
+			fmt.Fprintln(stderr, "csimigrate rewrite: -adopt in a review needs -live: the adoption's checks read the cluster and Ceph, as -apply does")
+			return exitUsage
+		}
+		return runReview(&c, tr, o, stdin, stdout, stderr)
+	}
+	if o.concurrency < 1 || *qps <= 0 || o.burst < 1 {
+		fmt.Fprintf(stderr, "csimigrate rewrite: -concurrency %d, -qps %g, -burst %d: want each at least 1\n", o.concurrency, *qps, o.burst)
+		return exitUsage
+	}
+	o.qps = float32(*qps)
 	return runApply(&c, tr, o, names, stdin, stdout, stderr)
 }
 
@@ -101,7 +110,9 @@ func reviewArgsOK(fs *flag.FlagSet, names []string, stderr io.Writer) bool {
 	var applyOnly []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "dry-run", "state-namespace", "concurrency", "qps", "burst", "online", "lease-wait", "adopt", "adopt-csi", "ceph-conf", "ceph-id", "ceph-keyring", "ceph-command-prefix", "cephfs-secret":
+		case "adopt", "ceph-conf", "ceph-id", "ceph-keyring", "ceph-command-prefix", "cephfs-secret":
+			// The review of an adoption: its Ceph-side writes in the script.
+		case "dry-run", "state-namespace", "concurrency", "qps", "burst", "online", "lease-wait", "adopt-csi":
 			applyOnly = append(applyOnly, "-"+f.Name)
 		}
 	})
@@ -118,7 +129,8 @@ func reviewArgsOK(fs *flag.FlagSet, names []string, stderr io.Writer) bool {
 // template needs claims): first the StorageClasses, then the PVs, each
 // written as it is read, so memory does not grow with the number of PVs.
 // Standard input is kept in a temporary file for that.
-func runReview(c *common, tr *translate.Translator, undo bool, stdin io.Reader, stdout, stderr io.Writer) int {
+func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Reader, stdout, stderr io.Writer) int {
+	undo := o.undo
 	if c.output != "script" && c.output != "yaml" {
 		fmt.Fprintf(stderr, "csimigrate rewrite: -o %q: want script or yaml\n", c.output)
 		return exitUsage
@@ -130,12 +142,34 @@ func runReview(c *common, tr *translate.Translator, undo bool, stdin io.Reader, 
 	defer c.cleanup()
 	rv := &review{tr: tr, dir: directionOf(undo), script: c.output == "script", stderr: stderr,
 		in: &rewriteInputs{classes: map[string]*storagev1.StorageClass{}}, w: bufio.NewWriterSize(stdout, 1<<16)}
+	if o.adopt {
+		// The adoption's decisions are the writer's own, on the live
+		// cluster and Ceph: its checks, without its writes.
+		client, err := clientFor(c.kubeconfig, c.context, 50, 100)
+		if err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+			return exitUsage
+		}
+		cfg, err := c.clusterConfig()
+		if err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+			return exitUsage
+		}
+		rv.ceph = o.ceph
+		if rv.writer, err = apply.New(client, tr, c.logger(stderr), nil, apply.Options{Undo: undo, Ceph: o.ceph, CephConfig: cfg, CephFSSecret: o.cephfsSecret}); err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+			return exitUsage
+		}
+	}
 	if err := rv.readInputs(c, stdin); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitInput
 	}
 	if rv.script {
 		writeScriptHeader(rv.w, rv.dir)
+		if rv.writer != nil {
+			writeScriptJournal(rv.w, rv.ceph)
+		}
 	}
 	if err := c.read(stdin, io.Discard, sinkFunc(rv.pv)); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
@@ -169,6 +203,10 @@ type review struct {
 	in     *rewriteInputs
 	w      *bufio.Writer
 	stderr io.Writer
+	// writer, for a review of an adoption (-adopt), makes the decisions
+	// (reading the live cluster and Ceph with ceph's tools).
+	writer *apply.Writer
+	ceph   cephtool.Tools
 	// What was written, whether an object failed, and the first write error.
 	pvs, classes int
 	failed       bool
@@ -198,10 +236,14 @@ func (rv *review) pv(obj any) {
 		return
 	}
 	var p RewritePV
+	var j *adopt.Journal
 	var err error
-	if rv.dir.undo {
+	switch {
+	case rv.writer != nil:
+		p, j, err = rv.reviewed(pv)
+	case rv.dir.undo:
 		p, err = undoReview(rv.tr, pv)
-	} else {
+	default:
 		p, err = rv.in.replacement(rv.tr, pv)
 	}
 	if err != nil {
@@ -211,10 +253,40 @@ func (rv *review) pv(obj any) {
 	}
 	rv.pvs++
 	if rv.script {
-		rv.werr = writeScriptPV(rv.w, rv.dir, p)
+		if j != nil {
+			rv.werr = writeScriptJournalVars(rv.w, rv.ceph, p.CSI, *j, rv.dir.undo)
+		}
+		if rv.werr == nil {
+			rv.werr = writeScriptPV(rv.w, rv.dir, p)
+		}
+		if j != nil && rv.werr == nil {
+			_, rv.werr = io.WriteString(rv.w, "J_POOL=\n")
+		}
 	} else {
 		rv.werr = writeYAML(rv.w, p.CSI)
 	}
+}
+
+// reviewed is what the writer would make of pv (its checks, on the live
+// cluster and Ceph), and the journal entry it writes or removes.
+func (rv *review) reviewed(pv *v1.PersistentVolume) (RewritePV, *adopt.Journal, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := rv.writer.Review(ctx, pv)
+	if err != nil {
+		return RewritePV{}, nil, err
+	}
+	p := RewritePV{Name: pv.Name, OriginalPolicy: pv.Spec.PersistentVolumeReclaimPolicy, CSI: r.Replacement,
+		RestorePolicy: v1.PersistentVolumeReclaimPolicy(r.Replacement.Annotations[AnnReclaimPolicy])}
+	if r.Replacement.Spec.CSI != nil {
+		p.Driver = r.Replacement.Spec.CSI.Driver
+	} else {
+		p.Driver = plugin.InTreeNameOfPV(r.Replacement)
+	}
+	if r.KeptRetain != "" {
+		p.Hazard = r.KeptRetain
+	}
+	return p, r.Journal, nil
 }
 
 // class writes the steps for one StorageClass the direction replaces.
@@ -245,6 +317,9 @@ func (rv *review) class(sc *storagev1.StorageClass) {
 // undoReview is the undo of a CSI PV csimigrate created, for review: its
 // in-tree replacement in the field CSI.
 func undoReview(tr *translate.Translator, pv *v1.PersistentVolume) (RewritePV, error) {
+	if _, j, adopted, _ := adopt.Unadopted(pv); adopted {
+		return RewritePV{}, fmt.Errorf("its volume was adopted into Ceph CSI's journal (%s in pool %s), and the undo removes that entry: review it with -live -adopt and the Ceph access flags", j.Object(), j.Pool)
+	}
 	in, err := rewrite.UndoReplacement(tr, pv)
 	if err != nil {
 		return RewritePV{}, err
@@ -304,6 +379,9 @@ const scriptFunctions = `rewrite_pv() {
   # driver is the CSI driver of the replacement, "" for an in-tree one.
   local name=$1 driver=$2 restore=$3 manifest=$4
   local cur uid
+  # An adoption's journal entry (J_POOL set): absent or this one's, before
+  # anything is written.
+  [ -z "${J_POOL:-}" ] || j_check
   cur=$($KUBECTL get pv "$name" -o 'jsonpath={.metadata.name}/{.spec.csi.driver}' 2>/dev/null || true)
   if [ "$cur" != "$name/$driver" ]; then
     if $KUBECTL get pv "$name" >/dev/null 2>&1; then
@@ -339,11 +417,18 @@ const scriptFunctions = `rewrite_pv() {
       $KUBECTL patch pv "$name" --type=json -p "[{\"op\":\"test\",\"path\":\"/metadata/uid\",\"value\":\"$uid\"},{\"op\":\"test\",\"path\":\"/metadata/finalizers\",\"value\":[\"kubernetes.io/pv-protection\"]},{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]" 2>/dev/null || true
       $KUBECTL wait --for=delete "pv/$name" --timeout=120s
     fi
-    # 3. Create the replacement with the same name and claimRef (Retain for
-    #    now).
+    # 3. An adoption registers the volume in Ceph CSI's journal before the
+    #    PV naming it exists. Create the replacement with the same name and
+    #    claimRef (Retain for now).
+    if [ -n "${J_POOL:-}" ] && [ -z "${J_UNDO:-}" ]; then j_write; fi
     printf '%s\n' "$manifest" | $KUBECTL create -f -
   fi
-  # 4. Restore the reclaim policy recorded on the replacement.
+  # 4. An adoption's journal entry reads back and Ceph CSI finds the volume
+  #    by it (the undo removes it, now that the in-tree PV exists). Restore
+  #    the reclaim policy recorded on the replacement.
+  if [ -n "${J_POOL:-}" ]; then
+    if [ -n "${J_UNDO:-}" ]; then j_remove; else j_verify; fi
+  fi
   local want
   want=$($KUBECTL get pv "$name" -o "jsonpath={.metadata.annotations.csimigrate\.io/original-reclaim-policy}")
   if [ -n "$want" ]; then
@@ -374,6 +459,126 @@ rewrite_sc() {
   printf '%s\n' "$manifest" | $KUBECTL create -f -
 }
 `
+
+// scriptJournal are the review script's functions for Ceph CSI's journal
+// (rewrite -adopt): the entry of one volume, as the J_ variables set before
+// rewrite_pv say, checked, written, read back and removed with the rados
+// tool. Each reads the entry first, so a second run finishes an interrupted
+// one.
+const scriptJournal = `
+# Ceph CSI's journal (rewrite -adopt). Before each adopted PV: J_POOL,
+# J_NS (RADOS namespace), J_OBJ (the volume's object), J_DIR and J_DIRKEY
+# (the directory key naming it), J_UUID, J_KEYS (key=value of J_OBJ),
+# J_VERIFY (a command whose output holds J_WANT when Ceph finds the volume by
+# name), J_UNDO (set: remove the entry).
+# The rados command (RADOS in the environment replaces it, split at spaces).
+RADOS_CMD=(%s)
+if [ -n "${RADOS:-}" ]; then read -r -a RADOS_CMD <<<"$RADOS"; fi
+J_POOL=
+j_rados() { "${RADOS_CMD[@]}" --pool "$J_POOL" ${J_NS:+--namespace "$J_NS"} "$@"; }
+# j_get OBJECT KEY prints the key's value; nothing when it is absent.
+j_get() {
+  local f
+  f=$(mktemp)
+  if j_rados getomapval "$1" "$2" "$f" >/dev/null 2>&1; then cat "$f"; fi
+  rm -f "$f"
+}
+# j_check: the entry is absent, or holds nothing but what this one writes.
+j_check() {
+  local kv k got
+  if j_rados stat "$J_OBJ" >/dev/null 2>&1; then
+    for k in $(j_rados listomapkeys "$J_OBJ"); do
+      case " ${J_KEYS[*]} " in
+        *" $k="*) ;;
+        *) echo "Ceph CSI's journal object $J_OBJ (pool $J_POOL) has key $k, which this adoption does not write: another volume's; not touching it" >&2; exit 1 ;;
+      esac
+    done
+    for kv in "${J_KEYS[@]}"; do
+      k=${kv%%%%=*}
+      got=$(j_get "$J_OBJ" "$k")
+      if [ -n "$got" ] && [ "$got" != "${kv#*=}" ]; then
+        echo "Ceph CSI's journal object $J_OBJ (pool $J_POOL) has $k=$got, not ${kv#*=}: another volume's; not touching it" >&2; exit 1
+      fi
+    done
+  fi
+  got=$(j_get "$J_DIR" "$J_DIRKEY")
+  if [ -n "$got" ] && [ "$got" != "$J_UUID" ]; then
+    echo "Ceph CSI's journal directory $J_DIR (pool $J_POOL) names $J_DIRKEY as $got, not $J_UUID: another volume's; not touching it" >&2; exit 1
+  fi
+}
+# j_write: Ceph CSI's order: the object (exclusive create), its keys, the
+# directory key.
+j_write() {
+  local kv
+  j_rados stat "$J_OBJ" >/dev/null 2>&1 || j_rados create "$J_OBJ"
+  for kv in "${J_KEYS[@]}"; do j_rados setomapval "$J_OBJ" "${kv%%%%=*}" "${kv#*=}"; done
+  j_rados setomapval "$J_DIR" "$J_DIRKEY" "$J_UUID"
+}
+# j_verify: the entry reads back whole, and Ceph finds the volume by name.
+j_verify() {
+  local kv
+  j_check
+  for kv in "${J_KEYS[@]}"; do
+    [ "$(j_get "$J_OBJ" "${kv%%%%=*}")" = "${kv#*=}" ] || { echo "Ceph CSI's journal object $J_OBJ does not read back ${kv%%%%=*}; the PV keeps Retain" >&2; exit 1; }
+  done
+  [ "$(j_get "$J_DIR" "$J_DIRKEY")" = "$J_UUID" ] || { echo "Ceph CSI's journal directory $J_DIR does not read back $J_DIRKEY; the PV keeps Retain" >&2; exit 1; }
+  "${J_VERIFY[@]}" | grep -qF -- "$J_WANT" || { echo "Ceph does not find the volume as the journal names it (${J_VERIFY[*]}); the PV keeps Retain" >&2; exit 1; }
+}
+# j_remove: the undo's: the directory key, then the object, where present.
+j_remove() {
+  j_check
+  if [ -n "$(j_get "$J_DIR" "$J_DIRKEY")" ]; then j_rados rmomapkey "$J_DIR" "$J_DIRKEY"; fi
+  if j_rados stat "$J_OBJ" >/dev/null 2>&1; then j_rados rm "$J_OBJ"; fi
+}
+`
+
+// writeScriptJournal writes the journal functions, with the rados command
+// of the review's Ceph access.
+func writeScriptJournal(w io.Writer, tools cephtool.Tools) {
+	fmt.Fprintf(w, scriptJournal, shellJoin(tools.Command("rados")))
+}
+
+// shellJoin quotes each word for the shell and joins them.
+func shellJoin(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = shellQuote(w)
+	}
+	return strings.Join(q, " ")
+}
+
+// writeScriptJournalVars writes the J_ variables of one adopted PV's
+// journal entry (repl is its replacement: the adopted PV, or for an undo the
+// in-tree one).
+func writeScriptJournalVars(w io.Writer, tools cephtool.Tools, repl *v1.PersistentVolume, j adopt.Journal, undo bool) error {
+	var keys []string
+	for _, k := range slices.Sorted(maps.Keys(j.Keys())) {
+		keys = append(keys, shellQuote(k+"="+j.Keys()[k]))
+	}
+	var verify []string
+	want := ""
+	switch {
+	case undo:
+		verify = []string{"true"}
+	case j.ImageID != "":
+		verify = tools.Command("rbd", "info", "--format", "json", "--pool", j.Pool, j.ImageName)
+		want = `"id":"` + j.ImageID + `"`
+	default:
+		attrs := repl.Spec.CSI.VolumeAttributes
+		group, _, _ := adopt.SubvolumeOf(attrs["subvolumePath"])
+		verify = tools.Command("ceph", "fs", "subvolume", "getpath", attrs["fsName"], j.ImageName, "--group_name", group)
+		want = attrs["subvolumePath"]
+	}
+	undoFlag := ""
+	if undo {
+		undoFlag = "1"
+	}
+	_, err := fmt.Fprintf(w, "\n# Ceph CSI's journal entry: %s (pool %s, namespace %q), named by %s %s\nJ_POOL=%s J_NS=%s J_OBJ=%s J_DIR=%s J_DIRKEY=%s J_UUID=%s J_UNDO=%s\nJ_KEYS=(%s)\nJ_VERIFY=(%s) J_WANT=%s",
+		j.Object(), j.Pool, j.Namespace, j.Directory(), j.DirectoryKey(),
+		shellQuote(j.Pool), shellQuote(j.Namespace), shellQuote(j.Object()), shellQuote(j.Directory()), shellQuote(j.DirectoryKey()), shellQuote(j.UUID), undoFlag,
+		strings.Join(keys, " "), shellJoin(verify), shellQuote(want))
+	return err
+}
 
 // writeScriptHeader writes the script up to its first PV.
 func writeScriptHeader(w io.Writer, dir *direction) {

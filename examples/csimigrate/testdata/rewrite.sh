@@ -12,6 +12,9 @@ rewrite_pv() {
   # driver is the CSI driver of the replacement, "" for an in-tree one.
   local name=$1 driver=$2 restore=$3 manifest=$4
   local cur uid
+  # An adoption's journal entry (J_POOL set): absent or this one's, before
+  # anything is written.
+  [ -z "${J_POOL:-}" ] || j_check
   cur=$($KUBECTL get pv "$name" -o 'jsonpath={.metadata.name}/{.spec.csi.driver}' 2>/dev/null || true)
   if [ "$cur" != "$name/$driver" ]; then
     if $KUBECTL get pv "$name" >/dev/null 2>&1; then
@@ -47,11 +50,18 @@ rewrite_pv() {
       $KUBECTL patch pv "$name" --type=json -p "[{\"op\":\"test\",\"path\":\"/metadata/uid\",\"value\":\"$uid\"},{\"op\":\"test\",\"path\":\"/metadata/finalizers\",\"value\":[\"kubernetes.io/pv-protection\"]},{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]" 2>/dev/null || true
       $KUBECTL wait --for=delete "pv/$name" --timeout=120s
     fi
-    # 3. Create the replacement with the same name and claimRef (Retain for
-    #    now).
+    # 3. An adoption registers the volume in Ceph CSI's journal before the
+    #    PV naming it exists. Create the replacement with the same name and
+    #    claimRef (Retain for now).
+    if [ -n "${J_POOL:-}" ] && [ -z "${J_UNDO:-}" ]; then j_write; fi
     printf '%s\n' "$manifest" | $KUBECTL create -f -
   fi
-  # 4. Restore the reclaim policy recorded on the replacement.
+  # 4. An adoption's journal entry reads back and Ceph CSI finds the volume
+  #    by it (the undo removes it, now that the in-tree PV exists). Restore
+  #    the reclaim policy recorded on the replacement.
+  if [ -n "${J_POOL:-}" ]; then
+    if [ -n "${J_UNDO:-}" ]; then j_remove; else j_verify; fi
+  fi
   local want
   want=$($KUBECTL get pv "$name" -o "jsonpath={.metadata.annotations.csimigrate\.io/original-reclaim-policy}")
   if [ -n "$want" ]; then
