@@ -40,18 +40,18 @@ func staticCephFS(t testing.TB, path string) *v1.PersistentVolume {
 func TestSubvolumeOf(t *testing.T) {
 	for path, want := range map[string]string{
 		"/volumes/kubernetes/kubernetes-dynamic-pvc-" + uuid: "kubernetes/kubernetes-dynamic-pvc-" + uuid,
-		"/volumes/_nogroup/a":        "_nogroup/a",
-		"/volumes/csi/a":             "csi/a",
-		"/volumes/kubernetes/k/pvc1": "", // the old external provisioner's layout: one level deeper
-		"/volumes/_legacy/a":         "",
-		"/volumes/_deleting/a":       "",
-		"/volumes/g/.snap":           "",
-		"/volumes/g/_index":          "",
-		"/volumes/g/":                "",
-		"/volumes/a":                 "",
-		"/shared/a/b":                "",
-		"volumes/g/a":                "",
-		"":                           "",
+		"/volumes/_nogroup/a":                                "_nogroup/a",
+		"/volumes/csi/a":                                     "csi/a",
+		"/volumes/kubernetes/k/pvc1":                         "", // the old external provisioner's layout: one level deeper
+		"/volumes/_legacy/a":                                 "",
+		"/volumes/_deleting/a":                               "",
+		"/volumes/g/.snap":                                   "",
+		"/volumes/g/_index":                                  "",
+		"/volumes/g/":                                        "",
+		"/volumes/a":                                         "",
+		"/shared/a/b":                                        "",
+		"volumes/g/a":                                        "",
+		"":                                                   "",
 	} {
 		g, n, ok := adopt.SubvolumeOf(path)
 		got := ""
