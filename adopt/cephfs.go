@@ -137,9 +137,23 @@ func CephFS(in CephFSInput) (Decision, error) {
 		block(fmt.Sprintf("PVs %s name the same path: deleting either would destroy it", strings.Join(in.ReferencedBy, ", ")))
 	}
 	uuid, named := suffixUUID(name)
+	var keep []string
 	if !named {
-		d.KeepRetain = fmt.Sprintf("subvolume %s/%s does not end in a UUID, and Ceph CSI's delete derives the journal's uuid from the name: it would remove the subvolume and then fail, so the PV keeps reclaim policy Retain", group, name)
+		keep = append(keep, fmt.Sprintf("subvolume %s/%s does not end in a UUID, and Ceph CSI's delete derives the journal's uuid from the name: it would remove the subvolume and then fail", group, name))
 		uuid = in.UUID
+	}
+	// Only the volumes of ceph.com/cephfs were ever deleted with their
+	// claims (Kubernetes' CephFS plugin has no deleter): Delete on any
+	// other never removed data, and must not start to.
+	by, recorded := pv.Annotations[plugin.AnnOriginalProvisionedBy]
+	if !recorded {
+		by = pv.Annotations[annProvisionedBy]
+	}
+	if by != plugin.CephFSExternalProvisioner {
+		keep = append(keep, fmt.Sprintf("no provisioner ever deleted this volume (it was not made by %s, and Kubernetes' CephFS plugin deletes nothing): adopted, Ceph CSI would delete the subvolume and its data with the claim; set Delete on the PV to have that", plugin.CephFSExternalProvisioner))
+	}
+	if len(keep) > 0 {
+		d.KeepRetain = strings.Join(keep, "; ") + "; so the PV keeps reclaim policy Retain"
 	}
 	clone := false
 	switch sv := in.Subvolume; {

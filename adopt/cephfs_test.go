@@ -85,7 +85,9 @@ func TestCephFS(t *testing.T) {
 		keep      bool
 		why       string
 		predicted bool
+		handMade  bool
 	}{
+		{name: "a PV no provisioner made", path: sub.Path, in: adopt.CephFSInput{Subvolume: sub, ClusterID: "c-kubernetes", Secret: secret}, form: adopt.FormNative, features: all, keep: true, handMade: true},
 		{name: "subvolume", path: sub.Path, in: adopt.CephFSInput{Subvolume: sub, ClusterID: "c-kubernetes", Secret: secret}, form: adopt.FormNative, features: all},
 		{name: "no snapshot-clone", path: sub.Path, in: adopt.CephFSInput{Subvolume: &noClone, ClusterID: "c-kubernetes", Secret: secret}, form: adopt.FormNative, features: all[:3], why: "snapshot-clone"},
 		{name: "no uuid in the name", path: reports.Path, in: adopt.CephFSInput{Subvolume: &reports, ClusterID: "c-kubernetes", Secret: secret, UUID: uuid}, form: adopt.FormNative, features: all, keep: true},
@@ -99,6 +101,9 @@ func TestCephFS(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.in.PV = staticCephFS(t, tc.path)
+			if tc.handMade {
+				delete(tc.in.PV.Annotations, "pv.kubernetes.io/provisioned-by")
+			}
 			before := tc.in.PV.DeepCopy()
 			d, err := adopt.CephFS(tc.in)
 			if err != nil {

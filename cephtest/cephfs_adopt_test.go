@@ -25,6 +25,7 @@ import (
 	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/apply/cephtool"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
@@ -112,10 +113,22 @@ func (e *cephfsAdoptEnv) dirWithData(t testing.TB, path string, layout bool) {
 	}
 }
 
-// pv creates an in-tree CephFS PV of path with reclaim policy Delete.
+// inTreePV creates an in-tree CephFS PV of path with reclaim policy
+// Delete, as the ceph.com/cephfs provisioner made them (it deleted them
+// with their claims).
 func (e *cephfsAdoptEnv) inTreePV(t testing.TB, name, path string) {
 	t.Helper()
+	e.inTreePVBy(t, name, path, plugin.CephFSExternalProvisioner)
+}
+
+// inTreePVBy is inTreePV with another provisioned-by ("" for none: a PV
+// made by hand).
+func (e *cephfsAdoptEnv) inTreePVBy(t testing.TB, name, path, by string) {
+	t.Helper()
 	pv := inTreeCephFSPV(name, path, "admin", cephfsInTreeSec)
+	if by != "" {
+		pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": by}
+	}
 	pv.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimDelete
 	if _, err := e.cs.CoreV1().PersistentVolumes().Create(context.Background(), pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -199,6 +212,9 @@ func TestCephFSAdoptSnapshotClone(t *testing.T) {
 	e.inTreePV(t, "pv-byhand", byHand)
 	e.inTreePV(t, "pv-reports", "/volumes/"+cephfsGroup+"/reports")
 	e.inTreePV(t, "pv-shared", "/shared/data")
+	nobody := "/volumes/" + cephfsGroup + "/kubernetes-dynamic-pvc-" + NewUUID()
+	e.dirWithData(t, nobody, true)
+	e.inTreePVBy(t, "pv-nobody", nobody, "")
 	e.configure(t)
 	base := ceph.EntryFor([]string{MonitorV1})
 	groupEntry := ceph.CephFSGroupEntry(base, cephfsGroup)
@@ -225,13 +241,15 @@ func TestCephFSAdoptSnapshotClone(t *testing.T) {
 	}
 
 	secretArg := "-cephfs-secret=" + cephfsSecretNS + "/" + cephfsSecret
-	out := e.csimigrate(t, 0, "rewrite", "-apply", secretArg, "pv-subvol", "pv-byhand", "pv-reports", "pv-shared")
+	out := e.csimigrate(t, 0, "rewrite", "-apply", secretArg, "pv-subvol", "pv-byhand", "pv-reports", "pv-shared", "pv-nobody")
 	for _, want := range []string{
 		"pv/pv-subvol: adopted into Ceph CSI's journal as its own volume 0001-",
 		"register subvolume " + name + " (journal in cephfs." + FSName + ".meta, namespace csi)",
 		"pv/pv-byhand: stays a static volume",
 		"pv/pv-reports: kept at reclaim policy Retain, not Delete: subvolume kubernetes/reports does not end in a UUID",
 		"pv/pv-shared: stays a static volume",
+		"pv/pv-nobody: kept at reclaim policy Retain, not Delete: no provisioner ever deleted this volume",
+		"pv/pv-shared: kept at reclaim policy Retain, not Delete: Ceph CSI never deletes static CephFS volumes",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rewrite -apply -adopt does not say %q:\n%s", want, out)
@@ -258,8 +276,13 @@ func TestCephFSAdoptSnapshotClone(t *testing.T) {
 			t.Errorf("%s: %+v, want a CSI PV with staticVolume %q", n, got.Spec.CSI, want)
 		}
 	}
-	if got := e.pv(t, "pv-reports"); got.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
-		t.Errorf("pv-reports: reclaim policy %s, want Retain", got.Spec.PersistentVolumeReclaimPolicy)
+	for _, n := range []string{"pv-reports", "pv-nobody", "pv-shared", "pv-byhand"} {
+		if got := e.pv(t, n); got.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
+			t.Errorf("%s: reclaim policy %s, want Retain", n, got.Spec.PersistentVolumeReclaimPolicy)
+		}
+	}
+	if got := e.pv(t, "pv-nobody"); !strings.HasPrefix(got.Spec.CSI.VolumeHandle, "0001-") {
+		t.Errorf("pv-nobody: handle %s, want it adopted (kept at Retain)", got.Spec.CSI.VolumeHandle)
 	}
 
 	// Ceph CSI's node server stages it as its own, with what the PV says.
@@ -374,10 +397,8 @@ func TestCephFSAdoptUndo(t *testing.T) {
 		after.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
 		t.Errorf("after the undo: %+v, want the in-tree PV %+v", after.Spec, before.Spec)
 	}
-	for k := range after.Annotations {
-		if strings.HasPrefix(k, "csimigrate.io/") || k == secrets.AnnDeletionSecretName || k == "pv.kubernetes.io/provisioned-by" {
-			t.Errorf("after the undo the PV keeps annotation %s", k)
-		}
+	if diff := cmp.Diff(before.Annotations, after.Annotations); diff != "" {
+		t.Errorf("the undone PV's annotations (-before +after):\n%s", diff)
 	}
 	if st := e.journal(t, j); st != "absent" {
 		t.Errorf("the journal entry after the undo: %s", st)

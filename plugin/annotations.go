@@ -42,6 +42,11 @@ const (
 	// reverse translation restores the original value exactly.
 	AnnOriginalProvisionedBy = "csimigrate.io/original-provisioned-by"
 
+	// AnnOriginalReclaimPolicy records the PV's reclaim policy before a
+	// rewrite's first step set Retain (package rewrite's AnnReclaimPolicy):
+	// the policy a check judges while a rewrite is under way.
+	AnnOriginalReclaimPolicy = "csimigrate.io/original-reclaim-policy"
+
 	// AnnAccessModes is set by a forward translation that had to change a
 	// PV's access modes (for example RBD, where Ceph CSI accepts only
 	// ReadWriteOnce or ReadOnlyMany for a migrated file-system volume). Its

@@ -22,7 +22,7 @@ import (
 const (
 	// AnnReclaimPolicy records the PV's reclaim policy before the rewrite
 	// set Retain; the last step restores it and removes the annotation.
-	AnnReclaimPolicy = "csimigrate.io/original-reclaim-policy"
+	AnnReclaimPolicy = plugin.AnnOriginalReclaimPolicy
 	// AnnMigratedFrom records the in-tree plugin the PV was rewritten from.
 	AnnMigratedFrom = "csimigrate.io/migrated-from"
 	// AnnPreRewritePolicy records, on a CSI PV the rewrite created, the

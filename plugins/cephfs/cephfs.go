@@ -541,8 +541,14 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugin.Finding {
 		return nil
 	}
 	out := p.checkSecret(pv)
-	if pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimDelete || pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimRecycle {
-		out = append(out, neverDeleted(pv))
+	// While a rewrite is under way the PV has Retain, and the policy to
+	// restore is recorded: that is the one Ceph CSI would not honour.
+	policy := pv.Spec.PersistentVolumeReclaimPolicy
+	if orig, ok := pv.Annotations[plugin.AnnOriginalReclaimPolicy]; ok {
+		policy = v1.PersistentVolumeReclaimPolicy(orig)
+	}
+	if policy == v1.PersistentVolumeReclaimDelete || policy == v1.PersistentVolumeReclaimRecycle {
+		out = append(out, neverDeleted(pv, policy))
 	}
 	return out
 }
@@ -550,13 +556,13 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugin.Finding {
 // neverDeleted is the finding of a CephFS PV whose reclaim policy asks for
 // its deletion: the migrated volume is a static Ceph CSI volume, which Ceph
 // CSI never deletes.
-func neverDeleted(pv *v1.PersistentVolume) plugin.Finding {
+func neverDeleted(pv *v1.PersistentVolume, policy v1.PersistentVolumeReclaimPolicy) plugin.Finding {
 	src := pv.Spec.CephFS
 	path := src.Path
 	if path == "" {
 		path = "/"
 	}
-	msg := fmt.Sprintf("reclaim policy %s: the migrated volume is a static Ceph CSI volume (path %s), which Ceph CSI never deletes; the rewritten PV keeps Retain", pv.Spec.PersistentVolumeReclaimPolicy, path)
+	msg := fmt.Sprintf("reclaim policy %s: the migrated volume is a static Ceph CSI volume (path %s), which Ceph CSI never deletes; the rewritten PV keeps Retain", policy, path)
 	remedy := "when the claim is released, delete the directory " + path + " by hand, then the PV"
 	if by := pv.Annotations[annProvisionedBy]; by != "" && by != PluginName {
 		msg += "; " + by + ", which provisioned it, deleted the share and its Ceph user when the claim went: after the migration nothing does"

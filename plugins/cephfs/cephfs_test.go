@@ -279,3 +279,27 @@ func TestCheckPVNeverDeleted(t *testing.T) {
 		}
 	}
 }
+
+// A PV whose rewrite is under way has Retain and records the policy to
+// restore: CheckPV judges that one, so the rewrite's replacement (built
+// after its first step) keeps Retain as the plan said.
+func TestCheckPVUnderWayKeepsNeverDeleted(t *testing.T) {
+	p := cephfs.New(cephfs.Options{})
+	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "x", Annotations: map[string]string{plugin.AnnOriginalReclaimPolicy: "Delete"}},
+		Spec: v1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource: v1.PersistentVolumeSource{CephFS: &v1.CephFSPersistentVolumeSource{Monitors: []string{"1.2.3.4:6789"}, Path: "/a",
+				SecretRef: &v1.SecretReference{Name: "s", Namespace: "ns"}}}}}
+	var codes []string
+	for _, f := range p.CheckPV(pv) {
+		codes = append(codes, f.Code)
+	}
+	if !slices.Contains(codes, cephfs.FindingNeverDeleted) {
+		t.Errorf("findings %v, want %s for the recorded Delete", codes, cephfs.FindingNeverDeleted)
+	}
+	delete(pv.Annotations, plugin.AnnOriginalReclaimPolicy)
+	for _, f := range p.CheckPV(pv) {
+		if f.Code == cephfs.FindingNeverDeleted {
+			t.Errorf("a Retain PV with no recorded policy: %v", f)
+		}
+	}
+}
