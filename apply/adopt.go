@@ -242,7 +242,7 @@ func (a *Writer) cephfsAdoptionOf(ctx context.Context, cur, repl *v1.PersistentV
 	case d.Form != adopt.FormNative:
 		ad.why = strings.Join(d.Why, "; ")
 	case inUse:
-		ad.why = "pods use it: adoption changes the volume handle the kubelet tracks; rewrite it as a static volume now and adopt it when it is not in use"
+		ad.why = "pods use it: adoption changes the volume handle the kubelet tracks; it is rewritten as a static volume now, and rewrite -apply -adopt -adopt-csi adopts it when no pod uses it"
 	default:
 		if why, err := a.adminSecretMissing(ctx); err != nil {
 			return nil, err

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csimigrate/csimigrate/adopt"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
 )
 
@@ -66,8 +67,15 @@ func (a *Writer) checkAdopt(ctx context.Context, cur *v1.PersistentVolume) (*che
 	if err != nil {
 		return nil, err
 	}
+	if ad == nil {
+		return nil, &rewrite.Refusal{Code: rewrite.CodeNotAdoptable, Reason: "no Ceph access was given to adopt it"}
+	}
 	if ad.why != "" {
-		return nil, &rewrite.Refusal{Code: rewrite.CodeNotAdoptable, Reason: "it keeps its migration handle: " + ad.why}
+		form := "it keeps its migration handle: "
+		if ad.subvol != nil || cur.Spec.CSI.Driver == plugin.CephFSDriverName {
+			form = "it stays a static volume: "
+		}
+		return nil, &rewrite.Refusal{Code: rewrite.CodeNotAdoptable, Reason: form + ad.why}
 	}
 	c := &checks{uid: cur.UID, pvc: pvc, adoption: ad}
 	if c.repl, c.kept, err = a.buildAdopt(cur, c); err != nil {
@@ -82,8 +90,14 @@ func (a *Writer) checkAdopt(ctx context.Context, cur *v1.PersistentVolume) (*che
 // at Retain where Ceph CSI's delete would not remove exactly its image).
 func (a *Writer) buildAdopt(cur *v1.PersistentVolume, c *checks) (*v1.PersistentVolume, string, error) {
 	ad := c.adoption
-	d, err := adopt.RBD(adopt.RBDInput{PV: forCreate(cur), Image: ad.image, RadosNamespace: a.cephConfig.RBDRadosNamespace(cur.Spec.CSI.VolumeAttributes["clusterID"]),
-		ReferencedBy: ad.refs, UUID: ad.uuid})
+	var d adopt.Decision
+	var err error
+	if ad.subvol != nil {
+		d, err = adopt.CephFS(a.cephfsInput(forCreate(cur), ad))
+	} else {
+		d, err = adopt.RBD(adopt.RBDInput{PV: forCreate(cur), Image: ad.image, RadosNamespace: a.cephConfig.RBDRadosNamespace(cur.Spec.CSI.VolumeAttributes["clusterID"]),
+			ReferencedBy: ad.refs, UUID: ad.uuid})
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -75,8 +75,10 @@ type Options struct {
 	CephFSSecret *v1.SecretReference
 	// AdoptCSI makes the Writer adopt CSI PVs of Ceph CSI's RBD driver
 	// that have a migration handle (an earlier rewrite's, or Kubernetes'
-	// own migration's) instead of rewriting in-tree PVs; with Undo, it
-	// gives such adopted PVs their migration handle back. Needs Ceph.
+	// own migration's), and static CSI PVs of its CephFS driver (with
+	// CephFSSecret), instead of rewriting in-tree PVs; with Undo, it gives
+	// such adopted PVs their migration handle or static form back. Needs
+	// Ceph.
 	AdoptCSI bool
 }
 

@@ -26,7 +26,7 @@ func (a *Writer) kindOf(pv *v1.PersistentVolume) (rewrite.Kind, string) {
 // The kinds of PV the adoption of CSI PVs replaces and creates.
 const (
 	// kindMigrated is a CSI PV of Ceph CSI's RBD driver with a migration
-	// handle, not adopted.
+	// handle, or a static CSI PV of its CephFS driver, not adopted.
 	kindMigrated rewrite.Kind = 100 + iota
 	// kindAdopted is a PV adopted from such a PV (adopt.AnnAdoptedCSI).
 	kindAdopted
@@ -35,12 +35,17 @@ const (
 // adoptionKindOf says what a PV is to the adoption of CSI PVs and its undo.
 func adoptionKindOf(pv *v1.PersistentVolume) (rewrite.Kind, string) {
 	switch {
-	case pv == nil || pv.Spec.CSI == nil || pv.Spec.CSI.Driver != plugin.RBDDriverName:
-		return rewrite.KindOther, "not a CSI PV of " + plugin.RBDDriverName
+	case pv == nil || pv.Spec.CSI == nil || pv.Spec.CSI.Driver != plugin.RBDDriverName && pv.Spec.CSI.Driver != plugin.CephFSDriverName:
+		return rewrite.KindOther, "not a CSI PV of " + plugin.RBDDriverName + " or " + plugin.CephFSDriverName
 	case pv.Annotations[adopt.AnnJournal] != "" && pv.Annotations[adopt.AnnAdoptedCSI] != "":
 		return kindAdopted, ""
 	case pv.Annotations[adopt.AnnJournal] != "":
 		return rewrite.KindOther, "adopted when it was rewritten from an in-tree PV (rewrite -apply -undo gives that back)"
+	case pv.Spec.CSI.Driver == plugin.CephFSDriverName:
+		if a := pv.Spec.CSI.VolumeAttributes; a["staticVolume"] == "true" && a["rootPath"] != "" {
+			return kindMigrated, ""
+		}
+		return rewrite.KindOther, "not a static volume (attributes staticVolume and rootPath)"
 	case volumeid.IsRBDHandle(pv.Spec.CSI.VolumeHandle):
 		return kindMigrated, ""
 	}
@@ -99,9 +104,9 @@ type direction struct {
 }
 
 var (
-	adoptDirection = &direction{what: "an adoption", command: "rewrite -apply -adopt -adopt-csi", done: "adopted", scope: "migration-handle", aScope: "a migration-handle",
+	adoptDirection = &direction{what: "an adoption", command: "rewrite -apply -adopt -adopt-csi", done: "adopted", scope: "migration-handle or static CephFS", aScope: "a migration-handle or static CephFS",
 		source: kindMigrated, target: kindAdopted, sourceWord: "migration-handle", targetWord: "native", check: (*Writer).checkAdopt, build: (*Writer).buildAdopt}
-	unadoptDirection = &direction{undo: true, what: "an undo of an adoption", command: "rewrite -apply -undo -adopt -adopt-csi", done: "given back their migration handle", scope: "adopted", aScope: "an adopted",
+	unadoptDirection = &direction{undo: true, what: "an undo of an adoption", command: "rewrite -apply -undo -adopt -adopt-csi", done: "given back their migration handle or static form", scope: "adopted", aScope: "an adopted",
 		source: kindAdopted, target: kindMigrated, sourceWord: "native", targetWord: "migration-handle", check: (*Writer).checkUnadopt, build: (*Writer).buildUnadopt}
 	rewriteDirection = &direction{what: "a rewrite", command: "rewrite -apply", done: "rewritten", scope: "in-tree", aScope: "an in-tree", source: rewrite.KindInTree, target: rewrite.KindRewritten,
 		sourceWord: "in-tree", targetWord: "CSI", check: (*Writer).check, build: (*Writer).buildRewrite}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -532,5 +533,53 @@ func BenchmarkCephFSAdopt(b *testing.B) {
 		per := (took[1] - took[0]) / time.Duration(n)
 		b.Logf("%d CephFS PVs rewritten static in %s; with adoption in %s: %s more a volume", n, took[0].Round(time.Millisecond), took[1].Round(time.Millisecond), per.Round(time.Millisecond))
 		b.ReportMetric(per.Seconds(), "s/adopted-volume")
+	}
+}
+
+// A static CephFS CSI PV (rewritten earlier without -adopt, as a cluster on
+// 1.31 or later, where the in-tree plugin and thus the undo are gone, has
+// them) is adopted in place by rewrite -apply -adopt -adopt-csi; its undo
+// gives back exactly the static PV and removes the journal entry.
+func TestCephFSAdoptStaticCSI(t *testing.T) {
+	e := newCephFSAdoptEnv(t)
+	path := "/volumes/" + cephfsGroup + "/kubernetes-dynamic-pvc-" + NewUUID()
+	e.dirWithData(t, path, true)
+	e.inTreePV(t, "pv-static", path)
+	e.configure(t)
+	// The static rewrite (no -adopt): the csimigrate helper always adopts,
+	// so run the command directly.
+	cmd := exec.Command(envBin, "rewrite", "-apply", "-kubeconfig", e.kc, "pv-static")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("rewrite -apply: %v\n%s", err, out)
+	}
+	static := e.pv(t, "pv-static")
+	if static.Spec.CSI == nil || static.Spec.CSI.VolumeAttributes["staticVolume"] != "true" || static.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
+		t.Fatalf("the static rewrite: %+v", static.Spec)
+	}
+	secretArg := "-cephfs-secret=" + cephfsSecretNS + "/" + cephfsSecret
+	out := e.csimigrate(t, 0, "rewrite", "-apply", "-adopt-csi", secretArg, "pv-static")
+	if !strings.Contains(out, "pv/pv-static: adopted into Ceph CSI's journal as its own volume 0001-") {
+		t.Errorf("rewrite -apply -adopt -adopt-csi:\n%s", out)
+	}
+	pv := e.pv(t, "pv-static")
+	j := journalOfPV(t, pv)
+	if st := e.journal(t, j); st != "written" || pv.Spec.CSI.VolumeAttributes["subvolumePath"] != path || pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
+		t.Fatalf("after -adopt-csi: journal %s, %+v", st, pv.Spec)
+	}
+	// Ceph CSI serves it as its own: a snapshot.
+	if _, err := e.d.CephFSController.CreateSnapshot(callCtx(t), &csi.CreateSnapshotRequest{SourceVolumeId: pv.Spec.CSI.VolumeHandle, Name: "snap-" + NewUUID(),
+		Parameters: map[string]string{"clusterID": pv.Spec.CSI.VolumeAttributes["clusterID"], "fsName": FSName}, Secrets: e.adminSecrets()}); err != nil {
+		t.Errorf("CreateSnapshot of the adopted static volume: %v", err)
+	}
+	e.csimigrate(t, 0, "rewrite", "-apply", "-undo", "-adopt-csi", "pv-static")
+	back := e.pv(t, "pv-static")
+	if diff := cmp.Diff(static.Spec, back.Spec); diff != "" {
+		t.Errorf("the undone PV (-static +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(static.Annotations, back.Annotations); diff != "" {
+		t.Errorf("the undone PV's annotations (-static +after):\n%s", diff)
+	}
+	if st := e.journal(t, j); st != "absent" {
+		t.Errorf("the journal entry after the undo: %s", st)
 	}
 }

@@ -762,7 +762,7 @@ func (p *Planner) Finish() *Plan {
 			plan.Volumes[i].InUseBy = p.podsByClaim[c]
 			if v := &plan.Volumes[i]; len(v.InUseBy) > 0 && v.Form == string(adopt.FormNative) {
 				if v.Plugin == plugin.CephFSInTreePluginName {
-					v.FormWhy = append(v.FormWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (rewritten while in use, with -online, it stays a static volume)")
+					v.FormWhy = append(v.FormWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (rewritten while in use, with -online, it is a static volume until rewrite -apply -adopt -adopt-csi adopts it unused)")
 				} else {
 					v.FormWhy = append(v.FormWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (with -online the rewrite gives it its migration handle, and rewrite -apply -adopt -adopt-csi adopts it when unused)")
 				}

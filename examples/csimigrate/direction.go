@@ -29,8 +29,8 @@ func directionOf(undo bool) *direction {
 }
 
 var (
-	adoptDirection   = &direction{what: "an adoption", command: "rewrite -apply -adopt -adopt-csi", done: "adopted", scope: "migration-handle", aScope: "a migration-handle"}
-	unadoptDirection = &direction{undo: true, what: "an undo of an adoption", command: "rewrite -apply -undo -adopt -adopt-csi", done: "given back their migration handle", scope: "adopted", aScope: "an adopted"}
+	adoptDirection   = &direction{what: "an adoption", command: "rewrite -apply -adopt -adopt-csi", done: "adopted", scope: "migration-handle or static CephFS", aScope: "a migration-handle or static CephFS"}
+	unadoptDirection = &direction{undo: true, what: "an undo of an adoption", command: "rewrite -apply -undo -adopt -adopt-csi", done: "given back their migration handle or static form", scope: "adopted", aScope: "an adopted"}
 )
 
 func adoptionDirectionOf(undo bool) *direction {

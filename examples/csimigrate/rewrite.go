@@ -59,7 +59,7 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.ceph.Conf, "ceph-conf", "", "with -adopt: the ceph.conf Ceph's tools read (their --conf)")
 	fs.StringVar(&o.ceph.ID, "ceph-id", "", "with -adopt: the Ceph user Ceph's tools authenticate as (their --id)")
 	fs.StringVar(&o.ceph.Keyring, "ceph-keyring", "", "with -adopt: that user's keyring file (their --keyring); keys are never printed")
-	fs.BoolVar(&o.adoptCSI, "adopt-csi", false, "with -apply -adopt: adopt the CSI PVs of rbd.csi.ceph.com that carry a migration handle (an earlier rewrite's, or Kubernetes' own migration's) instead of rewriting in-tree PVs; with -undo, give such adopted PVs their migration handle back")
+	fs.BoolVar(&o.adoptCSI, "adopt-csi", false, "with -apply -adopt: adopt the CSI PVs of rbd.csi.ceph.com that carry a migration handle (an earlier rewrite's, or Kubernetes' own migration's), and the static CSI PVs of cephfs.csi.ceph.com (with -cephfs-secret), instead of rewriting in-tree PVs; with -undo, give such adopted PVs their migration handle or static form back")
 	cephPrefix := fs.String("ceph-command-prefix", "", `with -adopt: a command that runs Ceph's tools elsewhere, split at spaces, e.g. "kubectl exec -i -n rook-ceph deploy/rook-ceph-tools --"`)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
