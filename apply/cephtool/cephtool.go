@@ -198,7 +198,7 @@ func (t Tools) Subvolume(ctx context.Context, fs, group, name string) (*adopt.Su
 	case fs == "" && len(list) == 1:
 		i = 0
 	case fs == "":
-		return nil, &Error{Command: "ceph fs ls", Stderr: fmt.Sprintf("%d file systems, and the volume names none (mount option mds_namespace or fs)", len(list)), Err: ErrNotFound}
+		return nil, &Error{Command: "ceph fs ls", Stderr: fmt.Sprintf("%d file systems, and the volume names none (mount option mds_namespace or fs)", len(list)), Err: ErrNotSubvolume}
 	case i < 0:
 		return nil, &Error{Command: "ceph fs ls", Stderr: "no file system " + fs, Err: ErrNotFound}
 	}

@@ -1,6 +1,7 @@
 package cephtool
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -48,5 +49,43 @@ func TestCommandAndScript(t *testing.T) {
 	}
 	if q := shellQuote("pv 1's"); q != `'pv 1'"'"'s'` {
 		t.Errorf("quote %s", q)
+	}
+}
+
+// fakeCeph is a Tools whose tools are a shell script: it answers ceph fs ls
+// and ceph fs get, and fails every other command as script says.
+func fakeCeph(fail string) Tools {
+	script := `case "$*" in
+  *"fs ls"*) echo '[{"name":"myfs","metadata_pool":"cephfs.myfs.meta"},{"name":"other","metadata_pool":"o"}]' ;;
+  *"fs get myfs"*) echo '{"id":3,"mdsmap":{}}' ;;
+  *"subvolume info myfs good"*) echo '{"path":"/volumes/g/good","features":["snapshot-clone"],"type":"subvolume"}' ;;
+  *) ` + fail + ` ;;
+esac`
+	return Tools{Prefix: []string{"sh", "-c", script, "fake"}}
+}
+
+// A subvolume Ceph's volumes module serves; one it does not (ENODATA, with
+// a concurrent client's admin-socket warning that says "(17) File exists",
+// which is no answer to the command); an unnamed file system among two.
+func TestSubvolume(t *testing.T) {
+	ctx := t.Context()
+	sv, err := fakeCeph("exit 1").Subvolume(ctx, "myfs", "g", "good")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sv.FS != "myfs" || sv.FSCID != 3 || sv.MetadataPool != "cephfs.myfs.meta" || sv.Path != "/volumes/g/good" || !sv.CanClone() {
+		t.Errorf("subvolume %+v", sv)
+	}
+	asok := `echo "2026-11-25T12:42:17.002+0000 7f06 -1 asok(0x7f06d4000ba0) AdminSocketConfigObs::init: failed: AdminSocket::bind_and_listen: failed to bind the UNIX domain socket to '/run/client.admin.asok': (17) File exists" >&2; echo "Error ENODATA: error in getxattr" >&2; exit 61`
+	_, err = fakeCeph(asok).Subvolume(ctx, "myfs", "g", "byhand")
+	var te *Error
+	if !errors.Is(err, ErrNotSubvolume) || errors.Is(err, ErrExists) || !errors.As(err, &te) || te.Answer() != "Error ENODATA: error in getxattr" || te.ExitCode != 61 {
+		t.Errorf("a directory without a layout: %v (answer %q)", err, te.Answer())
+	}
+	if _, err := fakeCeph(`echo "Error ETIMEDOUT: connection timed out" >&2; exit 110`).Subvolume(ctx, "myfs", "g", "x"); err == nil || errors.Is(err, ErrNotSubvolume) {
+		t.Errorf("a failed connection: %v, want an error that is not ErrNotSubvolume", err)
+	}
+	if _, err := fakeCeph("exit 1").Subvolume(ctx, "", "g", "good"); !errors.Is(err, ErrNotSubvolume) || !strings.Contains(err.Error(), "2 file systems") {
+		t.Errorf("no file system named among two: %v", err)
 	}
 }
