@@ -189,19 +189,28 @@ func (a *Writer) adoptionOf(ctx context.Context, cur, repl *v1.PersistentVolume,
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case d.Form != adopt.FormNative:
-		ad.why = strings.Join(d.Why, "; ")
-	case inUse:
-		ad.why = "pods use it: adoption changes the volume handle the kubelet tracks; rewrite it with the migration handle now and adopt it when it is not in use"
-	default:
-		if why, err := a.journalFree(ctx, d.Journal); err != nil {
-			return nil, err
-		} else if why != "" {
-			ad.why = why
-		}
+	if ad.why, err = a.whyNotAdopted(ctx, d, inUse, "rewrite it with the migration handle now and adopt it when it is not in use", nil); err != nil {
+		return nil, err
 	}
 	return ad, nil
+}
+
+// whyNotAdopted is why a volume is not adopted ("" when it is): the
+// decision's reasons, pods using it (later says what happens instead), the
+// volume's own precondition (more, when set), or its journal entry taken.
+func (a *Writer) whyNotAdopted(ctx context.Context, d adopt.Decision, inUse bool, later string, more func(context.Context) (string, error)) (string, error) {
+	switch {
+	case d.Form != adopt.FormNative:
+		return strings.Join(d.Why, "; "), nil
+	case inUse:
+		return "pods use it: adoption changes the volume handle the kubelet tracks; " + later, nil
+	}
+	if more != nil {
+		if why, err := more(ctx); err != nil || why != "" {
+			return why, err
+		}
+	}
+	return a.journalFree(ctx, d.Journal)
 }
 
 // cephfsAdoptionOf reads what the adoption of a static CephFS volume's
@@ -238,21 +247,8 @@ func (a *Writer) cephfsAdoptionOf(ctx context.Context, cur, repl *v1.PersistentV
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case d.Form != adopt.FormNative:
-		ad.why = strings.Join(d.Why, "; ")
-	case inUse:
-		ad.why = "pods use it: adoption changes the volume handle the kubelet tracks; it is rewritten as a static volume now, and rewrite -apply -adopt -adopt-csi adopts it when no pod uses it"
-	default:
-		if why, err := a.adminSecretMissing(ctx); err != nil {
-			return nil, err
-		} else if why != "" {
-			ad.why = why
-		} else if why, err := a.journalFree(ctx, d.Journal); err != nil {
-			return nil, err
-		} else if why != "" {
-			ad.why = why
-		}
+	if ad.why, err = a.whyNotAdopted(ctx, d, inUse, "it is rewritten as a static volume now, and rewrite -apply -adopt -adopt-csi adopts it when no pod uses it", a.adminSecretMissing); err != nil {
+		return nil, err
 	}
 	return ad, nil
 }

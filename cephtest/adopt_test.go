@@ -405,7 +405,6 @@ func TestCephRBDAdoptUndo(t *testing.T) {
 // with no journal entry.
 func TestCephRBDAdoptInterrupted(t *testing.T) {
 	e := newAdoptEnv(t, "kube.adopt-cut")
-	ctx := context.Background()
 	tr, _ := configure(t, e.d, inTreeRBDPV("probe", rbdCase{Monitors: []string{MonitorV1}, Pool: e.pool, Image: "probe"}, "admin", "ceph-admin"))
 	writer := func(undo bool, limit int) *apply.Writer {
 		w, err := apply.New(e.cs, tr, klogDiscard(), nil, apply.Options{Undo: undo, MaxWrites: limit, Ceph: e.tools, CephConfig: e.config})
@@ -416,43 +415,53 @@ func TestCephRBDAdoptInterrupted(t *testing.T) {
 	}
 	for k := 1; k <= 12; k++ {
 		name := fmt.Sprintf("pv-cut%d", k)
-		image := "kubernetes-dynamic-pvc-" + NewUUID()
-		before := e.image(t, name, image, "layering")
-		target := []apply.Target{{Name: name}}
-		_, err := writer(false, k).PVs(ctx, target)
-		finished := err == nil
-		if err != nil && !errors.Is(err, apply.ErrWriteLimit) {
-			t.Fatalf("k=%d: the interrupted adoption: %v", k, err)
-		}
-		if _, err := writer(false, 0).PVs(ctx, target); err != nil {
-			t.Fatalf("k=%d: resuming the adoption: %v", k, err)
-		}
-		pv := e.pv(t, name)
-		j := journalOfPV(t, pv)
-		if st := e.journal(t, j); st != "written" || pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
-			t.Errorf("k=%d: after the resumed adoption the journal is %s, the policy %s", k, st, pv.Spec.PersistentVolumeReclaimPolicy)
-		}
-		_, err = writer(true, k).PVs(ctx, target)
-		if err != nil && !errors.Is(err, apply.ErrWriteLimit) {
-			t.Fatalf("k=%d: the interrupted undo: %v", k, err)
-		}
-		if _, err := writer(true, 0).PVs(ctx, target); err != nil {
-			t.Fatalf("k=%d: resuming the undo: %v", k, err)
-		}
-		if diff := cmp.Diff(before.Spec, e.pv(t, name).Spec); diff != "" {
-			t.Errorf("k=%d: the undone PV (-before +after):\n%s", k, diff)
-		}
-		if st := e.journal(t, j); st != "absent" {
-			t.Errorf("k=%d: the journal after the resumed undo: %s", k, st)
-		}
-		if cms, err := e.cs.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"}); err != nil || len(cms.Items) > 0 {
-			t.Errorf("k=%d: state left: %v %v", k, cms, err)
-		}
-		if finished {
+		before := e.image(t, name, "kubernetes-dynamic-pvc-"+NewUUID(), "layering")
+		if e.cutAndResume(t, writer, name, k, before) {
 			t.Logf("the adoption takes %d writes", k)
-			break
+			return
 		}
 	}
+	t.Error("the adoption did not finish within 12 writes")
+}
+
+// cutAndResume interrupts the adoption of pv/name after k writes and
+// resumes it (the journal entry written, Delete restored), then its undo
+// likewise (the PV's spec as before, no entry, no state left); it reports
+// whether the adoption finished within k writes.
+func (e *adoptEnv) cutAndResume(t testing.TB, writer func(undo bool, limit int) *apply.Writer, name string, k int, before *v1.PersistentVolume) bool {
+	t.Helper()
+	ctx := context.Background()
+	target := []apply.Target{{Name: name}}
+	_, err := writer(false, k).PVs(ctx, target)
+	finished := err == nil
+	if err != nil && !errors.Is(err, apply.ErrWriteLimit) {
+		t.Fatalf("k=%d: the interrupted adoption: %v", k, err)
+	}
+	if _, err := writer(false, 0).PVs(ctx, target); err != nil {
+		t.Fatalf("k=%d: resuming the adoption: %v", k, err)
+	}
+	pv := e.pv(t, name)
+	j := journalOfPV(t, pv)
+	if st := e.journal(t, j); st != "written" || pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
+		t.Errorf("k=%d: after the resumed adoption the journal is %s, the policy %s", k, st, pv.Spec.PersistentVolumeReclaimPolicy)
+	}
+	_, err = writer(true, k).PVs(ctx, target)
+	if err != nil && !errors.Is(err, apply.ErrWriteLimit) {
+		t.Fatalf("k=%d: the interrupted undo: %v", k, err)
+	}
+	if _, err := writer(true, 0).PVs(ctx, target); err != nil {
+		t.Fatalf("k=%d: resuming the undo: %v", k, err)
+	}
+	if diff := cmp.Diff(before.Spec, e.pv(t, name).Spec); diff != "" {
+		t.Errorf("k=%d: the undone PV (-before +after):\n%s", k, diff)
+	}
+	if st := e.journal(t, j); st != "absent" {
+		t.Errorf("k=%d: the journal after the resumed undo: %s", k, st)
+	}
+	if cms, err := e.cs.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"}); err != nil || len(cms.Items) > 0 {
+		t.Errorf("k=%d: state left: %v %v", k, cms, err)
+	}
+	return finished
 }
 
 func klogDiscard() klog.Logger { return klog.Background().V(100) }

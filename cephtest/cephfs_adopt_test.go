@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -428,7 +427,6 @@ func mustRead(t testing.TB, path string) string {
 // left; the directory's data is untouched throughout.
 func TestCephFSAdoptInterrupted(t *testing.T) {
 	e := newCephFSAdoptEnv(t)
-	ctx := context.Background()
 	var paths []string
 	for k := 1; k <= 12; k++ {
 		p := "/volumes/" + cephfsGroup + "/kubernetes-dynamic-pvc-" + NewUUID()
@@ -447,37 +445,7 @@ func TestCephFSAdoptInterrupted(t *testing.T) {
 	}
 	for k := 1; k <= 12; k++ {
 		name := fmt.Sprintf("pv-cut%d", k)
-		before := e.pv(t, name)
-		target := []apply.Target{{Name: name}}
-		_, err := writer(false, k).PVs(ctx, target)
-		finished := err == nil
-		if err != nil && !errors.Is(err, apply.ErrWriteLimit) {
-			t.Fatalf("k=%d: the interrupted adoption: %v", k, err)
-		}
-		if _, err := writer(false, 0).PVs(ctx, target); err != nil {
-			t.Fatalf("k=%d: resuming the adoption: %v", k, err)
-		}
-		pv := e.pv(t, name)
-		j := journalOfPV(t, pv)
-		if st := e.journal(t, j); st != "written" || pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
-			t.Errorf("k=%d: after the resumed adoption the journal is %s, the policy %s", k, st, pv.Spec.PersistentVolumeReclaimPolicy)
-		}
-		_, err = writer(true, k).PVs(ctx, target)
-		if err != nil && !errors.Is(err, apply.ErrWriteLimit) {
-			t.Fatalf("k=%d: the interrupted undo: %v", k, err)
-		}
-		if _, err := writer(true, 0).PVs(ctx, target); err != nil {
-			t.Fatalf("k=%d: resuming the undo: %v", k, err)
-		}
-		if diff := cmp.Diff(before.Spec, e.pv(t, name).Spec); diff != "" {
-			t.Errorf("k=%d: the undone PV (-before +after):\n%s", k, diff)
-		}
-		if st := e.journal(t, j); st != "absent" {
-			t.Errorf("k=%d: the journal after the resumed undo: %s", k, st)
-		}
-		if cms, err := e.cs.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"}); err != nil || len(cms.Items) > 0 {
-			t.Errorf("k=%d: state left: %v %v", k, cms, err)
-		}
+		finished := e.cutAndResume(t, writer, name, k, e.pv(t, name))
 		if got := e.readData(t, paths[k-1]); !bytes.Equal(got, e.data) {
 			t.Errorf("k=%d: %s changed", k, paths[k-1])
 		}

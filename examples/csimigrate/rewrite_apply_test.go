@@ -224,8 +224,9 @@ func TestRewriteApplyEndToEnd(t *testing.T) {
 	}
 	want := endState(t, c, "full", names)
 	// The static RBD image has a handle Ceph CSI resolves elsewhere, and no
-	// class to take a deletion secret from: Retain.
-	wantPolicies := map[string]v1.PersistentVolumeReclaimPolicy{"rbd": "Delete", "rbd-static": "Retain", "cephfs": "Delete", "vsphere": "Delete"}
+	// class to take a deletion secret from: Retain. The CephFS volume is
+	// static to Ceph CSI, which never deletes it: Retain, as the plan says.
+	wantPolicies := map[string]v1.PersistentVolumeReclaimPolicy{"rbd": "Delete", "rbd-static": "Retain", "cephfs": "Retain", "vsphere": "Delete"}
 	for k, s := range want {
 		if s.Policy != wantPolicies[k] || s.Pending || s.Capacity != "1Gi" || s.Claim != k {
 			t.Errorf("%s: %+v", k, s)
