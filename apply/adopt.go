@@ -326,6 +326,14 @@ func (ad *adoption) summary(repl *v1.PersistentVolume) string {
 	case !full:
 		s += "; no snapshots or clones: the image lacks the layering feature"
 	}
+	if ref := repl.Spec.CSI.NodeStageSecretRef; cephFS && ref != nil {
+		// Ceph CSI mounts its own volumes with its admin credentials.
+		user := repl.Annotations[cephfs.AnnUser]
+		if user == "" {
+			user = "admin"
+		}
+		s += fmt.Sprintf("; mounted with Secret %s/%s (adminID, adminKey) instead of its own Ceph user client.%s", ref.Namespace, ref.Name, user)
+	}
 	return s
 }
 

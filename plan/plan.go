@@ -433,6 +433,11 @@ func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume, names
 		how += ", which reads the subvolume first"
 	}
 	vp.FormWhy = append(vp.FormWhy, how+"; without it a static volume: stage only")
+	user := pv.Spec.CephFS.User
+	if user == "" {
+		user = "admin"
+	}
+	vp.FormWhy = append(vp.FormWhy, "adopted, Ceph CSI mounts it with that Secret's admin credentials, as its own volumes, not as its own Ceph user client."+user)
 }
 
 // rewriteRefusal is the finding for what makes rewrite -apply refuse the
