@@ -522,7 +522,12 @@ j_verify() {
     [ "$(j_get "$J_OBJ" "${kv%%%%=*}")" = "${kv#*=}" ] || { echo "Ceph CSI's journal object $J_OBJ does not read back ${kv%%%%=*}; the PV keeps Retain" >&2; exit 1; }
   done
   [ "$(j_get "$J_DIR" "$J_DIRKEY")" = "$J_UUID" ] || { echo "Ceph CSI's journal directory $J_DIR does not read back $J_DIRKEY; the PV keeps Retain" >&2; exit 1; }
-  "${J_VERIFY[@]}" | grep -qF -- "$J_WANT" || { echo "Ceph does not find the volume as the journal names it (${J_VERIFY[*]}); the PV keeps Retain" >&2; exit 1; }
+  local found
+  found=$("${J_VERIFY[@]}") || { echo "Ceph does not find the volume as the journal names it (${J_VERIFY[*]}); the PV keeps Retain" >&2; exit 1; }
+  case "$found" in
+    *"$J_WANT"*) ;;
+    *) echo "Ceph finds another volume than the journal records (${J_VERIFY[*]}: $found); the PV keeps Retain" >&2; exit 1 ;;
+  esac
 }
 # j_remove: the undo's: the directory key, then the object, where present.
 j_remove() {
