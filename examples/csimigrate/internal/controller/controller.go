@@ -519,9 +519,11 @@ func (c *Controller) doneWith(obj string, cur any) {
 	}
 	c.logger.Info("Migrated", "object", obj)
 	c.m.migrated.WithLabelValues(kindOf(obj)).Inc()
-	if pv, ok := cur.(*v1.PersistentVolume); ok {
-		// The lister may still hold the in-tree object: name the new one.
-		if live, err := c.client.CoreV1().PersistentVolumes().Get(context.Background(), pv.Name, metav1.GetOptions{}); err == nil {
+	if name, isPV := strings.CutPrefix(obj, "pv/"); isPV {
+		// The lister may still hold the in-tree object, or none (between
+		// the old object's deletion and the new one's arrival): name the
+		// new one.
+		if live, err := c.client.CoreV1().PersistentVolumes().Get(context.Background(), name, metav1.GetOptions{}); err == nil {
 			cur = live
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
 )
@@ -221,4 +222,41 @@ func mustSelector(t *testing.T, s string) labels.Selector {
 		t.Fatal(err)
 	}
 	return sel
+}
+
+// A PV the lister no longer holds when its rewrite finishes (the old
+// object deleted, the new one not yet seen) is reported from the live
+// object: no nil PV is dereferenced (the race TestControllerBacksOffAPIErrors
+// once hit under -race).
+func TestControllerDoneWithoutListedPV(t *testing.T) {
+	client := fake.NewSimpleClientset(vspherePV("pv1"))
+	tr, err := translate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record.NewFakeRecorder(10)
+	c, err := New(client, dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{StatusResource: "CSIMigrationList"}),
+		tr, klog.Background().V(100), rec, m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.started["pv/pv1"] = true
+	if _, _, err := c.outcome("pv/pv1", (*v1.PersistentVolume)(nil), apply.Progress{Done: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(m.migrated.WithLabelValues("pv")); got != 1 {
+		t.Errorf("migrated counted %v, want 1", got)
+	}
+	select {
+	case e := <-rec.Events:
+		if !strings.Contains(e, ReasonMigrated) {
+			t.Errorf("event %q, want %s", e, ReasonMigrated)
+		}
+	default:
+		t.Errorf("no %s Event for the live PV", ReasonMigrated)
+	}
 }
