@@ -156,7 +156,9 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Rea
 			return exitUsage
 		}
 		rv.ceph = o.ceph
-		if rv.writer, err = apply.New(client, tr, c.logger(stderr), nil, apply.Options{Undo: undo, Ceph: o.ceph, CephConfig: cfg, CephFSSecret: o.cephfsSecret}); err != nil {
+		// What it decides (adopted or why not) goes to stderr, beside the
+		// script.
+		if rv.writer, err = apply.New(client, tr, c.logger(stderr), textEvents{stderr}, apply.Options{Undo: undo, Ceph: o.ceph, CephConfig: cfg, CephFSSecret: o.cephfsSecret}); err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return exitUsage
 		}
