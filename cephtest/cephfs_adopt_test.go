@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"pgregory.net/rapid"
 
 	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/apply"
@@ -550,4 +552,97 @@ func TestCephFSAdoptStaticCSI(t *testing.T) {
 	if st := e.journal(t, j); st != "absent" {
 		t.Errorf("the journal entry after the undo: %s", st)
 	}
+}
+
+// cephfsDraw is one generated in-tree CephFS volume for the adoption
+// oracle.
+type cephfsDraw struct {
+	Path   string // under the file system's root
+	Layout bool   // an explicit layout, as ceph_volume_client gave
+	ByProv bool   // provisioned by ceph.com/cephfs (else made by hand)
+	Shared bool   // a second PV names the same path
+}
+
+func drawCephFS(rt *rapid.T, round int) cephfsDraw {
+	name := rapid.SampledFrom([]string{"kubernetes-dynamic-pvc-" + NewUUID(), fmt.Sprintf("dir-%s-r%d", rapid.StringMatching(`[a-z0-9]{1,6}`).Draw(rt, "suffix"), round)}).Draw(rt, "name")
+	place := rapid.SampledFrom([]string{"/volumes/" + cephfsGroup + "/", "/volumes/" + cephfsGroup + "/deeper/", "/shared/"}).Draw(rt, "place")
+	return cephfsDraw{Path: place + name, Layout: rapid.IntRange(0, 3).Draw(rt, "layout") > 0, ByProv: rapid.Bool().Draw(rt, "byProvisioner"),
+		Shared: rapid.IntRange(0, 4).Draw(rt, "shared") == 0}
+}
+
+// The CephFS adoption oracle: generated directories (in a subvolume group,
+// one level deeper, outside /volumes; with and without an explicit layout;
+// names with and without a UUID; made by ceph.com/cephfs or by hand; some
+// named by a second PV). For each, what plan -read-ceph says (form,
+// features, Retain) is compared with what the rewrite with -adopt makes of
+// it and what Ceph CSI's CephFS controller then grants (a snapshot). A
+// feature the plan promises that the driver refuses, or one it denies that
+// the driver grants, is a false verdict. CSIMIGRATE_ADOPT_DRAWS sets the
+// number of draws (default 6).
+func TestCephFSAdoptOracle(t *testing.T) {
+	e := newCephFSAdoptEnv(t)
+	ctx := callCtx(t)
+	draws := 6
+	if s := os.Getenv("CSIMIGRATE_ADOPT_DRAWS"); s != "" {
+		fmt.Sscan(s, &draws)
+	}
+	// Ceph CSI's cluster map with the group's entry, as the plan prints it.
+	probe := "/volumes/" + cephfsGroup + "/probe"
+	e.dirWithData(t, probe, true)
+	e.inTreePV(t, "pv-probe", probe)
+	e.configure(t)
+	secretArg := "-cephfs-secret=" + cephfsSecretNS + "/" + cephfsSecret
+	base := seed(t)
+	var falseVerdicts, natives, statics int
+	for round := range draws {
+		var dr cephfsDraw
+		rapid.Custom(func(rt *rapid.T) int { dr = drawCephFS(rt, round); return 0 }).Example(base + round)
+		name := fmt.Sprintf("pv-oracle-%d", round)
+		e.dirWithData(t, dr.Path, dr.Layout)
+		by := ""
+		if dr.ByProv {
+			by = plugin.CephFSExternalProvisioner
+		}
+		e.inTreePVBy(t, name, dr.Path, by)
+		if dr.Shared {
+			e.inTreePVBy(t, name+"-twin", dr.Path, by)
+		}
+		planned := e.forms(t)[name]
+		form, features, why := planned.Form, planned.Features, planned.FormWhy
+		e.csimigrate(t, 0, "rewrite", "-apply", secretArg, name)
+		got := e.pv(t, name)
+		native := strings.HasPrefix(got.Spec.CSI.VolumeHandle, "0001-")
+		if native != (form == string(adopt.FormNative)) {
+			falseVerdicts++
+			t.Errorf("draw %d %+v: the plan says %s (%q), the rewrite made handle %s", round, dr, form, why, got.Spec.CSI.VolumeHandle)
+			continue
+		}
+		if native {
+			keptRetain := got.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimRetain
+			saysRetain := strings.Contains(strings.Join(why, ";"), "keeps reclaim policy Retain")
+			if keptRetain != saysRetain {
+				falseVerdicts++
+				t.Errorf("draw %d %+v: the PV ends %s, the plan says %q", round, dr, got.Spec.PersistentVolumeReclaimPolicy, why)
+			}
+			natives++
+		} else {
+			statics++
+		}
+		snap, err := e.d.CephFSController.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{SourceVolumeId: got.Spec.CSI.VolumeHandle, Name: "snap-" + NewUUID(),
+			Parameters: map[string]string{"clusterID": got.Spec.CSI.VolumeAttributes["clusterID"], "fsName": FSName}, Secrets: e.adminSecrets()})
+		promised := slices.Contains(features, string(adopt.FeatureSnapshot))
+		if (err == nil) != promised {
+			falseVerdicts++
+			t.Errorf("draw %d %+v: the plan promises snapshots %t (%s), Ceph CSI's CreateSnapshot: %v", round, dr, promised, form, err)
+		}
+		if err == nil {
+			if _, err := e.d.CephFSController.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: snap.Snapshot.SnapshotId, Secrets: e.adminSecrets()}); err != nil {
+				t.Errorf("draw %d: DeleteSnapshot: %v", round, err)
+			}
+		}
+		if data := e.readData(t, dr.Path); !bytes.Equal(data, e.data) {
+			t.Errorf("draw %d: %s changed", round, dr.Path)
+		}
+	}
+	t.Logf("%d draws (seed %d): %d adopted, %d static; false verdicts: %d", draws, base, natives, statics, falseVerdicts)
 }
