@@ -330,21 +330,8 @@ func TestCephRBDAdoptSnapshotClone(t *testing.T) {
 		}
 		return r.Volume
 	}
-	restored := create("restore-"+NewUUID(), &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: snap.Snapshot.SnapshotId}}})
-	clone := create("clone-"+NewUUID(), &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: vol}}})
-	for what, v := range map[string]*csi.Volume{"the restored snapshot": restored, "the clone": clone} {
-		if got := e.export(t, v.VolumeContext["imageName"]); !bytes.Equal(got, e.data) {
-			t.Errorf("%s (image %s) does not hold the original bytes", what, v.VolumeContext["imageName"])
-		}
-	}
-	for _, v := range []string{clone.VolumeId, restored.VolumeId} {
-		if _, err := e.d.RBD.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v, Secrets: e.secrets()}); err != nil {
-			t.Errorf("DeleteVolume %s: %v", v, err)
-		}
-	}
-	if _, err := e.d.RBD.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: snap.Snapshot.SnapshotId, Secrets: e.secrets()}); err != nil {
-		t.Errorf("DeleteSnapshot: %v", err)
-	}
+	restoreAndClone(t, e.d.RBD, e.secrets(), vol, snap.Snapshot.SnapshotId, create,
+		func(v *csi.Volume) []byte { return e.export(t, v.VolumeContext["imageName"]) }, e.data)
 
 	// Without layering: adopted, and the snapshot refused as said.
 	barePV := e.pv(t, "pv-bare")
@@ -462,6 +449,30 @@ func (e *adoptEnv) cutAndResume(t testing.TB, writer func(undo bool, limit int) 
 		t.Errorf("k=%d: state left: %v %v", k, cms, err)
 	}
 	return finished
+}
+
+// restoreAndClone restores the snapshot snapID and clones the volume vol
+// with create, checks that read finds the original data in both, and
+// deletes them and the snapshot with the driver's controller ctrl.
+func restoreAndClone(t testing.TB, ctrl csi.ControllerClient, secrets map[string]string, vol, snapID string,
+	create func(name string, src *csi.VolumeContentSource) *csi.Volume, read func(*csi.Volume) []byte, data []byte) {
+	t.Helper()
+	ctx := callCtx(t)
+	restored := create("restore-"+NewUUID(), &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: snapID}}})
+	clone := create("clone-"+NewUUID(), &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: vol}}})
+	for what, v := range map[string]*csi.Volume{"the restored snapshot": restored, "the clone": clone} {
+		if got := read(v); !bytes.Equal(got, data) {
+			t.Errorf("%s (%v) does not hold the original bytes", what, v.VolumeContext)
+		}
+	}
+	for _, v := range []string{clone.VolumeId, restored.VolumeId} {
+		if _, err := ctrl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v, Secrets: secrets}); err != nil {
+			t.Errorf("DeleteVolume %s: %v", v, err)
+		}
+	}
+	if _, err := ctrl.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: snapID, Secrets: secrets}); err != nil {
+		t.Errorf("DeleteSnapshot: %v", err)
+	}
 }
 
 func klogDiscard() klog.Logger { return klog.Background().V(100) }

@@ -343,21 +343,8 @@ func TestCephFSAdoptSnapshotClone(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 	}
-	restored := create("restore-"+NewUUID(), &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: snap.Snapshot.SnapshotId}}})
-	clone := create("clone-"+NewUUID(), &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: vol}}})
-	for what, v := range map[string]*csi.Volume{"the restored snapshot": restored, "the clone": clone} {
-		if got := e.readData(t, v.VolumeContext["subvolumePath"]); !bytes.Equal(got, e.data) {
-			t.Errorf("%s (%s) does not hold the original bytes", what, v.VolumeContext["subvolumePath"])
-		}
-	}
-	for _, v := range []string{clone.VolumeId, restored.VolumeId} {
-		if _, err := e.d.CephFSController.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v, Secrets: e.adminSecrets()}); err != nil {
-			t.Errorf("DeleteVolume %s: %v", v, err)
-		}
-	}
-	if _, err := e.d.CephFSController.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: snap.Snapshot.SnapshotId, Secrets: e.adminSecrets()}); err != nil {
-		t.Errorf("DeleteSnapshot: %v", err)
-	}
+	restoreAndClone(t, e.d.CephFSController, e.adminSecrets(), vol, snap.Snapshot.SnapshotId, create,
+		func(v *csi.Volume) []byte { return e.readData(t, v.VolumeContext["subvolumePath"]) }, e.data)
 
 	// Deleted by Ceph CSI as its own: the subvolume and its journal entry
 	// go; the other volumes' directories stay.
