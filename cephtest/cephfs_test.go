@@ -5,8 +5,11 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -33,12 +36,46 @@ func adminMount(t testing.TB, c *Cluster) string {
 		"--pid_file", filepath.Join(dir, "fuse.pid"), "--admin_socket", filepath.Join(dir, "fuse.asok"), mnt); err != nil {
 		t.Fatal(err)
 	}
+	pidFile := filepath.Join(dir, "fuse.pid")
 	t.Cleanup(func() {
 		if _, err := run(callCtx(t), nil, "umount", mnt); err != nil {
 			t.Errorf("unmounting the admin mount: %v", err)
 		}
+		stopFuse(t, pidFile)
 	})
 	return mnt
+}
+
+// stopFuse stops the ceph-fuse daemon of pidFile by its pid: after the
+// unmount it usually exits by itself; one still there after 10 s (seen
+// stuck in its shutdown) is killed.
+func stopFuse(t testing.TB, pidFile string) {
+	t.Helper()
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Errorf("the admin mount's ceph-fuse pid: %v", err)
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		t.Errorf("the admin mount's ceph-fuse pid file holds %q", b)
+		return
+	}
+	alive := func() bool { return syscall.Kill(pid, 0) == nil }
+	for range 40 {
+		if !alive() {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	for range 40 {
+		if !alive() {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Errorf("ceph-fuse %d of the admin mount does not stop", pid)
 }
 
 func inTreeCephFSPV(name, path, user, secret string) *v1.PersistentVolume {
