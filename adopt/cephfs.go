@@ -34,9 +34,6 @@ const JournalNamespaceCephFS = "csi"
 // annotations), so that the undo puts it back.
 const AnnAdoptedPrevious = "csimigrate.io/adopted-previous"
 
-// annProvisionedBy is the annotation external-provisioner deletes by.
-const annProvisionedBy = "pv.kubernetes.io/provisioned-by"
-
 // Subvolume is what Ceph says of a CephFS subvolume (`ceph fs subvolume
 // info`) and its file system (`ceph fs ls`, `ceph fs get`).
 type Subvolume struct {
@@ -147,7 +144,7 @@ func CephFS(in CephFSInput) (Decision, error) {
 	// other never removed data, and must not start to.
 	by, recorded := pv.Annotations[plugin.AnnOriginalProvisionedBy]
 	if !recorded {
-		by = pv.Annotations[annProvisionedBy]
+		by = pv.Annotations[plugin.AnnProvisionedBy]
 	}
 	if by != plugin.CephFSExternalProvisioner {
 		keep = append(keep, fmt.Sprintf("no provisioner ever deleted this volume (it was not made by %s, and Kubernetes' CephFS plugin deletes nothing): adopted, Ceph CSI would delete the subvolume and its data with the claim; set Delete on the PV to have that", plugin.CephFSExternalProvisioner))
@@ -217,7 +214,7 @@ func adoptedCephFSPV(pv *v1.PersistentVolume, d Decision, sv *Subvolume, secret 
 	}
 	prev := previous{NodeStage: pv.Spec.CSI.NodeStageSecretRef, ControllerExpand: pv.Spec.CSI.ControllerExpandSecretRef, Annotations: map[string]*string{}}
 	set := map[string]string{
-		annProvisionedBy:                   plugin.CephFSDriverName,
+		plugin.AnnProvisionedBy:            plugin.CephFSDriverName,
 		secrets.AnnDeletionSecretName:      secret.Name,
 		secrets.AnnDeletionSecretNamespace: secret.Namespace,
 	}

@@ -69,11 +69,11 @@ func newUUID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
-// rbdImageOf is the cluster, pool and image a Ceph RBD PV of any form
+// volumeKeyOf is the cluster, pool and image a Ceph RBD PV of any form
 // names, or the path a CephFS PV of any form names (any cluster and file
 // system: a false match only keeps a volume from adoption), for finding
 // the PVs that share a volume.
-func rbdImageOf(pv *v1.PersistentVolume) (string, bool) {
+func volumeKeyOf(pv *v1.PersistentVolume) (string, bool) {
 	switch {
 	case pv.Spec.CephFS != nil:
 		return "cephfs:" + cephfs.RootPath(pv.Spec.CephFS.Path), true
@@ -118,7 +118,7 @@ func rbdImageOf(pv *v1.PersistentVolume) (string, bool) {
 // sharers are the other PVs that name the same image as pv (listed once
 // per cacheFor, as the checks' other lists).
 func (a *Writer) sharers(ctx context.Context, pv *v1.PersistentVolume) ([]string, error) {
-	key, ok := rbdImageOf(pv)
+	key, ok := volumeKeyOf(pv)
 	if !ok {
 		return nil, nil
 	}
@@ -135,7 +135,7 @@ func (a *Writer) sharers(ctx context.Context, pv *v1.PersistentVolume) ([]string
 				return nil, err
 			}
 			for i := range page.Items {
-				if k, ok := rbdImageOf(&page.Items[i]); ok {
+				if k, ok := volumeKeyOf(&page.Items[i]); ok {
 					list = append(list, page.Items[i].Name+"="+k)
 				}
 			}
@@ -185,7 +185,7 @@ func (a *Writer) adoptionOf(ctx context.Context, cur, repl *v1.PersistentVolume,
 		return nil, err
 	}
 	ad.uuid = newUUID()
-	d, err := adopt.RBD(adopt.RBDInput{PV: repl, Image: img, RadosNamespace: a.cephConfig.RBDRadosNamespace(attrs["clusterID"]), ReferencedBy: ad.refs, UUID: ad.uuid})
+	d, err := a.decide(repl, ad)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +243,7 @@ func (a *Writer) cephfsAdoptionOf(ctx context.Context, cur, repl *v1.PersistentV
 			ad.subvol = sv
 		}
 	}
-	d, err := adopt.CephFS(a.cephfsInput(repl, ad))
+	d, err := a.decide(repl, ad)
 	if err != nil {
 		return nil, err
 	}
@@ -253,10 +253,19 @@ func (a *Writer) cephfsAdoptionOf(ctx context.Context, cur, repl *v1.PersistentV
 	return ad, nil
 }
 
-// cephfsInput is adopt.CephFS's input for a static CephFS PV.
-func (a *Writer) cephfsInput(repl *v1.PersistentVolume, ad *adoption) adopt.CephFSInput {
-	return adopt.CephFSInput{PV: repl, Subvolume: ad.subvol, NotSubvolume: ad.notSubvolume, ClusterID: ad.clusterID,
-		Secret: a.cephfsSecret, ReferencedBy: ad.refs, UUID: ad.uuid}
+// decide is package adopt's decision for pv (an RBD PV with a migration
+// handle, or a static CephFS PV) from what the checks read into ad; the
+// same input every time, so that a replacement built again is the same.
+func (a *Writer) decide(pv *v1.PersistentVolume, ad *adoption) (adopt.Decision, error) {
+	if pv.Spec.CSI != nil && pv.Spec.CSI.Driver == plugin.CephFSDriverName {
+		return adopt.CephFS(adopt.CephFSInput{PV: pv, Subvolume: ad.subvol, NotSubvolume: ad.notSubvolume, ClusterID: ad.clusterID,
+			Secret: a.cephfsSecret, ReferencedBy: ad.refs, UUID: ad.uuid})
+	}
+	clusterID := ""
+	if pv.Spec.CSI != nil {
+		clusterID = pv.Spec.CSI.VolumeAttributes["clusterID"]
+	}
+	return adopt.RBD(adopt.RBDInput{PV: pv, Image: ad.image, RadosNamespace: a.cephConfig.RBDRadosNamespace(clusterID), ReferencedBy: ad.refs, UUID: ad.uuid})
 }
 
 // adminSecretMissing says why the Secret adopted CephFS volumes name does
@@ -344,14 +353,7 @@ func (a *Writer) adopted(repl *v1.PersistentVolume, kept string, ad *adoption) (
 	if ad == nil || ad.why != "" {
 		return repl, kept, nil
 	}
-	var d adopt.Decision
-	var err error
-	if ad.subvol != nil {
-		d, err = adopt.CephFS(a.cephfsInput(repl, ad))
-	} else {
-		d, err = adopt.RBD(adopt.RBDInput{PV: repl, Image: ad.image, RadosNamespace: a.cephConfig.RBDRadosNamespace(repl.Spec.CSI.VolumeAttributes["clusterID"]),
-			ReferencedBy: ad.refs, UUID: ad.uuid})
-	}
+	d, err := a.decide(repl, ad)
 	if err != nil {
 		return nil, "", err
 	}

@@ -90,14 +90,7 @@ func (a *Writer) checkAdopt(ctx context.Context, cur *v1.PersistentVolume) (*che
 // at Retain where Ceph CSI's delete would not remove exactly its image).
 func (a *Writer) buildAdopt(cur *v1.PersistentVolume, c *checks) (*v1.PersistentVolume, string, error) {
 	ad := c.adoption
-	var d adopt.Decision
-	var err error
-	if ad.subvol != nil {
-		d, err = adopt.CephFS(a.cephfsInput(forCreate(cur), ad))
-	} else {
-		d, err = adopt.RBD(adopt.RBDInput{PV: forCreate(cur), Image: ad.image, RadosNamespace: a.cephConfig.RBDRadosNamespace(cur.Spec.CSI.VolumeAttributes["clusterID"]),
-			ReferencedBy: ad.refs, UUID: ad.uuid})
-	}
+	d, err := a.decide(forCreate(cur), ad)
 	if err != nil {
 		return nil, "", err
 	}

@@ -76,8 +76,8 @@ type checks struct {
 	// PV had Delete ("" when it keeps the policy).
 	repl *v1.PersistentVolume
 	kept string
-	// adoption is what the rewrite decided for an RBD image (nil without
-	// Ceph access, or for another plugin).
+	// adoption is what the checks decided for an RBD image or a CephFS
+	// subvolume (nil without Ceph access, or for another plugin).
 	adoption *adoption
 }
 

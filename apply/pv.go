@@ -27,9 +27,9 @@ var pvSteps = []step[*pvRun]{
 	{name: "3. delete the PV object", done: (*pvRun).deleted, pre: (*pvRun).retainInForce, say: (*pvRun).sayDelete, act: (*pvRun).delete},
 	{name: "3. (wait for the deletion)", done: (*pvRun).heldOrGone, act: (*pvRun).waitForDeletion, wait: 100 * time.Millisecond},
 	{name: "4. remove pv-protection from the deleted object", done: (*pvRun).gone, pre: (*pvRun).onlyProtection, say: (*pvRun).sayUnprotect, act: (*pvRun).unprotect},
-	{name: "5. register the image in Ceph CSI's journal", done: (*pvRun).journalWritten, pre: (*pvRun).claimStillThere, say: (*pvRun).sayJournal, act: (*pvRun).writeJournal},
+	{name: "5. register the volume in Ceph CSI's journal", done: (*pvRun).journalWritten, pre: (*pvRun).claimStillThere, say: (*pvRun).sayJournal, act: (*pvRun).writeJournal},
 	{name: "5. create the replacement", done: (*pvRun).created, pre: (*pvRun).claimStillThere, say: (*pvRun).sayCreate, act: (*pvRun).create},
-	{name: "6. remove the image's entry from Ceph CSI's journal", done: (*pvRun).journalRemoved, say: (*pvRun).sayUnjournal, act: (*pvRun).removeJournal},
+	{name: "6. remove the volume's entry from Ceph CSI's journal", done: (*pvRun).journalRemoved, say: (*pvRun).sayUnjournal, act: (*pvRun).removeJournal},
 	{name: "6. restore the reclaim policy", done: (*pvRun).policyRestored, pre: (*pvRun).adoptionVerified, say: (*pvRun).sayRestore, act: (*pvRun).restorePolicy},
 	{name: "7. remove the saved replacement", done: (*pvRun).stateRemoved, say: (*pvRun).sayRemoveState, act: (*pvRun).removeState},
 }
@@ -369,7 +369,7 @@ func (r *pvRun) unprotect(ctx context.Context) error {
 	return nil
 }
 
-// Step 5 (an adopted image): the journal entry written before the PV that
+// Step 5 (an adopted volume): the journal entry written before the PV that
 // names it exists.
 
 func (r *pvRun) journalWritten() bool { return r.journal == nil || r.dir.undo || r.jstate == "written" }
@@ -421,7 +421,7 @@ func (r *pvRun) create(ctx context.Context) error {
 	return nil
 }
 
-// Step 6 (the undo of an adopted image): its journal entry removed once
+// Step 6 (the undo of an adopted volume): its journal entry removed once
 // the PV that names it is gone and its replacement exists.
 
 func (r *pvRun) journalRemoved() bool { return r.journal == nil || !r.dir.undo || r.jstate == "absent" }

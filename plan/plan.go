@@ -137,9 +137,9 @@ const (
 // never kept: only whether "key" is set and the adminId.
 type Planner struct {
 	tr *translate.Translator
-	// rbdImages maps "clusterID/pool/image" to the indexes of the volumes
-	// naming it.
-	rbdImages map[string][]int
+	// cephVolumes maps an RBD image ("clusterID/pool/image") or a CephFS
+	// path ("cephfs:" and the path) to the indexes of the volumes naming it.
+	cephVolumes map[string][]int
 	// subvolume reads CephFS subvolumes (nil: predicted from the path).
 	subvolume func(fs, group, name string) (*adopt.Subvolume, string, error)
 	// rbdImage reads an RBD image from Ceph (nil: the forms are predicted).
@@ -222,7 +222,7 @@ type Options struct {
 // New returns a Planner that translates with tr and logs to logger. It reads
 // every object (PhaseAll) until SetPhase says otherwise.
 func New(tr *translate.Translator, logger klog.Logger, opts Options) *Planner {
-	return &Planner{vsphereKeys: opts.VSphereKeys, rbdImage: opts.RBDImage, subvolume: opts.CephFSSubvolume, rbdImages: map[string][]int{}, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}}, podsByClaim: map[string][]string{},
+	return &Planner{vsphereKeys: opts.VSphereKeys, rbdImage: opts.RBDImage, subvolume: opts.CephFSSubvolume, cephVolumes: map[string][]int{}, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}}, podsByClaim: map[string][]string{},
 		secrets: map[string]*v1.Secret{}, clusters: map[string]ceph.ClusterEntry{},
 		claims: map[string]*v1.PersistentVolumeClaim{}, classes: map[string]*storagev1.StorageClass{}, owners: map[string]string{},
 		plugins: map[string]bool{}, inlineCapacity: rewrite.DefaultInlineCapacity}
@@ -378,8 +378,8 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 			d.Why = append([]string{"reading the image from Ceph: " + readErr.Error()}, d.Why...)
 		}
 		vp.Form, vp.Features, vp.FormWhy = string(d.Form), names(d.Features), d.Why
-		if key := out.Spec.CSI.VolumeAttributes["clusterID"] + "/" + out.Spec.CSI.VolumeAttributes["pool"] + "/" + out.Spec.CSI.VolumeAttributes["imageName"]; p.rbdImages != nil {
-			p.rbdImages[key] = append(p.rbdImages[key], len(p.plan.Volumes))
+		if key := out.Spec.CSI.VolumeAttributes["clusterID"] + "/" + out.Spec.CSI.VolumeAttributes["pool"] + "/" + out.Spec.CSI.VolumeAttributes["imageName"]; p.cephVolumes != nil {
+			p.cephVolumes[key] = append(p.cephVolumes[key], len(p.plan.Volumes))
 		}
 		if d.KeepRetain != "" {
 			vp.FormWhy = append(vp.FormWhy, d.KeepRetain)
@@ -418,9 +418,9 @@ func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume, names
 		d.Why = append([]string{"reading the subvolume from Ceph: " + readErr.Error()}, d.Why...)
 	}
 	vp.Form, vp.Features, vp.FormWhy = string(d.Form), names(d.Features), d.Why
-	if p.rbdImages != nil {
+	if p.cephVolumes != nil {
 		key := "cephfs:" + attrs["rootPath"]
-		p.rbdImages[key] = append(p.rbdImages[key], len(p.plan.Volumes))
+		p.cephVolumes[key] = append(p.cephVolumes[key], len(p.plan.Volumes))
 	}
 	if d.Form != adopt.FormNative {
 		return
@@ -741,7 +741,7 @@ func (p *Planner) Finish() *Plan {
 	}
 	// An image more than one PV names keeps its migration handle: the
 	// rewrite does not adopt it (deleting either PV would destroy it).
-	for _, idx := range p.rbdImages {
+	for _, idx := range p.cephVolumes {
 		if len(idx) < 2 {
 			continue
 		}

@@ -42,6 +42,11 @@ const (
 	// reverse translation restores the original value exactly.
 	AnnOriginalProvisionedBy = "csimigrate.io/original-provisioned-by"
 
+	// AnnProvisionedBy names the provisioner of a dynamically provisioned
+	// PV (Kubernetes'); external-provisioner deletes only the released PVs
+	// it names.
+	AnnProvisionedBy = "pv.kubernetes.io/provisioned-by"
+
 	// AnnOriginalReclaimPolicy records the PV's reclaim policy before a
 	// rewrite's first step set Retain (package rewrite's AnnReclaimPolicy):
 	// the policy a check judges while a rewrite is under way.

@@ -35,9 +35,6 @@ const (
 	AnnAddedAnnotations = "csimigrate.io/added-annotations"
 )
 
-// annProvisionedBy names the provisioner of a dynamically provisioned PV.
-const annProvisionedBy = "pv.kubernetes.io/provisioned-by"
-
 // PV is one PV and the PV that replaces it.
 type PV struct {
 	Name           string
@@ -146,9 +143,9 @@ func Replacement(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Persi
 		csi.Annotations = map[string]string{}
 	}
 	inTree := plugin.InTreeNameOfPV(pv)
-	if by, ok := pv.Annotations[annProvisionedBy]; ok && by != csi.Spec.CSI.Driver {
+	if by, ok := pv.Annotations[plugin.AnnProvisionedBy]; ok && by != csi.Spec.CSI.Driver {
 		csi.Annotations[plugin.AnnOriginalProvisionedBy] = by
-		csi.Annotations[annProvisionedBy] = csi.Spec.CSI.Driver
+		csi.Annotations[plugin.AnnProvisionedBy] = csi.Spec.CSI.Driver
 	}
 	// CephFS volumes are static for Ceph CSI, which never deletes them (and
 	// reads no deletion secret for them).

@@ -343,7 +343,7 @@ type RewritePV = rewrite.PV
 
 // Annotations external-provisioner reads on a PV it deletes.
 const (
-	annProvisionedBy           = "pv.kubernetes.io/provisioned-by"
+	annProvisionedBy           = plugin.AnnProvisionedBy
 	annDeletionSecretName      = secrets.AnnDeletionSecretName
 	annDeletionSecretNamespace = secrets.AnnDeletionSecretNamespace
 )
@@ -559,8 +559,9 @@ func shellJoin(words []string) string {
 // in-tree one).
 func writeScriptJournalVars(w io.Writer, tools cephtool.Tools, repl *v1.PersistentVolume, j adopt.Journal, undo bool) error {
 	var keys []string
-	for _, k := range slices.Sorted(maps.Keys(j.Keys())) {
-		keys = append(keys, shellQuote(k+"="+j.Keys()[k]))
+	vals := j.Keys()
+	for _, k := range slices.Sorted(maps.Keys(vals)) {
+		keys = append(keys, shellQuote(k+"="+vals[k]))
 	}
 	var verify []string
 	want := ""

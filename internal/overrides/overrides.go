@@ -18,10 +18,6 @@ import (
 	"github.com/csimigrate/csimigrate/secrets"
 )
 
-// annProvisionedBy is the annotation provisioners and the PV controller
-// decide ownership on.
-const annProvisionedBy = "pv.kubernetes.io/provisioned-by"
-
 // csiOverrides is the JSON form of the annotation, as encoding/json reads it.
 type csiOverrides struct {
 	VolumeHandle     *string                          `json:"volumeHandle,omitempty"`
@@ -107,7 +103,7 @@ func Record(inTree, csiPV *v1.PersistentVolume, f *Forwarded) error {
 	want := csiPV.Spec.CSI
 	var o overrides
 	if by, ok := annot.Take(inTree, plugin.AnnOriginalProvisionedBy); ok {
-		annot.Set(inTree, annProvisionedBy, by)
+		annot.Set(inTree, plugin.AnnProvisionedBy, by)
 	}
 	original, hasOriginal := annot.Take(inTree, plugin.AnnOriginalVolumeHandle)
 	switch {

@@ -564,15 +564,12 @@ func neverDeleted(pv *v1.PersistentVolume, policy v1.PersistentVolumeReclaimPoli
 	}
 	msg := fmt.Sprintf("reclaim policy %s: the migrated volume is a static Ceph CSI volume (path %s), which Ceph CSI never deletes; the rewritten PV keeps Retain", policy, path)
 	remedy := "when the claim is released, delete the directory " + path + " by hand, then the PV"
-	if by := pv.Annotations[annProvisionedBy]; by != "" && by != PluginName {
+	if by := pv.Annotations[plugin.AnnProvisionedBy]; by != "" && by != PluginName {
 		msg += "; " + by + ", which provisioned it, deleted the share and its Ceph user when the claim went: after the migration nothing does"
 		remedy = "when the claim is released, delete the directory " + path + " and the Ceph user client." + userOrAdmin(src.User) + " (ceph auth del) by hand, then the PV"
 	}
 	return plugin.Finding{Code: FindingNeverDeleted, Severity: plugin.SeverityWarning, Field: "spec.persistentVolumeReclaimPolicy", Message: msg, Remedy: remedy}
 }
-
-// annProvisionedBy names the provisioner of a dynamically provisioned PV.
-const annProvisionedBy = "pv.kubernetes.io/provisioned-by"
 
 // checkSecret is CheckPV's check of the credentials.
 func (p *Plugin) checkSecret(pv *v1.PersistentVolume) []plugin.Finding {
