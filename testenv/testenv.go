@@ -283,7 +283,7 @@ func (s *Server) spawn(name, bin string, args ...string) error {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
+	if err := StartOwned(cmd); err != nil {
 		f.Close()
 		return fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -362,6 +362,17 @@ func (s *Server) StartControllerManager(log io.Writer, controllers ...string) er
 // StartControllerManagerWith is StartControllerManager with feature gates
 // ("" for the defaults).
 func (s *Server) StartControllerManagerWith(log io.Writer, featureGates string, controllers ...string) error {
+	var flags []string
+	if featureGates != "" {
+		flags = append(flags, "--feature-gates="+featureGates)
+	}
+	return s.StartControllerManagerFlags(log, flags, controllers...)
+}
+
+// StartControllerManagerFlags is StartControllerManager with more flags of
+// kube-controller-manager (such as --feature-gates or
+// --attach-detach-reconcile-sync-period).
+func (s *Server) StartControllerManagerFlags(log io.Writer, flags []string, controllers ...string) error {
 	r := s.release
 	bin, err := r.binary("kube-controller-manager", r.controllerManager, log)
 	if err != nil {
@@ -373,9 +384,7 @@ func (s *Server) StartControllerManagerWith(log io.Writer, featureGates string, 
 	}
 	args := []string{"--kubeconfig=" + kc, "--leader-elect=false", "--secure-port=0",
 		"--controllers=" + strings.Join(controllers, ","), "--pvclaimbinder-sync-period=2s"}
-	if featureGates != "" {
-		args = append(args, "--feature-gates="+featureGates)
-	}
+	args = append(args, flags...)
 	if err := s.spawn("kube-controller-manager", bin, args...); err != nil {
 		return err
 	}
