@@ -48,10 +48,15 @@ var (
 	binErr  error
 )
 
-// commandBinary builds the command once per test run.
+// commandBinary is the command as a program: $CSIMIGRATE_BIN, which
+// scripts/test builds once for every package that runs it, else built once
+// per test run.
 func commandBinary(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
+		if binPath = os.Getenv("CSIMIGRATE_BIN"); binPath != "" {
+			return
+		}
 		dir, err := os.MkdirTemp("", "csimigrate-bin-")
 		if err != nil {
 			binErr = err
@@ -223,7 +228,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // startController runs csimigrate controller with the ServiceAccount's
-// kubeconfig; it is killed when the test ends.
+// kubeconfig; it is killed when the test ends, or with the test binary.
 func (cs *controllerServer) startController(t *testing.T, identity string, args ...string) *controllerProc {
 	t.Helper()
 	p := &controllerProc{log: filepath.Join(t.TempDir(), identity+".log"), metrics: freeAddr(t), done: make(chan struct{})}
@@ -235,7 +240,7 @@ func (cs *controllerServer) startController(t *testing.T, identity string, args 
 		"-v", "-recheck", "1s", "-status-every", "500ms", "-leader-elect-lease-duration", "4s", "-leader-elect-renew-deadline", "3s", "-leader-elect-retry-period", "500ms"}, args...)
 	p.cmd = exec.Command(commandBinary(t), all...)
 	p.cmd.Stdout, p.cmd.Stderr = f, f
-	if err := p.cmd.Start(); err != nil {
+	if err := testenv.StartOwned(p.cmd); err != nil {
 		t.Fatal(err)
 	}
 	go func() { p.err = p.cmd.Wait(); f.Close(); close(p.done) }()

@@ -13,17 +13,16 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// kubectlPlugin builds the command as kubectl-csimigrate in a directory
-// and returns a PATH that puts it first.
+// kubectlPlugin puts the command as kubectl-csimigrate in a directory and
+// returns a PATH that puts it first.
 func kubectlPlugin(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("kubectl"); err != nil {
 		t.Fatalf("kubectl (Debian's kubectl package) is needed to run the plugin: %v", err)
 	}
 	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-csimigrate"), ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building kubectl-csimigrate: %v\n%s", err, out)
+	if err := os.Symlink(commandBinary(t), filepath.Join(dir, "kubectl-csimigrate")); err != nil {
+		t.Fatal(err)
 	}
 	return dir + string(os.PathListSeparator) + os.Getenv("PATH")
 }

@@ -79,6 +79,12 @@ func attachmentOf(t *testing.T, c kubernetes.Interface, driver, handle, node str
 	return va
 }
 
+// periodicLoop is the longest period of the loops that could notice a PV
+// replaced under a running pod: the hollow kubelet's pod sync (kubemark sets
+// SyncFrequency to 10 s) and, as the test starts it, the attach/detach
+// controller's reconcile sync.
+const periodicLoop = 10 * time.Second
+
 // onlineCase is a plugin and the release whose kubelet migrates it.
 type onlineCase struct {
 	release                testenv.Release
@@ -98,10 +104,13 @@ type onlineCase struct {
 // 1.30.14 with CSIMigrationRBD (the last release with the plugin). A pod runs
 // on an in-tree PV through the driver; without -online the rewrite refuses
 // it and changes nothing; with -online the PV is replaced under the running
-// pod and for 60 s after that the driver receives no unpublish, unstage or
+// pod and for 30 s after that the driver receives no unpublish, unstage or
 // second stage/publish, the VolumeAttachment keeps its uid, the node's
 // volumesInUse and volumesAttached keep the same name, the pod stays Running
-// and its claim Bound; deleting the pod unpublishes and unstages with the
+// and its claim Bound (30 s is three rounds of every periodic loop that could
+// act on the change: the hollow kubelet syncs each pod every 10 s, kubemark's
+// SyncFrequency, and the attach/detach controller runs here with a 10 s
+// reconcile sync period instead of its 1 min default); deleting the pod unpublishes and unstages with the
 // ids and paths it was published with and detaches; a new pod stages and
 // publishes the rewritten PV with the same handle. The undo goes the same
 // way back: refused without -online; with it, the in-tree PV as stored
@@ -109,15 +118,18 @@ type onlineCase struct {
 // no driver call and the same VolumeAttachment and node volume names for
 // 30 s, and a second online rewrite likewise. A pod not yet scheduled,
 // and (RBD) a pod on a node whose kubelet does not migrate the plugin, are
-// refused and left as they were.
+// refused and left as they were. The two releases run side by side: each
+// has servers of its own, and most of the time is the windows' waiting.
 func TestOnlineRewriteWithKubelet(t *testing.T) {
 	t.Run("vSphere on 1.36", func(t *testing.T) {
+		t.Parallel()
 		onlineRewriteWithKubelet(t, onlineCase{release: testenv.V1_36, driver: plugin.VSphereDriverName, inTree: plugin.VSphereInTreePluginName,
 			source: func(ns string) v1.PersistentVolumeSource {
 				return v1.PersistentVolumeSource{VsphereVolume: &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[vsanDatastore] kubevols/" + ns + ".vmdk", FSType: "ext4"}}
 			}})
 	})
 	t.Run("RBD on 1.30", func(t *testing.T) {
+		t.Parallel()
 		onlineRewriteWithKubelet(t, onlineCase{release: testenv.V1_30, kcmGates: "CSIMigrationRBD=true", kubeletGates: "CSIMigrationRBD=true",
 			driver: plugin.RBDDriverName, inTree: plugin.RBDInTreePluginName, unmigratedNode: true,
 			source: func(ns string) v1.PersistentVolumeSource { return rbdSource(ns, ns) }})
@@ -130,7 +142,11 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 		t.Fatalf("cannot start kube-apiserver %s: %v", tc.release.Version, err)
 	}
 	t.Cleanup(s.Stop)
-	if err := s.StartControllerManagerWith(os.Stderr, tc.kcmGates, append(slices.Clone(testenv.VolumeControllers), "persistentvolume-attach-detach-controller")...); err != nil {
+	flags := []string{"--attach-detach-reconcile-sync-period=" + periodicLoop.String()}
+	if tc.kcmGates != "" {
+		flags = append(flags, "--feature-gates="+tc.kcmGates)
+	}
+	if err := s.StartControllerManagerFlags(os.Stderr, flags, append(slices.Clone(testenv.VolumeControllers), "persistentvolume-attach-detach-controller")...); err != nil {
 		t.Fatalf("cannot start kube-controller-manager: %v", err)
 	}
 	c := s.Client
@@ -262,7 +278,7 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 			time.Sleep(time.Second)
 		}
 	}
-	watch(n, 60*time.Second, "the rewrite")
+	watch(n, 3*periodicLoop, "the rewrite")
 	waitBound(t, c, ns, []string{pvName})
 
 	// 6. The undo takes the same way back under the running pod: refused
@@ -281,13 +297,13 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 	if diff := cmp.Diff(fieldsOf(stored), fieldsOf(getPV(t, c, pvName))); diff != "" {
 		t.Errorf("after the online undo (-before the rewrite +after the undo):\n%s", diff)
 	}
-	watch(n, 30*time.Second, "the undo")
+	watch(n, 3*periodicLoop, "the undo")
 	waitBound(t, c, ns, []string{pvName})
 	n = d.count()
 	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-online", "-kubeconfig", kc, pvName); code != exitOK {
 		t.Fatalf("rewrite -apply -online after the undo: exit %d: %s\n%s", code, stderr, out)
 	}
-	watch(n, 30*time.Second, "the second rewrite")
+	watch(n, 3*periodicLoop, "the second rewrite")
 	waitBound(t, c, ns, []string{pvName})
 
 	// 3. Deleting the pod unpublishes and unstages as published, and the
