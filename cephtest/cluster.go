@@ -30,6 +30,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/csimigrate/csimigrate/testenv"
 )
 
 // CephCSIVersion is the Ceph CSI release the drivers are built from.
@@ -365,8 +367,7 @@ func (c *Cluster) spawn(name, bin string, args ...string) error {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := testenv.StartOwned(cmd); err != nil {
 		f.Close()
 		return fmt.Errorf("starting %s: %w", name, err)
 	}

@@ -167,10 +167,24 @@ func saveFile(path string) (func() error, error) {
 		if err != nil {
 			return nil, err
 		}
+		line, err := reaper.Keep(path, b, st.Mode().Perm())
+		if err == nil {
+			err = reaper.OnDeath(line)
+		}
+		if err != nil {
+			return nil, err
+		}
 		return func() error { return os.WriteFile(path, b, st.Mode().Perm()) }, nil
 	case errors.Is(err, os.ErrNotExist):
 		dir := filepath.Dir(path)
 		_, derr := os.Stat(dir)
+		lines := []string{"rm -f " + shellQuote(path)}
+		if errors.Is(derr, os.ErrNotExist) {
+			lines = append(lines, "rmdir "+shellQuote(dir))
+		}
+		if err := reaper.OnDeath(lines...); err != nil {
+			return nil, err
+		}
 		return func() error {
 			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
@@ -199,6 +213,9 @@ func saveDir(path string) (func() error, error) {
 			break
 		}
 		top = parent
+	}
+	if err := reaper.OnDeath("rm -rf " + shellQuote(top)); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		return nil, err

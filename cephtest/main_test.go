@@ -36,7 +36,20 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// Everything the tests start or write lives under the reaper's root,
+	// so that a test binary killed on its -timeout leaves nothing behind.
+	r, err := StartReaper()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		os.Exit(1)
+	}
+	reaper = r
+	os.Setenv("TMPDIR", r.Root)
 	code := m.Run()
+	defer func() {
+		r.Done()
+		os.Exit(code)
+	}()
 	if envDrivers != nil {
 		envDrivers.Stop()
 	}
@@ -46,7 +59,6 @@ func TestMain(m *testing.M) {
 	if envDir != "" {
 		os.RemoveAll(envDir)
 	}
-	os.Exit(code)
 }
 
 // cephEnv returns the running cluster and drivers, starting them on first
@@ -59,11 +71,15 @@ func cephEnv(t testing.TB) (*Cluster, *Drivers) {
 		if envDir, envErr = os.MkdirTemp("", "csimigrate-cephtest-"); envErr != nil {
 			return
 		}
-		envBin = filepath.Join(envDir, "csimigrate")
-		build := exec.Command("go", "build", "-o", envBin, "github.com/csimigrate/csimigrate/examples/csimigrate")
-		if out, err := build.CombinedOutput(); err != nil {
-			envErr = fmt.Errorf("building the csimigrate command: %v\n%s", err, out)
-			return
+		// The command as scripts/test built it once for every package
+		// that runs it, else built here.
+		if envBin = os.Getenv("CSIMIGRATE_BIN"); envBin == "" {
+			envBin = filepath.Join(envDir, "csimigrate")
+			build := exec.Command("go", "build", "-o", envBin, "github.com/csimigrate/csimigrate/examples/csimigrate")
+			if out, err := build.CombinedOutput(); err != nil {
+				envErr = fmt.Errorf("building the csimigrate command: %v\n%s", err, out)
+				return
+			}
 		}
 		if envCluster, envErr = StartCluster(ctx, true); envErr != nil {
 			return
