@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/testenv"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -33,7 +34,7 @@ func TestStepInEachState(t *testing.T) {
 	}
 	now := metav1.NewTime(time.Unix(1700000000, 0))
 	inTree := func(policy v1.PersistentVolumeReclaimPolicy, edit func(*v1.PersistentVolume)) *v1.PersistentVolume {
-		pv := boundPV("pv", "ns", "claim", "uid-1", v1.PersistentVolumeSource{VsphereVolume: &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[ds] kubevols/pv.vmdk"}})
+		pv := testenv.BoundPV("pv", "ns", "claim", "uid-1", v1.PersistentVolumeSource{VsphereVolume: &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[ds] kubevols/pv.vmdk"}})
 		pv.Spec.PersistentVolumeReclaimPolicy = policy
 		if edit != nil {
 			edit(pv)
@@ -41,7 +42,7 @@ func TestStepInEachState(t *testing.T) {
 		return pv
 	}
 	csi := func(policy v1.PersistentVolumeReclaimPolicy, edit func(*v1.PersistentVolume)) *v1.PersistentVolume {
-		pv := boundPV("pv", "ns", "claim", "uid-1", v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "csi.vsphere.vmware.com", VolumeHandle: "[ds] kubevols/pv.vmdk"}})
+		pv := testenv.BoundPV("pv", "ns", "claim", "uid-1", v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "csi.vsphere.vmware.com", VolumeHandle: "[ds] kubevols/pv.vmdk"}})
 		pv.Annotations = map[string]string{rewrite.AnnMigratedFrom: "kubernetes.io/vsphere-volume"}
 		pv.Spec.PersistentVolumeReclaimPolicy = policy
 		if edit != nil {

@@ -392,7 +392,7 @@ func TestControllerConvergesWithRBAC(t *testing.T) {
 	cs := startControllerServer(t)
 	c := cs.c
 	ctx := context.Background()
-	names := seed(t, c, "ctl")
+	names := testenv.Seed(t, c, "ctl")
 	// Pods need it (no controller-manager creates it here).
 	if _, err := c.CoreV1().ServiceAccounts("ctl").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -421,7 +421,7 @@ func TestControllerConvergesWithRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := append(slices.Clone(names), "ctl-nosecret", "ctl-inuse")
-	waitBound(t, c, "ctl", append(slices.Clone(all), "ctl-skip"))
+	testenv.WaitBound(t, c, "ctl", append(slices.Clone(all), "ctl-skip"))
 	before := map[string]*v1.PersistentVolume{}
 	for _, n := range []string{"ctl-nosecret", "ctl-inuse"} {
 		_, before[n], _ = pvPhase(c, n)
@@ -452,7 +452,7 @@ func TestControllerConvergesWithRBAC(t *testing.T) {
 		createCSIDriver(t, c, d)
 	}
 	waitRewritten(t, c, names...)
-	waitBound(t, c, "ctl", names)
+	testenv.WaitBound(t, c, "ctl", names)
 	eventually(t, 30*time.Second, func() error {
 		sc, err := c.StorageV1().StorageClasses().Get(ctx, "rbd-ctl", metav1.GetOptions{})
 		if err != nil || sc.Provisioner != "rbd.csi.ceph.com" {
@@ -509,14 +509,14 @@ func TestControllerConvergesWithRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Unblocked: the Secret created, the pod gone.
-	if _, err := c.CoreV1().Secrets("ctl").Create(ctx, cephSecret("ctl", "absent", nil), metav1.CreateOptions{}); err != nil {
+	if _, err := c.CoreV1().Secrets("ctl").Create(ctx, testenv.CephSecret("ctl", "absent", nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.CoreV1().Pods("ctl").Delete(ctx, "app", metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
 		t.Fatal(err)
 	}
 	waitRewritten(t, c, "ctl-late", "ctl-nosecret", "ctl-inuse")
-	waitBound(t, c, "ctl", append(all, "ctl-late"))
+	testenv.WaitBound(t, c, "ctl", append(all, "ctl-late"))
 	eventually(t, 30*time.Second, func() error {
 		sc, err := c.StorageV1().StorageClasses().Get(ctx, "rbd-late", metav1.GetOptions{})
 		if err != nil || sc.Provisioner != "rbd.csi.ceph.com" {
@@ -667,7 +667,7 @@ func TestControllerLeaderKilledMidRewrite(t *testing.T) {
 	c := cs.c
 	ctx := context.Background()
 	mkPV(t, c, "lead", "lead-pv", nil)
-	waitBound(t, c, "lead", []string{"lead-pv"})
+	testenv.WaitBound(t, c, "lead", []string{"lead-pv"})
 	createCSIDriver(t, c, "rbd.csi.ceph.com")
 
 	a := cs.startController(t, "replica-a", "-max-writes", "2")
@@ -693,7 +693,7 @@ func TestControllerLeaderKilledMidRewrite(t *testing.T) {
 	}
 	<-a.done
 	waitRewritten(t, c, "lead-pv")
-	waitBound(t, c, "lead", []string{"lead-pv"})
+	testenv.WaitBound(t, c, "lead", []string{"lead-pv"})
 	l, err := c.CoordinationV1().Leases("kube-system").Get(ctx, apply.LeaseName, metav1.GetOptions{})
 	if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "replica-b" {
 		t.Errorf("the Lease after the takeover: %+v %v; want replica-b", l, err)
@@ -716,8 +716,8 @@ func TestControllerDryRun(t *testing.T) {
 	cs := startControllerServer(t)
 	c := cs.c
 	ctx := context.Background()
-	names := seed(t, c, "dry")
-	waitBound(t, c, "dry", names)
+	names := testenv.Seed(t, c, "dry")
+	testenv.WaitBound(t, c, "dry", names)
 	for _, d := range []string{"rbd.csi.ceph.com", "cephfs.csi.ceph.com", "csi.vsphere.vmware.com"} {
 		createCSIDriver(t, c, d)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/secrets"
+	"github.com/csimigrate/csimigrate/testenv"
 )
 
 // genCluster creates, in namespace ns, n in-tree PVs drawn from rng with
@@ -47,7 +48,7 @@ func genCluster(t *testing.T, c kubernetes.Interface, rng *rand.Rand, ns string,
 		Parameters: map[string]string{"monitors": mons[0], "adminSecretName": "admin", "adminSecretNamespace": ns, "pool": "rbd"}}, metav1.CreateOptions{})
 	must(err)
 	if rng.IntN(3) > 0 {
-		_, err = c.CoreV1().Secrets(ns).Create(ctx, cephSecret(ns, "admin", nil), metav1.CreateOptions{})
+		_, err = c.CoreV1().Secrets(ns).Create(ctx, testenv.CephSecret(ns, "admin", nil), metav1.CreateOptions{})
 		must(err)
 	}
 	var bound []string
@@ -86,7 +87,7 @@ func genCluster(t *testing.T, c kubernetes.Interface, rng *rand.Rand, ns string,
 			if user != "" && rng.IntN(2) == 0 {
 				extra["adminId"] = user
 			}
-			_, err := c.CoreV1().Secrets(ns).Create(ctx, cephSecret(ns, secret, extra), metav1.CreateOptions{})
+			_, err := c.CoreV1().Secrets(ns).Create(ctx, testenv.CephSecret(ns, secret, extra), metav1.CreateOptions{})
 			must(err)
 		}
 		pv := &v1.PersistentVolume{
@@ -110,7 +111,7 @@ func genCluster(t *testing.T, c kubernetes.Interface, rng *rand.Rand, ns string,
 		case 2: // pre-bound to a claim that does not exist yet
 			pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: claim}
 		default:
-			pvc := claimFor(ns, claim, name)
+			pvc := testenv.ClaimFor(ns, claim, name)
 			pvc.Spec.StorageClassName = ptr(sc)
 			created, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{})
 			must(err)
@@ -142,7 +143,7 @@ func TestReadyPlanRewrites(t *testing.T) {
 	for round := range 3 {
 		ns := fmt.Sprintf("ready%d", round)
 		bound := genCluster(t, c, rng, ns, 10)
-		waitBound(t, c, ns, bound)
+		testenv.WaitBound(t, c, ns, bound)
 
 		p, stderr, code := planOf(t, "-live", "-kubeconfig", kc)
 		if code == exitUsage || code == exitInput {
@@ -196,7 +197,7 @@ func TestReadyPlanRewrites(t *testing.T) {
 					t.Errorf("pv/%s is not a CSI PV after the rewrite", name)
 				}
 			}
-			waitBound(t, c, ns, slices.DeleteFunc(slices.Clone(bound), func(n string) bool { return !slices.Contains(ready, n) }))
+			testenv.WaitBound(t, c, ns, slices.DeleteFunc(slices.Clone(bound), func(n string) bool { return !slices.Contains(ready, n) }))
 		}
 		// Every PV the plan says the rewrite refuses is refused and left as
 		// it was.

@@ -34,7 +34,7 @@ func seedMany(b *testing.B, c kubernetes.Interface, ns string, n int) {
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	ensureSecrets(b, c, boundPV(ns, ns, ns, "", rbdSource(ns, ns))) // one secret for all
+	testenv.EnsureSecrets(b, c, testenv.BoundPV(ns, ns, ns, "", testenv.RBDSource(ns, ns))) // one secret for all
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	work := make(chan int)
@@ -44,12 +44,12 @@ func seedMany(b *testing.B, c kubernetes.Interface, ns string, n int) {
 			defer wg.Done()
 			for i := range work {
 				name := fmt.Sprintf("%s-%06d", ns, i)
-				pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claimFor(ns, name, name), metav1.CreateOptions{})
+				pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, testenv.ClaimFor(ns, name, name), metav1.CreateOptions{})
 				if err != nil {
 					errs <- err
 					continue
 				}
-				_, err = c.CoreV1().PersistentVolumes().Create(ctx, boundPV(name, ns, name, pvc.UID, rbdSource(ns, name)), metav1.CreateOptions{})
+				_, err = c.CoreV1().PersistentVolumes().Create(ctx, testenv.BoundPV(name, ns, name, pvc.UID, testenv.RBDSource(ns, name)), metav1.CreateOptions{})
 				if err != nil {
 					errs <- err
 				}

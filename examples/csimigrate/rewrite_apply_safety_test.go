@@ -21,6 +21,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/testenv"
 )
 
 // mkPV creates a bound in-tree RBD PV with its claim in namespace ns and
@@ -37,15 +38,15 @@ func mkPV(t *testing.T, c kubernetes.Interface, ns, name string, edit func(*v1.P
 			t.Fatal(err)
 		}
 	}
-	pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claimFor(ns, name, name), metav1.CreateOptions{})
+	pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, testenv.ClaimFor(ns, name, name), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pv := boundPV(name, ns, name, pvc.UID, rbdSource(ns, name))
+	pv := testenv.BoundPV(name, ns, name, pvc.UID, testenv.RBDSource(ns, name))
 	if edit != nil {
 		edit(pv)
 	}
-	ensureSecrets(t, c, pv)
+	testenv.EnsureSecrets(t, c, pv)
 	out, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +261,7 @@ func TestRewriteApplySafety(t *testing.T) {
 		waitGone(t, c, "rebound")
 		// The claim is deleted and a new one of the same name created.
 		deletePVC(t, c, "rebound", "rebound")
-		if _, err := c.CoreV1().PersistentVolumeClaims("rebound").Create(ctx, claimFor("rebound", "rebound", "rebound"), metav1.CreateOptions{}); err != nil {
+		if _, err := c.CoreV1().PersistentVolumeClaims("rebound").Create(ctx, testenv.ClaimFor("rebound", "rebound", "rebound"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		err := resume(t, "rebound")
@@ -385,7 +386,7 @@ func TestRewriteApplyStorageClasses(t *testing.T) {
 	noSecret := mk("nosecret", "kubernetes.io/rbd", rbdParams)
 	kubeParams := map[string]string{"monitors": "10.70.53.126:6789", "adminId": "kube", "adminSecretName": "ceph-kube", "adminSecretNamespace": "ceph"}
 	kube := mk("kube", "kubernetes.io/rbd", kubeParams)
-	if _, err := c.CoreV1().Secrets("ceph").Create(ctx, cephSecret("ceph", "ceph-kube", nil), metav1.CreateOptions{}); err != nil {
+	if _, err := c.CoreV1().Secrets("ceph").Create(ctx, testenv.CephSecret("ceph", "ceph-kube", nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, dry := range []bool{true, false} {
@@ -404,13 +405,13 @@ func TestRewriteApplyStorageClasses(t *testing.T) {
 			}
 		}
 	}
-	if _, err := c.CoreV1().Secrets("ceph").Update(ctx, cephSecret("ceph", "ceph-kube", map[string]string{"adminId": "kube"}), metav1.UpdateOptions{}); err != nil {
+	if _, err := c.CoreV1().Secrets("ceph").Update(ctx, testenv.CephSecret("ceph", "ceph-kube", map[string]string{"adminId": "kube"}), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "storageclass/kube"); code != exitOK {
 		t.Fatalf("with adminId in the secret: exit %d: %s\n%s", code, stderr, out)
 	}
-	if _, err := c.CoreV1().Secrets("ceph").Create(ctx, cephSecret("ceph", "ceph-admin", nil), metav1.CreateOptions{}); err != nil {
+	if _, err := c.CoreV1().Secrets("ceph").Create(ctx, testenv.CephSecret("ceph", "ceph-admin", nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.StorageV1().StorageClasses().Delete(ctx, "nosecret", metav1.DeleteOptions{}); err != nil {

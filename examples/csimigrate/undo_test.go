@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -19,25 +18,6 @@ import (
 
 	"github.com/csimigrate/csimigrate/testenv"
 )
-
-// startReleaseWithControllerManager is startWithControllerManager for a
-// release of Kubernetes.
-func startReleaseWithControllerManager(t *testing.T, r testenv.Release) (*testenv.Server, kubernetes.Interface, string) {
-	t.Helper()
-	s, err := testenv.StartRelease(os.Stderr, r)
-	if err != nil {
-		t.Fatalf("cannot start kube-apiserver %s: %v", r.Version, err)
-	}
-	t.Cleanup(s.Stop)
-	if err := s.StartControllerManager(os.Stderr, testenv.VolumeControllers...); err != nil {
-		t.Fatalf("cannot start kube-controller-manager %s: %v", r.Version, err)
-	}
-	kc, err := s.WriteKubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, s.Client, kc
-}
 
 // storedOf reads the stored fields of the PVs.
 func storedOf(t *testing.T, c kubernetes.Interface, names []string) map[string]storedFields {
@@ -56,118 +36,6 @@ func undoApplier(c kubernetes.Interface, out *bytes.Buffer) *applier {
 	return a
 }
 
-// On Kubernetes 1.30 (the last release with the in-tree RBD and CephFS
-// plugins), with kube-controller-manager's binder and protection
-// controllers: rewrite, undo, rewrite again. The undo gives back every PV as
-// it was stored before the rewrite (spec, labels, annotations: the RBD PV
-// kept at Retain by the rewrite gets its Delete back), claims end Bound,
-// the StorageClass comes back with its parameters, a second undo changes
-// nothing, the rewrite after the undo gives the same CSI PVs as the first;
-// and an undo interrupted after each step resumes to the same end.
-func TestUndoWithControllerManager(t *testing.T) {
-	s, c, kc := startReleaseWithControllerManager(t, testenv.V1_30)
-	ctx := context.Background()
-
-	names := seed(t, c, "undo")
-	waitBound(t, c, "undo", names)
-	original := storedOf(t, c, names)
-	class, err := c.StorageV1().StorageClasses().Get(ctx, "rbd-undo", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	apply := func(args ...string) string {
-		t.Helper()
-		out, stderr, code := runCmd(t, "", append([]string{"rewrite", "-apply", "-kubeconfig", kc}, args...)...)
-		if code != exitOK {
-			t.Fatalf("rewrite -apply %q: exit %d: %s\n%s\n%s", args, code, stderr, out, s.Logs("kube-controller-manager"))
-		}
-		return out
-	}
-	apply(append(names, "storageclass/rbd-undo")...)
-	waitBound(t, c, "undo", names)
-	rewritten := storedOf(t, c, names)
-	if rewritten["undo-rbd-static"].Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
-		t.Fatalf("the rewrite did not keep the static RBD PV at Retain: %+v", rewritten["undo-rbd-static"].Spec)
-	}
-
-	out := apply(append([]string{"-undo"}, append(names, "storageclass/rbd-undo")...)...)
-	waitBound(t, c, "undo", names)
-	if diff := cmp.Diff(original, storedOf(t, c, names)); diff != "" {
-		t.Errorf("after rewrite and undo (-original +undone):\n%s\n%s", diff, out)
-	}
-	back, err := c.StorageV1().StorageClasses().Get(ctx, "rbd-undo", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(classFields(class), classFields(back)); diff != "" {
-		t.Errorf("StorageClass after rewrite and undo (-original +undone):\n%s", diff)
-	}
-	noStateLeft(t, c)
-	if out := apply("-undo"); !strings.Contains(out, ", 0 steps taken") {
-		t.Errorf("a second undo took steps:\n%s", out)
-	}
-
-	apply(names...)
-	waitBound(t, c, "undo", names)
-	if diff := cmp.Diff(rewritten, storedOf(t, c, names)); diff != "" {
-		t.Errorf("the rewrite after the undo differs from the first (-first +again):\n%s", diff)
-	}
-
-	// An undo interrupted after each step, then resumed.
-	for k := 1; k <= 8; k++ {
-		ns := fmt.Sprintf("undo-cut%d", k)
-		names := seed(t, c, ns)
-		waitBound(t, c, ns, names)
-		original := storedOf(t, c, names)
-		if _, err := newApplier(c, &bytes.Buffer{}).rewriteAll(ctx, targetsOf(names)); err != nil {
-			t.Fatal(err)
-		}
-		cut := undoApplier(c, &bytes.Buffer{})
-		cut.stepLimit = k
-		_, err := cut.rewriteAll(ctx, targetsOf(names))
-		if !errors.Is(err, errInterrupted) {
-			t.Fatalf("k=%d: the interrupted undo returned %v", k, err)
-		}
-		// A rewrite is refused while the undo is in progress, where it
-		// saved its state.
-		var buf bytes.Buffer
-		if _, err := c.CoreV1().ConfigMaps("kube-system").Get(ctx, stateName(names[0]), metav1.GetOptions{}); err == nil {
-			_, err := newApplier(c, &buf).rewriteAll(ctx, targetsOf(names[:1]))
-			if err == nil || !strings.Contains(err.Error(), "holds an undo of pv/"+names[0]+" in progress; finish it first (csimigrate rewrite -apply -undo)") {
-				t.Errorf("k=%d: a rewrite during the undo returned %v\n%s", k, err, buf.String())
-			}
-			buf.Reset()
-		}
-		if _, err := undoApplier(c, &buf).rewriteAll(ctx, targetsOf(names)); err != nil {
-			t.Fatalf("k=%d: resume: %v\n%s", k, err, buf.String())
-		}
-		waitBound(t, c, ns, names)
-		if diff := cmp.Diff(original, storedOf(t, c, names)); diff != "" {
-			t.Errorf("k=%d: after an interrupted undo (-original +undone):\n%s", k, diff)
-		}
-	}
-	noStateLeft(t, c)
-}
-
-// classFields are a StorageClass's fields a user sets.
-func classFields(sc *storagev1.StorageClass) *storagev1.StorageClass {
-	out := sc.DeepCopy()
-	out.ObjectMeta = metav1.ObjectMeta{Name: sc.Name, Labels: sc.Labels, Annotations: sc.Annotations}
-	out.TypeMeta = metav1.TypeMeta{}
-	return out
-}
-
-func noStateLeft(t *testing.T, c kubernetes.Interface) {
-	t.Helper()
-	cms, err := c.CoreV1().ConfigMaps("kube-system").List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cms.Items) != 0 {
-		t.Errorf("%d saved replacements left", len(cms.Items))
-	}
-}
-
 // What the undo refuses, on Kubernetes 1.36 without controllers: RBD and
 // CephFS (whose in-tree plugins 1.31 removed) are left as CSI PVs while the
 // vSphere PV is undone; a CSI PV csimigrate did not create is not a target;
@@ -179,7 +47,7 @@ func TestUndoRefusals(t *testing.T) {
 	undo := func(args ...string) (string, string, int) {
 		return runCmd(t, "", append([]string{"rewrite", "-undo", "-apply", "-kubeconfig", kc}, args...)...)
 	}
-	names := seed(t, c, "ref")
+	names := testenv.Seed(t, c, "ref")
 	original := storedOf(t, c, names)
 	if _, _, code := runCmd(t, "", append([]string{"rewrite", "-apply", "-kubeconfig", kc}, append(names, "storageclass/rbd-ref")...)...); code != exitOK {
 		t.Fatal("rewrite failed")

@@ -1,4 +1,4 @@
-package main
+package apply
 
 import (
 	"context"
@@ -96,7 +96,8 @@ type onlineCase struct {
 	unmigratedNode bool
 }
 
-// TestOnlineRewriteWithKubelet proves rewrite -apply -online with
+// TestOnlineRewriteWithKubelet proves the writer with Options.Online (what
+// rewrite -apply -online runs) with
 // Kubernetes' own kubelet (kubemark's hollow kubelet: the real volume
 // manager and CSI volume plugin with csi-translation-lib's migration, over a
 // fake runtime and mounter) and kube-controller-manager's attach/detach
@@ -132,7 +133,7 @@ func TestOnlineRewriteWithKubelet(t *testing.T) {
 		t.Parallel()
 		onlineRewriteWithKubelet(t, onlineCase{release: testenv.V1_30, kcmGates: "CSIMigrationRBD=true", kubeletGates: "CSIMigrationRBD=true",
 			driver: plugin.RBDDriverName, inTree: plugin.RBDInTreePluginName, unmigratedNode: true,
-			source: func(ns string) v1.PersistentVolumeSource { return rbdSource(ns, ns) }})
+			source: func(ns string) v1.PersistentVolumeSource { return testenv.RBDSource(ns, ns) }})
 	})
 }
 
@@ -150,10 +151,6 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 		t.Fatalf("cannot start kube-controller-manager: %v", err)
 	}
 	c := s.Client
-	kc, err := s.WriteKubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	const node = "node1"
@@ -178,20 +175,20 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 	if _, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CoreV1().Secrets(ns).Create(ctx, cephSecret(ns, "ceph", nil), metav1.CreateOptions{}); err != nil {
+	if _, err := c.CoreV1().Secrets(ns).Create(ctx, testenv.CephSecret(ns, "ceph", nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	const pvName = "online-pv"
-	pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claimFor(ns, "data", pvName), metav1.CreateOptions{})
+	pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, testenv.ClaimFor(ns, "data", pvName), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pv := boundPV(pvName, ns, "data", pvc.UID, tc.source("online"))
-	ensureSecrets(t, c, pv)
+	pv := testenv.BoundPV(pvName, ns, "data", pvc.UID, tc.source("online"))
+	testenv.EnsureSecrets(t, c, pv)
 	if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitBound(t, c, ns, []string{pvName})
+	testenv.WaitBound(t, c, ns, []string{pvName})
 	stored := getPV(t, c, pvName)
 	// The handle csi-translation-lib computes (compat/ proves csimigrate's
 	// equal to v0.30.14's and v0.37's).
@@ -238,17 +235,15 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 
 	// 5. Without -online the PV in use is refused and left as it was.
 	before := getPV(t, c, pvName)
-	out, _, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, pvName)
-	if code != exitBlocked || !strings.Contains(out, "refused, left as it was") {
-		t.Fatalf("without -online: exit %d\n%s", code, out)
+	if _, out, err := rewritePVs(t, c, Options{}, []string{pvName}); err == nil || !strings.Contains(out, "refused, left as it was") {
+		t.Fatalf("without -online: %v\n%s", err, out)
 	}
 	unchanged(t, c, before)
 
 	// 2. With -online it is rewritten under the running pod.
 	n := d.count()
-	out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-online", "-kubeconfig", kc, pvName)
-	if code != exitOK {
-		t.Fatalf("rewrite -apply -online: exit %d: %s\n%s", code, stderr, out)
+	if _, out, err := rewritePVs(t, c, Options{Online: true}, []string{pvName}); err != nil {
+		t.Fatalf("online rewrite: %v\n%s", err, out)
 	}
 	if after := getPV(t, c, pvName); after.Spec.CSI == nil || after.Spec.CSI.VolumeHandle != handle {
 		t.Fatalf("after the rewrite: %+v", after.Spec.PersistentVolumeSource)
@@ -279,32 +274,32 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 		}
 	}
 	watch(n, 3*periodicLoop, "the rewrite")
-	waitBound(t, c, ns, []string{pvName})
+	testenv.WaitBound(t, c, ns, []string{pvName})
 
 	// 6. The undo takes the same way back under the running pod: refused
 	// without -online; with it, the in-tree PV as it was stored replaces the
 	// CSI PV and neither the kubelet nor the attach/detach controller sees a
 	// change. Then the rewrite again, for what follows.
 	rewritten := getPV(t, c, pvName)
-	if out, _, code := runCmd(t, "", "rewrite", "-apply", "-undo", "-kubeconfig", kc, pvName); code != exitBlocked || !strings.Contains(out, "in use by pods app") {
-		t.Fatalf("undo without -online: exit %d\n%s", code, out)
+	if _, out, err := rewritePVs(t, c, Options{Undo: true}, []string{pvName}); err == nil || !strings.Contains(out, "in use by pods app") {
+		t.Fatalf("undo without -online: %v\n%s", err, out)
 	}
 	unchanged(t, c, rewritten)
 	n = d.count()
-	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-undo", "-online", "-kubeconfig", kc, pvName); code != exitOK {
-		t.Fatalf("rewrite -apply -undo -online: exit %d: %s\n%s", code, stderr, out)
+	if _, out, err := rewritePVs(t, c, Options{Undo: true, Online: true}, []string{pvName}); err != nil {
+		t.Fatalf("online undo: %v\n%s", err, out)
 	}
 	if diff := cmp.Diff(fieldsOf(stored), fieldsOf(getPV(t, c, pvName))); diff != "" {
 		t.Errorf("after the online undo (-before the rewrite +after the undo):\n%s", diff)
 	}
 	watch(n, 3*periodicLoop, "the undo")
-	waitBound(t, c, ns, []string{pvName})
+	testenv.WaitBound(t, c, ns, []string{pvName})
 	n = d.count()
-	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-online", "-kubeconfig", kc, pvName); code != exitOK {
-		t.Fatalf("rewrite -apply -online after the undo: exit %d: %s\n%s", code, stderr, out)
+	if _, out, err := rewritePVs(t, c, Options{Online: true}, []string{pvName}); err != nil {
+		t.Fatalf("online rewrite after the undo: %v\n%s", err, out)
 	}
 	watch(n, 3*periodicLoop, "the second rewrite")
-	waitBound(t, c, ns, []string{pvName})
+	testenv.WaitBound(t, c, ns, []string{pvName})
 
 	// 3. Deleting the pod unpublishes and unstages as published, and the
 	// attach/detach controller detaches.
@@ -345,16 +340,16 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 	// on a node whose kubelet does not migrate the plugin.
 	refusedInUse := func(pvName, podName, podNode string) {
 		t.Helper()
-		pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claimFor(ns, podName, pvName), metav1.CreateOptions{})
+		pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, testenv.ClaimFor(ns, podName, pvName), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		pv := boundPV(pvName, ns, podName, pvc.UID, tc.source(pvName))
-		ensureSecrets(t, c, pv)
+		pv := testenv.BoundPV(pvName, ns, podName, pvc.UID, tc.source(pvName))
+		testenv.EnsureSecrets(t, c, pv)
 		if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitBound(t, c, ns, []string{pvName})
+		testenv.WaitBound(t, c, ns, []string{pvName})
 		if _, err := c.CoreV1().Pods(ns).Create(ctx, podOn(ns, podName, podNode, podName), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -364,8 +359,8 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out, _, code := runCmd(t, "", "rewrite", "-apply", "-online", "-kubeconfig", kc, pvName); code != exitBlocked || !strings.Contains(out, "refused") {
-			t.Errorf("pod %s on %q: exit %d\n%s", podName, podNode, code, out)
+		if _, out, err := rewritePVs(t, c, Options{Online: true}, []string{pvName}); err == nil || !strings.Contains(out, "refused") {
+			t.Errorf("pod %s on %q: %v\n%s", podName, podNode, err, out)
 		}
 		unchanged(t, c, before)
 		if now, err := c.CoreV1().Pods(ns).Get(ctx, podName, metav1.GetOptions{}); err != nil || now.UID != pod.UID || now.DeletionTimestamp != nil {
