@@ -6,6 +6,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/adopt"
+	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
@@ -41,6 +43,9 @@ type Plan struct {
 	Secrets        []SecretPlan        `json:"secrets,omitempty"`
 	FeatureGates   []string            `json:"featureGateSteps,omitempty"`
 	Blocked        bool                `json:"blocked"`
+	// CephCSIConfigMap is the config map of CephClusters that Ceph CSI's
+	// drivers read (nil without Ceph volumes or classes).
+	CephCSIConfigMap *v1.ConfigMap `json:"cephCSIConfigMap,omitempty"`
 }
 
 // VolumePlan is the plan for one in-tree PV.
@@ -136,7 +141,8 @@ const (
 // needs) is kept as a small record and settled in finish. Secret values are
 // never kept: only whether "key" is set and the adminId.
 type Planner struct {
-	tr *translate.Translator
+	opts Options
+	tr   *translate.Translator
 	// cephVolumes maps an RBD image ("clusterID/pool/image") or a CephFS
 	// path ("cephfs:" and the path) to the indexes of the volumes naming it.
 	cephVolumes map[string][]int
@@ -217,12 +223,23 @@ type Options struct {
 	// anything but what Ceph's volumes module itself records on a first
 	// look at a legacy subvolume.
 	CephFSSubvolume func(fs, group, name string) (sv *adopt.Subvolume, notServed string, err error)
+	// KubernetesMinor is the cluster's Kubernetes minor version, for the
+	// feature-gate steps of the plugins its objects use
+	// (featuregate.MinMinor to featuregate.MaxMinor; 0: none).
+	KubernetesMinor int
+	// CephConfigWarnings are what the Ceph CSI cluster config given to the
+	// translator accepts but Ceph CSI would not serve
+	// (ceph.ClusterConfig.Warnings): cluster-wide hazards.
+	CephConfigWarnings []string
+	// CephCSINamespace is the namespace of the Ceph CSI config map the
+	// plan gives ("" for "ceph-csi").
+	CephCSINamespace string
 }
 
 // New returns a Planner that translates with tr and logs to logger. It reads
 // every object (PhaseAll) until SetPhase says otherwise.
 func New(tr *translate.Translator, logger klog.Logger, opts Options) *Planner {
-	return &Planner{vsphereKeys: opts.VSphereKeys, rbdImage: opts.RBDImage, subvolume: opts.CephFSSubvolume, cephVolumes: map[string][]int{}, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}}, podsByClaim: map[string][]string{},
+	return &Planner{opts: opts, vsphereKeys: opts.VSphereKeys, rbdImage: opts.RBDImage, subvolume: opts.CephFSSubvolume, cephVolumes: map[string][]int{}, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}}, podsByClaim: map[string][]string{},
 		secrets: map[string]*v1.Secret{}, clusters: map[string]ceph.ClusterEntry{},
 		claims: map[string]*v1.PersistentVolumeClaim{}, classes: map[string]*storagev1.StorageClass{}, owners: map[string]string{},
 		plugins: map[string]bool{}, inlineCapacity: rewrite.DefaultInlineCapacity}
@@ -718,6 +735,12 @@ const (
 	FindingSecretMissing = "SecretMissing"
 	// FindingSecretsNotChecked: the input has no Secrets.
 	FindingSecretsNotChecked = "SecretsNotChecked"
+	// FindingVolumeInUse: pods use the volume; the rewrite waits for them
+	// to stop, or replaces it under them only online.
+	FindingVolumeInUse = "VolumeInUse"
+	// FindingCephConfigEntry: an entry of the Ceph CSI cluster config
+	// given to the translator that Ceph CSI would not serve.
+	FindingCephConfigEntry = "CephConfigEntry"
 	// FindingClassSecretNeedsAdminId: an RBD class's admin secret lacks
 	// the adminId of a non-admin adminId parameter.
 	FindingClassSecretNeedsAdminId = "RBDClassSecretNeedsAdminId"
@@ -809,7 +832,46 @@ func (p *Planner) Finish() *Plan {
 	for _, k := range slices.Sorted(maps.Keys(secretPlans)) {
 		plan.Secrets = append(plan.Secrets, *secretPlans[k])
 	}
+	for i := range plan.Volumes {
+		if v := &plan.Volumes[i]; len(v.InUseBy) > 0 {
+			v.Findings = append(v.Findings, plugin.Finding{Code: FindingVolumeInUse, Severity: plugin.SeverityWarning, Field: "claim " + v.Claim,
+				Message: "in use by " + strings.Join(v.InUseBy, ", ") + "; rewrite -apply refuses a PV in use while its pods run (unless -online, where the plugin is already migrated on their nodes)",
+				Remedy:  "stop the pods (scale their workloads to zero) before the rewrite deletes and recreates the PV object; data is kept"})
+		}
+	}
+	for _, w := range p.opts.CephConfigWarnings {
+		plan.Hazards = append(plan.Hazards, plugin.Finding{Code: FindingCephConfigEntry, Severity: plugin.SeverityWarning, Field: "Ceph CSI config.json",
+			Message: w, Remedy: "fix or remove the entry in Ceph CSI's config map; volumes of other clusterIDs are not affected"})
+	}
+	if m := p.opts.KubernetesMinor; m != 0 {
+		for _, pl := range featuregate.Plugins {
+			if p.plugins[pl.InTreeName] {
+				plan.FeatureGates = append(plan.FeatureGates, featuregate.UpgradeSteps(m, pl)...)
+			}
+		}
+	}
+	plan.CephCSIConfigMap = cephConfigMap(plan.CephClusters, p.opts.CephCSINamespace)
 	return plan
+}
+
+// cephConfigMap is the config map of Ceph CSI's drivers that serves
+// clusters, in namespace ns ("" for "ceph-csi"); nil without clusters.
+func cephConfigMap(clusters []ceph.ClusterEntry, ns string) *v1.ConfigMap {
+	if len(clusters) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(clusters)
+	if err != nil {
+		return nil
+	}
+	if ns == "" {
+		ns = "ceph-csi"
+	}
+	return &v1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "ceph-csi-config", Namespace: ns},
+		Data:       map[string]string{"config.json": string(b)},
+	}
 }
 
 // settleInline lists each inline volume once, under the top owner in the

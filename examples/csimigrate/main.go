@@ -32,7 +32,7 @@ import (
 	"strings"
 )
 
-// Exit codes, as the package documentation and the README state them.
+// Exit codes, as the package documentation and docs/command.md state them.
 const (
 	exitOK      = 0
 	exitBlocked = 1

@@ -44,11 +44,6 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func jsonString(v any) (string, error) {
-	b, err := json.Marshal(v)
-	return string(b), err
-}
-
 // clearSelfLink removes the legacy selfLink that dumps of clusters before
 // 1.20 carry: the API server no longer sets it, and printed manifests
 // should not hold it.

@@ -9,15 +9,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/apply/cephtool"
-	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plan"
-	"github.com/csimigrate/csimigrate/plugin"
-	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -56,7 +51,8 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"csimigrate rewrite -apply makes is made here. Exits 1 when something blocks the migration.",
 		args, stdin, stderr, "table|json|yaml", func(c *common, tr *translate.Translator) Sink {
 			topo, _ := c.vsphereTopology()
-			opts := plan.Options{VSphereKeys: []string{topo.ZoneKey, topo.RegionKey}}
+			opts := plan.Options{VSphereKeys: []string{topo.ZoneKey, topo.RegionKey}, KubernetesMinor: c.k8sMinor,
+				CephConfigWarnings: c.cephWarnings, CephCSINamespace: c.cephCSINamespace}
 			if c.readCeph {
 				tools := c.cephTools
 				opts.RBDImage = func(pool, name string) (*adopt.Image, error) {
@@ -93,31 +89,15 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitInput
 		}
 	}
-	steps, err := gateSteps(c.k8sVersion, pl.Plugins())
-	if err != nil {
-		fmt.Fprintf(stderr, "csimigrate plan: -kubernetes-version: %v\n", err)
-		return exitUsage
-	}
 	report := pl.Finish()
-	report.FeatureGates = steps
-	for _, w := range c.cephWarnings {
-		report.Hazards = append(report.Hazards, plugin.Finding{Code: "CephConfigEntry", Severity: plugin.SeverityWarning, Field: "-ceph-config " + c.cephConfig,
-			Message: w, Remedy: "fix or remove the entry in Ceph CSI's config map; volumes of other clusterIDs are not affected"})
-	}
-	cm := cephConfigMap(report.CephClusters, c.cephCSINamespace)
+	var err error
 	switch c.output {
 	case "json":
-		err = writeJSON(stdout, struct {
-			*Plan
-			ConfigMap any `json:"cephCSIConfigMap,omitempty"`
-		}{report, cm})
+		err = writeJSON(stdout, report)
 	case "yaml":
-		err = writeYAML(stdout, struct {
-			*Plan
-			ConfigMap any `json:"cephCSIConfigMap,omitempty"`
-		}{report, cm})
+		err = writeYAML(stdout, report)
 	default:
-		err = writePlanTable(stdout, report, cm)
+		err = writePlanTable(stdout, report)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "csimigrate plan: writing the output: %v\n", err)
@@ -127,21 +107,6 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitBlocked
 	}
 	return exitOK
-}
-
-func cephConfigMap(clusters []ceph.ClusterEntry, ns string) *v1.ConfigMap {
-	if len(clusters) == 0 {
-		return nil
-	}
-	b, err := jsonString(clusters)
-	if err != nil {
-		return nil
-	}
-	return &v1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Name: "ceph-csi-config", Namespace: ns},
-		Data:       map[string]string{"config.json": b},
-	}
 }
 
 func yesNo(b bool) string {
@@ -165,16 +130,12 @@ func planHazards(p *Plan) []string {
 		for _, f := range v.Findings {
 			hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Name, f.Severity, f.Code, f.Message, f.Remedy))
 		}
-		if len(v.InUseBy) > 0 {
-			hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Name, plugin.SeverityWarning, "VolumeInUse",
-				"in use by "+strings.Join(v.InUseBy, ", ")+"; rewrite -apply refuses a PV in use while its pods run (unless -online, where the plugin is already migrated on their nodes)",
-				"stop the pods (scale their workloads to zero) before the rewrite deletes and recreates the PV object; data is kept"))
-		}
 	}
 	return hazards
 }
 
-func writePlanTable(w io.Writer, p *Plan, cm *v1.ConfigMap) error {
+func writePlanTable(w io.Writer, p *Plan) error {
+	cm := p.CephCSIConfigMap
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PERSISTENT VOLUMES")
 	fmt.Fprintln(tw, "NAME\tPLUGIN\tDRIVER\tMIGRATABLE\tCLAIM\tIN USE BY\tREASON")
@@ -261,23 +222,4 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// gateSteps returns the feature-gate steps for the cluster's version, for
-// the in-tree plugins the input uses.
-func gateSteps(v string, used map[string]bool) ([]string, error) {
-	minor, err := featuregate.ParseMinor(v)
-	if err != nil {
-		return nil, err
-	}
-	if minor < featuregate.MinMinor || minor > featuregate.MaxMinor {
-		return nil, fmt.Errorf("kubernetes 1.%d: want 1.%d to 1.%d", minor, featuregate.MinMinor, featuregate.MaxMinor)
-	}
-	var out []string
-	for _, p := range featuregate.Plugins {
-		if used[p.InTreeName] {
-			out = append(out, featuregate.UpgradeSteps(minor, p)...)
-		}
-	}
-	return out, nil
 }

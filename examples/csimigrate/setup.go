@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/apply/cephtool"
+	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
 	"github.com/csimigrate/csimigrate/translate"
@@ -70,12 +71,13 @@ type common struct {
 	// look like mistakes (plan reports them).
 	cephWarnings     []string
 	cephCSINamespace string
-	k8sVersion       string
-	vsphereCats      string
-	vsphereLegacy    bool
-	nodeExpand       bool
-	verbose          bool
-	kubeconfig       string
+	// k8sMinor is -kubernetes-version's minor version.
+	k8sMinor      int
+	vsphereCats   string
+	vsphereLegacy bool
+	nodeExpand    bool
+	verbose       bool
+	kubeconfig    string
 	// context is the kubeconfig context to use ("" for its current one),
 	// as kubectl's --context.
 	context     string
@@ -144,7 +146,15 @@ func (c *common) register(fs *flag.FlagSet, outputs, cmd string) {
 	}
 	if cmd == "plan" {
 		fs.StringVar(&c.cephCSINamespace, "ceph-csi-namespace", "ceph-csi", "namespace of the Ceph CSI config map in the plan")
-		fs.StringVar(&c.k8sVersion, "kubernetes-version", "1.30", "the cluster's current Kubernetes minor version, for the feature-gate steps")
+		c.k8sMinor = 30
+		fs.Func("kubernetes-version", fmt.Sprintf("the cluster's current Kubernetes minor version, 1.%d to 1.%d, for the feature-gate steps (default 1.30)", featuregate.MinMinor, featuregate.MaxMinor), func(v string) error {
+			minor, err := featuregate.ParseMinor(v)
+			if err == nil && (minor < featuregate.MinMinor || minor > featuregate.MaxMinor) {
+				err = fmt.Errorf("kubernetes 1.%d: want 1.%d to 1.%d", minor, featuregate.MinMinor, featuregate.MaxMinor)
+			}
+			c.k8sMinor = minor
+			return err
+		})
 		fs.BoolVar(&c.readSecrets, "read-secrets", true, "with -live: read Secrets to check the fields migration needs (values are never printed)")
 		fs.BoolVar(&c.readCeph, "read-ceph", false, "read each in-tree RBD image and CephFS subvolume from Ceph (with Ceph's tools, as -ceph-conf, -ceph-id, -ceph-keyring and -ceph-command-prefix say) to tell what rewrite -apply -adopt makes of it, instead of predicting it from its class or path (Ceph's volumes module records a legacy subvolume's metadata under /volumes/_legacy the first time it is asked, as on Ceph CSI's first call)")
 		fs.StringVar(&c.cephTools.Conf, "ceph-conf", "", "with -read-ceph: the ceph.conf Ceph's tools read (their --conf)")
