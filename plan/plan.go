@@ -844,11 +844,13 @@ func (p *Planner) Finish() *Plan {
 			Message: w, Remedy: "fix or remove the entry in Ceph CSI's config map; volumes of other clusterIDs are not affected"})
 	}
 	if m := p.opts.KubernetesMinor; m != 0 {
+		var steps []string
 		for _, pl := range featuregate.Plugins {
 			if p.plugins[pl.InTreeName] {
-				plan.FeatureGates = append(plan.FeatureGates, featuregate.UpgradeSteps(m, pl)...)
+				steps = append(steps, featuregate.UpgradeSteps(m, pl)...)
 			}
 		}
+		plan.FeatureGates = steps
 	}
 	plan.CephCSIConfigMap = cephConfigMap(plan.CephClusters, p.opts.CephCSINamespace)
 	return plan

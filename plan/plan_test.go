@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	"pgregory.net/rapid"
 
+	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
@@ -148,4 +150,45 @@ func TestPlanProperty(t *testing.T) {
 			rt.Fatalf("input modified:\n%s", diff)
 		}
 	})
+}
+
+// Finish returns everything a program prints: the feature-gate steps of
+// the plugins in use, the Ceph config's warnings, the Ceph CSI config map,
+// and the VolumeInUse finding of a volume pods use.
+func TestPlanWholeReport(t *testing.T) {
+	tr, err := translate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := plan.New(tr, logger, plan.Options{KubernetesMinor: 30, CephConfigWarnings: []string{"entry x: no monitors"}, CephCSINamespace: "storage"})
+	pv := rbdPV("a", "", "admin")
+	pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: "data"}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}, Spec: v1.PodSpec{Volumes: []v1.Volume{{Name: "v",
+		VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}}
+	for _, o := range []any{secret("admin", "key", "AQBs3cr3t"), pod, pv} {
+		p.Add(o)
+	}
+	r := p.Finish()
+	if len(r.Volumes) != 1 || !slices.Contains(codes(r.Volumes[0]), plan.FindingVolumeInUse) {
+		t.Errorf("volumes %+v: want a VolumeInUse finding", r.Volumes)
+	}
+	var want []string
+	for _, pl := range featuregate.Plugins {
+		if pl.InTreeName == plugin.RBDInTreePluginName {
+			want = featuregate.UpgradeSteps(30, pl)
+		}
+	}
+	if len(want) == 0 || !slices.Equal(r.FeatureGates, want) {
+		t.Errorf("feature-gate steps %q, want %q", r.FeatureGates, want)
+	}
+	if !slices.ContainsFunc(r.Hazards, func(f plugin.Finding) bool {
+		return f.Code == plan.FindingCephConfigEntry && f.Message == "entry x: no monitors"
+	}) {
+		t.Errorf("hazards %+v: want the config's warning", r.Hazards)
+	}
+	cm := r.CephCSIConfigMap
+	if cm == nil || cm.Namespace != "storage" || cm.Name != "ceph-csi-config" || len(r.CephClusters) != 1 ||
+		!strings.Contains(cm.Data["config.json"], r.CephClusters[0].ClusterID) {
+		t.Errorf("config map %+v for clusters %+v", cm, r.CephClusters)
+	}
 }
