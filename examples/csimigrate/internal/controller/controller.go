@@ -137,6 +137,12 @@ const (
 	ReasonWouldMigrate     = "WouldMigrate"
 	ReasonFailed           = "MigrationFailed"
 	ReasonWriteLimit       = "WriteLimitReached"
+	// ReasonKeptRetain: the rewritten PV keeps reclaim policy Retain
+	// where it had Delete (the writer's KeptRetain), and why.
+	ReasonKeptRetain = "ReclaimPolicyKeptRetain"
+	// ReasonNoted: a change beyond the translation (access modes
+	// narrowed, an adoption's summary) that the writer names.
+	ReasonNoted = "MigrationNote"
 )
 
 // New builds a Controller; Run starts it. rec receives the Events; dyn
@@ -176,7 +182,8 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, tr *translate.Trans
 	}
 	// The writer logs its translations' details (once per step): only at
 	// higher verbosity.
-	w, err := apply.New(client, tr, logger.V(4), nil, apply.Options{StateNamespace: o.StateNamespace, Online: o.Online, MaxWrites: o.MaxWrites})
+	notices := &writerEvents{seen: map[string]bool{}}
+	w, err := apply.New(client, tr, logger.V(4), notices, apply.Options{StateNamespace: o.StateNamespace, Online: o.Online, MaxWrites: o.MaxWrites})
 	if err != nil {
 		return nil, err
 	}
@@ -185,6 +192,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, tr *translate.Trans
 		pvQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "pvs"}),
 		scQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "storageclasses"}),
 	}
+	notices.c = c
 	c.factory = informers.NewSharedInformerFactory(client, 10*time.Minute)
 	c.stateInf = informers.NewSharedInformerFactoryWithOptions(client, 10*time.Minute, informers.WithNamespace(o.StateNamespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = "app.kubernetes.io/managed-by=csimigrate" }))
@@ -620,6 +628,53 @@ func (c *Controller) syncClass(ctx context.Context, name string) (time.Duration,
 	}
 	p, err := c.run(obj, func() *apply.Run { return c.w.Class(apply.Target{Name: name}) }).Step(ctx)
 	return c.outcome(obj, sc, p, err)
+}
+
+// writerEvents makes the writer's notices Events on the PV (and its claim)
+// or the StorageClass, once each per process: a reclaim policy kept at
+// Retain, access modes narrowed, what an adoption did. Each write and each
+// refusal is reported by outcome instead.
+type writerEvents struct {
+	c    *Controller
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (e *writerEvents) Writing(string, string)           {}
+func (e *writerEvents) Refused(string, *rewrite.Refusal) {}
+func (e *writerEvents) Noted(obj, what string)           { e.notice(obj, v1.EventTypeNormal, ReasonNoted, what) }
+func (e *writerEvents) KeptRetain(pv, why string) {
+	e.notice("pv/"+pv, v1.EventTypeWarning, ReasonKeptRetain, "kept at "+why)
+}
+
+func (e *writerEvents) notice(obj, eventType, reason, msg string) {
+	key := obj + "\x00" + reason + "\x00" + msg
+	e.mu.Lock()
+	seen := e.seen[key]
+	e.seen[key] = true
+	e.mu.Unlock()
+	if seen {
+		return
+	}
+	c := e.c
+	if name, ok := strings.CutPrefix(obj, "pv/"); ok {
+		pv, err := c.pvs.Get(name)
+		if err != nil {
+			// Between the old object's deletion and the new one's arrival
+			// in the lister.
+			if pv, err = c.client.CoreV1().PersistentVolumes().Get(context.Background(), name, metav1.GetOptions{}); err != nil {
+				c.logger.Info("No Event for the writer's notice", "object", obj, "reason", reason, "err", err)
+				return
+			}
+		}
+		c.event(pv, eventType, reason, msg)
+		return
+	}
+	if name, ok := strings.CutPrefix(obj, "storageclass/"); ok {
+		if sc, err := c.classes.Get(name); err == nil {
+			c.event(sc, eventType, reason, msg)
+		}
+	}
 }
 
 // event records an Event on the object and, for a bound PV, on its claim.

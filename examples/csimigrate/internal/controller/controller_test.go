@@ -260,3 +260,54 @@ func TestControllerDoneWithoutListedPV(t *testing.T) {
 		t.Errorf("no %s Event for the live PV", ReasonMigrated)
 	}
 }
+
+// What the writer names beyond the translation reaches the cluster: an RBD
+// PV with Delete whose class is gone keeps Retain, and its ReadWriteMany
+// file system is narrowed to ReadWriteOnce; each is an Event on the PV and
+// on its claim, once.
+func TestControllerNoticesAsEvents(t *testing.T) {
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pv1", Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/rbd"}},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteMany},
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+			StorageClassName:              "gone",
+			ClaimRef:                      &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "ns", Name: "data", UID: "uid-data"},
+			PersistentVolumeSource: v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.0.0.1:6789"},
+				RBDImage: "kubernetes-dynamic-pvc-0b3c5a4e-6f1d-11ec-9f4b-0242ac110002", RBDPool: "rbd", SecretRef: &v1.SecretReference{Namespace: "ns", Name: "ceph"}}},
+		},
+		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeBound},
+	}
+	claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data", UID: "uid-data"},
+		Spec:   v1.PersistentVolumeClaimSpec{VolumeName: "pv1", AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}},
+		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}}
+	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ceph"}, Data: map[string][]byte{"key": []byte("AQD8P0ZmAAAAABAAa2V5LW9mLXRoZS10ZXN0cw==")}}
+	f := start(t, Options{Recheck: 20 * time.Millisecond}, pv, claim, secret, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "rbd.csi.ceph.com"}})
+	var events []string
+	waitFor(t, "the rewrite", func() error {
+		events = append(events, f.events()...)
+		return rewritten(f, "pv1")
+	})
+	time.Sleep(200 * time.Millisecond) // rechecks
+	events = append(events, f.events()...)
+	count := func(reason, text string) int {
+		n := 0
+		for _, e := range events {
+			if strings.Contains(e, " "+reason+" ") && strings.Contains(e, text) {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count(ReasonKeptRetain, "Retain"); n != 2 {
+		t.Errorf("%d %s Events, want 2 (the PV and its claim, once each): %q", n, ReasonKeptRetain, events)
+	}
+	if n := count(ReasonNoted, "ReadWriteOnce"); n != 2 {
+		t.Errorf("%d %s Events naming the narrowed access modes, want 2: %q", n, ReasonNoted, events)
+	}
+	got, err := f.client.CoreV1().PersistentVolumes().Get(context.Background(), "pv1", metav1.GetOptions{})
+	if err != nil || got.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
+		t.Errorf("the rewritten PV: %+v, %v; want reclaim policy Retain", got, err)
+	}
+}
