@@ -91,7 +91,7 @@ var ErrWriteLimit = errors.New("interrupted (write limit reached)")
 // carries a Secret's value.
 type Events interface {
 	// Writing announces the next write to obj, before it is sent; what
-	// is the step as the README words it.
+	// is the step as docs/rewrite-apply.md words it.
 	Writing(obj, what string)
 	// Noted names a change beyond the translation (access modes) or an
 	// outcome that wrote nothing (a dry run's verdict, an object with

@@ -79,7 +79,7 @@ func TestRewriteWithControllerManager(t *testing.T) {
 		}
 	}
 	if !sawLost {
-		t.Error("the claim was never seen Lost while its PV was gone; the window README describes was not observed")
+		t.Error("the claim was never seen Lost while its PV was gone; the window docs/rewrite-apply.md describes was not observed")
 	}
 	events, err := c.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=ClaimLost"})
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/csimigrate/csimigrate/rewrite"
 )
 
-// pvSteps replace one PV, in the README's order. The rewrite replaces an
+// pvSteps replace one PV, in docs/rewrite-apply.md's order. The rewrite replaces an
 // in-tree PV by its CSI form; the undo takes the same steps with the roles
 // swapped (its direction says which PV is which, and how the replacement is
 // built and checked).

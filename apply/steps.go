@@ -10,12 +10,12 @@ import (
 )
 
 // A step is one step of replacing an object (a PV or a StorageClass) by its
-// replacement, as the README numbers them. A run observes the cluster, takes
+// replacement, as docs/rewrite-apply.md numbers them. A run observes the cluster, takes
 // the first step that is not done, and observes again until every step is
 // done; so a run interrupted anywhere is finished by running it again, and a
 // second run finds every step done and changes nothing.
 type step[R any] struct {
-	// name is the step as the README lists it.
+	// name is the step as docs/rewrite-apply.md lists it.
 	name string
 	// done reports whether what the run observed shows the step taken (or
 	// not needed): how a resumed run recognises its progress.
