@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -140,6 +141,10 @@ const (
 	// ReasonKeptRetain: the rewritten PV keeps reclaim policy Retain
 	// where it had Delete (the writer's KeptRetain), and why.
 	ReasonKeptRetain = "ReclaimPolicyKeptRetain"
+	// ReasonWaitingForPVs: an in-tree class waits for its in-tree PVs in
+	// scope to be rewritten (their rewrite reads the class's deletion
+	// secret), as rewrite -apply replaces classes after PVs.
+	ReasonWaitingForPVs = "WaitingForPVs"
 	// ReasonNoted: a change beyond the translation (access modes
 	// narrowed, an adoption's summary) that the writer names.
 	ReasonNoted = "MigrationNote"
@@ -285,6 +290,15 @@ func (c *Controller) enqueuePV(obj any) {
 	if k, ok := keyOf(obj); ok {
 		c.pvQueue.Add(k)
 	}
+	// A class waiting for its PVs is looked at again as they change.
+	if pv, ok := obj.(*v1.PersistentVolume); ok && pv.Spec.StorageClassName != "" {
+		c.mu.Lock()
+		waiting := c.blocked["storageclass/"+pv.Spec.StorageClassName] == ReasonWaitingForPVs
+		c.mu.Unlock()
+		if waiting {
+			c.scQueue.Add(pv.Spec.StorageClassName)
+		}
+	}
 }
 
 func (c *Controller) enqueueClass(obj any) {
@@ -371,6 +385,23 @@ func (c *Controller) pvInScope(pv *v1.PersistentVolume) bool {
 		return false
 	}
 	return c.o.PVSelector.Matches(labels.Set(pv.Labels))
+}
+
+// inTreePVsOf names the in-tree PVs in scope of the StorageClass name,
+// sorted.
+func (c *Controller) inTreePVsOf(name string) []string {
+	pvs, err := c.pvs.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, pv := range pvs {
+		if pv.Spec.StorageClassName == name && c.pvInScope(pv) {
+			out = append(out, pv.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // classInScope reports whether a StorageClass is an in-tree class in scope.
@@ -624,6 +655,12 @@ func (c *Controller) syncClass(ctx context.Context, name string) (time.Duration,
 				c.event(sc, v1.EventTypeNormal, ReasonWouldMigrate, "dry run: "+ev.String())
 			}
 			return 0, false, nil
+		}
+		if pvs := c.inTreePVsOf(name); len(pvs) > 0 {
+			if c.setBlocked(obj, ReasonWaitingForPVs) {
+				c.event(sc, v1.EventTypeNormal, ReasonWaitingForPVs, fmt.Sprintf("waiting for its %d in-tree PVs in scope (%s) to be rewritten first: their rewrite reads the deletion secret from this class", len(pvs), strings.Join(pvs[:min(len(pvs), 3)], ", ")))
+			}
+			return c.o.Recheck, false, nil
 		}
 	}
 	p, err := c.run(obj, func() *apply.Run { return c.w.Class(apply.Target{Name: name}) }).Step(ctx)

@@ -311,3 +311,64 @@ func TestControllerNoticesAsEvents(t *testing.T) {
 		t.Errorf("the rewritten PV: %+v, %v; want reclaim policy Retain", got, err)
 	}
 }
+
+// An in-tree class is replaced after its in-tree PVs in scope, as rewrite
+// -apply orders them (their rewrite reads the class's deletion secret):
+// while a PV of the class is left (here refused: its claim is gone), the
+// class waits, said once; once the PV is gone the class is replaced.
+func TestControllerClassAfterPVs(t *testing.T) {
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: "kubernetes.io/rbd",
+		Parameters: map[string]string{"monitors": "10.0.0.1:6789", "adminSecretName": "ceph-admin", "adminSecretNamespace": "kube-system", "pool": "rbd"}}
+	admin := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "ceph-admin"}, Data: map[string][]byte{"key": []byte("AQD8P0ZmAAAAABAAa2V5LW9mLXRoZS10ZXN0cw==")}}
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pv1"},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+			StorageClassName:              "fast",
+			ClaimRef:                      &v1.ObjectReference{Namespace: "ns", Name: "gone", UID: "uid-gone"},
+			PersistentVolumeSource: v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.0.0.1:6789"},
+				RBDImage: "kubernetes-dynamic-pvc-0b3c5a4e-6f1d-11ec-9f4b-0242ac110002", RBDPool: "rbd", SecretRef: &v1.SecretReference{Namespace: "kube-system", Name: "ceph-admin"}}},
+		},
+	}
+	f := start(t, Options{Recheck: 20 * time.Millisecond}, class, admin, pv, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "rbd.csi.ceph.com"}})
+	var events []string
+	waitFor(t, "the class waiting for its PV", func() error {
+		events = append(events, f.events()...)
+		for _, e := range events {
+			if strings.Contains(e, ReasonWaitingForPVs) && strings.Contains(e, "pv1") {
+				return nil
+			}
+		}
+		return errors.New("no WaitingForPVs Event")
+	})
+	time.Sleep(200 * time.Millisecond) // rechecks
+	events = append(events, f.events()...)
+	n := 0
+	for _, e := range events {
+		if strings.Contains(e, ReasonWaitingForPVs) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d %s Events, want 1", n, ReasonWaitingForPVs)
+	}
+	sc, err := f.client.StorageV1().StorageClasses().Get(context.Background(), "fast", metav1.GetOptions{})
+	if err != nil || sc.Provisioner != "kubernetes.io/rbd" {
+		t.Fatalf("the class was replaced before its PV: %+v, %v", sc, err)
+	}
+	if err := f.client.CoreV1().PersistentVolumes().Delete(context.Background(), "pv1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the class replaced once its PV is gone", func() error {
+		sc, err := f.client.StorageV1().StorageClasses().Get(context.Background(), "fast", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if sc.Provisioner != "rbd.csi.ceph.com" {
+			return fmt.Errorf("provisioner %s", sc.Provisioner)
+		}
+		return nil
+	})
+}
