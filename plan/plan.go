@@ -762,8 +762,23 @@ func (p *Planner) Finish() *Plan {
 			Remedy:  "run csimigrate with -vsphere-topology-categories matching the driver's [Labels] topology-categories (or -vsphere-legacy-topology)"})
 		plan.Blocked = true
 	}
-	// An image more than one PV names keeps its migration handle: the
-	// rewrite does not adopt it (deleting either PV would destroy it).
+	p.shareImages(plan)
+	p.markInUse(plan)
+	p.settleInline()
+	p.settleSecrets(plan)
+	p.settleTemplates()
+	for _, id := range slices.Sorted(maps.Keys(p.clusters)) {
+		plan.CephClusters = append(plan.CephClusters, p.clusters[id])
+	}
+	p.addNotices(plan)
+	plan.CephCSIConfigMap = cephConfigMap(plan.CephClusters, p.opts.CephCSINamespace)
+	return plan
+}
+
+// shareImages gives an image (or a CephFS path) more than one PV names its
+// migration handle (or its static form): the rewrite does not adopt it,
+// since deleting either PV would destroy it.
+func (p *Planner) shareImages(plan *Plan) {
 	for _, idx := range p.cephVolumes {
 		if len(idx) < 2 {
 			continue
@@ -785,6 +800,11 @@ func (p *Planner) Finish() *Plan {
 			v.FormWhy = []string{fmt.Sprintf("PVs %s name the same image: deleting either would destroy it, so rewrite -apply -adopt does not adopt it", strings.Join(names, ", "))}
 		}
 	}
+}
+
+// markInUse names the pods that use each volume, and says why a volume
+// that could be native is adopted only once they stop.
+func (p *Planner) markInUse(plan *Plan) {
 	for i := range plan.Volumes {
 		if c := plan.Volumes[i].Claim; c != "" {
 			plan.Volumes[i].InUseBy = p.podsByClaim[c]
@@ -797,7 +817,11 @@ func (p *Planner) Finish() *Plan {
 			}
 		}
 	}
-	p.settleInline()
+}
+
+// settleSecrets plans the Secrets the volumes and classes need, once each,
+// and blocks the plan when the input has none to check.
+func (p *Planner) settleSecrets(plan *Plan) {
 	secretPlans := map[string]*SecretPlan{}
 	add := func(sp SecretPlan) {
 		k := sp.Namespace + "/" + sp.Name + "/" + sp.Action
@@ -825,13 +849,15 @@ func (p *Planner) Finish() *Plan {
 			Remedy:  "give the secrets too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml (or -live with -read-secrets); values are never printed"})
 		plan.Blocked = true
 	}
-	p.settleTemplates()
-	for _, id := range slices.Sorted(maps.Keys(p.clusters)) {
-		plan.CephClusters = append(plan.CephClusters, p.clusters[id])
-	}
 	for _, k := range slices.Sorted(maps.Keys(secretPlans)) {
 		plan.Secrets = append(plan.Secrets, *secretPlans[k])
 	}
+}
+
+// addNotices adds what concerns the migration beyond each volume's
+// translation: a volume in use, the Ceph config's warnings, and the
+// feature-gate steps of the plugins in use.
+func (p *Planner) addNotices(plan *Plan) {
 	for i := range plan.Volumes {
 		if v := &plan.Volumes[i]; len(v.InUseBy) > 0 {
 			v.Findings = append(v.Findings, plugin.Finding{Code: FindingVolumeInUse, Severity: plugin.SeverityWarning, Field: "claim " + v.Claim,
@@ -852,8 +878,6 @@ func (p *Planner) Finish() *Plan {
 		}
 		plan.FeatureGates = steps
 	}
-	plan.CephCSIConfigMap = cephConfigMap(plan.CephClusters, p.opts.CephCSINamespace)
-	return plan
 }
 
 // cephConfigMap is the config map of Ceph CSI's drivers that serves
