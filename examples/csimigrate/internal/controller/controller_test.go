@@ -372,3 +372,75 @@ func TestControllerClassAfterPVs(t *testing.T) {
 		return nil
 	})
 }
+
+// The status object's conditions are metav1.Conditions: writing the same
+// status again sends nothing, and a condition keeps its lastTransitionTime
+// while its status stays and gets a new one when it changes.
+func TestControllerStatusConditions(t *testing.T) {
+	tr, err := translate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{StatusResource: "CSIMigrationList"})
+	c, err := New(fake.NewSimpleClientset(), dyn, tr, klog.Background().V(100), record.NewFakeRecorder(10), m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	read := func() map[string]metav1.Condition {
+		t.Helper()
+		u, err := dyn.Resource(StatusResource).Get(ctx, StatusName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s Status
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object["status"].(map[string]any), &s); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]metav1.Condition{}
+		for _, cd := range s.Conditions {
+			out[cd.Type] = cd
+		}
+		return out
+	}
+	updates := func() int {
+		n := 0
+		for _, a := range dyn.Actions() {
+			if a.GetVerb() == "update" && a.GetSubresource() == "status" {
+				n++
+			}
+		}
+		return n
+	}
+	s := Status{InTreePVs: 2, Reasons: map[string]int{}}
+	if err := c.writeStatus(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	first := read()
+	if first["Progressing"].Status != metav1.ConditionTrue || first["Blocked"].Status != metav1.ConditionFalse || first["Complete"].LastTransitionTime.Time.IsZero() {
+		t.Fatalf("conditions %+v", first)
+	}
+	n := updates()
+	if err := c.writeStatus(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if updates() != n {
+		t.Error("the same status was written again")
+	}
+	time.Sleep(1100 * time.Millisecond) // lastTransitionTime has seconds
+	s.Blocked, s.Reasons = 2, map[string]int{"InUse": 2}
+	if err := c.writeStatus(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	second := read()
+	if second["Blocked"].Status != metav1.ConditionTrue || !second["Blocked"].LastTransitionTime.After(first["Blocked"].LastTransitionTime.Time) {
+		t.Errorf("Blocked after it changed: %+v (was %+v)", second["Blocked"], first["Blocked"])
+	}
+	if !second["Complete"].LastTransitionTime.Time.Equal(first["Complete"].LastTransitionTime.Time) {
+		t.Errorf("Complete's lastTransitionTime moved while its status stayed: %v -> %v", first["Complete"].LastTransitionTime, second["Complete"].LastTransitionTime)
+	}
+}

@@ -6,12 +6,14 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/csimigrate/csimigrate/plugin"
@@ -33,6 +35,8 @@ type Status struct {
 	Blocked       int            `json:"blocked"`
 	Waiting       int            `json:"waitingForDriver"`
 	Reasons       map[string]int `json:"reasons,omitempty"`
+	// Conditions are Complete, Progressing and Blocked.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // count computes the status and the gauges from the informers' caches.
@@ -83,14 +87,14 @@ func (c *Controller) count() (Status, error) {
 }
 
 // conditions are the status object's conditions for s.
-func (c *Controller) conditions(s Status) []map[string]any {
+func (c *Controller) conditions(s Status) []metav1.Condition {
 	remaining := s.InTreePVs + s.InTreeClasses
-	cond := func(t string, ok bool, reason, msg string) map[string]any {
-		st := "False"
+	cond := func(t string, ok bool, reason, msg string) metav1.Condition {
+		st := metav1.ConditionFalse
 		if ok {
-			st = "True"
+			st = metav1.ConditionTrue
 		}
-		return map[string]any{"type": t, "status": st, "reason": reason, "message": msg}
+		return metav1.Condition{Type: t, Status: st, Reason: reason, Message: msg}
 	}
 	var reasons []string
 	for _, r := range slices.Sorted(maps.Keys(s.Reasons)) {
@@ -110,7 +114,7 @@ func (c *Controller) conditions(s Status) []map[string]any {
 		progressMsg += fmt.Sprintf("; %d wait for their CSI driver to be registered", s.Waiting)
 	}
 	complete := remaining == 0
-	return []map[string]any{
+	return []metav1.Condition{
 		cond("Complete", complete, map[bool]string{true: "NoInTreeObjects", false: "InTreeObjectsRemain"}[complete], progressMsg),
 		cond("Progressing", progressing, map[bool]string{true: "Migrating", false: "Idle"}[progressing], progressMsg),
 		cond("Blocked", s.Blocked > 0, map[bool]string{true: "Refused", false: "NothingBlocked"}[s.Blocked > 0], blockedMsg),
@@ -129,8 +133,10 @@ func (c *Controller) updateStatus(ctx context.Context) {
 	}
 }
 
-// writeStatus writes s to the status object, creating it when missing; a
-// condition keeps its lastTransitionTime while its status stays.
+// writeStatus writes s to the status object, creating it when missing;
+// its conditions are set with meta.SetStatusCondition, so that a condition
+// keeps its lastTransitionTime while its status stays. Nothing is written
+// when the status is unchanged.
 func (c *Controller) writeStatus(ctx context.Context, s Status) error {
 	res := c.dyn.Resource(StatusResource)
 	cur, err := res.Get(ctx, StatusName, metav1.GetOptions{})
@@ -142,63 +148,27 @@ func (c *Controller) writeStatus(ctx context.Context, s Status) error {
 	if err != nil {
 		return err
 	}
-	old, _, _ := unstructured.NestedSlice(cur.Object, "status", "conditions")
-	since := map[string][2]string{}
-	for _, o := range old {
-		if m, ok := o.(map[string]any); ok {
-			t, _ := m["type"].(string)
-			st, _ := m["status"].(string)
-			at, _ := m["lastTransitionTime"].(string)
-			since[t] = [2]string{st, at}
+	var old Status
+	if m, ok := cur.Object["status"].(map[string]any); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &old); err != nil {
+			return fmt.Errorf("reading the status of %s: %w", StatusName, err)
 		}
 	}
-	now := time.Now().UTC().Format(time.RFC3339)
-	var conds []any
+	next := s
+	next.Conditions = slices.Clone(old.Conditions)
 	for _, cd := range c.conditions(s) {
-		cd["lastTransitionTime"] = now
-		if prev, ok := since[cd["type"].(string)]; ok && prev[0] == cd["status"] && prev[1] != "" {
-			cd["lastTransitionTime"] = prev[1]
-		}
-		conds = append(conds, cd)
+		cd.ObservedGeneration = cur.GetGeneration()
+		meta.SetStatusCondition(&next.Conditions, cd)
 	}
-	reasons := map[string]any{}
-	for k, v := range s.Reasons {
-		reasons[k] = int64(v)
-	}
-	status := map[string]any{"inTreePersistentVolumes": int64(s.InTreePVs), "inTreeStorageClasses": int64(s.InTreeClasses),
-		"blocked": int64(s.Blocked), "waitingForDriver": int64(s.Waiting), "reasons": reasons, "conditions": conds}
-	if old, ok := cur.Object["status"].(map[string]any); ok && equalStatus(old, status) {
+	if equality.Semantic.DeepEqual(old, next) {
 		return nil
 	}
-	next := cur.DeepCopy()
-	next.Object["status"] = status
-	_, err = res.UpdateStatus(ctx, next, metav1.UpdateOptions{})
-	return err
-}
-
-// equalStatus compares two statuses as JSON would.
-func equalStatus(a, b map[string]any) bool {
-	return fmt.Sprint(normalize(a)) == fmt.Sprint(normalize(b))
-}
-
-func normalize(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		out := make([]string, 0, len(t))
-		for _, k := range slices.Sorted(maps.Keys(t)) {
-			out = append(out, fmt.Sprintf("%s=%v", k, normalize(t[k])))
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i := range t {
-			out[i] = normalize(t[i])
-		}
-		return out
-	case int64:
-		return fmt.Sprint(t)
-	case float64:
-		return fmt.Sprint(int64(t))
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&next)
+	if err != nil {
+		return err
 	}
-	return v
+	upd := cur.DeepCopy()
+	upd.Object["status"] = m
+	_, err = res.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	return err
 }
