@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-
 	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/apply/cephtool"
 	"github.com/csimigrate/csimigrate/plan"
