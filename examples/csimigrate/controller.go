@@ -182,26 +182,7 @@ func (o *controllerOptions) run(ctx context.Context, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := restConfig(o.common.kubeconfig, o.common.context)
-	if err != nil {
-		return err
-	}
-	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
-	cfg.UserAgent = "csimigrate-controller"
-	// The API server warns on every write of an in-tree PV that its plugin
-	// is deprecated: that is what the controller is for.
-	cfg.WarningHandler = rest.NoWarnings{}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	// Leader election on its own client, so that a busy controller does
-	// not starve the renewals.
-	leClient, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	client, dyn, leClient, err := o.clients()
 	if err != nil {
 		return err
 	}
@@ -226,31 +207,11 @@ func (o *controllerOptions) run(ctx context.Context, stderr io.Writer) error {
 		LockConfig: resourcelock.ResourceLockConfig{Identity: o.identity, EventRecorder: rec},
 	}
 	health := leaderelection.NewLeaderHealthzAdaptor(2 * time.Second)
-	if o.metricsAddr != "" {
-		ln, err := net.Listen("tcp", o.metricsAddr)
-		if err != nil {
-			return fmt.Errorf("-metrics-address %s: %w", o.metricsAddr, err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-			if err := health.Check(r); err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-				return
-			}
-			fmt.Fprintln(w, "ok")
-		})
-		// A standby replica is ready: it serves and waits for the Lease.
-		mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(sctx)
-		}()
-		logger.Info("Serving metrics and health", "address", ln.Addr().String())
+	stop, err := o.serve(reg, health, logger)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	logger.Info("Waiting for the writer Lease", "lease", o.stateNS+"/"+apply.LeaseName, "identity", o.identity)
 	var runErr error
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
@@ -280,4 +241,58 @@ func (o *controllerOptions) run(ctx context.Context, stderr io.Writer) error {
 		return errors.New("lost the writer Lease")
 	}
 	return runErr
+}
+
+// serve serves the metrics and the health checks on -metrics-address ("":
+// nothing); stop shuts the server down.
+func (o *controllerOptions) serve(reg *prometheus.Registry, health *leaderelection.HealthzAdaptor, logger klog.Logger) (stop func(), err error) {
+	if o.metricsAddr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", o.metricsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("-metrics-address %s: %w", o.metricsAddr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := health.Check(r); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	// A standby replica is ready: it serves and waits for the Lease.
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	logger.Info("Serving metrics and health", "address", ln.Addr().String())
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}, nil
+}
+
+// clients are the controller's client, its dynamic client (the status
+// object) and the leader election's own client, so that a busy controller
+// does not starve the renewals.
+func (o *controllerOptions) clients() (client kubernetes.Interface, dyn dynamic.Interface, leClient kubernetes.Interface, err error) {
+	cfg, err := restConfig(o.common.kubeconfig, o.common.context)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
+	cfg.UserAgent = "csimigrate-controller"
+	// The API server warns on every write of an in-tree PV that its plugin
+	// is deprecated: that is what the controller is for.
+	cfg.WarningHandler = rest.NoWarnings{}
+	if client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, nil, nil, err
+	}
+	if dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, nil, nil, err
+	}
+	leClient, err = kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	return client, dyn, leClient, err
 }

@@ -537,6 +537,24 @@ func errInvalidUTF8(b []byte) error {
 	return fmt.Errorf("invalid UTF-8 at byte %d (line %d of the document)", i, line)
 }
 
+// readKinds are the kinds the commands read, each with a new object to
+// decode it into; objects of other kinds are counted and named, not read.
+var readKinds = map[string]func() any{
+	"PersistentVolume":      func() any { return &v1.PersistentVolume{} },
+	"PersistentVolumeClaim": func() any { return &v1.PersistentVolumeClaim{} },
+	"StorageClass":          func() any { return &storagev1.StorageClass{} },
+	"Pod":                   func() any { return &v1.Pod{} },
+	"Secret":                func() any { return &v1.Secret{} },
+	"CSINode":               func() any { return &storagev1.CSINode{} },
+	"Deployment":            func() any { return &appsv1.Deployment{} },
+	"StatefulSet":           func() any { return &appsv1.StatefulSet{} },
+	"DaemonSet":             func() any { return &appsv1.DaemonSet{} },
+	"ReplicaSet":            func() any { return &appsv1.ReplicaSet{} },
+	"Job":                   func() any { return &batchv1.Job{} },
+	"CronJob":               func() any { return &batchv1.CronJob{} },
+	"ReplicationController": func() any { return &v1.ReplicationController{} },
+}
+
 func (rd *reader) decodeObject(j []byte) error {
 	if !utf8.Valid(j) {
 		return errInvalidUTF8(j)
@@ -553,37 +571,11 @@ func (rd *reader) decodeObject(j []byte) error {
 		}
 		return nil
 	}
-	var target any
-	switch tm.Kind {
-	case "PersistentVolume":
-		target = &v1.PersistentVolume{}
-	case "PersistentVolumeClaim":
-		target = &v1.PersistentVolumeClaim{}
-	case "StorageClass":
-		target = &storagev1.StorageClass{}
-	case "Pod":
-		target = &v1.Pod{}
-	case "Secret":
-		target = &v1.Secret{}
-	case "CSINode":
-		target = &storagev1.CSINode{}
-	case "Deployment":
-		target = &appsv1.Deployment{}
-	case "StatefulSet":
-		target = &appsv1.StatefulSet{}
-	case "DaemonSet":
-		target = &appsv1.DaemonSet{}
-	case "ReplicaSet":
-		target = &appsv1.ReplicaSet{}
-	case "Job":
-		target = &batchv1.Job{}
-	case "CronJob":
-		target = &batchv1.CronJob{}
-	case "ReplicationController":
-		target = &v1.ReplicationController{}
-	case "":
+	newTarget, known := readKinds[tm.Kind]
+	switch {
+	case tm.Kind == "":
 		return errors.New("object has no kind")
-	default:
+	case !known:
 		if rd.ignored == nil {
 			rd.ignored = map[string]int{}
 		}
@@ -592,6 +584,7 @@ func (rd *reader) decodeObject(j []byte) error {
 		rd.sink.Add(nil)
 		return nil
 	}
+	target := newTarget()
 	if err := json.Unmarshal(j, target); err != nil {
 		if tm.Kind == "Secret" {
 			err = secretDataError(j, err)

@@ -133,9 +133,9 @@ func planHazards(p *Plan) []string {
 	return hazards
 }
 
-func writePlanTable(w io.Writer, p *Plan) error {
-	cm := p.CephCSIConfigMap
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+// writeVolumeTables writes the PVs' table and, where there are Ceph
+// volumes, the table of their forms after migration.
+func writeVolumeTables(tw *tabwriter.Writer, p *Plan) {
 	fmt.Fprintln(tw, "PERSISTENT VOLUMES")
 	fmt.Fprintln(tw, "NAME\tPLUGIN\tDRIVER\tMIGRATABLE\tCLAIM\tIN USE BY\tREASON")
 	for _, v := range p.Volumes {
@@ -156,6 +156,12 @@ func writePlanTable(w io.Writer, p *Plan) error {
 		}
 		tw.Flush()
 	}
+}
+
+func writePlanTable(w io.Writer, p *Plan) error {
+	cm := p.CephCSIConfigMap
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	writeVolumeTables(tw, p)
 	if len(p.InlineVolumes) > 0 {
 		fmt.Fprintln(tw, "\nINLINE VOLUMES (in pods and workloads' pod templates)")
 		fmt.Fprintln(tw, "WORKLOAD\tVOLUME\tPLUGIN\tMIGRATABLE\tALSO IN\tREASON")

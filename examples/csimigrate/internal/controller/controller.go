@@ -207,37 +207,44 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, tr *translate.Trans
 	cmInf := c.stateInf.Core().V1().ConfigMaps()
 	c.pvs, c.classes, c.drivers, c.states = pvInf.Lister(), scInf.Lister(), drvInf.Lister(), cmInf.Lister()
 	c.synced = []cache.InformerSynced{pvInf.Informer().HasSynced, scInf.Informer().HasSynced, drvInf.Informer().HasSynced, cmInf.Informer().HasSynced}
-	_, err = pvInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if err := c.watch(pvInf.Informer(), scInf.Informer(), drvInf.Informer(), cmInf.Informer()); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// watch queues what the informers report: PVs and classes as they change,
+// everything waiting for a driver when one is registered, and an object
+// whose run was interrupted (the PV may exist only in its state).
+func (c *Controller) watch(pvs, classes, drivers, states cache.SharedIndexInformer) error {
+	_, err := pvs.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.enqueuePV(obj) },
 		UpdateFunc: func(_, obj any) { c.enqueuePV(obj) },
 		DeleteFunc: func(obj any) { c.enqueuePV(obj) },
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	_, err = scInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, err = classes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.enqueueClass(obj) },
 		UpdateFunc: func(_, obj any) { c.enqueueClass(obj) },
 		DeleteFunc: func(obj any) { c.enqueueClass(obj) },
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// A driver registered: everything waiting for a driver is looked at.
-	_, err = drvInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { c.enqueueWaiting() }})
+	_, err = drivers.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { c.enqueueWaiting() }})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// The writer's state: an object whose run was interrupted (the PV may
 	// exist only there) is resumed.
-	_, err = cmInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, err = states.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.enqueueState(obj) },
 		UpdateFunc: func(_, obj any) { c.enqueueState(obj) },
 	})
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
+	return err
 }
 
 // Ready is closed once the informers have synced.
