@@ -135,7 +135,7 @@ func (a *applier) applyAll(ctx context.Context, targets, classes []target) error
 	r, pvErr := a.rewriteAll(ctx, targets)
 	var rc apply.Result
 	var scErr error
-	if !errors.Is(pvErr, errInterrupted) {
+	if !errors.Is(pvErr, apply.ErrWriteLimit) {
 		rc, scErr = a.rewriteClasses(ctx, classes)
 	}
 	a.say("%d PersistentVolumes and %d StorageClasses %s or already done, %d refused and left as they were, %d steps taken\n",
@@ -146,10 +146,6 @@ func (a *applier) applyAll(ctx context.Context, targets, classes []target) error
 // target is an object the user named for the rewrite: by its name and,
 // when it comes from reviewed input, the uid it had there.
 type target = apply.Target
-
-// errInterrupted is the writer's write limit reached (the tests interrupt
-// runs with it).
-var errInterrupted = apply.ErrWriteLimit
 
 // applier is rewrite -apply's writer (package apply) with the command's
 // options and its output.
@@ -162,7 +158,6 @@ type applier struct {
 	concurrency int
 	online      bool
 	undo        bool
-	stepLimit   int // tests: stop after this many writes (0: no limit)
 	// ceph, when set, adopts RBD images (cephConfig: the cluster entries).
 	ceph       apply.Ceph
 	cephConfig ceph.ClusterConfig
@@ -181,7 +176,7 @@ func (a *applier) writer() (*apply.Writer, error) {
 		return a.w, nil
 	}
 	w, err := apply.New(a.client, a.tr, a.logger, textEvents{a.out}, apply.Options{StateNamespace: a.stateNS, Undo: a.undo, Online: a.online,
-		Concurrency: a.concurrency, MaxWrites: a.stepLimit, Ceph: a.ceph, CephConfig: a.cephConfig, AdoptCSI: a.adoptCSI, CephFSSecret: a.cephfsSecret})
+		Concurrency: a.concurrency, Ceph: a.ceph, CephConfig: a.cephConfig, AdoptCSI: a.adoptCSI, CephFSSecret: a.cephfsSecret})
 	a.w = w
 	return w, err
 }

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/testenv"
@@ -104,7 +105,7 @@ func asListItem(pv *v1.PersistentVolume) *v1.PersistentVolume {
 func TestRewriteApplySafety(t *testing.T) {
 	c, kc := startServer(t)
 	ctx := context.Background()
-	apply := func(args ...string) (string, string, int) {
+	rewriteApply := func(args ...string) (string, string, int) {
 		return runCmd(t, "", append([]string{"rewrite", "-apply", "-kubeconfig", kc}, args...)...)
 	}
 
@@ -122,7 +123,7 @@ func TestRewriteApplySafety(t *testing.T) {
 		other := mkPV(t, c, "scope", "scope-c", nil)
 		reviewed := writeJSONFile(t, asListItem(a), asListItem(b))
 		// Names narrow the reviewed input.
-		if out, stderr, code := apply("-f", reviewed, "scope-a"); code != exitOK {
+		if out, stderr, code := rewriteApply("-f", reviewed, "scope-a"); code != exitOK {
 			t.Fatalf("exit %d: %s\n%s", code, stderr, out)
 		}
 		if getPV(t, c, "scope-a").Spec.CSI == nil {
@@ -131,7 +132,7 @@ func TestRewriteApplySafety(t *testing.T) {
 		unchanged(t, c, b)
 		unchanged(t, c, other)
 		// A PV named but not in the reviewed input is a usage error.
-		if _, _, code := apply("-f", reviewed, "scope-c"); code != exitUsage {
+		if _, _, code := rewriteApply("-f", reviewed, "scope-c"); code != exitUsage {
 			t.Errorf("a name outside the input: exit %d", code)
 		}
 		unchanged(t, c, other)
@@ -139,7 +140,7 @@ func TestRewriteApplySafety(t *testing.T) {
 		deletePV(t, c, "scope-b")
 		deletePVC(t, c, "scope", "scope-b")
 		b2 := mkPV(t, c, "scope", "scope-b", nil)
-		out, _, code := apply("-f", reviewed)
+		out, _, code := rewriteApply("-f", reviewed)
 		if code != exitBlocked || !strings.Contains(out, "pv/scope-b: refused") || !strings.Contains(out, "reviewed one "+string(b.UID)) {
 			t.Errorf("exit %d:\n%s", code, out)
 		}
@@ -196,7 +197,7 @@ func TestRewriteApplySafety(t *testing.T) {
 			if tc.after != nil {
 				pv = tc.after(t, pv)
 			}
-			out, _, code := apply(name)
+			out, _, code := rewriteApply(name)
 			if code != exitBlocked || !strings.Contains(out, "pv/"+name+": refused, left as it was") || !strings.Contains(out, tc.why) {
 				t.Errorf("exit %d, want %d and %q:\n%s", code, exitBlocked, tc.why, out)
 			}
@@ -209,15 +210,13 @@ func TestRewriteApplySafety(t *testing.T) {
 	// saved replacement was built from.
 	interrupt := func(t *testing.T, name string, steps int) {
 		t.Helper()
-		cut := newApplier(c, &bytes.Buffer{})
-		cut.stepLimit = steps
-		if _, err := cut.rewriteAll(ctx, targetsOf([]string{name})); !errors.Is(err, errInterrupted) {
+		if _, err := writer(t, c, &bytes.Buffer{}, apply.Options{MaxWrites: steps}).PVs(ctx, targetsOf([]string{name})); !errors.Is(err, apply.ErrWriteLimit) {
 			t.Fatalf("the interrupted run returned %v", err)
 		}
 	}
 	resume := func(t *testing.T, name string) error {
 		var out bytes.Buffer
-		_, err := newApplier(c, &out).rewriteAll(ctx, targetsOf([]string{name}))
+		_, err := writer(t, c, &out, apply.Options{}).PVs(ctx, targetsOf([]string{name}))
 		return err
 	}
 	t.Run("stale-state", func(t *testing.T) {
@@ -281,7 +280,7 @@ func TestRewriteApplySafety(t *testing.T) {
 			pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/rbd"}
 			pv.Spec.StorageClassName = storagev1StorageClass.Name
 		})
-		if out, stderr, code := apply("deletable"); code != exitOK {
+		if out, stderr, code := rewriteApply("deletable"); code != exitOK {
 			t.Fatalf("exit %d: %s\n%s", code, stderr, out)
 		}
 		pv := getPV(t, c, "deletable")
@@ -454,12 +453,10 @@ func TestRewriteApplyStorageClasses(t *testing.T) {
 	for k := 1; k <= 3; k++ {
 		name := fmt.Sprintf("cut%d", k)
 		mk(name, "kubernetes.io/rbd", rbdParams)
-		cut := newApplier(c, &bytes.Buffer{})
-		cut.stepLimit = k
-		if _, err := cut.rewriteClasses(ctx, targetsOf([]string{name})); !errors.Is(err, errInterrupted) {
+		if _, err := writer(t, c, &bytes.Buffer{}, apply.Options{MaxWrites: k}).Classes(ctx, targetsOf([]string{name})); !errors.Is(err, apply.ErrWriteLimit) {
 			t.Fatalf("k=%d: %v", k, err)
 		}
-		if _, err := newApplier(c, &bytes.Buffer{}).rewriteClasses(ctx, targetsOf([]string{name})); err != nil {
+		if _, err := writer(t, c, &bytes.Buffer{}, apply.Options{}).Classes(ctx, targetsOf([]string{name})); err != nil {
 			t.Fatalf("k=%d: resume: %v", k, err)
 		}
 		got, err := c.StorageV1().StorageClasses().Get(ctx, name, metav1.GetOptions{})

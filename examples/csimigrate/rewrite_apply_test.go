@@ -87,10 +87,21 @@ func targetsOf(names []string) []target {
 	return out
 }
 
-func newApplier(c kubernetes.Interface, out *bytes.Buffer) *applier {
+// writer is the writer rewrite -apply builds (state in kube-system), with
+// options o, printing its events to out as the command does.
+func writer(t testing.TB, c kubernetes.Interface, out *bytes.Buffer, o apply.Options) *apply.Writer {
+	t.Helper()
 	var cm common
-	tr, _ := cm.translator()
-	return &applier{client: c, tr: tr, logger: klog0(), stateNS: "kube-system", out: out}
+	tr, err := cm.translator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.StateNamespace = "kube-system"
+	w, err := apply.New(c, tr, klog0(), textEvents{out}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 // normalise drops what differs between namespaces.
@@ -149,14 +160,11 @@ func TestRewriteApplyEndToEnd(t *testing.T) {
 	for k := 1; k < total/len(names)+2 && k < 12; k++ {
 		ns := fmt.Sprintf("cut%d", k)
 		names := testenv.Seed(t, c, ns)
-		cut := newApplier(c, &bytes.Buffer{})
-		cut.stepLimit = k
-		if _, err := cut.rewriteAll(ctx, targetsOf(names)); !errors.Is(err, errInterrupted) {
+		if _, err := writer(t, c, &bytes.Buffer{}, apply.Options{MaxWrites: k}).PVs(ctx, targetsOf(names)); !errors.Is(err, apply.ErrWriteLimit) {
 			t.Fatalf("k=%d: the interrupted run returned %v", k, err)
 		}
 		var out bytes.Buffer
-		resume := newApplier(c, &out)
-		if _, err := resume.rewriteAll(ctx, targetsOf(names)); err != nil {
+		if _, err := writer(t, c, &out, apply.Options{}).PVs(ctx, targetsOf(names)); err != nil {
 			t.Fatalf("k=%d: resume: %v\n%s", k, err, out.String())
 		}
 		got := endState(t, c, ns, names)

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/testenv"
 )
 
@@ -27,13 +28,6 @@ func storedOf(t *testing.T, c kubernetes.Interface, names []string) map[string]s
 		out[n] = fieldsOf(getPV(t, c, n))
 	}
 	return out
-}
-
-// undoApplier is newApplier for the undo.
-func undoApplier(c kubernetes.Interface, out *bytes.Buffer) *applier {
-	a := newApplier(c, out)
-	a.undo = true
-	return a
 }
 
 // What the undo refuses, on Kubernetes 1.36 without controllers: RBD and
@@ -128,14 +122,13 @@ func TestUndoRefusals(t *testing.T) {
 			pv.Spec.RBD = nil
 			pv.Spec.VsphereVolume = &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[ds] kubevols/prog.vmdk"}
 		})
-		cut := newApplier(c, &bytes.Buffer{})
-		cut.stepLimit = 5 // Retain, save, delete, finalizer, create
-		if _, err := cut.rewriteAll(ctx, targetsOf([]string{"prog"})); !errors.Is(err, errInterrupted) {
+		// Retain, save, delete, finalizer, create.
+		if _, err := writer(t, c, &bytes.Buffer{}, apply.Options{MaxWrites: 5}).PVs(ctx, targetsOf([]string{"prog"})); !errors.Is(err, apply.ErrWriteLimit) {
 			t.Fatal(err)
 		}
 		pv := getPV(t, c, "prog")
 		var buf bytes.Buffer
-		_, err := undoApplier(c, &buf).rewriteAll(ctx, targetsOf([]string{"prog"}))
+		_, err := writer(t, c, &buf, apply.Options{Undo: true}).PVs(ctx, targetsOf([]string{"prog"}))
 		if err == nil || !strings.Contains(err.Error(), "holds a rewrite of pv/prog in progress; finish it first (csimigrate rewrite -apply)") {
 			t.Errorf("undo during a rewrite: %v\n%s", err, buf.String())
 		}
