@@ -55,6 +55,7 @@ func TestGolden(t *testing.T) {
 		code int
 	}{
 		{"plan.txt", nil, exitBlocked},
+		{"plan-wide.txt", []string{"plan", "-o", "wide"}, exitBlocked},
 		{"plan.json", []string{"plan", "-o", "json"}, exitBlocked},
 		{"plan-1.24.txt", []string{"plan", "-kubernetes-version", "1.24"}, exitBlocked},
 		{"translate.yaml", []string{"translate"}, exitBlocked},
@@ -415,4 +416,21 @@ func buildRewrite(inv *Inventory, tr *translate.Translator) (*RewritePlan, []err
 		rp.PVs = append(rp.PVs, r)
 	}
 	return &rp, errs
+}
+
+// The default plan reads in a terminal: the tables have short columns and
+// their long texts follow them, wrapped, so that no line but the Ceph CSI
+// config map's config.json (kept as kubectl apply takes it) is wider than
+// 140 columns; -o wide puts the texts in the tables, as before.
+func TestPlanTableWidth(t *testing.T) {
+	out, _, _ := runCmd(t, "", "plan")
+	for _, line := range strings.Split(out, "\n") {
+		if len(line) > 140 && !strings.HasPrefix(line, "  config.json: ") {
+			t.Errorf("a line of %d columns: %s", len(line), line)
+		}
+	}
+	wide, _, _ := runCmd(t, "", "plan", "-o", "wide")
+	if !strings.Contains(wide, "\tREMEDY") && !strings.Contains(wide, "  REMEDY") {
+		t.Errorf("-o wide has no REMEDY column:\n%s", wide)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/apply/cephtool"
 	"github.com/csimigrate/csimigrate/plan"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -48,7 +50,7 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"the Secrets to add or derive (names and fields, never values); the StorageClasses to recreate; hazards;\n"+
 		"inline volumes of pods and workloads; and the feature-gate steps for the cluster's version. Every check\n"+
 		"csimigrate rewrite -apply makes is made here. Exits 1 when something blocks the migration.",
-		args, stdin, stderr, "table|json|yaml", func(c *common, tr *translate.Translator) Sink {
+		args, stdin, stderr, "table|wide|json|yaml", func(c *common, tr *translate.Translator) Sink {
 			topo, _ := c.vsphereTopology()
 			opts := plan.Options{VSphereKeys: []string{topo.ZoneKey, topo.RegionKey}, KubernetesMinor: c.k8sMinor,
 				CephConfigWarnings: c.cephWarnings, CephCSINamespace: c.cephCSINamespace}
@@ -95,8 +97,10 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = writeJSON(stdout, report)
 	case "yaml":
 		err = writeYAML(stdout, report)
+	case "wide":
+		err = writePlanTable(stdout, report, true)
 	default:
-		err = writePlanTable(stdout, report)
+		err = writePlanTable(stdout, report, false)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "csimigrate plan: writing the output: %v\n", err)
@@ -115,19 +119,26 @@ func yesNo(b bool) string {
 	return "NO"
 }
 
+// hazard is a row of the plan's hazards: the object it concerns and the
+// finding.
+type hazard struct {
+	object string
+	f      plugin.Finding
+}
+
 // planHazards are the plan's hazard rows, cluster-wide then per volume.
-func planHazards(p *Plan) []string {
-	var hazards []string
+func planHazards(p *Plan) []hazard {
+	var hazards []hazard
 	for _, f := range p.Hazards {
 		obj := "cluster"
 		if strings.HasPrefix(f.Field, "Secret ") || strings.HasPrefix(f.Field, "StorageClass ") {
 			obj = f.Field
 		}
-		hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", obj, f.Severity, f.Code, f.Message, f.Remedy))
+		hazards = append(hazards, hazard{obj, f})
 	}
 	for _, v := range p.Volumes {
 		for _, f := range v.Findings {
-			hazards = append(hazards, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", v.Name, f.Severity, f.Code, f.Message, f.Remedy))
+			hazards = append(hazards, hazard{v.Name, f})
 		}
 	}
 	return hazards
@@ -135,74 +146,140 @@ func planHazards(p *Plan) []string {
 
 // writeVolumeTables writes the PVs' table and, where there are Ceph
 // volumes, the table of their forms after migration.
-func writeVolumeTables(tw *tabwriter.Writer, p *Plan) {
-	fmt.Fprintln(tw, "PERSISTENT VOLUMES")
-	fmt.Fprintln(tw, "NAME\tPLUGIN\tDRIVER\tMIGRATABLE\tCLAIM\tIN USE BY\tREASON")
-	for _, v := range p.Volumes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, v.Plugin, v.Driver, yesNo(v.Migratable), dash(v.Claim), dash(strings.Join(v.InUseBy, ",")), dash(v.Reason))
+// A plan's table is read in a terminal: by default each table has short
+// columns and the long texts (reasons, remedies, notes) follow it, wrapped,
+// one block per row; -o wide puts them in the table as columns.
+
+// textWidth is where the long texts of the default table wrap.
+const textWidth = 120
+
+// table is one table of the plan: a title, the columns and rows of short
+// cells, and per row its long texts (label, text).
+type table struct {
+	title   string
+	columns []string
+	rows    [][]string
+	texts   [][][2]string
+}
+
+func (t *table) add(cells []string, texts ...[2]string) {
+	t.rows = append(t.rows, cells)
+	t.texts = append(t.texts, texts)
+}
+
+// write writes the table: in wide form with one column per text label,
+// else with the texts below it, each row's as a block.
+func (t *table) write(w io.Writer, wide bool, textColumns ...string) {
+	if len(t.rows) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, t.title)
+	cols := t.columns
+	if wide {
+		cols = append(slices.Clone(cols), textColumns...)
+	}
+	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	for i, r := range t.rows {
+		cells := r
+		if wide {
+			cells = slices.Clone(r)
+			for _, txt := range t.texts[i] {
+				cells = append(cells, dash(txt[1]))
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	tw.Flush()
-	var forms []string
-	for _, v := range p.Volumes {
-		if v.Form != "" {
-			forms = append(forms, fmt.Sprintf("%s\t%s\t%s\t%s", v.Name, v.Form, strings.Join(v.Features, ", "), dash(strings.Join(v.FormWhy, "; "))))
-		}
+	if wide {
+		return
 	}
-	if len(forms) > 0 {
-		fmt.Fprintln(tw, "\nCEPH VOLUMES AFTER MIGRATION (native: Ceph CSI's own volume, rewrite -apply -adopt; migration-handle, static: what Ceph CSI serves for them)")
-		fmt.Fprintln(tw, "NAME\tFORM\tFEATURES\tWHY")
-		for _, f := range forms {
-			fmt.Fprintln(tw, f)
+	first := true
+	for i, r := range t.rows {
+		for j, txt := range t.texts[i] {
+			if txt[1] == "" {
+				continue
+			}
+			if first {
+				fmt.Fprintln(w)
+				first = false
+			}
+			// The row's first text names the row; the others follow it.
+			label := "    " + txt[0]
+			if j == 0 {
+				label = strings.TrimSpace("  " + r[0] + " " + txt[0])
+				label = "  " + label
+			}
+			fmt.Fprint(w, wrap(label+": "+txt[1], textWidth, "      "))
 		}
-		tw.Flush()
 	}
 }
 
-func writePlanTable(w io.Writer, p *Plan) error {
-	cm := p.CephCSIConfigMap
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	writeVolumeTables(tw, p)
-	if len(p.InlineVolumes) > 0 {
-		fmt.Fprintln(tw, "\nINLINE VOLUMES (in pods and workloads' pod templates)")
-		fmt.Fprintln(tw, "WORKLOAD\tVOLUME\tPLUGIN\tMIGRATABLE\tALSO IN\tREASON")
-		for _, v := range p.InlineVolumes {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Workload, v.Volume, v.Plugin, yesNo(v.Migratable), dash(strings.Join(v.Via, ", ")), dash(v.Reason))
+// wrap breaks s at spaces into lines of at most width bytes where it can,
+// each after the first starting with indent; it ends with a newline.
+func wrap(s string, width int, indent string) string {
+	var b strings.Builder
+	line := 0
+	for i, word := range strings.Split(s, " ") {
+		switch {
+		case i == 0:
+		case line+1+len(word) > width && line > len(indent):
+			b.WriteString("\n" + indent)
+			line = len(indent)
+		default:
+			b.WriteByte(' ')
+			line++
 		}
-		tw.Flush()
+		b.WriteString(word)
+		line += len(word)
 	}
-	if len(p.ClaimTemplates) > 0 {
-		fmt.Fprintln(tw, "\nCLAIM TEMPLATES (StatefulSets' volumeClaimTemplates of in-tree classes)")
-		fmt.Fprintln(tw, "STATEFULSET\tTEMPLATE\tCLASS\tMIGRATABLE\tNOTE")
-		for _, v := range p.ClaimTemplates {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.StatefulSet, v.Template, v.StorageClass, yesNo(v.Migratable), v.Reason)
+	b.WriteByte('\n')
+	return b.String()
+}
+
+// writePlanTable writes the plan as tables, the long texts below each
+// table, or with wide in it.
+func writePlanTable(w io.Writer, p *Plan, wide bool) error {
+	vols := table{title: "PERSISTENT VOLUMES", columns: []string{"NAME", "PLUGIN", "DRIVER", "MIGRATABLE", "CLAIM", "IN USE BY"}}
+	forms := table{title: "\nCEPH VOLUMES AFTER MIGRATION (native: Ceph CSI's own volume, rewrite -apply -adopt; migration-handle, static: what Ceph CSI serves for them)",
+		columns: []string{"NAME", "FORM", "FEATURES"}}
+	if !wide {
+		forms.title = "\nCEPH VOLUMES AFTER MIGRATION (FEATURES: what Ceph CSI serves; native: with rewrite -apply -adopt)"
+	}
+	for _, v := range p.Volumes {
+		vols.add([]string{v.Name, v.Plugin, v.Driver, yesNo(v.Migratable), dash(v.Claim), dash(strings.Join(v.InUseBy, ","))}, [2]string{"", v.Reason})
+		if v.Form != "" {
+			forms.add([]string{v.Name, v.Form, strings.Join(v.Features, ", ")}, [2]string{"", strings.Join(v.FormWhy, "; ")})
 		}
-		tw.Flush()
 	}
-	if hazards := planHazards(p); len(hazards) > 0 {
-		fmt.Fprintln(tw, "\nHAZARDS")
-		fmt.Fprintln(tw, "OBJECT\tSEVERITY\tCODE\tMESSAGE\tREMEDY")
-		for _, h := range hazards {
-			fmt.Fprintln(tw, h)
-		}
-		tw.Flush()
+	vols.write(w, wide, "REASON")
+	forms.write(w, wide, "WHY")
+	inline := table{title: "\nINLINE VOLUMES (in pods and workloads' pod templates)", columns: []string{"WORKLOAD", "VOLUME", "PLUGIN", "MIGRATABLE", "ALSO IN"}}
+	for _, v := range p.InlineVolumes {
+		inline.add([]string{v.Workload, v.Volume, v.Plugin, yesNo(v.Migratable), dash(strings.Join(v.Via, ", "))}, [2]string{v.Volume, v.Reason})
 	}
-	if len(p.StorageClasses) > 0 {
-		fmt.Fprintln(tw, "\nSTORAGE CLASSES (immutable: delete and recreate with the same name)")
-		fmt.Fprintln(tw, "NAME\tFROM\tTO\tMIGRATABLE\tNOTE")
-		for _, s := range p.StorageClasses {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.From, dash(s.To), yesNo(s.Migratable), dash(s.Reason))
-		}
-		tw.Flush()
+	inline.write(w, wide, "REASON")
+	templates := table{title: "\nCLAIM TEMPLATES (StatefulSets' volumeClaimTemplates of in-tree classes)", columns: []string{"STATEFULSET", "TEMPLATE", "CLASS", "MIGRATABLE"}}
+	for _, v := range p.ClaimTemplates {
+		templates.add([]string{v.StatefulSet, v.Template, v.StorageClass, yesNo(v.Migratable)}, [2]string{v.Template, v.Reason})
 	}
-	if len(p.Secrets) > 0 {
-		fmt.Fprintln(tw, "\nSECRETS (values are never shown)")
-		fmt.Fprintln(tw, "SECRET\tACTION\tFIELDS\tFROM\tWHY")
-		for _, s := range p.Secrets {
-			fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\n", s.Namespace, s.Name, s.Action, strings.Join(s.Fields, ","), dash(s.From), s.Reason)
-		}
-		tw.Flush()
+	templates.write(w, wide, "NOTE")
+	hazards := table{title: "\nHAZARDS", columns: []string{"OBJECT", "SEVERITY", "CODE"}}
+	for _, h := range planHazards(p) {
+		hazards.add([]string{h.object, string(h.f.Severity), h.f.Code}, [2]string{h.f.Code, h.f.Message}, [2]string{"remedy", h.f.Remedy})
 	}
-	if cm != nil {
+	hazards.write(w, wide, "MESSAGE", "REMEDY")
+	classes := table{title: "\nSTORAGE CLASSES (immutable: delete and recreate with the same name)", columns: []string{"NAME", "FROM", "TO", "MIGRATABLE"}}
+	for _, s := range p.StorageClasses {
+		classes.add([]string{s.Name, s.From, dash(s.To), yesNo(s.Migratable)}, [2]string{"", s.Reason})
+	}
+	classes.write(w, wide, "NOTE")
+	secrets := table{title: "\nSECRETS (values are never shown)", columns: []string{"SECRET", "ACTION", "FIELDS", "FROM"}}
+	for _, s := range p.Secrets {
+		secrets.add([]string{s.Namespace + "/" + s.Name, s.Action, strings.Join(s.Fields, ","), dash(s.From)}, [2]string{"", s.Reason})
+	}
+	secrets.write(w, wide, "WHY")
+	if cm := p.CephCSIConfigMap; cm != nil {
 		fmt.Fprintln(w, "\nCEPH CSI CONFIG MAP (create before enabling migration)")
 		if err := writeYAML(w, cm); err != nil {
 			return err
@@ -211,7 +288,12 @@ func writePlanTable(w io.Writer, p *Plan) error {
 	if len(p.FeatureGates) > 0 {
 		fmt.Fprintln(w, "\nFEATURE GATES")
 		for i, s := range p.FeatureGates {
-			fmt.Fprintf(w, "%d. %s\n", i+1, s)
+			step := fmt.Sprintf("%d. %s", i+1, s)
+			if wide {
+				fmt.Fprintln(w, step)
+			} else {
+				fmt.Fprint(w, wrap(step, textWidth, "   "))
+			}
 		}
 	}
 	if p.Blocked {
