@@ -96,40 +96,6 @@ func getPV(t testing.TB, c kubernetes.Interface, name string) *v1.PersistentVolu
 	return pv
 }
 
-// storedFields are what the comparison of a PV before the rewrite and after
-// its undo covers: everything a user or controller set, not what the API
-// server sets (uid, resourceVersion, timestamps, status) or finalizers
-// (admission adds pv-protection, the owners of deletion protection add
-// theirs).
-type storedFields struct {
-	Name        string
-	Labels      map[string]string
-	Annotations map[string]string
-	Spec        v1.PersistentVolumeSpec
-}
-
-func fieldsOf(pv *v1.PersistentVolume) storedFields {
-	a := pv.Annotations
-	if len(a) == 0 {
-		a = nil
-	}
-	l := pv.Labels
-	if len(l) == 0 {
-		l = nil
-	}
-	return storedFields{Name: pv.Name, Labels: l, Annotations: a, Spec: pv.Spec}
-}
-
-// storedOf reads the stored fields of the PVs.
-func storedOf(t *testing.T, c kubernetes.Interface, names []string) map[string]storedFields {
-	t.Helper()
-	out := map[string]storedFields{}
-	for _, n := range names {
-		out[n] = fieldsOf(getPV(t, c, n))
-	}
-	return out
-}
-
 // classFields are a StorageClass's fields a user sets.
 func classFields(sc *storagev1.StorageClass) *storagev1.StorageClass {
 	out := sc.DeepCopy()

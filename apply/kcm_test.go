@@ -104,7 +104,7 @@ func TestUndoWithControllerManager(t *testing.T) {
 
 	names := testenv.Seed(t, c, "undo")
 	testenv.WaitBound(t, c, "undo", names)
-	original := storedOf(t, c, names)
+	original := testenv.StoredOf(t, c, names)
 	class, err := c.StorageV1().StorageClasses().Get(ctx, "rbd-undo", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -119,14 +119,14 @@ func TestUndoWithControllerManager(t *testing.T) {
 	}
 	run(Options{}, "rbd-undo")
 	testenv.WaitBound(t, c, "undo", names)
-	rewritten := storedOf(t, c, names)
+	rewritten := testenv.StoredOf(t, c, names)
 	if rewritten["undo-rbd-static"].Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
 		t.Fatalf("the rewrite did not keep the static RBD PV at Retain: %+v", rewritten["undo-rbd-static"].Spec)
 	}
 
 	run(Options{Undo: true}, "rbd-undo")
 	testenv.WaitBound(t, c, "undo", names)
-	if diff := cmp.Diff(original, storedOf(t, c, names)); diff != "" {
+	if diff := cmp.Diff(original, testenv.StoredOf(t, c, names)); diff != "" {
 		t.Errorf("after rewrite and undo (-original +undone):\n%s", diff)
 	}
 	back, err := c.StorageV1().StorageClasses().Get(ctx, "rbd-undo", metav1.GetOptions{})
@@ -143,7 +143,7 @@ func TestUndoWithControllerManager(t *testing.T) {
 
 	run(Options{})
 	testenv.WaitBound(t, c, "undo", names)
-	if diff := cmp.Diff(rewritten, storedOf(t, c, names)); diff != "" {
+	if diff := cmp.Diff(rewritten, testenv.StoredOf(t, c, names)); diff != "" {
 		t.Errorf("the rewrite after the undo differs from the first (-first +again):\n%s", diff)
 	}
 
@@ -152,7 +152,7 @@ func TestUndoWithControllerManager(t *testing.T) {
 		ns := fmt.Sprintf("undo-cut%d", k)
 		names := testenv.Seed(t, c, ns)
 		testenv.WaitBound(t, c, ns, names)
-		original := storedOf(t, c, names)
+		original := testenv.StoredOf(t, c, names)
 		if _, out, err := rewritePVs(t, c, Options{}, names); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
@@ -171,7 +171,7 @@ func TestUndoWithControllerManager(t *testing.T) {
 			t.Fatalf("k=%d: resume: %v\n%s", k, err, out)
 		}
 		testenv.WaitBound(t, c, ns, names)
-		if diff := cmp.Diff(original, storedOf(t, c, names)); diff != "" {
+		if diff := cmp.Diff(original, testenv.StoredOf(t, c, names)); diff != "" {
 			t.Errorf("k=%d: after an interrupted undo (-original +undone):\n%s", k, diff)
 		}
 	}

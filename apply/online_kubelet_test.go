@@ -289,7 +289,7 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 	if _, out, err := rewritePVs(t, c, Options{Undo: true, Online: true}, []string{pvName}); err != nil {
 		t.Fatalf("online undo: %v\n%s", err, out)
 	}
-	if diff := cmp.Diff(fieldsOf(stored), fieldsOf(getPV(t, c, pvName))); diff != "" {
+	if diff := cmp.Diff(testenv.FieldsOf(stored), testenv.FieldsOf(getPV(t, c, pvName))); diff != "" {
 		t.Errorf("after the online undo (-before the rewrite +after the undo):\n%s", diff)
 	}
 	watch(n, 3*periodicLoop, "the undo")

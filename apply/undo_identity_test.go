@@ -14,36 +14,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"pgregory.net/rapid"
 
-	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/testenv"
 	"github.com/csimigrate/csimigrate/translate"
 )
-
-// inTreePV draws an in-tree PV as clusters store them: written by hand or by
-// in-tree provisioning (RBD, CephFS, vSphere), or stored by a migrated
-// external-provisioner for a volume its driver created (the library's
-// reverse translation of the CSI PV, with csimigrate's overrides
-// annotation).
-func inTreePV(t *rapid.T, tr *translate.Translator) *v1.PersistentVolume {
-	switch rapid.IntRange(0, 4).Draw(t, "kind") {
-	case 0:
-		return gen.RBDPV(t)
-	case 1:
-		return gen.CephFSPV(t, false)
-	case 2:
-		return gen.VSpherePV(t)
-	}
-	csi := gen.RBDProvisionedPV(t)
-	if rapid.Bool().Draw(t, "vsphereProvisioned") {
-		csi = gen.VSphereProvisionedPV(t)
-	}
-	pv, err := tr.TranslateCSIPVToInTree(csi)
-	if err != nil {
-		t.Fatalf("reverse translation of a provisioned PV: %v", err)
-	}
-	return pv
-}
 
 // Rewrite then undo is the identity on what the API server stores, over
 // generated in-tree PVs (bound to claims that exist, or unbound) on
@@ -65,7 +39,7 @@ func TestUndoIdentityOnServer(t *testing.T) {
 	n, undone := 0, 0
 	rapid.Check(t, func(rt *rapid.T) {
 		n++
-		pv := inTreePV(rt, tr)
+		pv := testenv.InTreePV(rt, tr)
 		pv.Name = fmt.Sprintf("gen-%d", n)
 		pv.ResourceVersion, pv.UID = "", ""
 		if ref := pv.Spec.ClaimRef; ref != nil {
@@ -99,7 +73,7 @@ func TestUndoIdentityOnServer(t *testing.T) {
 			rt.Fatalf("undo: %v\n%s", err, out)
 		}
 		undone++
-		if diff := cmp.Diff(fieldsOf(created), fieldsOf(getPVRapid(rt, c, pv.Name))); diff != "" {
+		if diff := cmp.Diff(testenv.FieldsOf(created), testenv.FieldsOf(getPVRapid(rt, c, pv.Name))); diff != "" {
 			rt.Fatalf("stored after rewrite and undo (-before +after):\n%s", diff)
 		}
 	})

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/csimigrate/csimigrate/testenv"
 )
 
 const reapChildEnv = "CSIMIGRATE_CEPHTEST_REAP_CHILD"
@@ -32,16 +34,10 @@ func TestCephReaperCleansUpAfterTimeout(t *testing.T) {
 	if err := os.WriteFile(fixed, []byte("original"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCephReaperCleansUpAfterTimeout$", "-test.timeout=5s")
-	cmd.Env = append(os.Environ(), reapChildEnv+"="+dir)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err == nil || !strings.Contains(out.String(), "panic: test timed out after 5s") {
-		t.Fatalf("the child did not die on its timeout (%v):\n%s", err, out.String())
-	}
+	out := testenv.RunUntilTimeout(t, "TestCephReaperCleansUpAfterTimeout", 5*time.Second, reapChildEnv+"="+dir)
 	b, err := os.ReadFile(filepath.Join(dir, "report"))
 	if err != nil {
-		t.Fatalf("the child did not report: %v\n%s", err, out.String())
+		t.Fatalf("the child did not report: %v\n%s", err, out)
 	}
 	f := strings.Fields(string(b))
 	if len(f) != 2 {

@@ -17,7 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	"pgregory.net/rapid"
 
+	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
@@ -193,4 +195,68 @@ func WaitBound(t testing.TB, c kubernetes.Interface, ns string, names []string) 
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// InTreePV draws an in-tree PV as clusters store them: written by hand or
+// by in-tree provisioning (RBD, CephFS, vSphere), or stored by a migrated
+// external-provisioner for a volume its driver created (the library's
+// reverse translation of the CSI PV, with csimigrate's overrides
+// annotation).
+func InTreePV(t *rapid.T, tr *translate.Translator) *v1.PersistentVolume {
+	switch rapid.IntRange(0, 4).Draw(t, "kind") {
+	case 0:
+		return gen.RBDPV(t)
+	case 1:
+		return gen.CephFSPV(t, false)
+	case 2:
+		return gen.VSpherePV(t)
+	}
+	csi := gen.RBDProvisionedPV(t)
+	if rapid.Bool().Draw(t, "vsphereProvisioned") {
+		csi = gen.VSphereProvisionedPV(t)
+	}
+	pv, err := tr.TranslateCSIPVToInTree(csi)
+	if err != nil {
+		t.Fatalf("reverse translation of a provisioned PV: %v", err)
+	}
+	return pv
+}
+
+// StoredFields are what the comparison of a PV before a rewrite and after
+// its undo covers: everything a user or controller set, not what the API
+// server sets (uid, resourceVersion, timestamps, status) or finalizers
+// (admission adds pv-protection, the owners of deletion protection add
+// theirs).
+type StoredFields struct {
+	Name        string
+	Labels      map[string]string
+	Annotations map[string]string
+	Spec        v1.PersistentVolumeSpec
+}
+
+// FieldsOf are pv's stored fields, empty maps as nil.
+func FieldsOf(pv *v1.PersistentVolume) StoredFields {
+	a := pv.Annotations
+	if len(a) == 0 {
+		a = nil
+	}
+	l := pv.Labels
+	if len(l) == 0 {
+		l = nil
+	}
+	return StoredFields{Name: pv.Name, Labels: l, Annotations: a, Spec: pv.Spec}
+}
+
+// StoredOf reads the stored fields of the PVs named.
+func StoredOf(t testing.TB, c kubernetes.Interface, names []string) map[string]StoredFields {
+	t.Helper()
+	out := map[string]StoredFields{}
+	for _, n := range names {
+		pv, err := c.CoreV1().PersistentVolumes().Get(context.Background(), n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("pv/%s: %v", n, err)
+		}
+		out[n] = FieldsOf(pv)
+	}
+	return out
 }

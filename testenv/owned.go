@@ -1,9 +1,14 @@
 package testenv
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"syscall"
+	"testing"
+	"time"
 )
 
 // starts are the requests of StartOwned, served by one goroutine locked to
@@ -43,4 +48,27 @@ func StartOwned(cmd *exec.Cmd) error {
 	s := ownedStart{cmd: cmd, done: make(chan error, 1)}
 	starts <- s
 	return <-s.done
+}
+
+// RunUntilTimeout runs the test binary again as a child that runs only the
+// test named, with env added to its environment and -test.timeout d, and
+// fails t unless the child died on that timeout (the panic "test timed
+// out", which runs no cleanup); it returns the child's output. A test uses
+// it to prove that what it starts does not outlive a test binary killed by
+// its timeout: the child, told so by env, starts it and waits.
+func RunUntilTimeout(t testing.TB, test string, d time.Duration, env ...string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.timeout="+d.String(), "-test.v")
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if err == nil || !strings.Contains(out.String(), "panic: test timed out after "+d.String()) {
+		s := out.String()
+		if len(s) > 3000 {
+			s = s[len(s)-3000:]
+		}
+		t.Fatalf("the child did not die on its timeout (%v):\n%s", err, s)
+	}
+	return out.String()
 }

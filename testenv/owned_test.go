@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,17 +32,10 @@ func TestServersDieWithTestBinary(t *testing.T) {
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestServersDieWithTestBinary$", "-test.timeout=60s", "-test.v")
-	cmd.Env = append(os.Environ(), childEnv+"="+dir, "TMPDIR="+tmp)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	if err == nil || !strings.Contains(out.String(), "panic: test timed out after 1m0s") {
-		t.Fatalf("the child did not die on its timeout (%v):\n%s", err, tailOf(out.String()))
-	}
+	out := RunUntilTimeout(t, "TestServersDieWithTestBinary", time.Minute, childEnv+"="+dir, "TMPDIR="+tmp)
 	b, err := os.ReadFile(filepath.Join(dir, "pids"))
 	if err != nil {
-		t.Fatalf("the child never reported its servers started: %v\n%s", err, tailOf(out.String()))
+		t.Fatalf("the child never reported its servers started: %v\n%s", err, tailOf(out))
 	}
 	pids := strings.Fields(string(b))
 	if len(pids) != 3 {

@@ -11,35 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"pgregory.net/rapid"
 
-	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
 	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/testenv"
 	"github.com/csimigrate/csimigrate/translate"
 )
-
-// inTreePV draws an in-tree PV as clusters store them: written by hand or by
-// in-tree provisioning (RBD, CephFS, vSphere), or stored by a migrated
-// external-provisioner for a volume its driver created (the library's
-// reverse translation of the CSI PV, with csimigrate's overrides
-// annotation).
-func inTreePV(t *rapid.T, tr *translate.Translator) *v1.PersistentVolume {
-	switch rapid.IntRange(0, 4).Draw(t, "kind") {
-	case 0:
-		return gen.RBDPV(t)
-	case 1:
-		return gen.CephFSPV(t, false)
-	case 2:
-		return gen.VSpherePV(t)
-	}
-	csi := gen.RBDProvisionedPV(t)
-	if rapid.Bool().Draw(t, "vsphereProvisioned") {
-		csi = gen.VSphereProvisionedPV(t)
-	}
-	pv, err := tr.TranslateCSIPVToInTree(csi)
-	if err != nil {
-		t.Fatalf("reverse translation of a provisioned PV: %v", err)
-	}
-	return pv
-}
 
 // undoneAsStored is the in-tree PV an undo leaves after its last step, as
 // the API server stores what it sends: the replacement with the recorded
@@ -54,30 +29,6 @@ func undoneAsStored(in *v1.PersistentVolume) *v1.PersistentVolume {
 	return out
 }
 
-// storedFields are what the comparison of a PV before the rewrite and after
-// its undo covers: everything a user or controller set, not what the API
-// server sets (uid, resourceVersion, timestamps, status) or finalizers
-// (admission adds pv-protection, the owners of deletion protection add
-// theirs).
-type storedFields struct {
-	Name        string
-	Labels      map[string]string
-	Annotations map[string]string
-	Spec        v1.PersistentVolumeSpec
-}
-
-func fieldsOf(pv *v1.PersistentVolume) storedFields {
-	a := pv.Annotations
-	if len(a) == 0 {
-		a = nil
-	}
-	l := pv.Labels
-	if len(l) == 0 {
-		l = nil
-	}
-	return storedFields{Name: pv.Name, Labels: l, Annotations: a, Spec: pv.Spec}
-}
-
 // Rewrite then undo is the identity on a PV's name, labels, annotations and
 // spec, for every in-tree PV the rewrite replaces; the undo's replacement
 // names the volume by the driver and handle the rewrite's had.
@@ -88,7 +39,7 @@ func TestUndoIsInverseOfRewrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	rapid.Check(t, func(t *rapid.T) {
-		pv := inTreePV(t, tr)
+		pv := testenv.InTreePV(t, tr)
 		var sc *storagev1.StorageClass
 		if pv.Spec.StorageClassName != "" && rapid.Bool().Draw(t, "classKnown") {
 			sc = &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: pv.Spec.StorageClassName}, Provisioner: "kubernetes.io/rbd",
@@ -114,7 +65,7 @@ func TestUndoIsInverseOfRewrite(t *testing.T) {
 			t.Fatalf("the undo's replacement is not an in-tree PV csimigrate translates: %+v", in.Spec.PersistentVolumeSource)
 		}
 		want := pv.DeepCopy()
-		if diff := cmp.Diff(fieldsOf(want), fieldsOf(undoneAsStored(in))); diff != "" {
+		if diff := cmp.Diff(testenv.FieldsOf(want), testenv.FieldsOf(undoneAsStored(in))); diff != "" {
 			t.Fatalf("rewrite then undo (-original +undone):\n%s", diff)
 		}
 		d1, h1, err1 := identity(tr, r.CSI)

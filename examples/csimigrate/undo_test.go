@@ -20,16 +20,6 @@ import (
 	"github.com/csimigrate/csimigrate/testenv"
 )
 
-// storedOf reads the stored fields of the PVs.
-func storedOf(t *testing.T, c kubernetes.Interface, names []string) map[string]storedFields {
-	t.Helper()
-	out := map[string]storedFields{}
-	for _, n := range names {
-		out[n] = fieldsOf(getPV(t, c, n))
-	}
-	return out
-}
-
 // What the undo refuses, on Kubernetes 1.36 without controllers: RBD and
 // CephFS (whose in-tree plugins 1.31 removed) are left as CSI PVs while the
 // vSphere PV is undone; a CSI PV csimigrate did not create is not a target;
@@ -42,7 +32,7 @@ func TestUndoRefusals(t *testing.T) {
 		return runCmd(t, "", append([]string{"rewrite", "-undo", "-apply", "-kubeconfig", kc}, args...)...)
 	}
 	names := testenv.Seed(t, c, "ref")
-	original := storedOf(t, c, names)
+	original := testenv.StoredOf(t, c, names)
 	if _, _, code := runCmd(t, "", append([]string{"rewrite", "-apply", "-kubeconfig", kc}, append(names, "storageclass/rbd-ref")...)...); code != exitOK {
 		t.Fatal("rewrite failed")
 	}
@@ -87,7 +77,7 @@ func TestUndoRefusals(t *testing.T) {
 	if diff := cmp.Diff(csiClass, class()); diff != "" {
 		t.Errorf("the refused class changed:\n%s", diff)
 	}
-	if diff := cmp.Diff(original["ref-vsphere"], fieldsOf(getPV(t, c, "ref-vsphere"))); diff != "" {
+	if diff := cmp.Diff(original["ref-vsphere"], testenv.FieldsOf(getPV(t, c, "ref-vsphere"))); diff != "" {
 		t.Errorf("vSphere after rewrite and undo (-original +undone):\n%s", diff)
 	}
 
@@ -201,7 +191,7 @@ func TestUndoScriptWithKubectl(t *testing.T) {
 		pv.Spec.VsphereVolume = &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[ds] kubevols/script", StoragePolicyName: "gold"}
 		pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/vsphere-volume"}
 	})
-	original := fieldsOf(getPV(t, c, "script"))
+	original := testenv.FieldsOf(getPV(t, c, "script"))
 	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "script"); code != exitOK {
 		t.Fatalf("rewrite: exit %d: %s\n%s", code, stderr, out)
 	}
@@ -217,7 +207,7 @@ func TestUndoScriptWithKubectl(t *testing.T) {
 			t.Fatalf("the undo script: %v\n%s", err, out)
 		}
 	}
-	if diff := cmp.Diff(original, fieldsOf(getPV(t, c, "script"))); diff != "" {
+	if diff := cmp.Diff(original, testenv.FieldsOf(getPV(t, c, "script"))); diff != "" {
 		t.Errorf("after the undo script (-original +undone):\n%s", diff)
 	}
 	if _, err := c.CoreV1().ConfigMaps("kube-system").Get(context.Background(), stateName("script"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
