@@ -1012,6 +1012,19 @@ func (p *Planner) planSecret(need secretNeed, add func(SecretPlan)) {
 		fields, _ := need.Fields("create")
 		add(SecretPlan{Namespace: need.Namespace, Name: need.Name, Action: "check", Fields: fields, From: need.From,
 			Reason: "not checked (the input has no Secrets): Ceph CSI needs it for " + what + ", with " + strings.Join(fields, ", ")})
+		// Ready means checked: a volume or class whose Secret could not be
+		// judged is not called migratable (the hazard SecretsNotChecked
+		// says what to give).
+		why := "Secret " + ref + " not checked: the input has no Secrets"
+		switch {
+		case need.volume >= 0:
+			if v := &p.plan.Volumes[need.volume]; v.Migratable {
+				v.Migratable = false
+				v.Reason = p.intern(why)
+			}
+		case need.class != "":
+			p.classBlocked(need.class, "its admin "+strings.ToLower(why[:1])+why[1:])
+		}
 		return
 	}
 	if need.From != "" {

@@ -192,3 +192,24 @@ func TestPlanWholeReport(t *testing.T) {
 		t.Errorf("config map %+v for clusters %+v", cm, r.CephClusters)
 	}
 }
+
+// Ready means checked: with no Secrets in the input (a dump taken without
+// them), a volume and a class whose Ceph CSI Secrets cannot be judged are
+// not migratable, and the plan is blocked. The Ceph oracle found the plan
+// calling them ready (seed 453923: every drawn secret missing).
+func TestPlanSecretsNotGiven(t *testing.T) {
+	p := planner(t)
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: "kubernetes.io/rbd",
+		Parameters: map[string]string{"monitors": "10.0.0.1:6789", "adminId": "tenant", "adminSecretName": "ceph-admin", "adminSecretNamespace": "ns", "pool": "rbd"}}
+	pv := rbdPV("a", "", "ceph-a")
+	pv.Spec.StorageClassName = "fast"
+	p.Add(class)
+	p.Add(pv)
+	r := p.Finish()
+	if !r.Blocked || len(r.Volumes) != 1 || r.Volumes[0].Migratable || !strings.Contains(r.Volumes[0].Reason, "not checked") {
+		t.Errorf("volumes %+v, blocked %v: want the volume not migratable, its Secret not checked", r.Volumes, r.Blocked)
+	}
+	if len(r.StorageClasses) != 1 || r.StorageClasses[0].Migratable || !strings.Contains(r.StorageClasses[0].Reason, "not checked") {
+		t.Errorf("classes %+v: want the class not migratable, its admin Secret not checked", r.StorageClasses)
+	}
+}
