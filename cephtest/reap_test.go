@@ -44,10 +44,9 @@ func TestCephReaperCleansUpAfterTimeout(t *testing.T) {
 		t.Fatalf("the child's report: %q", b)
 	}
 	root, pid := f[0], f[1]
-	var left []string
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		left = left[:0]
-		if p, err := strconv.Atoi(pid); err == nil && syscall.Kill(p, 0) == nil && !zombie(pid) {
+	left := testenv.Left(15*time.Second, func() []string {
+		var left []string
+		if p, err := strconv.Atoi(pid); err == nil && testenv.Running(p) {
 			left = append(left, "the detached process "+pid)
 		}
 		if m, _ := os.ReadFile("/proc/mounts"); bytes.Contains(m, []byte(root)) {
@@ -59,10 +58,8 @@ func TestCephReaperCleansUpAfterTimeout(t *testing.T) {
 		if _, err := os.Stat(root); err == nil {
 			left = append(left, "the root "+root)
 		}
-		if len(left) == 0 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return left
+	})
 	if len(left) > 0 {
 		t.Errorf("left after the test binary died on its timeout: %s", strings.Join(left, "; "))
 	}
@@ -106,15 +103,4 @@ func reapChild(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	select {} // until -timeout
-}
-
-// zombie tells whether pid has exited and waits to be reaped.
-func zombie(pid string) bool {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -71,4 +72,31 @@ func RunUntilTimeout(t testing.TB, test string, d time.Duration, env ...string) 
 		t.Fatalf("the child did not die on its timeout (%v):\n%s", err, s)
 	}
 	return out.String()
+}
+
+// Running reports whether pid is a live process (not a zombie waiting to be
+// reaped).
+func Running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// "pid (comm) state ...": comm may hold spaces and parentheses.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// Left asks left what is still there every 200 ms, for up to d (the kernel
+// may take a moment to tear killed processes down), and returns its last
+// answer: nil once nothing is left.
+func Left(d time.Duration, left func() []string) []string {
+	deadline := time.Now().Add(d)
+	for {
+		l := left()
+		if len(l) == 0 || time.Now().After(deadline) {
+			return l
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

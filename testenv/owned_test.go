@@ -41,21 +41,15 @@ func TestServersDieWithTestBinary(t *testing.T) {
 	if len(pids) != 3 {
 		t.Fatalf("the child reported %d processes, want etcd, kube-apiserver and kube-controller-manager: %q", len(pids), pids)
 	}
-	// SIGKILL is delivered at the parent's death; the kernel may take a
-	// moment to tear the processes down.
-	var alive []string
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		alive = alive[:0]
+	alive := Left(15*time.Second, func() []string {
+		var alive []string
 		for _, pid := range pids {
-			if running(pid) {
+			if p, err := strconv.Atoi(pid); err == nil && Running(p) {
 				alive = append(alive, "pid "+pid)
 			}
 		}
-		alive = append(alive, naming(tmp)...)
-		if len(alive) == 0 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return append(alive, naming(tmp)...)
+	})
 	if len(alive) > 0 {
 		t.Errorf("left running after the test binary died on its timeout: %s", strings.Join(alive, "; "))
 	}
@@ -77,24 +71,12 @@ func holdServers(t *testing.T, dir string) {
 	select {} // until -timeout
 }
 
-// running tells whether pid is a live process (not a zombie).
-func running(pid string) bool {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return false
-	}
-	// "pid (comm) state ...": comm may hold spaces and parentheses.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
 // naming lists the live processes whose command line names path.
 func naming(path string) []string {
 	entries, _ := os.ReadDir("/proc")
 	var out []string
 	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil || !running(e.Name()) {
+		if p, err := strconv.Atoi(e.Name()); err != nil || !Running(p) {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
