@@ -470,7 +470,7 @@ func FuzzPlan(f *testing.F) {
 			return
 		}
 		for _, tr := range translators {
-			p := plan.New(tr, logger, plan.Options{})
+			p := plan.New(tr, logger, plan.Options{KubernetesMinor: 30, CephConfigWarnings: []string{"entry x: no monitors"}})
 			p.Add(&v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: "s"}, Data: map[string][]byte{"key": []byte(value), field: []byte(value)}})
 			p.Add(&pv)
 			r := p.Finish()
