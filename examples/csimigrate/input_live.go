@@ -69,7 +69,7 @@ func liveListers(c kubernetes.Interface, withSecrets bool) []lister {
 // them needs the right to).
 func readLive(ctx context.Context, c kubernetes.Interface, sink Sink, withSecrets bool, progress func(int), stderr io.Writer) error {
 	if !withSecrets {
-		fmt.Fprintln(stderr, "secrets not read (-read-secrets=false): secret fixes are not checked")
+		fmt.Fprintln(stderr, "Secrets not read: the fixes they need are not checked (csimigrate plan -live reads them)")
 	}
 	for _, src := range liveListers(c, withSecrets) {
 		opts := metav1.ListOptions{Limit: 500}
