@@ -229,21 +229,7 @@ func mustSelector(t *testing.T, s string) labels.Selector {
 // object: no nil PV is dereferenced (the race TestControllerBacksOffAPIErrors
 // once hit under -race).
 func TestControllerDoneWithoutListedPV(t *testing.T) {
-	client := fake.NewSimpleClientset(vspherePV("pv1"))
-	tr, err := translate.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := record.NewFakeRecorder(10)
-	c, err := New(client, dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{StatusResource: "CSIMigrationList"}),
-		tr, klog.Background().V(100), rec, m, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, m, rec, _ := notRunning(t, fake.NewSimpleClientset(vspherePV("pv1")))
 	c.started["pv/pv1"] = true
 	if _, _, err := c.outcome("pv/pv1", (*v1.PersistentVolume)(nil), apply.Progress{Done: true}, nil); err != nil {
 		t.Fatal(err)
@@ -377,19 +363,7 @@ func TestControllerClassAfterPVs(t *testing.T) {
 // status again sends nothing, and a condition keeps its lastTransitionTime
 // while its status stays and gets a new one when it changes.
 func TestControllerStatusConditions(t *testing.T) {
-	tr, err := translate.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{StatusResource: "CSIMigrationList"})
-	c, err := New(fake.NewSimpleClientset(), dyn, tr, klog.Background().V(100), record.NewFakeRecorder(10), m, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _, _, dyn := notRunning(t, fake.NewSimpleClientset())
 	ctx := context.Background()
 	read := func() map[string]metav1.Condition {
 		t.Helper()
@@ -443,4 +417,25 @@ func TestControllerStatusConditions(t *testing.T) {
 	if !second["Complete"].LastTransitionTime.Time.Equal(first["Complete"].LastTransitionTime.Time) {
 		t.Errorf("Complete's lastTransitionTime moved while its status stayed: %v -> %v", first["Complete"].LastTransitionTime, second["Complete"].LastTransitionTime)
 	}
+}
+
+// notRunning is a Controller on client that is built but not run, for a
+// test of one of its methods, with its metrics, recorder and dynamic client.
+func notRunning(t *testing.T, client *fake.Clientset) (*Controller, *Metrics, *record.FakeRecorder, *dynfake.FakeDynamicClient) {
+	t.Helper()
+	tr, err := translate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record.NewFakeRecorder(10)
+	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{StatusResource: "CSIMigrationList"})
+	c, err := New(client, dyn, tr, klog.Background().V(100), rec, m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, m, rec, dyn
 }
