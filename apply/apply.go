@@ -80,6 +80,10 @@ type Options struct {
 	// such adopted PVs their migration handle or static form back. Needs
 	// Ceph.
 	AdoptCSI bool
+	// Listers, when set, answer the Writer's reads of PVs, claims, pods,
+	// VolumeAttachments and its state from informers' caches (see
+	// Listers).
+	Listers *Listers
 }
 
 // ErrWriteLimit is returned when a Writer reached Options.MaxWrites; the
@@ -171,6 +175,10 @@ type Writer struct {
 	// ConfigMap before its first write (a ConfigMap created since makes
 	// that write fail, and is then read).
 	withState map[string]bool
+	// listers answer reads from informers' caches where set.
+	listers Listers
+	// secrets are Secrets read for the checks, by "namespace/name".
+	secrets map[string]cached[*v1.Secret]
 }
 
 // New is a Writer that writes through client. events may be nil
@@ -192,8 +200,12 @@ func New(client kubernetes.Interface, tr *translate.Translator, logger klog.Logg
 	if ns == "" {
 		ns = DefaultStateNamespace
 	}
-	return &Writer{client: client, tr: tr, logger: logger, events: events, stateNS: ns, concurrency: o.Concurrency,
-		online: o.Online, undo: o.Undo, stepLimit: o.MaxWrites, ceph: o.Ceph, cephConfig: o.CephConfig, cephfsSecret: o.CephFSSecret, adopt: o.AdoptCSI}, nil
+	a := &Writer{client: client, tr: tr, logger: logger, events: events, stateNS: ns, concurrency: o.Concurrency,
+		online: o.Online, undo: o.Undo, stepLimit: o.MaxWrites, ceph: o.Ceph, cephConfig: o.CephConfig, cephfsSecret: o.CephFSSecret, adopt: o.AdoptCSI}
+	if o.Listers != nil {
+		a.listers = *o.Listers
+	}
+	return a, nil
 }
 
 // Writes is how many writes the Writer has taken.
@@ -229,7 +241,7 @@ type cached[T any] struct {
 	at time.Time
 }
 
-// cacheFor is how long a StorageClass or a namespace's pod list is reused
+// cacheFor is how long a StorageClass, a Secret or a namespace's pod list is reused
 // by the checks of other PVs: long enough for thousands of PVs in a few
 // namespaces, short enough that a pod started during a run is seen.
 const cacheFor = 5 * time.Second

@@ -71,7 +71,7 @@ func (a *Writer) claimChecks(ctx context.Context, cur *v1.PersistentVolume) (*v1
 	var pvc *v1.PersistentVolumeClaim
 	if c := cur.Spec.ClaimRef; c != nil && c.UID != "" {
 		var err error
-		if pvc, err = getOrNil(a.client.CoreV1().PersistentVolumeClaims(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})); err != nil {
+		if pvc, err = a.claim(ctx, c.Namespace, c.Name); err != nil {
 			return nil, err
 		}
 	}
@@ -154,11 +154,10 @@ func (a *Writer) onlineSafe(ctx context.Context, pv *v1.PersistentVolume, driver
 	}
 	var vas []storagev1.VolumeAttachment
 	if attach {
-		list, err := a.client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
-		if err != nil {
+		var err error
+		if vas, err = a.volumeAttachments(ctx); err != nil {
 			return err
 		}
-		vas = list.Items
 	}
 	for _, pod := range pods {
 		node := pod.Spec.NodeName
@@ -196,9 +195,12 @@ func (a *Writer) onlineSafe(ctx context.Context, pv *v1.PersistentVolume, driver
 	return nil
 }
 
-// podsIn lists the pods of a namespace, reusing a list younger than
-// cacheFor.
+// podsIn lists the pods of a namespace, from the Pods lister or reusing a
+// list younger than cacheFor.
 func (a *Writer) podsIn(ctx context.Context, ns string) ([]v1.Pod, error) {
+	if a.listers.Pods != nil {
+		return a.listedPods(ns)
+	}
 	a.mu.Lock()
 	c, ok := a.pods[ns]
 	a.mu.Unlock()
@@ -305,7 +307,7 @@ func (a *Writer) secretRefusal(ctx context.Context, cur *v1.PersistentVolume, r 
 	}
 	for _, need := range needs {
 		ref := need.Key()
-		s, err := getOrNil(a.client.CoreV1().Secrets(need.Namespace).Get(ctx, need.Name, metav1.GetOptions{}))
+		s, err := a.secret(ctx, need.Namespace, need.Name)
 		if err != nil {
 			return fmt.Errorf("reading Secret %s, which Ceph CSI reads for the rewritten PV (%s): %w", ref, strings.Join(need.Uses, ", "), err)
 		}
@@ -325,4 +327,29 @@ func (a *Writer) secretRefusal(ctx context.Context, cur *v1.PersistentVolume, r 
 		return &rewrite.Refusal{Code: code, Reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), %s", ref, strings.Join(need.Uses, ", "), problem), Remedy: remedy}
 	}
 	return nil
+}
+
+// secret reads a Secret for the checks (nil when there is none), reusing
+// one read less than cacheFor ago: PVs that share a Secret are checked
+// with one read. Its values only decide the checks' verdicts.
+func (a *Writer) secret(ctx context.Context, ns, name string) (*v1.Secret, error) {
+	key := ns + "/" + name
+	a.mu.Lock()
+	c, ok := a.secrets[key]
+	a.mu.Unlock()
+	if ok && time.Since(c.at) < cacheFor {
+		return c.v, nil
+	}
+	at := time.Now()
+	s, err := getOrNil(a.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{}))
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	if a.secrets == nil {
+		a.secrets = map[string]cached[*v1.Secret]{}
+	}
+	a.secrets[key] = cached[*v1.Secret]{s, at}
+	a.mu.Unlock()
+	return s, nil
 }

@@ -23,7 +23,7 @@ import (
 var pvSteps = []step[*pvRun]{
 	{name: "1. set reclaim policy Retain", done: (*pvRun).retainSet, pre: (*pvRun).checkFirst, say: (*pvRun).sayRetain, act: (*pvRun).setRetain},
 	{name: "1. (wait for the deletion-protection finalizers' owners)", done: (*pvRun).ownersDone, act: (*pvRun).waitForOwners, wait: 200 * time.Millisecond},
-	{name: "2. save the replacement in a ConfigMap", done: (*pvRun).saved, pre: (*pvRun).checkFirst, say: (*pvRun).saySave, act: (*pvRun).save},
+	{name: "2. save the replacement in a ConfigMap", done: (*pvRun).saved, pre: (*pvRun).checkFresh, say: (*pvRun).saySave, act: (*pvRun).save},
 	{name: "3. delete the PV object", done: (*pvRun).deleted, pre: (*pvRun).retainInForce, say: (*pvRun).sayDelete, act: (*pvRun).delete},
 	{name: "3. (wait for the deletion)", done: (*pvRun).heldOrGone, act: (*pvRun).waitForDeletion, wait: 100 * time.Millisecond},
 	{name: "4. remove pv-protection from the deleted object", done: (*pvRun).gone, pre: (*pvRun).onlyProtection, say: (*pvRun).sayUnprotect, act: (*pvRun).unprotect},
@@ -53,6 +53,12 @@ type pvRun struct {
 	// havePV and haveCM say that cur and cm are what the last write
 	// returned, so the next observation need not read them.
 	havePV, haveCM bool
+	// looked: the run has observed its PV once (the first look may come
+	// from the PVs lister; every later one reads the API server).
+	looked bool
+	// cached: cur is the PVs lister's copy, not yet confirmed by the API
+	// server.
+	cached bool
 	// checked is what the checks before the first write read, for cur's uid.
 	checked      *checks
 	waitingSince time.Time
@@ -76,11 +82,20 @@ func (r *pvRun) where() string { return r.a.stateNS + "/" + StateName(r.t.Name) 
 // and verifies that the state applies to the PV.
 func (r *pvRun) observe(ctx context.Context) error {
 	var err error
-	if !r.havePV {
+	switch {
+	case r.havePV:
+		r.cached = false
+	case !r.looked:
+		if r.cur, r.cached, err = r.a.cachedPV(ctx, r.t.Name); err != nil {
+			return err
+		}
+	default:
+		r.cached = false
 		if r.cur, err = getOrNil(r.a.client.CoreV1().PersistentVolumes().Get(ctx, r.t.Name, metav1.GetOptions{})); err != nil {
 			return err
 		}
 	}
+	r.looked = true
 	if !r.haveCM {
 		if r.cm, err = getOrNil(r.a.client.CoreV1().ConfigMaps(r.a.stateNS).Get(ctx, StateName(r.t.Name), metav1.GetOptions{})); err != nil {
 			return err
@@ -211,6 +226,25 @@ func (r *pvRun) checkFirst(ctx context.Context) error {
 	}
 	r.checked = c
 	return nil
+}
+
+// checkFresh is checkFirst on the PV as the API server has it: the saved
+// replacement is built from it, and no write to the PV carries its
+// resourceVersion before the state does. A lister's copy is confirmed
+// first; one that lags is replaced, and the run looks again.
+func (r *pvRun) checkFresh(ctx context.Context) error {
+	if r.cached {
+		live, err := getOrNil(r.a.client.CoreV1().PersistentVolumes().Get(ctx, r.t.Name, metav1.GetOptions{}))
+		if err != nil {
+			return err
+		}
+		r.cached = false
+		if live == nil || live.ResourceVersion != r.cur.ResourceVersion {
+			r.cur, r.havePV = live, true
+			return errLookAgain
+		}
+	}
+	return r.checkFirst(ctx)
 }
 
 func (r *pvRun) sayRetain() string {

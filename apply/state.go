@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -138,8 +139,13 @@ func (a *Writer) listState(ctx context.Context) error {
 	return nil
 }
 
-// knownNoState reports whether the run's listing showed no state for pv.
+// knownNoState reports whether the run's listing (or the States lister)
+// showed no state for pv.
 func (a *Writer) knownNoState(pv string) bool {
+	if a.listers.States != nil {
+		_, err := a.listers.States.ConfigMaps(a.stateNS).Get(StateName(pv))
+		return apierrors.IsNotFound(err)
+	}
 	return a.withState != nil && !a.withState[pv]
 }
 

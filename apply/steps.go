@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -96,7 +97,9 @@ func stepOnce[R subject](ctx context.Context, a *Writer, r R, steps []step[R]) (
 	}
 	s := steps[i]
 	if s.pre != nil {
-		if err := s.pre(r, ctx); err != nil {
+		if err := s.pre(r, ctx); errors.Is(err, errLookAgain) {
+			return Progress{}, nil
+		} else if err != nil {
 			return Progress{}, err
 		}
 	}
@@ -114,6 +117,10 @@ func stepOnce[R subject](ctx context.Context, a *Writer, r R, steps []step[R]) (
 	}
 	return p, nil
 }
+
+// errLookAgain, from a step's pre, means that what the run observed was
+// out of date: no write is taken, and the next Step observes again.
+var errLookAgain = errors.New("look again")
 
 // maxRounds bounds the steps of one runToEnd; every step writes or waits a
 // moment, so it is reached only if the cluster keeps changing.

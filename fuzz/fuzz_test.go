@@ -299,8 +299,13 @@ func FuzzTranslatePV(f *testing.F) {
 			kind("forward", err)
 			_, rerr := tr.TranslateCSIPVToInTree(&pv)
 			kind("reverse", rerr)
-			tr.CheckPV(&pv)
-			_, _ = tr.GetInTreePluginNameFromSpec(&pv, nil)
+			findings := tr.CheckPV(&pv)
+			name, _ := tr.GetInTreePluginNameFromSpec(&pv, nil)
+			// One lookup gives what the three calls give.
+			one, oneFindings, oneName, oneErr := tr.TranslateAndCheckPV(logger, &pv)
+			if (oneErr == nil) != (err == nil) || (err == nil && (!cmp.Equal(one, out) || !cmp.Equal(oneFindings, findings) || oneName != name)) {
+				t.Fatalf("TranslateAndCheckPV differs from its parts: %v %q %v, want %v %q %v", oneErr, oneName, oneFindings, err, name, findings)
+			}
 			if err == nil && !hasOwnAnnotations(orig) {
 				back, err := tr.TranslateCSIPVToInTree(out)
 				kind("reverse of forward", err)

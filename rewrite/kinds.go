@@ -77,11 +77,11 @@ func Rewrite(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolu
 	if tr == nil || pv == nil {
 		return PV{}, errors.New("no translator or no PV")
 	}
-	csi, err := tr.TranslateInTreePVToCSI(logger, pv)
+	csi, findings, inTree, err := tr.TranslateAndCheckPV(logger, pv)
 	if err != nil {
 		return PV{}, err
 	}
-	return Replacement(tr, logger, pv, csi, tr.CheckPV(pv), sc, pvc)
+	return replacement(tr, logger, pv, csi, findings, inTree, sc, pvc)
 }
 
 // keepClaimRef gives a replacement the claimRef's resourceVersion of the PV

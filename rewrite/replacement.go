@@ -108,6 +108,14 @@ func Replacement(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Persi
 	if pv == nil || csi == nil || csi.Spec.CSI == nil || tr == nil {
 		return PV{}, errors.New("rewrite.Replacement: a PV, its CSI translation and a translator are required")
 	}
+	return replacement(tr, logger, pv, csi, findings, plugin.InTreeNameOfPV(pv), sc, pvc)
+}
+
+// replacement is Replacement with the in-tree plugin's name of pv known.
+func replacement(tr *translate.Translator, logger klog.Logger, pv, csi *v1.PersistentVolume, findings []plugin.Finding, inTree string, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (PV, error) {
+	if csi == nil || csi.Spec.CSI == nil {
+		return PV{}, errors.New("rewrite.Replacement: a PV, its CSI translation and a translator are required")
+	}
 	// The policy before the rewrite: the one a Retain step recorded, else
 	// the PV's own.
 	original := pv.Spec.PersistentVolumeReclaimPolicy
@@ -142,7 +150,6 @@ func Replacement(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Persi
 	if csi.Annotations == nil {
 		csi.Annotations = map[string]string{}
 	}
-	inTree := plugin.InTreeNameOfPV(pv)
 	if by, ok := pv.Annotations[plugin.AnnProvisionedBy]; ok && by != csi.Spec.CSI.Driver {
 		csi.Annotations[plugin.AnnOriginalProvisionedBy] = by
 		csi.Annotations[plugin.AnnProvisionedBy] = csi.Spec.CSI.Driver
@@ -191,7 +198,7 @@ func noDeletionSecret(pv *v1.PersistentVolume, sc *storagev1.StorageClass) strin
 		return "the PV names no StorageClass and has no " + secrets.AnnDeletionSecretName + " annotation, so no secret to delete the image with is known"
 	case sc == nil:
 		return "its StorageClass " + pv.Spec.StorageClassName + " is gone (or not in the input), so no secret to delete the image with is known"
-	case plugin.InTreeNameOfProvisioner(sc.Provisioner) != plugin.InTreeNameOfPV(pv) && sc.Provisioner != rbd.DriverName:
+	case plugin.InTreeNameOfProvisioner(sc.Provisioner) != rbd.PluginName && sc.Provisioner != rbd.DriverName:
 		return "its StorageClass " + sc.Name + " is of provisioner " + sc.Provisioner + ", not of RBD, so no secret to delete the image with is known"
 	}
 	return "its StorageClass " + sc.Name + " names no admin (provisioner) secret"

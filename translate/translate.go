@@ -384,6 +384,28 @@ func (t *Translator) RepairVolumeHandle(driverName, volumeHandle, nodeID string)
 	return "", &NoPluginError{What: fmt.Sprintf("CSI driver %q", driverName)}
 }
 
+// TranslateAndCheckPV is TranslateInTreePVToCSI and CheckPV of one PV with
+// one lookup of its plugin: the CSI PV, the plugin's findings, and the
+// plugin's in-tree name. pv is not modified.
+func (t *Translator) TranslateAndCheckPV(logger klog.Logger, pv *v1.PersistentVolume) (csi *v1.PersistentVolume, findings []plugin.Finding, inTree string, err error) {
+	if pv == nil {
+		return nil, nil, "", &NoPluginError{What: "a nil PersistentVolume"}
+	}
+	p := t.pluginForPV(pv)
+	if p == nil {
+		return nil, nil, "", &NoPluginError{What: fmt.Sprintf("PersistentVolume %q (no registered in-tree source)", pv.Name)}
+	}
+	if c, ok := p.(plugin.Checker); ok {
+		findings = c.CheckPV(pv)
+	}
+	in := pv
+	if !t.safe[p] {
+		in = pv.DeepCopy()
+	}
+	csi, err = p.TranslateInTreePVToCSI(logger, in)
+	return csi, findings, p.GetInTreePluginName(), err
+}
+
 // CheckPV returns the migration hazards the PV's plugin reports (plugins
 // implementing plugin.Checker), or nil.
 func (t *Translator) CheckPV(pv *v1.PersistentVolume) []plugin.Finding {

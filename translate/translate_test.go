@@ -223,6 +223,49 @@ func TestDispatch(t *testing.T) {
 	})
 }
 
+// TranslateAndCheckPV gives what TranslateInTreePVToCSI, CheckPV and
+// GetInTreePluginNameFromSpec give, and leaves its argument as it was.
+func TestTranslateAndCheckPV(t *testing.T) {
+	tr := mustNew(t)
+	rapid.Check(t, func(t *rapid.T) {
+		var pv *v1.PersistentVolume
+		switch rapid.IntRange(0, 3).Draw(t, "plugin") {
+		case 0:
+			pv = gen.RBDPV(t)
+		case 1:
+			pv = gen.CephFSPV(t, false)
+		case 2:
+			pv = gen.VSpherePV(t)
+		default:
+			pv = &v1.PersistentVolume{} // no plugin
+		}
+		orig := pv.DeepCopy()
+		csi, findings, name, err := tr.TranslateAndCheckPV(logger, pv)
+		wantCSI, wantErr := tr.TranslateInTreePVToCSI(logger, pv)
+		wantName, _ := tr.GetInTreePluginNameFromSpec(pv, nil)
+		if (err == nil) != (wantErr == nil) || (err != nil && !errors.Is(err, translate.ErrNoPlugin) && err.Error() != wantErr.Error()) {
+			t.Fatalf("error %v, want %v", err, wantErr)
+		}
+		if err == nil {
+			if diff := cmp.Diff(wantCSI, csi); diff != "" {
+				t.Fatalf("CSI PV (-parts +one):\n%s", diff)
+			}
+			if diff := cmp.Diff(tr.CheckPV(pv), findings); diff != "" {
+				t.Fatalf("findings (-parts +one):\n%s", diff)
+			}
+			if name != wantName {
+				t.Fatalf("plugin %q, want %q", name, wantName)
+			}
+		}
+		if diff := cmp.Diff(orig, pv); diff != "" {
+			t.Fatalf("argument modified:\n%s", diff)
+		}
+	})
+	if _, _, _, err := tr.TranslateAndCheckPV(logger, nil); !errors.Is(err, translate.ErrNoPlugin) {
+		t.Errorf("nil PV: %v", err)
+	}
+}
+
 func TestErrors(t *testing.T) {
 	tr := mustNew(t)
 	if _, err := tr.TranslateInTreePVToCSI(logger, nil); !errors.Is(err, translate.ErrNoPlugin) {

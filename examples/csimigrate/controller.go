@@ -38,7 +38,9 @@ import (
 
 // controllerOptions are the flags of csimigrate controller.
 type controllerOptions struct {
-	common        common
+	cluster       clusterFlags
+	translation   translatorFlags
+	log           logFlags
 	stateNS       string
 	plugins       string
 	pvSelector    string
@@ -70,14 +72,9 @@ csimigrate-writer in -state-namespace (leader election; rewrite -apply takes the
 kubectl get csimigrations; metrics, /healthz and /readyz on -metrics-address.`
 
 func (o *controllerOptions) register(fs *flag.FlagSet) {
-	c := &o.common
-	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
-	fs.StringVar(&c.context, "context", "", "the kubeconfig context to use (default: its current context), as kubectl's --context")
-	fs.StringVar(&c.cephConfig, "ceph-config", "", "Ceph CSI config.json (clusterID -> monitors), for CSI volumes without monitors")
-	fs.StringVar(&c.vsphereCats, "vsphere-topology-categories", "", `the vSphere CSI driver's topology-categories, "zone,region" (default: its zone and region keys)`)
-	fs.BoolVar(&c.vsphereLegacy, "vsphere-legacy-topology", false, "the vSphere CSI driver reports the beta failure-domain labels")
-	fs.BoolVar(&c.nodeExpand, "node-expand-secret", true, "set nodeExpandSecretRef on translated PVs (CSINodeExpandSecret)")
-	fs.BoolVar(&c.verbose, "v", false, "log details to stderr")
+	o.cluster.register(fs)
+	o.translation.register(fs)
+	o.log.register(fs)
 	fs.StringVar(&o.stateNS, "state-namespace", apply.DefaultStateNamespace, "namespace of the writer's state ConfigMaps and of the Lease "+apply.LeaseName+" (rewrite -apply's default too)")
 	fs.StringVar(&o.plugins, "plugins", "", "comma-separated in-tree plugins in scope, e.g. kubernetes.io/rbd (default: all)")
 	fs.StringVar(&o.pvSelector, "pv-selector", "", "label selector of the PVs in scope (default: all)")
@@ -98,7 +95,10 @@ func (o *controllerOptions) register(fs *flag.FlagSet) {
 }
 
 // complete fills in what the flags leave to defaults.
-func (o *controllerOptions) complete() error {
+func (o *controllerOptions) complete(fs *flag.FlagSet) error {
+	if err := noArgs(fs.Args()); err != nil {
+		return err
+	}
 	var err error
 	if o.pvSel, err = labels.Parse(o.pvSelector); err != nil {
 		return fmt.Errorf("-pv-selector %q: %w", o.pvSelector, err)
@@ -139,23 +139,14 @@ func (o *controllerOptions) validate() error {
 }
 
 func runController(args []string, stderr io.Writer) int {
-	fs := newFlagSet("controller", controllerSummary, stderr)
-	var o controllerOptions
-	o.register(fs)
-	if code, ok := parse(fs, args); !ok {
-		return code
-	}
-	if err := o.complete(); err != nil {
-		fmt.Fprintf(stderr, "csimigrate controller: %v\n", err)
-		return exitUsage
-	}
-	if err := o.validate(); err != nil {
-		fmt.Fprintf(stderr, "csimigrate controller: %v\n", err)
-		return exitUsage
-	}
+	return runCommand("controller", controllerSummary, &controllerOptions{}, args, nil, io.Discard, stderr)
+}
+
+// run runs the controller until SIGINT or SIGTERM.
+func (o *controllerOptions) run(_ io.Reader, _, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := o.run(ctx, stderr); err != nil {
+	if err := o.runUntil(ctx, stderr); err != nil {
 		fmt.Fprintf(stderr, "csimigrate controller: %v\n", err)
 		return exitBlocked
 	}
@@ -173,12 +164,12 @@ func restConfig(kubeconfig, context string) (*rest.Config, error) {
 
 // run runs the controller until ctx ends: it serves the health and metrics
 // endpoints at once, and runs the controller while this replica leads.
-func (o *controllerOptions) run(ctx context.Context, stderr io.Writer) error {
+func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) error {
 	logger := newStderrLogger(stderr)
-	if !o.common.verbose {
+	if !o.log.verbose {
 		logger = logger.V(0)
 	}
-	tr, err := o.common.translator()
+	tr, err := o.translation.translator()
 	if err != nil {
 		return err
 	}
@@ -278,7 +269,7 @@ func (o *controllerOptions) serve(reg *prometheus.Registry, health *leaderelecti
 // object) and the leader election's own client, so that a busy controller
 // does not starve the renewals.
 func (o *controllerOptions) clients() (client kubernetes.Interface, dyn dynamic.Interface, leClient kubernetes.Interface, err error) {
-	cfg, err := restConfig(o.common.kubeconfig, o.common.context)
+	cfg, err := restConfig(o.cluster.kubeconfig, o.cluster.context)
 	if err != nil {
 		return nil, nil, nil, err
 	}

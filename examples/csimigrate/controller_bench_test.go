@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +28,7 @@ import (
 	"github.com/csimigrate/csimigrate/examples/csimigrate/internal/controller"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/testenv"
+	"github.com/csimigrate/csimigrate/translate"
 )
 
 // envInt is an integer from the environment, or def.
@@ -41,7 +46,8 @@ func envInt(name string, def int) int {
 // the API server's floor for the same object writes: the seven writes of each
 // PV's rewrite (Retain, save, delete, unprotect, create, restore, remove the
 // state) sent directly by as many goroutines, with one read and no checks or
-// Events.
+// Events. It reports the ratio of the two as x-floor, and the controller's
+// requests per PV (its Events not counted).
 // CSIMIGRATE_BENCH_NO_EVENTS=1 sends no Events, to measure what they cost.
 // Run with -benchtime 1x.
 func BenchmarkControllerConverge(b *testing.B) {
@@ -77,7 +83,7 @@ func BenchmarkControllerConverge(b *testing.B) {
 		floorNS := fmt.Sprintf("floor%d", i)
 		seedMany(b, c, floorNS, n)
 		start := time.Now()
-		floorWrites(b, c, floorNS, n, workers)
+		floorWrites(b, c, tr, floorNS, n, workers)
 		floor := time.Since(start)
 
 		ns := fmt.Sprintf("ctl%d", i)
@@ -93,7 +99,14 @@ func BenchmarkControllerConverge(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ctrl, err := controller.New(c, dyn, tr, klog0(), rec, m, controller.Options{Workers: workers, StatusEvery: time.Second})
+		counted := rest.CopyConfig(fast)
+		var reqs requestCounter
+		counted.Wrap(reqs.wrap)
+		cc, err := kubernetes.NewForConfig(counted)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctrl, err := controller.New(cc, dyn, tr, klog0(), rec, m, controller.Options{Workers: workers, StatusEvery: time.Second})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -125,6 +138,9 @@ func BenchmarkControllerConverge(b *testing.B) {
 		broadcaster.Shutdown()
 		b.Logf("controller converged %d PVs in %s (%.0f PVs/s, %d workers); the floor for the same 7 writes a PV: %s (%.0f PVs/s): %.1fx",
 			n, el.Round(time.Millisecond), float64(n)/el.Seconds(), workers, floor.Round(time.Millisecond), float64(n)/floor.Seconds(), el.Seconds()/floor.Seconds())
+		b.Logf("the controller's requests: %s", reqs.String())
+		b.ReportMetric(float64(reqs.total())/float64(n), "requests/pv")
+		b.ReportMetric(el.Seconds()/floor.Seconds(), "x-floor")
 		b.ReportMetric(el.Seconds(), "s/converge")
 		b.ReportMetric(floor.Seconds(), "s/floor")
 	}
@@ -152,8 +168,9 @@ func inTreeLeft(c kubernetes.Interface, ns string) (int, error) {
 }
 
 // floorWrites sends, for each of the n seeded PVs, the seven writes of its
-// rewrite without reads or checks, workers at a time.
-func floorWrites(b *testing.B, c kubernetes.Interface, ns string, n, workers int) {
+// rewrite without reads or checks, workers at a time; the PVs it creates
+// are the CSI PVs of tr's translation.
+func floorWrites(b *testing.B, c kubernetes.Interface, tr *translate.Translator, ns string, n, workers int) {
 	ctx := context.Background()
 	work := make(chan int)
 	errs := make(chan error, n)
@@ -163,7 +180,7 @@ func floorWrites(b *testing.B, c kubernetes.Interface, ns string, n, workers int
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				if err := floorOne(ctx, c, fmt.Sprintf("%s-%06d", ns, i)); err != nil {
+				if err := floorOne(ctx, c, tr, fmt.Sprintf("%s-%06d", ns, i)); err != nil {
 					errs <- err
 				}
 			}
@@ -180,7 +197,7 @@ func floorWrites(b *testing.B, c kubernetes.Interface, ns string, n, workers int
 	}
 }
 
-func floorOne(ctx context.Context, c kubernetes.Interface, name string) error {
+func floorOne(ctx context.Context, c kubernetes.Interface, tr *translate.Translator, name string) error {
 	pvs := c.CoreV1().PersistentVolumes()
 	// One read for the resourceVersion the update carries.
 	pv, err := pvs.Get(ctx, name, metav1.GetOptions{})
@@ -202,7 +219,12 @@ func floorOne(ctx context.Context, c kubernetes.Interface, name string) error {
 	if _, err := pvs.Patch(ctx, name, types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{}); err != nil {
 		return err
 	}
-	repl := pv.DeepCopy()
+	// The CSI PV, as the controller creates it: the floor's PVs are then
+	// not in-tree, and the controller leaves them alone.
+	repl, err := tr.TranslateInTreePVToCSI(klog0(), pv)
+	if err != nil {
+		return err
+	}
 	repl.ResourceVersion, repl.UID, repl.Finalizers = "", "", nil
 	created, err := pvs.Create(ctx, repl, metav1.CreateOptions{})
 	if err != nil {
@@ -214,3 +236,62 @@ func floorOne(ctx context.Context, c kubernetes.Interface, name string) error {
 	}
 	return c.CoreV1().ConfigMaps("kube-system").Delete(ctx, cm.Name, metav1.DeleteOptions{})
 }
+
+// requestCounter counts a client's requests by method and resource.
+type requestCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (rc *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+		res := ""
+		for i := len(parts) - 1; i >= 0; i-- {
+			if p := parts[i]; p == "persistentvolumes" || p == "persistentvolumeclaims" || p == "configmaps" || p == "pods" || p == "secrets" ||
+				p == "storageclasses" || p == "events" || p == "volumeattachments" || p == "csidrivers" || p == "leases" || p == "csinodes" {
+				res = p
+				break
+			}
+		}
+		if res == "" {
+			res = req.URL.Path
+		}
+		verb := req.Method
+		if req.URL.Query().Get("watch") == "true" {
+			verb = "WATCH"
+		}
+		rc.mu.Lock()
+		if rc.n == nil {
+			rc.n = map[string]int{}
+		}
+		rc.n[verb+" "+res]++
+		rc.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
+}
+
+func (rc *requestCounter) total() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	t := 0
+	for _, v := range rc.n {
+		t += v
+	}
+	return t
+}
+
+func (rc *requestCounter) String() string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	keys := slices.Sorted(maps.Keys(rc.n))
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%d ", k, rc.n[k])
+	}
+	return b.String()
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

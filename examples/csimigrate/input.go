@@ -642,7 +642,7 @@ func (rd *reader) once(kind string, o metav1.Object) error {
 	return nil
 }
 
-func (c *common) read(stdin io.Reader, stderr io.Writer, inv Sink) error {
+func (c *inputFlags) read(stdin io.Reader, stderr io.Writer, inv Sink) error {
 	count := 0
 	progress := func(n int) {
 		count += n

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/apply/cephtool"
+	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/translate"
@@ -44,55 +46,115 @@ var inlineRemedy = plan.InlineRemedy
 
 func claimKey(ns, name string) string { return ns + "/" + name }
 
+// planOptions are plan's flags.
+type planOptions struct {
+	common
+	// k8sMinor is -kubernetes-version's minor version.
+	k8sMinor         int
+	cephCSINamespace string
+	// readCeph reads RBD images and CephFS subvolumes with Ceph's tools
+	// for the plan's forms.
+	readCeph bool
+	ceph     cephToolFlags
+	tr       *translate.Translator
+}
+
+const planSummary = "Reports, per volume, whether it can be migrated and why not; the Ceph CSI config map to create;\n" +
+	"the Secrets to add or derive (names and fields, never values); the StorageClasses to recreate; hazards;\n" +
+	"inline volumes of pods and workloads; and the feature-gate steps for the cluster's version. Every check\n" +
+	"csimigrate rewrite -apply makes is made here. Exits 1 when something blocks the migration."
+
 func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var pl *plan.Planner
-	c, code, ok := setup("plan", "Reports, per volume, whether it can be migrated and why not; the Ceph CSI config map to create;\n"+
-		"the Secrets to add or derive (names and fields, never values); the StorageClasses to recreate; hazards;\n"+
-		"inline volumes of pods and workloads; and the feature-gate steps for the cluster's version. Every check\n"+
-		"csimigrate rewrite -apply makes is made here. Exits 1 when something blocks the migration.",
-		args, stdin, stderr, "table|wide|json|yaml", func(c *common, tr *translate.Translator) Sink {
-			topo, _ := c.vsphereTopology()
-			opts := plan.Options{VSphereKeys: []string{topo.ZoneKey, topo.RegionKey}, KubernetesMinor: c.k8sMinor,
-				CephConfigWarnings: c.cephWarnings, CephCSINamespace: c.cephCSINamespace}
-			if c.readCeph {
-				tools := c.cephTools
-				opts.RBDImage = func(pool, name string) (*adopt.Image, error) {
-					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-					defer cancel()
-					return tools.Image(ctx, pool, "", name)
-				}
-				opts.CephFSSubvolume = func(fs, group, name string) (*adopt.Subvolume, string, error) {
-					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-					defer cancel()
-					sv, err := tools.Subvolume(ctx, fs, group, name)
-					if te := (*cephtool.Error)(nil); errors.Is(err, cephtool.ErrNotSubvolume) && errors.As(err, &te) {
-						return nil, te.Answer(), nil
-					}
-					return sv, "", err
-				}
-			}
-			pl = plan.New(tr, c.logger(stderr), opts)
-			if !c.live {
-				// The PVs in a second pass, once claims, classes and
-				// secrets are known; -live lists PVs last.
-				pl.SetPhase(plan.PhaseOthers)
-			}
-			return pl
-		})
-	if !ok {
-		return code
+	return runCommand("plan", planSummary, &planOptions{}, args, stdin, stdout, stderr)
+}
+
+func (o *planOptions) register(fs *flag.FlagSet) {
+	o.common.register(fs, "table", "wide", "json", "yaml")
+	fs.StringVar(&o.cephCSINamespace, "ceph-csi-namespace", "ceph-csi", "namespace of the Ceph CSI config map in the plan")
+	o.k8sMinor = 30
+	fs.Func("kubernetes-version", fmt.Sprintf("the cluster's current Kubernetes minor version, 1.%d to 1.%d, for the feature-gate steps (default 1.30)", featuregate.MinMinor, featuregate.MaxMinor), func(v string) error {
+		minor, err := featuregate.ParseMinor(v)
+		if err == nil && (minor < featuregate.MinMinor || minor > featuregate.MaxMinor) {
+			err = fmt.Errorf("kubernetes 1.%d: want 1.%d to 1.%d", minor, featuregate.MinMinor, featuregate.MaxMinor)
+		}
+		o.k8sMinor = minor
+		return err
+	})
+	fs.BoolVar(&o.readSecrets, "read-secrets", true, "with -live: read Secrets to check the fields migration needs (values are never printed)")
+	fs.BoolVar(&o.readCeph, "read-ceph", false, "read each in-tree RBD image and CephFS subvolume from Ceph (with Ceph's tools, as -ceph-conf, -ceph-id, -ceph-keyring and -ceph-command-prefix say) to tell what rewrite -apply -adopt makes of it, instead of predicting it from its class or path (Ceph's volumes module records a legacy subvolume's metadata under /volumes/_legacy the first time it is asked, as on Ceph CSI's first call)")
+	o.ceph.register(fs, "-read-ceph")
+}
+
+func (o *planOptions) complete(fs *flag.FlagSet) error {
+	if err := noArgs(fs.Args()); err != nil {
+		return err
 	}
-	defer c.cleanup()
-	if !c.live {
-		pl.SetPhase(plan.PhasePVs)
-		if err := c.read(stdin, io.Discard, pl); err != nil {
+	var err error
+	o.tr, err = o.translator()
+	return err
+}
+
+func (o *planOptions) validate() error {
+	if o.ceph.given() && !o.readCeph {
+		return errors.New("-ceph-conf, -ceph-id, -ceph-keyring and -ceph-command-prefix only with -read-ceph")
+	}
+	return o.common.validate()
+}
+
+// planner is the plan's planner for the options.
+func (o *planOptions) planner(stderr io.Writer) *plan.Planner {
+	topo, _ := o.vsphereTopology()
+	opts := plan.Options{VSphereKeys: []string{topo.ZoneKey, topo.RegionKey}, KubernetesMinor: o.k8sMinor,
+		CephConfigWarnings: o.cephWarnings, CephCSINamespace: o.cephCSINamespace}
+	if o.readCeph {
+		tools := o.ceph.tools
+		opts.RBDImage = func(pool, name string) (*adopt.Image, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			return tools.Image(ctx, pool, "", name)
+		}
+		opts.CephFSSubvolume = func(fs, group, name string) (*adopt.Subvolume, string, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			sv, err := tools.Subvolume(ctx, fs, group, name)
+			if te := (*cephtool.Error)(nil); errors.Is(err, cephtool.ErrNotSubvolume) && errors.As(err, &te) {
+				return nil, te.Answer(), nil
+			}
+			return sv, "", err
+		}
+	}
+	return plan.New(o.tr, o.logger(stderr), opts)
+}
+
+func (o *planOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
+	if err := o.spoolStdin(stdin); err != nil {
+		fmt.Fprintf(stderr, "csimigrate plan: %v\n", err)
+		return exitInput
+	}
+	defer o.cleanup()
+	pl := o.planner(stderr)
+	// From files, the PVs in a second pass, once claims, classes and
+	// secrets are known; -live lists PVs last.
+	passes := []plan.Phase{plan.PhaseOthers, plan.PhasePVs}
+	if o.live {
+		passes = passes[:1]
+	}
+	for i, phase := range passes {
+		if !o.live {
+			pl.SetPhase(phase)
+		}
+		report := stderr
+		if i > 0 {
+			report = io.Discard // said once
+		}
+		if err := o.read(stdin, report, pl); err != nil {
 			fmt.Fprintf(stderr, "csimigrate plan: %v\n", err)
 			return exitInput
 		}
 	}
 	report := pl.Finish()
 	var err error
-	switch c.output {
+	switch o.output {
 	case "json":
 		err = writeJSON(stdout, report)
 	case "yaml":

@@ -28,100 +28,106 @@ import (
 	"github.com/csimigrate/csimigrate/translate"
 )
 
+// rewriteOptions are rewrite's flags; names are the PVs and
+// storageclass/NAMEs after them (with -apply).
+type rewriteOptions struct {
+	common
+	applyOptions
+	doApply bool
+	qps     float64
+	// cephFlags reach Ceph's tools for -adopt; cephfsSecretRef is
+	// -cephfs-secret as given.
+	cephFlags       cephToolFlags
+	cephfsSecretRef string
+	names           []string
+	// applyOnly names the flags given that only -apply takes.
+	applyOnly []string
+	tr        *translate.Translator
+}
+
+const rewriteSummary = "Replaces each in-tree PV by a CSI PV of the same name without losing its claim or its data: set\n" +
+	"Retain, save the replacement, delete the old PV object, create the CSI PV with the same name, claimRef and\n" +
+	"capacity, restore the reclaim policy. By default prints the steps for review (-o script: a bash script that\n" +
+	"reads the cluster before every step; -o yaml: the CSI PVs). With -apply it carries them out against the\n" +
+	"cluster of -kubeconfig, on the PVs of -f (the reviewed input, each only while its live uid is the reviewed\n" +
+	"one) or, without -f, on every in-tree PV of the cluster; PV names after the flags narrow that further.\n" +
+	"Every check runs before the first write to a PV; a PV that fails one is reported and left as it was. Every\n" +
+	"run derives its state from the cluster (the PVs and a ConfigMap per PV in -state-namespace), so an\n" +
+	"interrupted run is resumed by running it again. The in-tree StorageClasses in scope are replaced too,\n" +
+	"after the PVs (delete, then create the translated class; name one as storageclass/NAME). -dry-run sends\n" +
+	"every step with the API server's server-side dry run instead. -undo takes the same steps the other way:\n" +
+	"each CSI PV and StorageClass csimigrate's rewrite created is replaced by the in-tree one it replaced.\n\n" +
+	"Usage: csimigrate rewrite [flags] [-undo] [-apply [-dry-run] [PV name | storageclass/NAME ...]]"
+
 func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var c common
-	fs := newFlagSet("rewrite", "Replaces each in-tree PV by a CSI PV of the same name without losing its claim or its data: set\n"+
-		"Retain, save the replacement, delete the old PV object, create the CSI PV with the same name, claimRef and\n"+
-		"capacity, restore the reclaim policy. By default prints the steps for review (-o script: a bash script that\n"+
-		"reads the cluster before every step; -o yaml: the CSI PVs). With -apply it carries them out against the\n"+
-		"cluster of -kubeconfig, on the PVs of -f (the reviewed input, each only while its live uid is the reviewed\n"+
-		"one) or, without -f, on every in-tree PV of the cluster; PV names after the flags narrow that further.\n"+
-		"Every check runs before the first write to a PV; a PV that fails one is reported and left as it was. Every\n"+
-		"run derives its state from the cluster (the PVs and a ConfigMap per PV in -state-namespace), so an\n"+
-		"interrupted run is resumed by running it again. The in-tree StorageClasses in scope are replaced too,\n"+
-		"after the PVs (delete, then create the translated class; name one as storageclass/NAME). -dry-run sends\n"+
-		"every step with the API server's server-side dry run instead. -undo takes the same steps the other way:\n"+
-		"each CSI PV and StorageClass csimigrate's rewrite created is replaced by the in-tree one it replaced.\n\n"+
-		"Usage: csimigrate rewrite [flags] [-undo] [-apply [-dry-run] [PV name | storageclass/NAME ...]]", stderr)
-	c.register(fs, "script|yaml", "rewrite")
-	var o applyOptions
-	doApply := fs.Bool("apply", false, "carry out the rewrite against the cluster of -kubeconfig")
+	return runCommand("rewrite", rewriteSummary, &rewriteOptions{}, args, stdin, stdout, stderr)
+}
+
+func (o *rewriteOptions) register(fs *flag.FlagSet) {
+	o.common.register(fs, "script", "yaml")
+	fs.BoolVar(&o.doApply, "apply", false, "carry out the rewrite against the cluster of -kubeconfig")
 	fs.BoolVar(&o.undo, "undo", false, "replace the CSI PVs and StorageClasses csimigrate's rewrite created by the in-tree ones they replaced (the review, or with -apply the undo itself)")
 	fs.BoolVar(&o.dry, "dry-run", false, "with -apply: use the API server's server-side dry run")
 	fs.StringVar(&o.stateNS, "state-namespace", "kube-system", "with -apply: namespace of the ConfigMaps that hold replacements between steps")
 	fs.IntVar(&o.concurrency, "concurrency", 8, "with -apply: how many PVs to rewrite at once (each PV's steps stay in order)")
-	qps := fs.Float64("qps", 100, "with -apply: the client's request rate limit towards the API server, per second")
+	fs.Float64Var(&o.qps, "qps", 100, "with -apply: the client's request rate limit towards the API server, per second")
 	fs.IntVar(&o.burst, "burst", 200, "with -apply: the client's burst above -qps")
 	fs.DurationVar(&o.leaseWait, "lease-wait", 30*time.Second, "with -apply: how long to wait while another csimigrate writer holds the Lease "+apply.LeaseName+" in -state-namespace")
 	fs.BoolVar(&o.online, "online", false, "with -apply: rewrite PVs that running pods use, where the kubelet of every such pod's node and kube-controller-manager already handle the plugin as CSI")
 	fs.BoolVar(&o.adopt, "adopt", false, "with -apply: register each in-tree RBD PV's image (and, with -cephfs-secret, each CephFS PV's subvolume) in Ceph CSI's journal where it can be, so that the PV becomes one of Ceph CSI's own volumes (snapshots, clones); with -undo, undo such PVs too (their entries removed). Reads and writes Ceph with its own tools (rbd, rados, ceph)")
-	cephfsSecret := fs.String("cephfs-secret", "", "with -adopt: namespace/name of the Secret with adminID and adminKey that Ceph CSI's CephFS driver reads for its own volumes (the one its StorageClass names); adopted CephFS volumes name it for staging, expansion and deletion. Without it CephFS volumes stay static")
-	fs.StringVar(&o.ceph.Conf, "ceph-conf", "", "with -adopt: the ceph.conf Ceph's tools read (their --conf)")
-	fs.StringVar(&o.ceph.ID, "ceph-id", "", "with -adopt: the Ceph user Ceph's tools authenticate as (their --id)")
-	fs.StringVar(&o.ceph.Keyring, "ceph-keyring", "", "with -adopt: that user's keyring file (their --keyring); keys are never printed")
+	fs.StringVar(&o.cephfsSecretRef, "cephfs-secret", "", "with -adopt: namespace/name of the Secret with adminID and adminKey that Ceph CSI's CephFS driver reads for its own volumes (the one its StorageClass names); adopted CephFS volumes name it for staging, expansion and deletion. Without it CephFS volumes stay static")
 	fs.BoolVar(&o.adoptCSI, "adopt-csi", false, "with -apply -adopt: adopt the CSI PVs of rbd.csi.ceph.com that carry a migration handle (an earlier rewrite's, or Kubernetes' own migration's), and the static CSI PVs of cephfs.csi.ceph.com (with -cephfs-secret), instead of rewriting in-tree PVs; with -undo, give such adopted PVs their migration handle or static form back")
-	cephPrefix := fs.String("ceph-command-prefix", "", `with -adopt: a command that runs Ceph's tools elsewhere, split at spaces, e.g. "kubectl exec -i -n rook-ceph deploy/rook-ceph-tools --"`)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
+	o.cephFlags.register(fs, "-adopt")
+}
+
+func (o *rewriteOptions) complete(fs *flag.FlagSet) error {
+	o.names = fs.Args()
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "dry-run", "state-namespace", "concurrency", "qps", "burst", "online", "lease-wait", "adopt-csi":
+			o.applyOnly = append(o.applyOnly, "-"+f.Name)
 		}
-		return exitUsage
-	}
-	names := fs.Args()
-	if !*doApply && !reviewArgsOK(fs, names, stderr) {
-		return exitUsage
-	}
-	tr, err := c.translator()
-	if err != nil {
-		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-		return exitUsage
-	}
-	o.ceph.Prefix = strings.Fields(*cephPrefix)
-	if !o.adopt && (o.adoptCSI || o.ceph.Conf != "" || o.ceph.ID != "" || o.ceph.Keyring != "" || len(o.ceph.Prefix) > 0 || *cephfsSecret != "") {
-		fmt.Fprintln(stderr, "csimigrate rewrite: -adopt-csi, -ceph-conf, -ceph-id, -ceph-keyring, -ceph-command-prefix and -cephfs-secret only with -adopt")
-		return exitUsage
-	}
-	if *cephfsSecret != "" {
-		ns, name, ok := strings.Cut(*cephfsSecret, "/")
+	})
+	o.ceph = o.cephFlags.tools
+	o.qps32 = float32(o.qps)
+	if o.cephfsSecretRef != "" {
+		ns, name, ok := strings.Cut(o.cephfsSecretRef, "/")
 		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-			fmt.Fprintf(stderr, "csimigrate rewrite: -cephfs-secret %q: want namespace/name of a Secret\n", *cephfsSecret)
-			return exitUsage
+			return fmt.Errorf("-cephfs-secret %q: want namespace/name of a Secret", o.cephfsSecretRef)
 		}
 		o.cephfsSecret = &v1.SecretReference{Namespace: ns, Name: name}
 	}
-	if !*doApply {
-		if o.adopt && !c.live {
-			fmt.Fprintln(stderr, "csimigrate rewrite: -adopt in a review needs -live: the adoption's checks read the cluster and Ceph, as -apply does")
-			return exitUsage
-		}
-		return runReview(&c, tr, o, stdin, stdout, stderr)
-	}
-	if o.concurrency < 1 || *qps <= 0 || o.burst < 1 {
-		fmt.Fprintf(stderr, "csimigrate rewrite: -concurrency %d, -qps %g, -burst %d: want each at least 1\n", o.concurrency, *qps, o.burst)
-		return exitUsage
-	}
-	o.qps = float32(*qps)
-	return runApply(&c, tr, o, names, stdin, stdout, stderr)
+	var err error
+	o.tr, err = o.translator()
+	return err
 }
 
-// reviewArgsOK reports whether the flags and names given without -apply
-// are those of the review, and says which are not.
-func reviewArgsOK(fs *flag.FlagSet, names []string, stderr io.Writer) bool {
-	var applyOnly []string
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "adopt", "ceph-conf", "ceph-id", "ceph-keyring", "ceph-command-prefix", "cephfs-secret":
-			// The review of an adoption: its Ceph-side writes in the script.
-		case "dry-run", "state-namespace", "concurrency", "qps", "burst", "online", "lease-wait", "adopt-csi":
-			applyOnly = append(applyOnly, "-"+f.Name)
-		}
-	})
-	if len(applyOnly) > 0 || len(names) > 0 {
-		fmt.Fprintf(stderr, "csimigrate rewrite: %s only with -apply (without it, rewrite prints the steps for review)\n",
-			strings.Join(append(applyOnly, quoteAll(names)...), ", "))
-		return false
+func (o *rewriteOptions) validate() error {
+	if err := o.common.validate(); err != nil {
+		return err
 	}
-	return true
+	switch {
+	case !o.doApply && (len(o.applyOnly) > 0 || len(o.names) > 0):
+		// The review of an adoption takes -adopt and the Ceph flags: its
+		// Ceph-side writes are in the script.
+		return fmt.Errorf("%s only with -apply (without it, rewrite prints the steps for review)", strings.Join(append(o.applyOnly, quoteAll(o.names)...), ", "))
+	case !o.adopt && (o.adoptCSI || o.cephFlags.given() || o.cephfsSecret != nil):
+		return errors.New("-adopt-csi, -ceph-conf, -ceph-id, -ceph-keyring, -ceph-command-prefix and -cephfs-secret only with -adopt")
+	case !o.doApply && o.adopt && !o.live:
+		return errors.New("-adopt in a review needs -live: the adoption's checks read the cluster and Ceph, as -apply does")
+	case o.doApply && o.live:
+		return errors.New("-apply reads the live cluster itself; give -f for reviewed input, or neither")
+	case o.doApply && (o.concurrency < 1 || o.qps <= 0 || o.burst < 1):
+		return fmt.Errorf("-concurrency %d, -qps %g, -burst %d: want each at least 1", o.concurrency, o.qps, o.burst)
+	}
+	return nil
+}
+
+func (o *rewriteOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
+	if !o.doApply {
+		return runReview(&o.common, o.tr, o.applyOptions, stdin, stdout, stderr)
+	}
+	return runApply(&o.common, o.tr, o.applyOptions, o.names, stdin, stdout, stderr)
 }
 
 // runReview prints the steps of the rewrite (or its undo) of the input for
@@ -131,10 +137,6 @@ func reviewArgsOK(fs *flag.FlagSet, names []string, stderr io.Writer) bool {
 // Standard input is kept in a temporary file for that.
 func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Reader, stdout, stderr io.Writer) int {
 	undo := o.undo
-	if c.output != "script" && c.output != "yaml" {
-		fmt.Fprintf(stderr, "csimigrate rewrite: -o %q: want script or yaml\n", c.output)
-		return exitUsage
-	}
 	if err := c.spoolStdin(stdin); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitInput

@@ -24,11 +24,7 @@ import (
 // targets: the PVs and StorageClasses of the reviewed input, or of the live
 // cluster, narrowed to names.
 func runApply(c *common, tr *translate.Translator, o applyOptions, names []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if c.live {
-		fmt.Fprintln(stderr, "csimigrate rewrite: -apply reads the live cluster itself; give -f for reviewed input, or neither")
-		return exitUsage
-	}
-	client, err := clientFor(c.kubeconfig, c.context, o.qps, o.burst)
+	client, err := clientFor(c.kubeconfig, c.context, o.qps32, o.burst)
 	if err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitUsage
@@ -229,7 +225,7 @@ type applyOptions struct {
 	dry         bool
 	stateNS     string
 	concurrency int
-	qps         float32
+	qps32       float32
 	burst       int
 	online      bool
 	undo        bool

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -19,21 +20,58 @@ import (
 	"github.com/csimigrate/csimigrate/translate"
 )
 
+// translateOptions are translate's flags.
+type translateOptions struct {
+	common
+	// inlineCapacity is the size of PVs made for inline volumes.
+	inlineCapacity resource.Quantity
+	tr             *translate.Translator
+}
+
+const translateSummary = "Prints the CSI equivalents of the input's in-tree PVs and StorageClasses, as YAML or JSON, each as\n" +
+	"soon as it is read (memory does not grow with the input). For each in-tree inline volume of a pod or a\n" +
+	"workload's pod template it prints what moves it to a PV: a CSI PV, a claim bound to it, and the object\n" +
+	"using the claim instead (give the PV the volume's real size with -inline-capacity or by editing it).\n" +
+	"Objects that fail are reported on stderr with the field at fault (exit 1)."
+
 func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var sink *translateSink
-	c, code, ok := setup("translate", "Prints the CSI equivalents of the input's in-tree PVs and StorageClasses, as YAML or JSON, each as\n"+
-		"soon as it is read (memory does not grow with the input). For each in-tree inline volume of a pod or a\n"+
-		"workload's pod template it prints what moves it to a PV: a CSI PV, a claim bound to it, and the object\n"+
-		"using the claim instead (give the PV the volume's real size with -inline-capacity or by editing it).\n"+
-		"Objects that fail are reported on stderr with the field at fault (exit 1).",
-		args, stdin, stderr, "yaml|json", func(c *common, tr *translate.Translator) Sink {
-			sink = &translateSink{capacity: c.inlineCapacity, tr: tr, logger: c.logger(stderr), stderr: stderr, w: bufio.NewWriterSize(stdout, 1<<16), json: c.output == "json"}
-			return sink
-		})
-	if !ok {
-		return code
+	return runCommand("translate", translateSummary, &translateOptions{inlineCapacity: defaultInlineCapacity}, args, stdin, stdout, stderr)
+}
+
+func (o *translateOptions) register(fs *flag.FlagSet) {
+	o.common.register(fs, "yaml", "json")
+	fs.Func("inline-capacity", "size of the PVs and claims made for inline volumes, which carry none (default 1Gi)", func(v string) error {
+		q, err := resource.ParseQuantity(v)
+		if err == nil && q.Sign() <= 0 {
+			err = errors.New("must be positive")
+		}
+		o.inlineCapacity = q
+		return err
+	})
+}
+
+func (o *translateOptions) complete(fs *flag.FlagSet) error {
+	if err := noArgs(fs.Args()); err != nil {
+		return err
 	}
-	defer c.cleanup()
+	var err error
+	o.tr, err = o.translator()
+	return err
+}
+
+func (o *translateOptions) validate() error { return o.common.validate() }
+
+func (o *translateOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
+	if err := o.spoolStdin(stdin); err != nil {
+		fmt.Fprintf(stderr, "csimigrate translate: %v\n", err)
+		return exitInput
+	}
+	defer o.cleanup()
+	sink := &translateSink{capacity: o.inlineCapacity, tr: o.tr, logger: o.logger(stderr), stderr: stderr, w: bufio.NewWriterSize(stdout, 1<<16), json: o.output == "json"}
+	if err := o.read(stdin, stderr, sink); err != nil {
+		fmt.Fprintf(stderr, "csimigrate translate: %v\n", err)
+		return exitInput
+	}
 	if err := sink.finish(); err != nil {
 		fmt.Fprintf(stderr, "csimigrate translate: writing the output: %v\n", err)
 		return exitOutput

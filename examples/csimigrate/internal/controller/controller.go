@@ -85,7 +85,9 @@ type Controller struct {
 	w      *apply.Writer
 
 	factory   informers.SharedInformerFactory
+	podInf    informers.SharedInformerFactory
 	stateInf  informers.SharedInformerFactory
+	claims    corelisters.PersistentVolumeClaimLister
 	pvs       corelisters.PersistentVolumeLister
 	classes   storagelisters.StorageClassLister
 	drivers   storagelisters.CSIDriverLister
@@ -185,32 +187,135 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, tr *translate.Trans
 		}
 		inScope[p] = true
 	}
-	// The writer logs its translations' details (once per step): only at
-	// higher verbosity.
-	notices := &writerEvents{seen: map[string]bool{}}
-	w, err := apply.New(client, tr, logger.V(4), notices, apply.Options{StateNamespace: o.StateNamespace, Online: o.Online, MaxWrites: o.MaxWrites})
-	if err != nil {
-		return nil, err
-	}
-	c := &Controller{client: client, dyn: dyn, tr: tr, logger: logger, rec: rec, m: m, o: o, w: w, inScope: inScope,
+	c := &Controller{client: client, dyn: dyn, tr: tr, logger: logger, rec: rec, m: m, o: o, inScope: inScope,
 		blocked: map[string]string{}, started: map[string]bool{}, runs: map[string]*apply.Run{}, ready: make(chan struct{}),
 		pvQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "pvs"}),
 		scQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "storageclasses"}),
 	}
-	notices.c = c
-	c.factory = informers.NewSharedInformerFactory(client, 10*time.Minute)
-	c.stateInf = informers.NewSharedInformerFactoryWithOptions(client, 10*time.Minute, informers.WithNamespace(o.StateNamespace),
+	listers, err := c.informers()
+	if err != nil {
+		return nil, err
+	}
+	// The writer logs its translations' details (once per step): only at
+	// higher verbosity. It reads from the informers' caches.
+	notices := &writerEvents{seen: map[string]bool{}, c: c}
+	c.w, err = apply.New(client, tr, logger.V(4), notices, apply.Options{StateNamespace: o.StateNamespace, Online: o.Online, MaxWrites: o.MaxWrites, Listers: listers})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// informers builds the informers the controller watches and the writer
+// reads from: PVs, StorageClasses, CSIDrivers, claims, pods (trimmed to
+// what the writer's checks read), VolumeAttachments, and the writer's state
+// in its namespace.
+func (c *Controller) informers() (*apply.Listers, error) {
+	c.factory = informers.NewSharedInformerFactory(c.client, 10*time.Minute)
+	c.podInf = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithTransform(trimPod))
+	c.stateInf = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithNamespace(c.o.StateNamespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = "app.kubernetes.io/managed-by=csimigrate" }))
 	pvInf := c.factory.Core().V1().PersistentVolumes()
 	scInf := c.factory.Storage().V1().StorageClasses()
 	drvInf := c.factory.Storage().V1().CSIDrivers()
+	claimInf := c.factory.Core().V1().PersistentVolumeClaims()
+	vaInf := c.factory.Storage().V1().VolumeAttachments()
+	podInf := c.podInf.Core().V1().Pods()
 	cmInf := c.stateInf.Core().V1().ConfigMaps()
-	c.pvs, c.classes, c.drivers, c.states = pvInf.Lister(), scInf.Lister(), drvInf.Lister(), cmInf.Lister()
-	c.synced = []cache.InformerSynced{pvInf.Informer().HasSynced, scInf.Informer().HasSynced, drvInf.Informer().HasSynced, cmInf.Informer().HasSynced}
-	if err := c.watch(pvInf.Informer(), scInf.Informer(), drvInf.Informer(), cmInf.Informer()); err != nil {
+	c.pvs, c.classes, c.drivers, c.states, c.claims = pvInf.Lister(), scInf.Lister(), drvInf.Lister(), cmInf.Lister(), claimInf.Lister()
+	infs := []cache.SharedIndexInformer{pvInf.Informer(), scInf.Informer(), drvInf.Informer(), cmInf.Informer(), claimInf.Informer(), vaInf.Informer(), podInf.Informer()}
+	for _, inf := range infs {
+		c.synced = append(c.synced, inf.HasSynced)
+	}
+	if err := c.watch(infs[0], infs[1], infs[2], infs[3]); err != nil {
 		return nil, err
 	}
-	return c, nil
+	if err := c.watchUsers(claimInf.Informer(), vaInf.Informer(), podInf.Informer()); err != nil {
+		return nil, err
+	}
+	return &apply.Listers{PVs: c.pvs, Claims: c.claims, Pods: podInf.Lister(), VolumeAttachments: vaInf.Lister(), States: c.states}, nil
+}
+
+// trimPod keeps of a pod what the writer's checks and the controller read
+// (its identity, node, volumes and phase), so that watching every pod costs
+// little memory.
+func trimPod(obj any) (any, error) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion, DeletionTimestamp: pod.DeletionTimestamp},
+		Spec:       v1.PodSpec{NodeName: pod.Spec.NodeName, Volumes: pod.Spec.Volumes},
+		Status:     v1.PodStatus{Phase: pod.Status.Phase},
+	}, nil
+}
+
+// watchUsers looks again at a PV left as it is when what uses it changes:
+// a pod of its claim finished or went away, its claim changed, or a
+// VolumeAttachment of it appeared or changed (the online-safety check),
+// instead of waiting for the recheck.
+func (c *Controller) watchUsers(claims, vas, pods cache.SharedIndexInformer) error {
+	_, err := claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) {
+			if pvc, ok := obj.(*v1.PersistentVolumeClaim); ok {
+				c.enqueueBlockedPV(pvc.Spec.VolumeName)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = vas.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueueAttached(obj) },
+		UpdateFunc: func(_, obj any) { c.enqueueAttached(obj) },
+	})
+	if err != nil {
+		return err
+	}
+	_, err = pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) { c.enqueuePodVolumes(obj) },
+		DeleteFunc: func(obj any) { c.enqueuePodVolumes(obj) },
+	})
+	return err
+}
+
+// enqueueBlockedPV looks again at a PV that is left as it is.
+func (c *Controller) enqueueBlockedPV(name string) {
+	if name == "" {
+		return
+	}
+	c.mu.Lock()
+	_, blocked := c.blocked["pv/"+name]
+	c.mu.Unlock()
+	if blocked {
+		c.pvQueue.Add(name)
+	}
+}
+
+func (c *Controller) enqueueAttached(obj any) {
+	if va, ok := obj.(*storagev1.VolumeAttachment); ok && va.Spec.Source.PersistentVolumeName != nil {
+		c.enqueueBlockedPV(*va.Spec.Source.PersistentVolumeName)
+	}
+}
+
+// enqueuePodVolumes looks again at the blocked PVs of a pod's claims.
+func (c *Controller) enqueuePodVolumes(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	for _, vol := range pod.Spec.Volumes {
+		if vol.PersistentVolumeClaim == nil {
+			continue
+		}
+		if pvc, err := c.claims.PersistentVolumeClaims(pod.Namespace).Get(vol.PersistentVolumeClaim.ClaimName); err == nil {
+			c.enqueueBlockedPV(pvc.Spec.VolumeName)
+		}
+	}
 }
 
 // watch queues what the informers report: PVs and classes as they change,
@@ -257,10 +362,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
 	defer c.pvQueue.ShutDown()
 	defer c.scQueue.ShutDown()
-	c.factory.Start(ctx.Done())
-	c.stateInf.Start(ctx.Done())
-	defer c.factory.Shutdown()
-	defer c.stateInf.Shutdown()
+	for _, f := range []informers.SharedInformerFactory{c.factory, c.podInf, c.stateInf} {
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("the informers did not sync: %w", ctx.Err())
 	}

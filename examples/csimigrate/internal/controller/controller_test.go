@@ -439,3 +439,34 @@ func notRunning(t *testing.T, client *fake.Clientset) (*Controller, *Metrics, *r
 	}
 	return c, m, rec, dyn
 }
+
+// A PV in use waits without polling: the pods informer tells the
+// controller when the last pod of its claim finishes, and the PV is
+// rewritten then, long before the recheck (an hour here).
+func TestControllerPodFinishedWakesPV(t *testing.T) {
+	pv := vspherePV("used")
+	pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "ns", Name: "data", UID: "uid-data"}
+	pv.Status.Phase = v1.VolumeBound
+	claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data", UID: "uid-data"},
+		Spec:   v1.PersistentVolumeClaimSpec{VolumeName: "used", AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}},
+		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"},
+		Spec:   v1.PodSpec{NodeName: "node-1", Volumes: []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}},
+		Status: v1.PodStatus{Phase: v1.PodRunning}}
+	f := start(t, Options{Recheck: time.Hour}, pv, claim, pod, driver)
+	waitFor(t, "the in-use refusal", func() error {
+		if testutil.ToFloat64(f.m.refusals.WithLabelValues("pv", string(rewrite.CodeInUse))) == 0 {
+			return errors.New("not refused yet")
+		}
+		return nil
+	})
+	if err := rewritten(f, "used"); err == nil {
+		t.Fatal("a PV in use was rewritten")
+	}
+	done := pod.DeepCopy()
+	done.Status.Phase = v1.PodSucceeded
+	if _, err := f.client.CoreV1().Pods("ns").UpdateStatus(context.Background(), done, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the rewrite once the pod finished", func() error { return rewritten(f, "used") })
+}

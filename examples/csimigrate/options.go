@@ -1,0 +1,285 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/go-logr/logr/funcr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/csimigrate/csimigrate/apply/cephtool"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/plugins/vsphere"
+	"github.com/csimigrate/csimigrate/translate"
+)
+
+// Each subcommand is options with register (its flags, from the shared
+// groups below and its own), complete (what the flags leave to defaults,
+// files read, positional arguments: fs.Args()), validate (flags that cannot work
+// together) and run, driven by runCommand, as kubectl's commands are.
+type command interface {
+	register(fs *flag.FlagSet)
+	complete(fs *flag.FlagSet) error
+	validate() error
+	run(stdin io.Reader, stdout, stderr io.Writer) int
+}
+
+// runCommand parses a subcommand's flags and completes, validates and runs
+// it; a flag or argument error exits with exitUsage.
+func runCommand(name, summary string, o command, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet(name, summary, stderr)
+	o.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if err := o.complete(fs); err != nil {
+		fmt.Fprintf(stderr, "csimigrate %s: %v\n", name, err)
+		return exitUsage
+	}
+	if err := o.validate(); err != nil {
+		fmt.Fprintf(stderr, "csimigrate %s: %v\n", name, err)
+		return exitUsage
+	}
+	return o.run(stdin, stdout, stderr)
+}
+
+// noArgs is complete's refusal of positional arguments.
+func noArgs(args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected arguments %q", args)
+	}
+	return nil
+}
+
+// clusterFlags say how to reach the cluster, as kubectl's do.
+type clusterFlags struct {
+	kubeconfig string
+	// context is the kubeconfig context to use ("" for its current one),
+	// as kubectl's --context.
+	context string
+}
+
+func (c *clusterFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	fs.StringVar(&c.context, "context", "", "the kubeconfig context to use (default: its current context), as kubectl's --context")
+}
+
+// inputFlags are the one input source of the reading commands: manifest
+// files (-f), the live cluster (-live) or, with neither, the embedded
+// sample.
+type inputFlags struct {
+	clusterFlags
+	files stringList
+	live  bool
+	// readSecrets: with -live, Secrets are read too (plan's -read-secrets).
+	readSecrets bool
+	// namespace is the namespace of namespaced input objects without one.
+	namespace string
+	// stdinFile is the file standard input was spooled to: its documents
+	// are named "<stdin>".
+	stdinFile string
+	// cleanup removes what spoolStdin made.
+	cleanup func()
+}
+
+func (in *inputFlags) register(fs *flag.FlagSet) {
+	fs.Var(&in.files, "f", "manifest file, directory or - for stdin (repeatable); none: the embedded sample")
+	fs.BoolVar(&in.live, "live", false, "read the input from the cluster of -kubeconfig instead of files")
+	in.clusterFlags.register(fs)
+	fs.StringVar(&in.namespace, "n", metav1.NamespaceDefault, "namespace of input objects that have none (as kubectl -n)")
+	fs.StringVar(&in.namespace, "namespace", metav1.NamespaceDefault, "the same as -n")
+}
+
+func (in *inputFlags) validate() error {
+	if in.live && len(in.files) > 0 {
+		return errors.New("-live and -f exclude each other")
+	}
+	return nil
+}
+
+// spoolStdin keeps standard input, when it is one of the inputs, in a
+// temporary file, so that the input can be read more than once;
+// in.cleanup removes it.
+func (in *inputFlags) spoolStdin(stdin io.Reader) error {
+	in.cleanup = func() {}
+	if !slices.Contains(in.files, "-") {
+		return nil
+	}
+	path, cleanup, err := spool(stdin)
+	if err != nil {
+		return err
+	}
+	in.cleanup = cleanup
+	in.stdinFile = path
+	for i, f := range in.files {
+		if f == "-" {
+			in.files[i] = path
+		}
+	}
+	return nil
+}
+
+// translatorFlags say how objects are translated.
+type translatorFlags struct {
+	cephConfig    string
+	vsphereCats   string
+	vsphereLegacy bool
+	nodeExpand    bool
+	// cephWarnings are the -ceph-config entries Ceph CSI accepts but that
+	// look like mistakes (plan reports them).
+	cephWarnings []string
+}
+
+func (t *translatorFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&t.cephConfig, "ceph-config", "", "Ceph CSI config.json (clusterID -> monitors), for CSI volumes without monitors")
+	fs.StringVar(&t.vsphereCats, "vsphere-topology-categories", "", `the vSphere CSI driver's topology-categories, "zone,region" (default: its zone and region keys)`)
+	fs.BoolVar(&t.vsphereLegacy, "vsphere-legacy-topology", false, "the vSphere CSI driver reports the beta failure-domain labels")
+	fs.BoolVar(&t.nodeExpand, "node-expand-secret", true, "set nodeExpandSecretRef on translated PVs (CSINodeExpandSecret)")
+}
+
+// vsphereTopology returns the CSI topology keys the options select.
+func (t *translatorFlags) vsphereTopology() (vsphere.Topology, error) {
+	switch {
+	case t.vsphereLegacy:
+		return vsphere.LegacyTopology(), nil
+	case t.vsphereCats != "":
+		zone, region, ok := strings.Cut(t.vsphereCats, ",")
+		if !ok || zone == "" || region == "" {
+			return vsphere.Topology{}, fmt.Errorf(`-vsphere-topology-categories %q: want "zone-category,region-category"`, t.vsphereCats)
+		}
+		return vsphere.TopologyForCategories(zone, region), nil
+	}
+	return vsphere.Topology{ZoneKey: vsphere.DefaultZoneKey, RegionKey: vsphere.DefaultRegionKey}, nil
+}
+
+// translator builds the translator the flags describe.
+func (t *translatorFlags) translator() (*translate.Translator, error) {
+	opts := []translate.Option{translate.WithNodeExpandSecret(t.nodeExpand)}
+	if t.cephConfig != "" {
+		cfg, err := t.clusterConfig()
+		if err != nil {
+			return nil, err
+		}
+		t.cephWarnings = cfg.Warnings()
+		opts = append(opts, translate.WithCephClusterConfig(cfg))
+	}
+	topo, err := t.vsphereTopology()
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, translate.WithVSphereOptions(vsphere.Options{Topology: topo}))
+	return translate.New(opts...)
+}
+
+// clusterConfig is the Ceph CSI config of -ceph-config (empty without it).
+func (t *translatorFlags) clusterConfig() (ceph.ClusterConfig, error) {
+	if t.cephConfig == "" {
+		return ceph.ClusterConfig{}, nil
+	}
+	b, err := os.ReadFile(t.cephConfig)
+	if err != nil {
+		return ceph.ClusterConfig{}, err
+	}
+	cfg, err := ceph.ParseClusterConfig(b)
+	if err != nil {
+		return ceph.ClusterConfig{}, fmt.Errorf("-ceph-config %s: %w", t.cephConfig, err)
+	}
+	return cfg, nil
+}
+
+// outputFlags are -o, one of a command's formats (the first is the
+// default).
+type outputFlags struct {
+	output  string
+	formats []string
+}
+
+func (o *outputFlags) register(fs *flag.FlagSet, formats ...string) {
+	o.formats = formats
+	fs.StringVar(&o.output, "o", formats[0], "output format: "+strings.Join(formats, "|"))
+}
+
+func (o *outputFlags) validate() error {
+	if !slices.Contains(o.formats, o.output) {
+		return fmt.Errorf("-o %q: want one of %s", o.output, strings.Join(o.formats, "|"))
+	}
+	return nil
+}
+
+// logFlags are -v.
+type logFlags struct{ verbose bool }
+
+func (l *logFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&l.verbose, "v", false, "log details to stderr")
+}
+
+func (l *logFlags) logger(stderr io.Writer) klog.Logger {
+	if !l.verbose {
+		return klog.Background().V(100)
+	}
+	return newStderrLogger(stderr)
+}
+
+func newStderrLogger(w io.Writer) klog.Logger {
+	return funcr.New(func(prefix, args string) { fmt.Fprintln(w, args) }, funcr.Options{Verbosity: 4})
+}
+
+// cephToolFlags say how Ceph's own tools reach the cluster, for the flag
+// that uses them (with: "-read-ceph", "-adopt").
+type cephToolFlags struct {
+	tools cephtool.Tools
+}
+
+func (c *cephToolFlags) register(fs *flag.FlagSet, with string) {
+	fs.StringVar(&c.tools.Conf, "ceph-conf", "", "with "+with+": the ceph.conf Ceph's tools read (their --conf)")
+	fs.StringVar(&c.tools.ID, "ceph-id", "", "with "+with+": the Ceph user Ceph's tools authenticate as (their --id)")
+	fs.StringVar(&c.tools.Keyring, "ceph-keyring", "", "with "+with+": that user's keyring file (their --keyring); keys are never printed")
+	fs.Func("ceph-command-prefix", "with "+with+`: a command that runs Ceph's tools elsewhere, split at spaces, e.g. "kubectl exec -i -n rook-ceph deploy/rook-ceph-tools --"`, func(v string) error {
+		c.tools.Prefix = strings.Fields(v)
+		return nil
+	})
+}
+
+// given reports whether any of the flags was given.
+func (c *cephToolFlags) given() bool {
+	t := c.tools
+	return t.Conf != "" || t.ID != "" || t.Keyring != "" || len(t.Prefix) > 0
+}
+
+// common are the groups every reading command (plan, translate, rewrite)
+// has: the input, the translator, the output and -v.
+type common struct {
+	inputFlags
+	translatorFlags
+	outputFlags
+	logFlags
+}
+
+func (c *common) register(fs *flag.FlagSet, formats ...string) {
+	c.inputFlags.register(fs)
+	c.translatorFlags.register(fs)
+	c.outputFlags.register(fs, formats...)
+	c.logFlags.register(fs)
+}
+
+func (c *common) validate() error {
+	if err := c.outputFlags.validate(); err != nil {
+		return err
+	}
+	return c.inputFlags.validate()
+}
+
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Every flag a command's help names is one of its own flags, unless the
+// help names it as another command's ("rewrite -apply -adopt") or in a quoted example.
+func TestHelpNamesOnlyOwnFlags(t *testing.T) {
+	commands := []string{"plan", "translate", "rewrite", "clusterid", "controller"}
+	flagLine := regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)`)
+	for _, cmd := range commands {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{cmd, "-h"}, nil, &stdout, &stderr); code != exitOK {
+			t.Fatalf("%s -h: exit %d", cmd, code)
+		}
+		help := stderr.String()
+		var own []string
+		for _, m := range flagLine.FindAllStringSubmatch(help, -1) {
+			own = append(own, m[1])
+		}
+		if len(own) == 0 {
+			t.Fatalf("%s -h lists no flags:\n%s", cmd, help)
+		}
+		// Quoted examples are other programs' command lines.
+		help = regexp.MustCompile(`"[^"\n]*"`).ReplaceAllString(help, "")
+		other := false
+		for _, tok := range strings.FieldsFunc(help, func(r rune) bool { return strings.ContainsRune(" \t\n,;:()`\"", r) }) {
+			switch {
+			case slices.Contains(commands, tok):
+				other = true // flags after a command name are that command's
+			case strings.HasPrefix(tok, "-") && len(tok) > 1 && tok[1] != '-' && tok[1] != '>':
+				name := strings.TrimRight(strings.TrimPrefix(tok, "-"), ".'")
+				if !other && !slices.Contains(own, name) && regexp.MustCompile(`^[a-z][a-z0-9-]*$`).MatchString(name) {
+					t.Errorf("%s -h names -%s, which %s does not have", cmd, name, cmd)
+				}
+			default:
+				other = false
+			}
+		}
+	}
+}
