@@ -247,7 +247,7 @@ func (a *Writer) cephfsAdoptionOf(ctx context.Context, cur, repl *v1.PersistentV
 	if err != nil {
 		return nil, err
 	}
-	if ad.why, err = a.whyNotAdopted(ctx, d, inUse, "it is rewritten as a static volume now, and rewrite -apply -adopt -adopt-csi adopts it when no pod uses it", a.adminSecretMissing); err != nil {
+	if ad.why, err = a.whyNotAdopted(ctx, d, inUse, "it is rewritten as a static volume now, and an adoption of CSI PVs adopts it when no pod uses it", a.adminSecretMissing); err != nil {
 		return nil, err
 	}
 	return ad, nil
@@ -419,7 +419,8 @@ func journalOf(pv *v1.PersistentVolume) (*adopt.Journal, error) {
 // error naming what another entry holds there.
 func (a *Writer) journalState(ctx context.Context, j adopt.Journal) (string, error) {
 	if a.ceph == nil {
-		return "", errors.New("the PV's image is in Ceph CSI's journal, and no Ceph access was given (-ceph-conf, -ceph-id, -ceph-keyring)")
+		return "", &rewrite.Refusal{Code: rewrite.CodeNotRecorded, Reason: "the PV's image is in Ceph CSI's journal, and no Ceph access was given",
+			Remedy: "give the run access to Ceph (a ceph.conf, a user and its keyring)", Action: plugin.ActionGiveCephAccess}
 	}
 	obj, found, err := a.ceph.Omap(ctx, j.Pool, j.Namespace, j.Object())
 	if err != nil {

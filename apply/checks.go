@@ -95,8 +95,8 @@ func (a *Writer) inUseRefusal(ctx context.Context, cur, inTree *v1.PersistentVol
 		names[i] = p.Name
 	}
 	if !a.online {
-		return true, refuse(rewrite.CodeInUse, "in use by pods %s of claim %s/%s; stop them first (csimigrate plan lists them), or use -online where the plugin is migrated on their nodes",
-			strings.Join(names, ", "), c.Namespace, c.Name)
+		return true, &rewrite.Refusal{Code: rewrite.CodeInUse, Reason: fmt.Sprintf("in use by pods %s of claim %s/%s", strings.Join(names, ", "), c.Namespace, c.Name),
+			Remedy: "stop them first, or rewrite it online where the plugin is already migrated on their nodes", Action: plugin.ActionStopPods, Object: "PersistentVolumeClaim " + c.Namespace + "/" + c.Name}
 	}
 	if err := a.onlineSafe(ctx, inTree, driver, handle, pods); err != nil {
 		return true, refuse(rewrite.CodeInUse, "in use by pods %s of claim %s/%s, and not safe online: %v", strings.Join(names, ", "), c.Namespace, c.Name, err)
@@ -316,7 +316,7 @@ func (a *Writer) secretRefusal(ctx context.Context, cur *v1.PersistentVolume, r 
 			continue
 		}
 		fields, _ := need.Fields(action)
-		remedy := fmt.Sprintf("%s it: %s (csimigrate plan lists it under SECRETS)", action, strings.Join(fields, ", "))
+		remedy := fmt.Sprintf("%s it: %s", action, strings.Join(fields, ", "))
 		for _, f := range fixes {
 			remedy = fmt.Sprintf("add %s: %s to Secret %s", f.Field, f.Value, ref)
 		}
@@ -324,7 +324,8 @@ func (a *Writer) secretRefusal(ctx context.Context, cur *v1.PersistentVolume, r 
 		if s == nil {
 			code = rewrite.CodeSecretMissing
 		}
-		return &rewrite.Refusal{Code: code, Reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), %s", ref, strings.Join(need.Uses, ", "), problem), Remedy: remedy}
+		return &rewrite.Refusal{Code: code, Reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), %s", ref, strings.Join(need.Uses, ", "), problem), Remedy: remedy,
+			Action: plugin.ActionCreateSecret, Object: "Secret " + ref}
 	}
 	return nil
 }

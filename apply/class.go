@@ -80,7 +80,7 @@ func (r *classRun) loadState() error {
 	case r.t.UID != "" && s.UID != r.t.UID:
 		return fmt.Errorf("ConfigMap %s was saved for uid %s, the reviewed StorageClass has uid %s; nothing is created from it", r.where(), s.UID, r.t.UID)
 	case s.Undo != r.a.undo:
-		return fmt.Errorf("ConfigMap %s holds %s of storageclass/%s in progress; finish it first (csimigrate %s), nothing is done with it here", r.where(), directionOf(s.Undo).what, r.t.Name, directionOf(s.Undo).command)
+		return &InProgressError{ConfigMap: r.where(), Object: r.obj(), Undo: s.Undo, what: directionOf(s.Undo).what}
 	}
 	r.state = s
 	return nil

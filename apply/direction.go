@@ -86,11 +86,10 @@ type checks struct {
 // it came from). Both take pvSteps.
 type direction struct {
 	undo bool
-	// what and command name the direction in messages, done says what
-	// became of a target, and scope (aScope, with its article) names the
-	// targets.
-	what, command, done string
-	scope, aScope       string
+	// what names the direction in messages, done says what became of a
+	// target, and scope (aScope, with its article) names the targets.
+	what, done    string
+	scope, aScope string
 	// source is the kind of PV it replaces, target the kind it creates;
 	// sourceWord and targetWord name them in the steps printed.
 	source, target         rewrite.Kind
@@ -104,13 +103,13 @@ type direction struct {
 }
 
 var (
-	adoptDirection = &direction{what: "an adoption", command: "rewrite -apply -adopt -adopt-csi", done: "adopted", scope: "migration-handle or static CephFS", aScope: "a migration-handle or static CephFS",
+	adoptDirection = &direction{what: "an adoption", done: "adopted", scope: "migration-handle or static CephFS", aScope: "a migration-handle or static CephFS",
 		source: kindMigrated, target: kindAdopted, sourceWord: "migration-handle", targetWord: "native", check: (*Writer).checkAdopt, build: (*Writer).buildAdopt}
-	unadoptDirection = &direction{undo: true, what: "an undo of an adoption", command: "rewrite -apply -undo -adopt -adopt-csi", done: "given back their migration handle or static form", scope: "adopted", aScope: "an adopted",
+	unadoptDirection = &direction{undo: true, what: "an undo of an adoption", done: "given back their migration handle or static form", scope: "adopted", aScope: "an adopted",
 		source: kindAdopted, target: kindMigrated, sourceWord: "native", targetWord: "migration-handle", check: (*Writer).checkUnadopt, build: (*Writer).buildUnadopt}
-	rewriteDirection = &direction{what: "a rewrite", command: "rewrite -apply", done: "rewritten", scope: "in-tree", aScope: "an in-tree", source: rewrite.KindInTree, target: rewrite.KindRewritten,
+	rewriteDirection = &direction{what: "a rewrite", done: "rewritten", scope: "in-tree", aScope: "an in-tree", source: rewrite.KindInTree, target: rewrite.KindRewritten,
 		sourceWord: "in-tree", targetWord: "CSI", check: (*Writer).check, build: (*Writer).buildRewrite}
-	undoDirection = &direction{undo: true, what: "an undo", command: "rewrite -apply -undo", done: "undone", scope: "rewritten", aScope: "a rewritten", source: rewrite.KindRewritten, target: rewrite.KindInTree,
+	undoDirection = &direction{undo: true, what: "an undo", done: "undone", scope: "rewritten", aScope: "a rewritten", source: rewrite.KindRewritten, target: rewrite.KindInTree,
 		sourceWord: "CSI", targetWord: "in-tree", check: (*Writer).checkUndo, build: (*Writer).buildUndo}
 )
 

@@ -154,7 +154,7 @@ func (r *pvRun) loadState() error {
 		return fmt.Errorf("ConfigMap %s was saved for uid %s, the reviewed PV has uid %s; nothing is created from it", r.where(), s.UID, r.t.UID)
 	}
 	if d := directionNamed(s.Direction, s.Undo); d != r.dir {
-		return fmt.Errorf("ConfigMap %s holds %s of pv/%s in progress; finish it first (csimigrate %s), nothing is done with it here", r.where(), d.what, r.t.Name, d.command)
+		return &InProgressError{ConfigMap: r.where(), Object: r.obj(), Undo: d.undo, Adoption: d == adoptDirection || d == unadoptDirection, what: d.what}
 	}
 	s.cmVersion = r.cm.ResourceVersion
 	r.state = s

@@ -47,7 +47,7 @@ func (a *Writer) checkUndo(ctx context.Context, cur *v1.PersistentVolume) (*chec
 		want = cur.Annotations[adopt.AnnAdoptedFrom]
 		if a.ceph == nil {
 			return nil, &rewrite.Refusal{Code: rewrite.CodeNotRecorded, Reason: "its image was adopted into Ceph CSI's journal, and the undo removes that entry: it needs Ceph access",
-				Remedy: "run the undo with -ceph-conf, -ceph-id and -ceph-keyring (or -ceph-command-prefix)"}
+				Remedy: "give the undo access to Ceph (a ceph.conf, a user and its keyring)", Action: plugin.ActionGiveCephAccess}
 		}
 	}
 	if driver != cur.Spec.CSI.Driver || handle != want {

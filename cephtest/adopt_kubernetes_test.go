@@ -14,6 +14,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/testenv"
 )
 
@@ -65,6 +67,67 @@ var (
 // with rbd export); the migrated volume expands; and deleting its claim
 // (reclaim policy Delete) removes the image and its journal entry.
 func TestCephRBDAdoptSnapshotCloneKubernetes(t *testing.T) {
+	adoptChainKubernetes(t, "kube.adopt-k8s", adoptByRewrite)
+}
+
+// The same chain with csimigrate's controller (the command's binary, with
+// -adopt and Ceph's tools) adopting the PV as it rewrites it, instead of
+// rewrite -apply -adopt: what the controller makes is as much Ceph CSI's
+// own volume (snapshot, clone, expansion, deletion through Kubernetes).
+func TestCephRBDAdoptByControllerKubernetes(t *testing.T) {
+	adoptChainKubernetes(t, "kube.adopt-ctl", adoptByController)
+}
+
+// adoptBy rewrites the in-tree PV pv and StorageClass sc of the cluster
+// of kubeconfig kc with adoption, reaching Ceph with ceph.conf conf and
+// Ceph CSI's config cfgFile, and returns once both are done.
+type adoptBy func(t *testing.T, srv *testenv.Server, kc, conf, cfgFile, pv, sc string)
+
+// adoptByRewrite runs csimigrate rewrite -apply -adopt.
+func adoptByRewrite(t *testing.T, _ *testenv.Server, kc, conf, cfgFile, pv, sc string) {
+	out, err := exec.Command(envBin, "rewrite", "-apply", "-kubeconfig", kc, "-adopt", "-ceph-conf", conf, "-ceph-config", cfgFile,
+		pv, "storageclass/"+sc).CombinedOutput()
+	if err != nil {
+		t.Fatalf("csimigrate rewrite -apply -adopt: %v\n%s", err, out)
+	}
+	t.Logf("csimigrate rewrite -apply -adopt:\n%s", out)
+}
+
+// adoptByController runs csimigrate controller -adopt (owned by the test's
+// server, stopped with it) and waits for it to have rewritten the PV and
+// replaced the class; the driver's CSIDriver object, which the controller
+// waits for, is registered first.
+func adoptByController(t *testing.T, srv *testenv.Server, kc, conf, cfgFile, pv, sc string) {
+	ctx := context.Background()
+	if _, err := srv.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "rbd.csi.ceph.com"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Spawn("csimigrate-controller", envBin, "controller", "-kubeconfig", kc, "-identity", "cephtest", "-metrics-address", "", "-v",
+		"-recheck", "2s", "-status-every", "1s", "-adopt", "-ceph-conf", conf, "-ceph-config", cfgFile); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("csimigrate controller:\n%s", srv.Logs("csimigrate-controller"))
+		}
+	})
+	poll(t, 120*time.Second, "the controller to rewrite the PV and replace the class", func() (bool, string) {
+		p, err := srv.Client.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		class, err := srv.Client.StorageV1().StorageClasses().Get(ctx, sc, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		done := p.Spec.CSI != nil && p.Annotations[rewrite.AnnReclaimPolicy] == "" && class.Provisioner == "rbd.csi.ceph.com"
+		return done, fmt.Sprintf("pv csi %t, annotations %v; class provisioner %s", p.Spec.CSI != nil, p.Annotations, class.Provisioner)
+	})
+}
+
+// adoptChainKubernetes is the chain above on pool, with adopt doing the
+// adoption.
+func adoptChainKubernetes(t *testing.T, pool string, adopt adoptBy) {
 	c, d := cephEnv(t)
 	snapDir, err := snapshotterDir()
 	if err != nil {
@@ -72,7 +135,7 @@ func TestCephRBDAdoptSnapshotCloneKubernetes(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	pool, ns := "kube.adopt-k8s", "default"
+	ns := "default"
 	createPool(t, c, pool)
 	dir := t.TempDir()
 	data := make([]byte, dataSize)
@@ -198,12 +261,7 @@ func TestCephRBDAdoptSnapshotCloneKubernetes(t *testing.T) {
 	}
 
 	// The rewrite, with adoption.
-	out, err := exec.Command(envBin, "rewrite", "-apply", "-kubeconfig", kc, "-adopt", "-ceph-conf", c.Conf, "-ceph-config", cfgFile,
-		pv.Name, "storageclass/"+sc.Name).CombinedOutput()
-	if err != nil {
-		t.Fatalf("csimigrate rewrite -apply -adopt: %v\n%s", err, out)
-	}
-	t.Logf("csimigrate rewrite -apply -adopt:\n%s", out)
+	adopt(t, srv, kc, c.Conf, cfgFile, pv.Name, sc.Name)
 	waitBound(t, cs, ns, claim.Name, pv.Name)
 	migrated, err := cs.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
 	if err != nil {

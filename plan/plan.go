@@ -402,9 +402,9 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 			vp.FormWhy = append(vp.FormWhy, d.KeepRetain)
 		}
 		if d.Predicted {
-			vp.FormWhy = append(vp.FormWhy, "with rewrite -apply -adopt, which reads the image first; without it the migration handle: stage, expand, delete")
+			vp.FormWhy = append(vp.FormWhy, "when adopted (the adoption reads the image first); otherwise the migration handle: stage, expand, delete")
 		} else {
-			vp.FormWhy = append(vp.FormWhy, "with rewrite -apply -adopt (the image as Ceph reports it now); without it the migration handle: stage, expand, delete")
+			vp.FormWhy = append(vp.FormWhy, "when adopted (the image as Ceph reports it now); otherwise the migration handle: stage, expand, delete")
 		}
 	case pv.Spec.CephFS != nil && out.Spec.CSI != nil:
 		p.cephFSForm(vp, pv, out, names)
@@ -445,11 +445,11 @@ func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume, names
 	if d.KeepRetain != "" {
 		vp.FormWhy = append(vp.FormWhy, d.KeepRetain)
 	}
-	how := "with rewrite -apply -adopt -cephfs-secret NAMESPACE/NAME (a Secret with adminID and adminKey, as Ceph CSI's CephFS StorageClass names)"
+	how := "when adopted with the admin Secret Ceph CSI's CephFS StorageClass names (adminID and adminKey)"
 	if d.Predicted {
 		how += ", which reads the subvolume first"
 	}
-	vp.FormWhy = append(vp.FormWhy, how+"; without it a static volume: stage only")
+	vp.FormWhy = append(vp.FormWhy, how+"; otherwise a static volume: stage only")
 	user := pv.Spec.CephFS.User
 	if user == "" {
 		user = "admin"
@@ -462,7 +462,7 @@ func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume, names
 func (p *Planner) rewriteRefusal(pv *v1.PersistentVolume) *plugin.Finding {
 	refused := func(err error) *plugin.Finding {
 		return &plugin.Finding{Code: FindingRewriteRefuses, Severity: plugin.SeverityBlocker, Field: "PersistentVolume " + pv.Name,
-			Message: "csimigrate rewrite would refuse it: " + reasonOf(err), Remedy: remedyOf(err)}
+			Message: "csimigrate rewrite would refuse it: " + reasonOf(err), Remedy: remedyOf(err), Action: actionOf(err), Object: objectOf(err)}
 	}
 	if err := rewrite.ObjectRefusal(pv); err != nil {
 		return refused(err)
@@ -477,7 +477,7 @@ func (p *Planner) rewriteRefusal(pv *v1.PersistentVolume) *plugin.Finding {
 				Remedy: "reclaim it (delete the image by hand, then the PV), or re-bind it: clear spec.claimRef.uid and create a claim with spec.volumeName " + pv.Name})
 		}
 		return &plugin.Finding{Code: FindingClaimNotChecked, Severity: plugin.SeverityBlocker, Field: "spec.claimRef",
-			Message: reasonClaimNotChecked, Remedy: remedyClaimNotChecked}
+			Message: reasonClaimNotChecked, Remedy: remedyClaimNotChecked, Action: plugin.ActionGiveInput, Object: "PersistentVolumeClaims"}
 	}
 	pvc, found := p.claims[claimKey(c.Namespace, c.Name)]
 	if !found {
@@ -492,8 +492,8 @@ func (p *Planner) rewriteRefusal(pv *v1.PersistentVolume) *plugin.Finding {
 // The finding of a bound PV whose claim the input lacks (the same strings
 // for every PV: a dump of PVs alone has one per PV).
 const (
-	reasonClaimNotChecked = "the input has no PersistentVolumeClaims: whether the claim exists and is bound to this PV (rewrite -apply requires it) is not checked"
-	remedyClaimNotChecked = "give the claims too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml (or -live)"
+	reasonClaimNotChecked = "the input has no PersistentVolumeClaims: whether the claim exists and is bound to this PV (the rewrite requires it) is not checked"
+	remedyClaimNotChecked = "give the claims too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml, or read them from the cluster"
 )
 
 // rewriteChanges are the findings for what the rewrite changes beyond the
@@ -565,7 +565,25 @@ func remedyOf(err error) string {
 	if errors.As(err, &r) && r.Remedy != "" {
 		return r.Remedy
 	}
-	return "see the message; rewrite -apply leaves the PV as it is"
+	return "see the message; the rewrite leaves the PV as it is"
+}
+
+// objectOf is the object a refusal's remedy acts on ("" for none).
+func objectOf(err error) string {
+	var r *rewrite.Refusal
+	if errors.As(err, &r) {
+		return r.Object
+	}
+	return ""
+}
+
+// actionOf is the action of a refusal's remedy ("" for none).
+func actionOf(err error) plugin.Action {
+	var r *rewrite.Refusal
+	if errors.As(err, &r) {
+		return r.Action
+	}
+	return ""
 }
 
 // needs records the Ceph cluster entry and the secrets the translation of
@@ -759,7 +777,7 @@ func (p *Planner) Finish() *Plan {
 		plan.Hazards = append(plan.Hazards, plugin.Finding{Code: vsphere.FindingTopologyKeyUnused, Severity: plugin.SeverityBlocker,
 			Field:   "CSINode.spec.drivers[csi.vsphere.vmware.com].topologyKeys",
 			Message: fmt.Sprintf("translation writes topology keys %v, but the vSphere CSI driver on %d node(s) reports other keys (%s): migrated PVs would not schedule", p.vsphereKeys, len(p.mismatches), strings.Join(first(p.mismatches, 3), "; ")),
-			Remedy:  "run csimigrate with -vsphere-topology-categories matching the driver's [Labels] topology-categories (or -vsphere-legacy-topology)"})
+			Remedy:  "translate with the topology keys of the driver's [Labels] topology-categories (or the beta failure-domain labels it reports)", Action: plugin.ActionSetVSphereTopology})
 		plan.Blocked = true
 	}
 	p.shareImages(plan)
@@ -792,12 +810,12 @@ func (p *Planner) shareImages(plan *Plan) {
 			if v.Plugin == plugin.CephFSInTreePluginName {
 				v.Form = string(adopt.FormStatic)
 				v.Features = []string{string(adopt.FeatureStage)}
-				v.FormWhy = []string{fmt.Sprintf("PVs %s name the same path: deleting either would destroy it, so rewrite -apply -adopt does not adopt it", strings.Join(names, ", "))}
+				v.FormWhy = []string{fmt.Sprintf("PVs %s name the same path: deleting either would destroy it, so the adoption leaves it", strings.Join(names, ", "))}
 				continue
 			}
 			v.Form = string(adopt.FormMigration)
 			v.Features = []string{string(adopt.FeatureStage), string(adopt.FeatureExpand), string(adopt.FeatureDelete)}
-			v.FormWhy = []string{fmt.Sprintf("PVs %s name the same image: deleting either would destroy it, so rewrite -apply -adopt does not adopt it", strings.Join(names, ", "))}
+			v.FormWhy = []string{fmt.Sprintf("PVs %s name the same image: deleting either would destroy it, so the adoption leaves it", strings.Join(names, ", "))}
 		}
 	}
 }
@@ -810,9 +828,9 @@ func (p *Planner) markInUse(plan *Plan) {
 			plan.Volumes[i].InUseBy = p.podsByClaim[c]
 			if v := &plan.Volumes[i]; len(v.InUseBy) > 0 && v.Form == string(adopt.FormNative) {
 				if v.Plugin == plugin.CephFSInTreePluginName {
-					v.FormWhy = append(v.FormWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (rewritten while in use, with -online, it is a static volume until rewrite -apply -adopt -adopt-csi adopts it unused)")
+					v.FormWhy = append(v.FormWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (rewritten online while in use, it is a static volume until an adoption of CSI PVs adopts it unused)")
 				} else {
-					v.FormWhy = append(v.FormWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (with -online the rewrite gives it its migration handle, and rewrite -apply -adopt -adopt-csi adopts it when unused)")
+					v.FormWhy = append(v.FormWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (rewritten online, it gets its migration handle, and an adoption of CSI PVs adopts it when unused)")
 				}
 			}
 		}
@@ -846,7 +864,7 @@ func (p *Planner) settleSecrets(plan *Plan) {
 		unchecked = slices.Compact(unchecked)
 		plan.Hazards = append(plan.Hazards, plugin.Finding{Code: FindingSecretsNotChecked, Severity: plugin.SeverityBlocker, Field: "Secret",
 			Message: fmt.Sprintf("the input has no Secrets: the %d the migrated volumes and classes need (%s) are not checked", len(unchecked), strings.Join(first(unchecked, 5), ", ")),
-			Remedy:  "give the secrets too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml (or -live with -read-secrets); values are never printed"})
+			Remedy:  "give the secrets too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml, or read them from the cluster; values are never printed", Action: plugin.ActionGiveInput, Object: "Secrets"})
 		plan.Blocked = true
 	}
 	for _, k := range slices.Sorted(maps.Keys(secretPlans)) {
@@ -861,7 +879,7 @@ func (p *Planner) addNotices(plan *Plan) {
 	for i := range plan.Volumes {
 		if v := &plan.Volumes[i]; len(v.InUseBy) > 0 {
 			v.Findings = append(v.Findings, plugin.Finding{Code: FindingVolumeInUse, Severity: plugin.SeverityWarning, Field: "claim " + v.Claim,
-				Message: "in use by " + strings.Join(v.InUseBy, ", ") + "; rewrite -apply refuses a PV in use while its pods run (unless -online, where the plugin is already migrated on their nodes)",
+				Message: "in use by " + strings.Join(v.InUseBy, ", ") + "; the rewrite refuses a PV in use while its pods run (unless it is rewritten online, where the plugin is already migrated on their nodes)",
 				Remedy:  "stop the pods (scale their workloads to zero) before the rewrite deletes and recreates the PV object; data is kept"})
 		}
 	}
@@ -992,7 +1010,7 @@ func (p *Planner) classBlocked(name, why string) {
 // secretMissing reports a Secret that is not in the input.
 func (p *Planner) secretMissing(ref, why string) {
 	p.plan.Hazards = append(p.plan.Hazards, plugin.Finding{Code: FindingSecretMissing, Severity: plugin.SeverityBlocker, Field: "Secret " + ref,
-		Message: "Secret " + ref + " is not in the input: " + why, Remedy: "create it (csimigrate plan lists its fields under SECRETS), or give it in the input"})
+		Message: "Secret " + ref + " is not in the input: " + why, Remedy: "create it (the plan's Secrets list its fields), or give it in the input"})
 	p.plan.Blocked = true
 }
 
@@ -1044,9 +1062,9 @@ func (p *Planner) planSecret(need secretNeed, add func(SecretPlan)) {
 		fields, reason = []string{f.Field + "=" + f.Value}, f.Reason
 	}
 	add(SecretPlan{Namespace: need.Namespace, Name: need.Name, Action: action, Fields: fields, From: need.From, Reason: reason})
-	remedy := fmt.Sprintf("%s Secret %s with %s (csimigrate plan lists it under SECRETS), then run the plan again", action, ref, strings.Join(fields, ", "))
+	remedy := fmt.Sprintf("%s Secret %s with %s (the plan's Secrets list it), then run the plan again", action, ref, strings.Join(fields, ", "))
 	if need.From != "" && action == "create" {
-		remedy = fmt.Sprintf("create Secret %s with %s, userKey being the key of Secret %s (csimigrate plan lists it under SECRETS), then run the plan again", ref, strings.Join(fields, ", "), need.From)
+		remedy = fmt.Sprintf("create Secret %s with %s, userKey being the key of Secret %s (the plan's Secrets list it), then run the plan again", ref, strings.Join(fields, ", "), need.From)
 	}
 	msg := fmt.Sprintf("Secret %s, which Ceph CSI reads for %s (%s), %s", ref, what, strings.Join(need.Uses, ", "), problem)
 	p.plan.Blocked = true

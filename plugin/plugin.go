@@ -120,9 +120,39 @@ type Finding struct {
 	Field string `json:"field,omitempty"`
 	// Message explains the hazard. It never contains secret data.
 	Message string `json:"message"`
-	// Remedy says what an administrator can do about it.
+	// Remedy says what an administrator can do about it, in the engine's
+	// words, which name no program's commands or flags.
 	Remedy string `json:"remedy,omitempty"`
+	// Action is the remedy as data, when a program may word it with its
+	// own commands and flags ("" when Remedy says all); Object names what
+	// it acts on.
+	Action Action `json:"action,omitempty"`
 }
+
+// Action is what a remedy asks an administrator to do, as data: each
+// program that reports a Finding or a refusal words it in its own terms
+// (the command with its flags, a controller with its options), and falls
+// back to the engine's Remedy text for an Action it does not know.
+type Action string
+
+// The actions of the engine's remedies.
+const (
+	// ActionGiveInput: the input lacks the objects a check needs; Object
+	// names their kind ("PersistentVolumeClaims", "Secrets").
+	ActionGiveInput Action = "GiveInput"
+	// ActionStopPods: pods use the volume; stop them, or rewrite it online
+	// where their nodes already migrate the plugin. Object: the claim.
+	ActionStopPods Action = "StopPods"
+	// ActionGiveCephAccess: the step reads or writes Ceph with Ceph's
+	// tools, and no access to Ceph was given.
+	ActionGiveCephAccess Action = "GiveCephAccess"
+	// ActionSetVSphereTopology: translate with the topology keys the
+	// vSphere CSI driver reports (its topology-categories).
+	ActionSetVSphereTopology Action = "SetVSphereTopology"
+	// ActionCreateSecret: create or complete the Secret of Object with the
+	// fields the remedy names (the plan lists them).
+	ActionCreateSecret Action = "CreateSecret"
+)
 
 // Errors that every plugin and the translator wrap, for errors.Is.
 var (

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/csimigrate/csimigrate/plugin"
 )
 
 // Code names why a rewrite leaves an object as it was, for programs: a
@@ -66,7 +68,13 @@ const (
 type Refusal struct {
 	Code   Code   `json:"code"`
 	Reason string `json:"reason"`
+	// Remedy is what an administrator can do, in the engine's words,
+	// which name no program's commands or flags.
 	Remedy string `json:"remedy,omitempty"`
+	// Action is the remedy as data (plugin.Action), for a program to word
+	// with its own commands and flags; Object names what it acts on.
+	Action plugin.Action `json:"action,omitempty"`
+	Object string        `json:"object,omitempty"`
 }
 
 // Error is the reason and the remedy.

@@ -58,10 +58,22 @@ type controllerOptions struct {
 	retryPeriod   time.Duration
 	qps           float64
 	burst         int
+	adopt         bool
+	ceph          cephToolFlags
+	cephfsSecret  string
 
 	// Completed:
 	pvSel, classSel labels.Selector
 	pluginList      []string
+	cephfsRef       *v1.SecretReference
+}
+
+// cephAccess is the Ceph access of -adopt (nil without it).
+func (o *controllerOptions) cephAccess() apply.Ceph {
+	if !o.adopt {
+		return nil
+	}
+	return o.ceph.tools
 }
 
 const controllerSummary = `Runs the migration in the cluster: replaces in-tree StorageClasses once their CSI driver is
@@ -92,6 +104,9 @@ func (o *controllerOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to take or renew the Lease")
 	fs.Float64Var(&o.qps, "qps", 50, "the client's request rate limit towards the API server, per second")
 	fs.IntVar(&o.burst, "burst", 100, "the client's burst above -qps")
+	fs.BoolVar(&o.adopt, "adopt", false, "make each in-tree RBD volume (and, with -cephfs-secret, each CephFS volume) one of Ceph CSI's own as it is rewritten: registered in Ceph CSI's journal where it can be (snapshots, clones), read and written with Ceph's own tools (rbd, rados, ceph), as rewrite -apply -adopt does; deploy/adopt-ceph.yaml shows how the Ceph configuration and keyring reach the controller")
+	o.ceph.register(fs, "-adopt")
+	fs.StringVar(&o.cephfsSecret, "cephfs-secret", "", "with -adopt: namespace/name of the Secret with adminID and adminKey that Ceph CSI's CephFS driver reads for its own volumes; adopted CephFS volumes name it. Without it CephFS volumes stay static")
 }
 
 // complete fills in what the flags leave to defaults.
@@ -110,6 +125,13 @@ func (o *controllerOptions) complete(fs *flag.FlagSet) error {
 		if p = strings.TrimSpace(p); p != "" {
 			o.pluginList = append(o.pluginList, p)
 		}
+	}
+	if o.cephfsSecret != "" {
+		ref, err := secretRef(o.cephfsSecret)
+		if err != nil {
+			return fmt.Errorf("-cephfs-secret %q: %w", o.cephfsSecret, err)
+		}
+		o.cephfsRef = ref
 	}
 	if o.identity == "" {
 		host, _ := os.Hostname()
@@ -134,6 +156,8 @@ func (o *controllerOptions) validate() error {
 			o.leaseDuration, o.renewDeadline, o.retryPeriod)
 	case o.stateNS == "":
 		return errors.New("-state-namespace must not be empty")
+	case !o.adopt && (o.ceph.given() || o.cephfsSecret != ""):
+		return errors.New("-ceph-conf, -ceph-id, -ceph-keyring, -ceph-command-prefix and -cephfs-secret only with -adopt")
 	}
 	return nil
 }
@@ -173,6 +197,10 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	cephCfg, err := o.translation.clusterConfig()
+	if err != nil {
+		return err
+	}
 	client, dyn, leClient, err := o.clients()
 	if err != nil {
 		return err
@@ -188,7 +216,8 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 	}
 	ctrl, err := controller.New(client, dyn, tr, klog.LoggerWithName(logger, "controller"), rec, m, controller.Options{
 		StateNamespace: o.stateNS, Plugins: o.pluginList, PVSelector: o.pvSel, ClassSelector: o.classSel,
-		DryRun: o.dryRun, Online: o.online, Workers: o.workers, Recheck: o.recheck, StatusEvery: o.statusEvery, MaxWrites: o.maxWrites})
+		DryRun: o.dryRun, Online: o.online, Workers: o.workers, Recheck: o.recheck, StatusEvery: o.statusEvery, MaxWrites: o.maxWrites,
+		Ceph: o.cephAccess(), CephConfig: cephCfg, CephFSSecret: o.cephfsRef})
 	if err != nil {
 		return err
 	}

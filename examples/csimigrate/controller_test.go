@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
@@ -760,5 +761,65 @@ func TestControllerDryRun(t *testing.T) {
 	}
 	if cms, err := c.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"}); err != nil || len(cms.Items) > 0 {
 		t.Errorf("a dry run saved state: %v %v", cms, err)
+	}
+}
+
+// deploy/adopt-ceph.yaml patches the controller's Deployment as its
+// comment says (kubectl patch: a strategic merge patch): the API server
+// accepts it, the container then mounts the Ceph Secret and the Ceph CSI
+// config, and its arguments are ones the controller takes.
+func TestControllerAdoptPatchAccepted(t *testing.T) {
+	s, err := testenv.Start(os.Stderr)
+	if err != nil {
+		t.Fatalf("cannot start kube-apiserver: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	dyn, err := dynamic.NewForConfig(s.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyManifests(t, dyn)
+	patch, err := os.ReadFile("deploy/adopt-ceph.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := yaml.YAMLToJSON(patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.Client.AppsV1().Deployments("csimigrate-system").Patch(ctx, "csimigrate-controller", types.StrategicMergePatchType, j, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("the API server refuses deploy/adopt-ceph.yaml as a patch of the Deployment: %v", err)
+	}
+	d, err := s.Client.AppsV1().Deployments("csimigrate-system").Get(ctx, "csimigrate-controller", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctr := d.Spec.Template.Spec.Containers[0]
+	mounts := map[string]string{}
+	for _, m := range ctr.VolumeMounts {
+		mounts[m.Name] = m.MountPath
+	}
+	if mounts["ceph"] != "/etc/ceph" || mounts["ceph-csi-config"] != "/etc/ceph-csi-config" || len(d.Spec.Template.Spec.Volumes) != 3 {
+		t.Errorf("the patched Deployment mounts %v and has volumes %v", mounts, d.Spec.Template.Spec.Volumes)
+	}
+	if ctr.Resources.Limits.Memory().IsZero() || ctr.SecurityContext == nil || !*ctr.SecurityContext.ReadOnlyRootFilesystem {
+		t.Errorf("the patch dropped the container's limits or security context: %+v %+v", ctr.Resources, ctr.SecurityContext)
+	}
+	// The arguments parse, complete and validate as the controller's.
+	o := &controllerOptions{}
+	fs := newFlagSet("controller", "", io.Discard)
+	o.register(fs)
+	if err := fs.Parse(ctr.Args[1:]); err != nil {
+		t.Fatalf("the patched arguments %q: %v", ctr.Args, err)
+	}
+	if err := o.complete(fs); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if ctr.Args[0] != "controller" || !o.adopt || o.ceph.tools.Keyring != "/etc/ceph/keyring" || o.translation.cephConfig != "/etc/ceph-csi-config/config.json" {
+		t.Errorf("the patched arguments %q do not adopt with the mounted configuration", ctr.Args)
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr/funcr"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/apply/cephtool"
@@ -283,3 +285,12 @@ type stringList []string
 func (s *stringList) String() string { return strings.Join(*s, ",") }
 
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// secretRef parses "namespace/name" of a Secret.
+func secretRef(s string) (*v1.SecretReference, error) {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return nil, errors.New("want namespace/name of a Secret")
+	}
+	return &v1.SecretReference{Namespace: ns, Name: name}, nil
+}

@@ -153,6 +153,7 @@ func (o *planOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	report := pl.Finish()
+	localizePlan(report)
 	var err error
 	switch o.output {
 	case "json":

@@ -15,7 +15,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
@@ -91,11 +90,11 @@ func (o *rewriteOptions) complete(fs *flag.FlagSet) error {
 	o.ceph = o.cephFlags.tools
 	o.qps32 = float32(o.qps)
 	if o.cephfsSecretRef != "" {
-		ns, name, ok := strings.Cut(o.cephfsSecretRef, "/")
-		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-			return fmt.Errorf("-cephfs-secret %q: want namespace/name of a Secret", o.cephfsSecretRef)
+		ref, err := secretRef(o.cephfsSecretRef)
+		if err != nil {
+			return fmt.Errorf("-cephfs-secret %q: %w", o.cephfsSecretRef, err)
 		}
-		o.cephfsSecret = &v1.SecretReference{Namespace: ns, Name: name}
+		o.cephfsSecret = ref
 	}
 	var err error
 	o.tr, err = o.translator()
@@ -251,7 +250,7 @@ func (rv *review) pv(obj any) {
 		p, err = rv.in.replacement(rv.tr, pv)
 	}
 	if err != nil {
-		fmt.Fprintf(rv.stderr, "PersistentVolume %s: %v\n", pv.Name, err)
+		fmt.Fprintf(rv.stderr, "PersistentVolume %s: %s\n", pv.Name, commandError(err))
 		rv.failed = true
 		return
 	}

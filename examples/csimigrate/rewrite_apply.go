@@ -62,7 +62,7 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 		fmt.Fprintf(stdout, "%d PersistentVolumes kept at reclaim policy Retain instead of Delete (see above): %s\n", len(kept), strings.Join(kept, ", "))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		fmt.Fprintf(stderr, "csimigrate rewrite: %s\n", commandError(err))
 		return exitBlocked
 	}
 	return exitOK
@@ -217,7 +217,7 @@ func (e textEvents) Writing(obj, what string)  { fmt.Fprintf(e.w, "%s: %s\n", ob
 func (e textEvents) Noted(obj, what string)    { fmt.Fprintf(e.w, "%s: %s\n", obj, what) }
 func (e textEvents) KeptRetain(pv, why string) { fmt.Fprintf(e.w, "pv/%s: kept at %s\n", pv, why) }
 func (e textEvents) Refused(obj string, r *rewrite.Refusal) {
-	fmt.Fprintf(e.w, "%s: refused, left as it was: %s\n", obj, r.Reason)
+	fmt.Fprintf(e.w, "%s: refused, left as it was: %s\n", obj, refusalText(r))
 }
 
 // applyOptions are the flags of rewrite -apply.

@@ -119,7 +119,8 @@ func TestUndoRefusals(t *testing.T) {
 		pv := getPV(t, c, "prog")
 		var buf bytes.Buffer
 		_, err := writer(t, c, &buf, apply.Options{Undo: true}).PVs(ctx, targetsOf([]string{"prog"}))
-		if err == nil || !strings.Contains(err.Error(), "holds a rewrite of pv/prog in progress; finish it first (csimigrate rewrite -apply)") {
+		var ip *apply.InProgressError
+		if !errors.As(err, &ip) || ip.Undo || !strings.Contains(commandError(err), "holds a rewrite of pv/prog in progress; finish it first (csimigrate rewrite -apply)") {
 			t.Errorf("undo during a rewrite: %v\n%s", err, buf.String())
 		}
 		unchanged(t, c, pv)

@@ -38,6 +38,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
 )
@@ -70,6 +71,14 @@ type Options struct {
 	// MaxWrites stops writing after this many writes (a canary); 0 means
 	// no limit.
 	MaxWrites int
+	// Ceph, when set, makes each in-tree RBD volume (and, with
+	// CephFSSecret, each CephFS volume) one of Ceph CSI's own as it is
+	// rewritten, registered in Ceph CSI's journal where package adopt's
+	// rules allow (apply.Options.Ceph); CephConfig is Ceph CSI's cluster
+	// config and CephFSSecret the admin Secret adopted CephFS volumes name.
+	Ceph         apply.Ceph
+	CephConfig   ceph.ClusterConfig
+	CephFSSecret *v1.SecretReference
 }
 
 // Controller is the migration controller. Build it with New, run it with
@@ -199,7 +208,8 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, tr *translate.Trans
 	// The writer logs its translations' details (once per step): only at
 	// higher verbosity. It reads from the informers' caches.
 	notices := &writerEvents{seen: map[string]bool{}, c: c}
-	c.w, err = apply.New(client, tr, logger.V(4), notices, apply.Options{StateNamespace: o.StateNamespace, Online: o.Online, MaxWrites: o.MaxWrites, Listers: listers})
+	c.w, err = apply.New(client, tr, logger.V(4), notices, apply.Options{StateNamespace: o.StateNamespace, Online: o.Online, MaxWrites: o.MaxWrites, Listers: listers,
+		Ceph: o.Ceph, CephConfig: o.CephConfig, CephFSSecret: o.CephFSSecret})
 	if err != nil {
 		return nil, err
 	}
@@ -629,8 +639,8 @@ func (c *Controller) outcome(obj string, cur any, p apply.Progress, err error) (
 			c.logger.Info("Left as it is", "object", obj, "code", ref.Code, "reason", ref.Reason)
 			c.m.refusals.WithLabelValues(kindOf(obj), string(ref.Code)).Inc()
 			msg := "left as it is: " + ref.Reason
-			if ref.Remedy != "" {
-				msg += "; " + ref.Remedy
+			if remedy := remedyOf(ref); remedy != "" {
+				msg += "; " + remedy
 			}
 			c.event(cur, v1.EventTypeWarning, string(ref.Code), msg)
 		}
@@ -656,6 +666,25 @@ func (c *Controller) outcome(obj string, cur any, p apply.Progress, err error) (
 		return 0, true, nil
 	}
 	return max(p.RequeueAfter, 100*time.Millisecond), false, nil
+}
+
+// remedies word the engine's remedies in the controller's terms (its flags
+// and what its operator can do); other actions keep the engine's words.
+var remedies = map[plugin.Action]func(object, engine string) string{
+	plugin.ActionStopPods: func(string, string) string {
+		return "stop them (scale their workloads to zero); the controller rewrites it then, or at once when it runs with -online and the plugin is already migrated on their nodes"
+	},
+	plugin.ActionCreateSecret: func(_, engine string) string {
+		return engine + " (csimigrate plan lists it under SECRETS)"
+	},
+}
+
+// remedyOf is a refusal's remedy in the controller's words.
+func remedyOf(r *rewrite.Refusal) string {
+	if word, ok := remedies[r.Action]; ok {
+		return word(r.Object, r.Remedy)
+	}
+	return r.Remedy
 }
 
 // doneWith reports an object this process wrote to as migrated.

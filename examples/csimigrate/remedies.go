@@ -1,0 +1,104 @@
+package main
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/rewrite"
+)
+
+// The engine words its remedies without any program's flags and gives
+// each as data (plugin.Action, with the object it concerns); the command
+// words them with its own commands and flags here, one entry per action.
+var commandRemedies = map[plugin.Action]func(object, engine string) string{
+	plugin.ActionStopPods: func(string, string) string {
+		return "stop them first (csimigrate plan lists them), or use -online where the plugin is migrated on their nodes"
+	},
+	plugin.ActionGiveInput: func(object, engine string) string {
+		switch object {
+		case "PersistentVolumeClaims":
+			return "give the claims too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml (or -live)"
+		case "Secrets":
+			return "give the secrets too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml (or -live with -read-secrets); values are never printed"
+		}
+		return engine
+	},
+	plugin.ActionGiveCephAccess: func(_, engine string) string {
+		return engine + ": run it with -ceph-conf, -ceph-id and -ceph-keyring (or -ceph-command-prefix)"
+	},
+	plugin.ActionSetVSphereTopology: func(string, string) string {
+		return "run csimigrate with -vsphere-topology-categories matching the driver's [Labels] topology-categories (or -vsphere-legacy-topology)"
+	},
+	plugin.ActionCreateSecret: func(_, engine string) string {
+		return engine + " (csimigrate plan lists it under SECRETS)"
+	},
+}
+
+// commandRemedy is a remedy in the command's words.
+func commandRemedy(a plugin.Action, object, engine string) string {
+	if word, ok := commandRemedies[a]; ok {
+		return word(object, engine)
+	}
+	return engine
+}
+
+// localizePlan words every finding's remedy of a plan in the command's
+// terms (the report is the command's own copy).
+func localizePlan(p *Plan) {
+	for i := range p.Hazards {
+		localizeFinding(&p.Hazards[i])
+	}
+	for i := range p.Volumes {
+		for j := range p.Volumes[i].Findings {
+			localizeFinding(&p.Volumes[i].Findings[j])
+		}
+	}
+}
+
+func localizeFinding(f *plugin.Finding) {
+	if f.Action != "" {
+		f.Remedy = commandRemedy(f.Action, f.Object, f.Remedy)
+	}
+}
+
+// refusalText is a refusal's reason and remedy in the command's words.
+func refusalText(r *rewrite.Refusal) string {
+	remedy := commandRemedy(r.Action, r.Object, r.Remedy)
+	if remedy == "" {
+		return r.Reason
+	}
+	return r.Reason + "; " + remedy
+}
+
+// commandError is an error of the writer (each of a joined error's on
+// its own line) with its remedies in the command's words.
+func commandError(err error) string {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		var lines []string
+		for _, e := range joined.Unwrap() {
+			lines = append(lines, commandError(e))
+		}
+		return strings.Join(lines, "\n")
+	}
+	text := err.Error()
+	var ref *rewrite.Refusal
+	if errors.As(err, &ref) && ref.Action != "" && ref.Remedy != "" {
+		text = strings.Replace(text, ref.Remedy, commandRemedy(ref.Action, ref.Object, ref.Remedy), 1)
+	}
+	var ip *apply.InProgressError
+	if errors.As(err, &ip) {
+		run := "csimigrate rewrite -apply"
+		switch {
+		case ip.Adoption && ip.Undo:
+			run = "csimigrate rewrite -apply -undo -adopt -adopt-csi"
+		case ip.Adoption:
+			run = "csimigrate rewrite -apply -adopt -adopt-csi"
+		case ip.Undo:
+			run = "csimigrate rewrite -apply -undo"
+		}
+		text = strings.Replace(text, "finish it first,", "finish it first ("+run+"),", 1)
+	}
+	return text
+}
