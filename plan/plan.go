@@ -1027,22 +1027,7 @@ func (p *Planner) planSecret(need secretNeed, add func(SecretPlan)) {
 	}
 	s, ok := p.secrets[ref]
 	if !p.sawSecrets {
-		fields, _ := need.Fields("create")
-		add(SecretPlan{Namespace: need.Namespace, Name: need.Name, Action: "check", Fields: fields, From: need.From,
-			Reason: "not checked (the input has no Secrets): Ceph CSI needs it for " + what + ", with " + strings.Join(fields, ", ")})
-		// Ready means checked: a volume or class whose Secret could not be
-		// judged is not called migratable (the hazard SecretsNotChecked
-		// says what to give).
-		why := "Secret " + ref + " not checked: the input has no Secrets"
-		switch {
-		case need.volume >= 0:
-			if v := &p.plan.Volumes[need.volume]; v.Migratable {
-				v.Migratable = false
-				v.Reason = p.intern(why)
-			}
-		case need.class != "":
-			p.classBlocked(need.class, "its admin "+strings.ToLower(why[:1])+why[1:])
-		}
+		p.secretNotChecked(need, what, add)
 		return
 	}
 	if need.From != "" {
@@ -1100,6 +1085,27 @@ func (p *Planner) planSecret(need secretNeed, add func(SecretPlan)) {
 		return
 	}
 	// The PV form of an inline volume: its own plan says what it needs.
+}
+
+// secretNotChecked lists a secret the input could not show (it has no
+// Secrets) for checking. Ready means checked: a volume or class whose
+// Secret could not be judged is not called migratable (the hazard
+// SecretsNotChecked says what to give).
+func (p *Planner) secretNotChecked(need secretNeed, what string, add func(SecretPlan)) {
+	ref := need.Key()
+	fields, _ := need.Fields("create")
+	add(SecretPlan{Namespace: need.Namespace, Name: need.Name, Action: "check", Fields: fields, From: need.From,
+		Reason: "not checked (the input has no Secrets): Ceph CSI needs it for " + what + ", with " + strings.Join(fields, ", ")})
+	why := "Secret " + ref + " not checked: the input has no Secrets"
+	switch {
+	case need.volume >= 0:
+		if v := &p.plan.Volumes[need.volume]; v.Migratable {
+			v.Migratable = false
+			v.Reason = p.intern(why)
+		}
+	case need.class != "":
+		p.classBlocked(need.class, "its admin "+strings.ToLower(why[:1])+why[1:])
+	}
 }
 
 // secretWarnings are the plugins' secret warnings, which the plan replaces

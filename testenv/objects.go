@@ -260,3 +260,35 @@ func StoredOf(t testing.TB, c kubernetes.Interface, names []string) map[string]S
 	}
 	return out
 }
+
+// CreateBoundPV creates, in namespace ns (made with its default
+// ServiceAccount when missing), a claim name and a bound in-tree RBD PV
+// name (BoundPV with RBDSource) changed by edit, with the Secrets its
+// rewrite needs (EnsureSecrets); it returns the PV as created.
+func CreateBoundPV(t testing.TB, c kubernetes.Interface, ns, name string, edit func(*v1.PersistentVolume)) *v1.PersistentVolume {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// Pods need it (no controller-manager creates it here).
+		if _, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, ClaimFor(ns, name, name), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv := BoundPV(name, ns, name, pvc.UID, RBDSource(ns, name))
+	if edit != nil {
+		edit(pv)
+	}
+	EnsureSecrets(t, c, pv)
+	out, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

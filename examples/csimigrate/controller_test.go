@@ -399,12 +399,12 @@ func TestControllerConvergesWithRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Out of scope by label: never touched.
-	skip := mkPV(t, c, "ctl", "ctl-skip", func(pv *v1.PersistentVolume) {
+	skip := testenv.CreateBoundPV(t, c, "ctl", "ctl-skip", func(pv *v1.PersistentVolume) {
 		pv.Labels = map[string]string{"csimigrate.io/skip": "true"}
 		pv.Spec.RBD.SecretRef = &v1.SecretReference{Name: "ceph-skip", Namespace: "ctl"}
 	})
 	// Blocked: the Secret its CSI form needs does not exist.
-	mkPV(t, c, "ctl", "ctl-nosecret", func(pv *v1.PersistentVolume) {
+	testenv.CreateBoundPV(t, c, "ctl", "ctl-nosecret", func(pv *v1.PersistentVolume) {
 		pv.Spec.RBD.SecretRef = &v1.SecretReference{Name: "absent", Namespace: "ctl"}
 	})
 	if err := c.CoreV1().Secrets("ctl").Delete(ctx, "absent", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -414,7 +414,7 @@ func TestControllerConvergesWithRBAC(t *testing.T) {
 	ownSecret := func(pv *v1.PersistentVolume) {
 		pv.Spec.RBD.SecretRef = &v1.SecretReference{Name: "ceph-" + pv.Name, Namespace: "ctl"}
 	}
-	mkPV(t, c, "ctl", "ctl-inuse", ownSecret)
+	testenv.CreateBoundPV(t, c, "ctl", "ctl-inuse", ownSecret)
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "ctl"}, Spec: v1.PodSpec{NodeName: "node-a",
 		Containers: []v1.Container{{Name: "app", Image: "app"}},
 		Volumes:    []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "ctl-inuse"}}}}}}
@@ -504,7 +504,7 @@ func TestControllerConvergesWithRBAC(t *testing.T) {
 	})
 
 	// Created after the migration began: converted too.
-	mkPV(t, c, "ctl", "ctl-late", ownSecret)
+	testenv.CreateBoundPV(t, c, "ctl", "ctl-late", ownSecret)
 	if _, err := c.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "rbd-late"}, Provisioner: "kubernetes.io/rbd",
 		Parameters: map[string]string{"monitors": "10.70.53.126:6789", "adminSecretName": "ceph-admin", "adminSecretNamespace": "kube-system", "pool": "rbd"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -667,7 +667,7 @@ func TestControllerLeaderKilledMidRewrite(t *testing.T) {
 	cs := startControllerServer(t)
 	c := cs.c
 	ctx := context.Background()
-	mkPV(t, c, "lead", "lead-pv", nil)
+	testenv.CreateBoundPV(t, c, "lead", "lead-pv", nil)
 	testenv.WaitBound(t, c, "lead", []string{"lead-pv"})
 	createCSIDriver(t, c, "rbd.csi.ceph.com")
 

@@ -10,19 +10,20 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
 )
 
-func hasCode(v VolumePlan, code string) bool {
+func hasCode(v plan.VolumePlan, code string) bool {
 	return slices.ContainsFunc(v.Findings, func(f plugin.Finding) bool { return f.Code == code })
 }
 
-func classPlanned(t *testing.T, p *Plan, name string) StorageClassPlan {
+func classPlanned(t *testing.T, p *plan.Plan, name string) plan.StorageClassPlan {
 	t.Helper()
-	i := slices.IndexFunc(p.StorageClasses, func(s StorageClassPlan) bool { return s.Name == name })
+	i := slices.IndexFunc(p.StorageClasses, func(s plan.StorageClassPlan) bool { return s.Name == name })
 	if i < 0 {
 		t.Fatalf("no class %s in %+v", name, p.StorageClasses)
 	}
@@ -40,7 +41,7 @@ func TestFieldClasses(t *testing.T) {
 		}
 		// A non-admin user's key-only secret blocks the PV as it blocks the class.
 		v := volume(t, p, "rbd-kube")
-		if v.Migratable || !hasCode(v, FindingSecretNotReady) || hasCode(v, rbd.FindingNonAdminUser) {
+		if v.Migratable || !hasCode(v, plan.FindingSecretNotReady) || hasCode(v, rbd.FindingNonAdminUser) {
 			t.Errorf("rbd-kube: %+v", v)
 		}
 		if c := classPlanned(t, p, "rbd-kube"); c.Migratable {
@@ -52,7 +53,7 @@ func TestFieldClasses(t *testing.T) {
 		// The derived CephFS secret exists with "key" only: Ceph CSI's CephFS
 		// driver reads userID and userKey.
 		v = volume(t, p, "fs-keyonly")
-		if v.Migratable || !hasCode(v, FindingSecretNotReady) || hasCode(v, cephfs.FindingCSISecret) {
+		if v.Migratable || !hasCode(v, plan.FindingSecretNotReady) || hasCode(v, cephfs.FindingCSISecret) {
 			t.Errorf("fs-keyonly: %+v", v)
 		}
 		if s := secretPlanned(p, "default", "ceph-secret-csi-admin"); s == nil || s.Action != "fix" || !slices.Equal(s.Fields, []string{"userID=admin", "userKey"}) || s.From != "default/ceph-secret" {
@@ -74,18 +75,18 @@ func TestFieldClasses(t *testing.T) {
 		// translation asks for ReadWriteOnce, which the in-tree plugin
 		// enforced too (one read-write mapping at a time): named, not
 		// blocked (cephtest's oracle stages both forms).
-		if v := volume(t, p, "rbd-rwx-fs"); !v.Migratable || !hasCode(v, FindingAccessModesChanged) {
+		if v := volume(t, p, "rbd-rwx-fs"); !v.Migratable || !hasCode(v, plan.FindingAccessModesChanged) {
 			t.Errorf("rbd-rwx-fs: %+v", v)
 		}
 		if v := volume(t, p, "vsphere-rwx"); v.Migratable || !hasCode(v, vsphere.FindingAccessModeRefused) {
 			t.Errorf("vsphere-rwx: %+v", v)
 		}
 		// Ceph CSI serves ReadWriteMany raw block: kept, no change.
-		if v := volume(t, p, "rbd-rwx-block"); !v.Migratable || hasCode(v, FindingAccessModesChanged) {
+		if v := volume(t, p, "rbd-rwx-block"); !v.Migratable || hasCode(v, plan.FindingAccessModesChanged) {
 			t.Errorf("rbd-rwx-block: %+v", v)
 		}
 		// ReadOnlyMany is dropped by the translation: named.
-		if v := volume(t, p, "rbd-rwo-rox"); !v.Migratable || !hasCode(v, FindingAccessModesChanged) {
+		if v := volume(t, p, "rbd-rwo-rox"); !v.Migratable || !hasCode(v, plan.FindingAccessModesChanged) {
 			t.Errorf("rbd-rwo-rox: %+v", v)
 		}
 		out, stderr, code := runCmd(t, "", "translate", "-f", "testdata/field/access-modes.yaml")
@@ -107,16 +108,16 @@ func TestFieldClasses(t *testing.T) {
 	t.Run("deletion handed only to a driver that deletes", func(t *testing.T) {
 		p, _, _ := planOf(t, "-f", "testdata/field/ceph-provisioners.yaml")
 		v := volume(t, p, "pvc-4f0e0c42-6c20-11e8-9f3a-525400b1e2c1")
-		if !hasCode(v, cephfs.FindingNeverDeleted) || !hasCode(v, FindingReclaimKept) || hasCode(v, FindingRewriteRefuses) {
+		if !hasCode(v, cephfs.FindingNeverDeleted) || !hasCode(v, plan.FindingReclaimKept) || hasCode(v, plan.FindingRewriteRefuses) {
 			t.Errorf("ceph.com/cephfs PV: %+v", v)
 		}
 		for _, f := range v.Findings {
-			if f.Code == FindingReclaimKept && (!strings.Contains(f.Message, "never deletes") || strings.Contains(f.Remedy, "StorageClass")) {
+			if f.Code == plan.FindingReclaimKept && (!strings.Contains(f.Message, "never deletes") || strings.Contains(f.Remedy, "StorageClass")) {
 				t.Errorf("the reason or remedy for Retain is not the true one: %+v", f)
 			}
 		}
 		// The RBD PV of ceph.com/rbd: its class's admin secret deletes it.
-		if v := volume(t, p, "pvc-1b8e3f0a-6c1f-11e8-9f3a-525400b1e2c1"); !v.Migratable || hasCode(v, FindingReclaimKept) {
+		if v := volume(t, p, "pvc-1b8e3f0a-6c1f-11e8-9f3a-525400b1e2c1"); !v.Migratable || hasCode(v, plan.FindingReclaimKept) {
 			t.Errorf("ceph.com/rbd PV: %+v", v)
 		}
 	})

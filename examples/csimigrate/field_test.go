@@ -16,23 +16,24 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
 )
 
 // planOf runs plan -o json with args and decodes the plan.
-func planOf(t *testing.T, args ...string) (*Plan, string, int) {
+func planOf(t *testing.T, args ...string) (*plan.Plan, string, int) {
 	t.Helper()
 	out, stderr, code := runCmd(t, "", append([]string{"plan", "-o", "json"}, args...)...)
-	var p Plan
+	var p plan.Plan
 	if err := json.Unmarshal([]byte(out), &p); err != nil {
 		t.Fatalf("plan output: %v\n%s\n%s", err, out, stderr)
 	}
 	return &p, stderr, code
 }
 
-func codesOf(p *Plan) []string {
+func codesOf(p *plan.Plan) []string {
 	var out []string
 	for _, f := range p.Hazards {
 		out = append(out, f.Code)
@@ -45,16 +46,16 @@ func codesOf(p *Plan) []string {
 	return out
 }
 
-func volume(t *testing.T, p *Plan, name string) VolumePlan {
+func volume(t *testing.T, p *plan.Plan, name string) plan.VolumePlan {
 	t.Helper()
-	i := slices.IndexFunc(p.Volumes, func(v VolumePlan) bool { return v.Name == name })
+	i := slices.IndexFunc(p.Volumes, func(v plan.VolumePlan) bool { return v.Name == name })
 	if i < 0 {
 		t.Fatalf("no volume %s in %+v", name, p.Volumes)
 	}
 	return p.Volumes[i]
 }
 
-func secretPlanned(p *Plan, ns, name string) *SecretPlan {
+func secretPlanned(p *plan.Plan, ns, name string) *plan.SecretPlan {
 	for i, s := range p.Secrets {
 		if s.Namespace == ns && s.Name == name {
 			return &p.Secrets[i]
@@ -127,7 +128,7 @@ func TestFieldInputs(t *testing.T) {
 		if len(p.StorageClasses) != 1 || p.StorageClasses[0].Migratable || !strings.Contains(p.StorageClasses[0].Reason, "add adminId: kube to Secret kube-system/ceph-secret") {
 			t.Errorf("classes %+v", p.StorageClasses)
 		}
-		if !slices.Contains(codesOf(p), FindingClassSecretNeedsAdminId) {
+		if !slices.Contains(codesOf(p), plan.FindingClassSecretNeedsAdminId) {
 			t.Errorf("codes %q", codesOf(p))
 		}
 		if s := secretPlanned(p, "kube-system", "ceph-secret"); s == nil || s.Action != "add" || !slices.Equal(s.Fields, []string{"adminId=kube"}) {
@@ -139,7 +140,7 @@ func TestFieldInputs(t *testing.T) {
 		if code != exitBlocked {
 			t.Fatalf("exit %d", code)
 		}
-		if v := volume(t, p, "released-rbd"); v.Migratable || !slices.Contains(codesOf(p), "released-rbd:"+FindingRewriteRefuses) {
+		if v := volume(t, p, "released-rbd"); v.Migratable || !slices.Contains(codesOf(p), "released-rbd:"+plan.FindingRewriteRefuses) {
 			t.Errorf("released: %+v", v)
 		}
 		if v := volume(t, p, "rbd-nons"); !v.Migratable || len(v.Findings) > 0 {
@@ -169,13 +170,13 @@ spec:
   rbd: {monitors: [10.0.0.1:6789], image: kubernetes-dynamic-pvc-a, secretRef: {name: s, namespace: apps}}
 `
 		out, _, code := runCmd(t, in, "plan", "-o", "json", "-f", "-")
-		if code != exitBlocked || !strings.Contains(out, FindingClaimNotChecked) || !strings.Contains(out, FindingSecretsNotChecked) {
+		if code != exitBlocked || !strings.Contains(out, plan.FindingClaimNotChecked) || !strings.Contains(out, plan.FindingSecretsNotChecked) {
 			t.Errorf("exit %d:\n%s", code, out)
 		}
 		in += "---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: apps, uid: \"1234\"}\nspec: {volumeName: a}\n" +
 			"---\napiVersion: v1\nkind: Secret\nmetadata: {name: other, namespace: apps}\n"
 		out, _, code = runCmd(t, in, "plan", "-o", "json", "-f", "-")
-		if code != exitBlocked || strings.Contains(out, FindingClaimNotChecked) || !strings.Contains(out, `"`+FindingSecretMissing+`"`) {
+		if code != exitBlocked || strings.Contains(out, plan.FindingClaimNotChecked) || !strings.Contains(out, `"`+plan.FindingSecretMissing+`"`) {
 			t.Errorf("exit %d:\n%s", code, out)
 		}
 		in += "---\napiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: apps}\nstringData: {key: AQ==}\n"

@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/csimigrate/csimigrate/plan"
 )
 
 // kubectlPlugin puts the command as kubectl-csimigrate in a directory and
@@ -59,7 +61,7 @@ func TestKubectlPlugin(t *testing.T) {
 	// --namespace, as kubectl spells it, names the namespace of objects
 	// that have none.
 	out, _, _ = runPath(t, path, "kubectl", "csimigrate", "plan", "-o", "json", "--namespace", "ceph-apps", "-f", "testdata/field/inline-ceph.yaml")
-	var p Plan
+	var p plan.Plan
 	if err := json.Unmarshal([]byte(out), &p); err != nil || secretPlanned(&p, "ceph-apps", "ceph-secret-csi-admin") == nil {
 		t.Errorf("--namespace: %v %+v", err, p.Secrets)
 	}

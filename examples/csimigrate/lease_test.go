@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/testenv"
 )
 
 // One writer at a time: rewrite -apply takes the Lease csimigrate-writer in
@@ -20,7 +21,7 @@ import (
 func TestRewriteApplyLease(t *testing.T) {
 	c, kc := startServer(t)
 	ctx := context.Background()
-	pv := mkPV(t, c, "lease", "lease-a", nil)
+	pv := testenv.CreateBoundPV(t, c, "lease", "lease-a", nil)
 	leases := c.CoordinationV1().Leases("kube-system")
 	hold := func(holder string, secs int32) {
 		t.Helper()

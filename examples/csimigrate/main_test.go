@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -234,8 +235,8 @@ func TestRewriteKeepsClaim(t *testing.T) {
 		if p.CSI.Name != old.Name || !cmp.Equal(p.CSI.Spec.Capacity, old.Spec.Capacity) || !cmp.Equal(p.CSI.Spec.ClaimRef, old.Spec.ClaimRef) {
 			t.Errorf("%s: name/capacity/claim changed", p.Name)
 		}
-		if p.CSI.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain || p.CSI.Annotations[AnnReclaimPolicy] != string(p.RestorePolicy) {
-			t.Errorf("%s: policy %s, annotation %q", p.Name, p.CSI.Spec.PersistentVolumeReclaimPolicy, p.CSI.Annotations[AnnReclaimPolicy])
+		if p.CSI.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain || p.CSI.Annotations[rewrite.AnnReclaimPolicy] != string(p.RestorePolicy) {
+			t.Errorf("%s: policy %s, annotation %q", p.Name, p.CSI.Spec.PersistentVolumeReclaimPolicy, p.CSI.Annotations[rewrite.AnnReclaimPolicy])
 		}
 	}
 	for _, p := range rp.PVs {
@@ -389,7 +390,7 @@ func TestRewriteFromStdin(t *testing.T) {
 
 // RewritePlan is the list of PVs to replace.
 type RewritePlan struct {
-	PVs []RewritePV
+	PVs []rewrite.PV
 }
 
 // buildRewrite prepares the replacement of every migratable in-tree PV of

@@ -19,31 +19,6 @@ import (
 	"github.com/csimigrate/csimigrate/translate"
 )
 
-// The plan's report and finding codes (package plan's).
-type (
-	Plan              = plan.Plan
-	VolumePlan        = plan.VolumePlan
-	InlinePlan        = plan.InlinePlan
-	ClaimTemplatePlan = plan.ClaimTemplatePlan
-	StorageClassPlan  = plan.StorageClassPlan
-	SecretPlan        = plan.SecretPlan
-)
-
-// Finding codes of the plan itself (package plan's).
-const (
-	FindingRewriteRefuses          = plan.FindingRewriteRefuses
-	FindingClaimNotChecked         = plan.FindingClaimNotChecked
-	FindingReclaimKept             = plan.FindingReclaimKept
-	FindingSecretMissing           = plan.FindingSecretMissing
-	FindingSecretsNotChecked       = plan.FindingSecretsNotChecked
-	FindingClassSecretNeedsAdminId = plan.FindingClassSecretNeedsAdminId
-	FindingSecretNotReady          = plan.FindingSecretNotReady
-	FindingAccessModesChanged      = plan.FindingAccessModesChanged
-)
-
-// inlineRemedy is plan.InlineRemedy.
-var inlineRemedy = plan.InlineRemedy
-
 func claimKey(ns, name string) string { return ns + "/" + name }
 
 // planOptions are plan's flags.
@@ -190,7 +165,7 @@ type hazard struct {
 }
 
 // planHazards are the plan's hazard rows, cluster-wide then per volume.
-func planHazards(p *Plan) []hazard {
+func planHazards(p *plan.Plan) []hazard {
 	var hazards []hazard
 	for _, f := range p.Hazards {
 		obj := "cluster"
@@ -302,7 +277,7 @@ func wrap(s string, width int, indent string) string {
 
 // writePlanTable writes the plan as tables, the long texts below each
 // table, or with wide in it.
-func writePlanTable(w io.Writer, p *Plan, wide bool) error {
+func writePlanTable(w io.Writer, p *plan.Plan, wide bool) error {
 	vols := table{title: "PERSISTENT VOLUMES", columns: []string{"NAME", "PLUGIN", "DRIVER", "MIGRATABLE", "CLAIM", "IN USE BY"}}
 	forms := table{title: "\nCEPH VOLUMES AFTER MIGRATION (native: Ceph CSI's own volume, rewrite -apply -adopt; migration-handle, static: what Ceph CSI serves for them)",
 		columns: []string{"NAME", "FORM", "FEATURES"}}

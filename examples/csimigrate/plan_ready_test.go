@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/secrets"
@@ -101,7 +102,7 @@ func genCluster(t *testing.T, c kubernetes.Interface, rng *rand.Rand, ns string,
 			},
 		}
 		if sc != "" {
-			pv.Annotations = map[string]string{annProvisionedBy: plugin.RBDInTreePluginName}
+			pv.Annotations = map[string]string{plugin.AnnProvisionedBy: plugin.RBDInTreePluginName}
 		}
 		claim := "c" + strconv.Itoa(i)
 		switch rng.IntN(5) {
@@ -159,12 +160,12 @@ func TestReadyPlanRewrites(t *testing.T) {
 			}
 			for _, f := range v.Findings {
 				switch f.Code {
-				case FindingRewriteRefuses, FindingSecretNotReady, FindingSecretMissing:
+				case plan.FindingRewriteRefuses, plan.FindingSecretNotReady, plan.FindingSecretMissing:
 					// rewrite -apply reads the secrets by the plan's rule.
 					if !slices.Contains(refused, v.Name) {
 						refused = append(refused, v.Name)
 					}
-				case FindingReclaimKept:
+				case plan.FindingReclaimKept:
 					if v.Migratable {
 						kept = append(kept, v.Name)
 					}
@@ -257,7 +258,7 @@ func TestReadyPlanRewrites(t *testing.T) {
 
 // referenced reports whether a planned secret is one a PV or class of ns
 // references (for a derived CephFS secret: its source).
-func referenced(t *testing.T, c kubernetes.Interface, ns string, sp SecretPlan) bool {
+func referenced(t *testing.T, c kubernetes.Interface, ns string, sp plan.SecretPlan) bool {
 	t.Helper()
 	ctx := context.Background()
 	pvs, err := c.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
 )
@@ -46,7 +47,7 @@ func commandRemedy(a plugin.Action, object, engine string) string {
 
 // localizePlan words every finding's remedy of a plan in the command's
 // terms (the report is the command's own copy).
-func localizePlan(p *Plan) {
+func localizePlan(p *plan.Plan) {
 	for i := range p.Hazards {
 		localizeFinding(&p.Hazards[i])
 	}

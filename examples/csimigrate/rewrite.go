@@ -23,7 +23,6 @@ import (
 	"github.com/csimigrate/csimigrate/apply/cephtool"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
-	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -238,7 +237,7 @@ func (rv *review) pv(obj any) {
 	if kind, _ := rewrite.KindOf(rv.tr, pv); kind != rv.dir.source {
 		return
 	}
-	var p RewritePV
+	var p rewrite.PV
 	var j *adopt.Journal
 	var err error
 	switch {
@@ -272,15 +271,15 @@ func (rv *review) pv(obj any) {
 
 // reviewed is what the writer would make of pv (its checks, on the live
 // cluster and Ceph), and the journal entry it writes or removes.
-func (rv *review) reviewed(pv *v1.PersistentVolume) (RewritePV, *adopt.Journal, error) {
+func (rv *review) reviewed(pv *v1.PersistentVolume) (rewrite.PV, *adopt.Journal, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	r, err := rv.writer.Review(ctx, pv)
 	if err != nil {
-		return RewritePV{}, nil, err
+		return rewrite.PV{}, nil, err
 	}
-	p := RewritePV{Name: pv.Name, OriginalPolicy: pv.Spec.PersistentVolumeReclaimPolicy, CSI: r.Replacement,
-		RestorePolicy: v1.PersistentVolumeReclaimPolicy(r.Replacement.Annotations[AnnReclaimPolicy])}
+	p := rewrite.PV{Name: pv.Name, OriginalPolicy: pv.Spec.PersistentVolumeReclaimPolicy, CSI: r.Replacement,
+		RestorePolicy: v1.PersistentVolumeReclaimPolicy(r.Replacement.Annotations[rewrite.AnnReclaimPolicy])}
 	if r.Replacement.Spec.CSI != nil {
 		p.Driver = r.Replacement.Spec.CSI.Driver
 	} else {
@@ -319,42 +318,24 @@ func (rv *review) class(sc *storagev1.StorageClass) {
 
 // undoReview is the undo of a CSI PV csimigrate created, for review: its
 // in-tree replacement in the field CSI.
-func undoReview(tr *translate.Translator, pv *v1.PersistentVolume) (RewritePV, error) {
+func undoReview(tr *translate.Translator, pv *v1.PersistentVolume) (rewrite.PV, error) {
 	if _, j, adopted, _ := adopt.Unadopted(pv); adopted {
-		return RewritePV{}, fmt.Errorf("its volume was adopted into Ceph CSI's journal (%s in pool %s), and the undo removes that entry: review it with -live -adopt and the Ceph access flags", j.Object(), j.Pool)
+		return rewrite.PV{}, fmt.Errorf("its volume was adopted into Ceph CSI's journal (%s in pool %s), and the undo removes that entry: review it with -live -adopt and the Ceph access flags", j.Object(), j.Pool)
 	}
 	in, err := rewrite.UndoReplacement(tr, pv)
 	if err != nil {
-		return RewritePV{}, err
+		return rewrite.PV{}, err
 	}
-	policy := v1.PersistentVolumeReclaimPolicy(in.Annotations[AnnReclaimPolicy])
-	return RewritePV{Name: pv.Name, Driver: plugin.InTreeNameOfPV(in), OriginalPolicy: pv.Spec.PersistentVolumeReclaimPolicy, RestorePolicy: policy, CSI: in}, nil
+	policy := v1.PersistentVolumeReclaimPolicy(in.Annotations[rewrite.AnnReclaimPolicy])
+	return rewrite.PV{Name: pv.Name, Driver: plugin.InTreeNameOfPV(in), OriginalPolicy: pv.Spec.PersistentVolumeReclaimPolicy, RestorePolicy: policy, CSI: in}, nil
 }
-
-// Annotations the rewrite puts on the CSI PV it creates (package rewrite's).
-const (
-	AnnReclaimPolicy    = rewrite.AnnReclaimPolicy
-	AnnMigratedFrom     = rewrite.AnnMigratedFrom
-	AnnPreRewritePolicy = rewrite.AnnPreRewritePolicy
-	AnnAddedAnnotations = rewrite.AnnAddedAnnotations
-)
-
-// RewritePV is one in-tree PV and the CSI PV that replaces it.
-type RewritePV = rewrite.PV
-
-// Annotations external-provisioner reads on a PV it deletes.
-const (
-	annProvisionedBy           = plugin.AnnProvisionedBy
-	annDeletionSecretName      = secrets.AnnDeletionSecretName
-	annDeletionSecretNamespace = secrets.AnnDeletionSecretNamespace
-)
 
 // replacement builds the CSI PV that replaces an in-tree PV
 // (rewrite.Replacement of its translation and findings).
-func replacement(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolume, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (RewritePV, error) {
+func replacement(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolume, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (rewrite.PV, error) {
 	csi, err := tr.TranslateInTreePVToCSI(logger, pv)
 	if err != nil {
-		return RewritePV{}, err
+		return rewrite.PV{}, err
 	}
 	return rewrite.Replacement(tr, logger, pv, csi, tr.CheckPV(pv), sc, pvc)
 }
@@ -600,7 +581,7 @@ func writeScriptHeader(w io.Writer, dir *direction) {
 }
 
 // writeScriptPV writes the call that replaces one PV.
-func writeScriptPV(w io.Writer, dir *direction, p RewritePV) error {
+func writeScriptPV(w io.Writer, dir *direction, p rewrite.PV) error {
 	b, err := yaml.Marshal(p.CSI)
 	if err != nil {
 		return err
@@ -680,7 +661,7 @@ func (in *rewriteInputs) needClaims(tr *translate.Translator) bool {
 	return false
 }
 
-func (in *rewriteInputs) replacement(tr *translate.Translator, pv *v1.PersistentVolume) (RewritePV, error) {
+func (in *rewriteInputs) replacement(tr *translate.Translator, pv *v1.PersistentVolume) (rewrite.PV, error) {
 	var pvc *v1.PersistentVolumeClaim
 	if c := pv.Spec.ClaimRef; c != nil && in.claims != nil {
 		pvc = in.claims[claimKey(c.Namespace, c.Name)]

@@ -72,7 +72,7 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 // reviewed input that the run's direction replaces, each with the uid it had
 // there, or else the cluster's (and those whose run was interrupted after the
 // delete), narrowed to names; or the exit code of what went wrong.
-func (a *applier) selectTargets(ctx context.Context, c *common, names []string, stdin io.Reader, stderr io.Writer) (pvs, scs []target, code int) {
+func (a *applier) selectTargets(ctx context.Context, c *common, names []string, stdin io.Reader, stderr io.Writer) (pvs, scs []apply.Target, code int) {
 	dir := a.direction()
 	where := "cluster"
 	if len(c.files) > 0 {
@@ -84,12 +84,12 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 		}
 		for _, pv := range inv.PVs {
 			if a.w.IsSource(pv) {
-				pvs = append(pvs, target{Name: pv.Name, UID: pv.UID})
+				pvs = append(pvs, apply.Target{Name: pv.Name, UID: pv.UID})
 			}
 		}
 		for _, sc := range inv.StorageClasses {
 			if a.w.IsSourceClass(sc) {
-				scs = append(scs, target{Name: sc.Name, UID: sc.UID})
+				scs = append(scs, apply.Target{Name: sc.Name, UID: sc.UID})
 			}
 		}
 		a.say("%d %s PersistentVolumes and %d %s StorageClasses in the reviewed input\n", len(pvs), dir.scope, len(scs), dir.scope)
@@ -107,13 +107,13 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 	if len(names) == 0 {
 		return pvs, scs, exitOK
 	}
-	var namedPVs, namedSCs []target
+	var namedPVs, namedSCs []apply.Target
 	for _, n := range names {
 		list, kind, name, from := &namedPVs, "PV", n, pvs
 		if rest, ok := strings.CutPrefix(n, "storageclass/"); ok {
 			list, kind, name, from = &namedSCs, "StorageClass", rest, scs
 		}
-		i := slices.IndexFunc(from, func(t target) bool { return t.Name == name })
+		i := slices.IndexFunc(from, func(t apply.Target) bool { return t.Name == name })
 		if i < 0 {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %s %q is not %s %s of the %s\n", kind, name, dir.aScope, kind, where)
 			return nil, nil, exitUsage
@@ -127,7 +127,7 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 // applyAll takes the steps of every target PV, then of every target
 // StorageClass (whose in-tree form the PVs' deletion secrets are read from),
 // and prints the summary.
-func (a *applier) applyAll(ctx context.Context, targets, classes []target) error {
+func (a *applier) applyAll(ctx context.Context, targets, classes []apply.Target) error {
 	r, pvErr := a.rewriteAll(ctx, targets)
 	var rc apply.Result
 	var scErr error
@@ -138,10 +138,6 @@ func (a *applier) applyAll(ctx context.Context, targets, classes []target) error
 		r.Done, rc.Done, a.direction().done, r.Refused+rc.Refused, a.steps)
 	return errors.Join(pvErr, scErr)
 }
-
-// target is an object the user named for the rewrite: by its name and,
-// when it comes from reviewed input, the uid it had there.
-type target = apply.Target
 
 // applier is rewrite -apply's writer (package apply) with the command's
 // options and its output.
@@ -178,7 +174,7 @@ func (a *applier) writer() (*apply.Writer, error) {
 }
 
 // rewriteAll runs the writer over the target PVs.
-func (a *applier) rewriteAll(ctx context.Context, targets []target) (apply.Result, error) {
+func (a *applier) rewriteAll(ctx context.Context, targets []apply.Target) (apply.Result, error) {
 	w, err := a.writer()
 	if err != nil {
 		return apply.Result{}, err
@@ -189,7 +185,7 @@ func (a *applier) rewriteAll(ctx context.Context, targets []target) (apply.Resul
 }
 
 // rewriteClasses runs the writer over the target StorageClasses.
-func (a *applier) rewriteClasses(ctx context.Context, targets []target) (apply.Result, error) {
+func (a *applier) rewriteClasses(ctx context.Context, targets []apply.Target) (apply.Result, error) {
 	w, err := a.writer()
 	if err != nil {
 		return apply.Result{}, err

@@ -12,6 +12,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	provisioner "sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
+
+	"github.com/csimigrate/csimigrate/testenv"
 )
 
 // deletions records what the provisioner library asks a CSI provisioner to
@@ -55,8 +57,8 @@ func TestRewrittenPVDeletedByExternalProvisioner(t *testing.T) {
 		pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/rbd"}
 		pv.Spec.StorageClassName = "rbd-prov"
 	}
-	mkPV(t, c, "prov", "rewritten", dynamic)
-	mkPV(t, c, "prov", "old-style", dynamic)
+	testenv.CreateBoundPV(t, c, "prov", "rewritten", dynamic)
+	testenv.CreateBoundPV(t, c, "prov", "old-style", dynamic)
 	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "rewritten", "old-style"); code != exitOK {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
 	}

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,38 +19,10 @@ import (
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/testenv"
 )
-
-// mkPV creates a bound in-tree RBD PV with its claim in namespace ns and
-// returns the PV as created.
-func mkPV(t *testing.T, c kubernetes.Interface, ns, name string, edit func(*v1.PersistentVolume)) *v1.PersistentVolume {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		// Pods need it (no controller-manager creates it here).
-		if _, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, testenv.ClaimFor(ns, name, name), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pv := testenv.BoundPV(name, ns, name, pvc.UID, testenv.RBDSource(ns, name))
-	if edit != nil {
-		edit(pv)
-	}
-	testenv.EnsureSecrets(t, c, pv)
-	out, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 func getPV(t *testing.T, c kubernetes.Interface, name string) *v1.PersistentVolume {
 	t.Helper()
@@ -77,7 +46,7 @@ func unchanged(t *testing.T, c kubernetes.Interface, before *v1.PersistentVolume
 // noState fails if a state ConfigMap exists for the PV.
 func noState(t *testing.T, c kubernetes.Interface, name string) {
 	t.Helper()
-	if _, err := c.CoreV1().ConfigMaps("kube-system").Get(context.Background(), stateName(name), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := c.CoreV1().ConfigMaps("kube-system").Get(context.Background(), apply.StateName(name), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("ConfigMap for %s: %v (want none)", name, err)
 	}
 }
@@ -118,9 +87,9 @@ func TestRewriteApplySafety(t *testing.T) {
 	})
 
 	t.Run("scope", func(t *testing.T) {
-		a := mkPV(t, c, "scope", "scope-a", nil)
-		b := mkPV(t, c, "scope", "scope-b", nil)
-		other := mkPV(t, c, "scope", "scope-c", nil)
+		a := testenv.CreateBoundPV(t, c, "scope", "scope-a", nil)
+		b := testenv.CreateBoundPV(t, c, "scope", "scope-b", nil)
+		other := testenv.CreateBoundPV(t, c, "scope", "scope-c", nil)
 		reviewed := writeJSONFile(t, asListItem(a), asListItem(b))
 		// Names narrow the reviewed input.
 		if out, stderr, code := rewriteApply("-f", reviewed, "scope-a"); code != exitOK {
@@ -139,7 +108,7 @@ func TestRewriteApplySafety(t *testing.T) {
 		// A reviewed PV replaced since the review (same name, new uid).
 		deletePV(t, c, "scope-b")
 		deletePVC(t, c, "scope", "scope-b")
-		b2 := mkPV(t, c, "scope", "scope-b", nil)
+		b2 := testenv.CreateBoundPV(t, c, "scope", "scope-b", nil)
 		out, _, code := rewriteApply("-f", reviewed)
 		if code != exitBlocked || !strings.Contains(out, "pv/scope-b: refused") || !strings.Contains(out, "reviewed one "+string(b.UID)) {
 			t.Errorf("exit %d:\n%s", code, out)
@@ -193,7 +162,7 @@ func TestRewriteApplySafety(t *testing.T) {
 	for _, tc := range refusedCases {
 		t.Run(tc.name, func(t *testing.T) {
 			name := "ref-" + tc.name
-			pv := mkPV(t, c, "refused", name, tc.edit)
+			pv := testenv.CreateBoundPV(t, c, "refused", name, tc.edit)
 			if tc.after != nil {
 				pv = tc.after(t, pv)
 			}
@@ -206,77 +175,11 @@ func TestRewriteApplySafety(t *testing.T) {
 		})
 	}
 
-	// Interrupted runs resumed only when the cluster is provably what the
-	// saved replacement was built from.
-	interrupt := func(t *testing.T, name string, steps int) {
-		t.Helper()
-		if _, err := writer(t, c, &bytes.Buffer{}, apply.Options{MaxWrites: steps}).PVs(ctx, targetsOf([]string{name})); !errors.Is(err, apply.ErrWriteLimit) {
-			t.Fatalf("the interrupted run returned %v", err)
-		}
-	}
-	resume := func(t *testing.T, name string) error {
-		var out bytes.Buffer
-		_, err := writer(t, c, &out, apply.Options{}).PVs(ctx, targetsOf([]string{name}))
-		return err
-	}
-	t.Run("stale-state", func(t *testing.T) {
-		mkPV(t, c, "stale", "stale", nil)
-		interrupt(t, "stale", 2) // Retain, save
-		pv := getPV(t, c, "stale")
-		pv.Labels = map[string]string{"changed": "by-an-admin"}
-		pv, err := c.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = resume(t, "stale")
-		if err == nil || !strings.Contains(err.Error(), "changed after its replacement was saved in ConfigMap kube-system/"+stateName("stale")) {
-			t.Fatalf("resume: %v", err)
-		}
-		unchanged(t, c, pv)
-	})
-	t.Run("hand-edited-state", func(t *testing.T) {
-		mkPV(t, c, "edited", "edited", nil)
-		interrupt(t, "edited", 4) // Retain, save, delete, finalizer: the PV is gone
-		waitGone(t, c, "edited")
-		cm, err := c.CoreV1().ConfigMaps("kube-system").Get(ctx, stateName("edited"), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cm.Data[stateKey] = strings.Replace(cm.Data[stateKey], `"1Gi"`, `"2Gi"`, -1)
-		if _, err := c.CoreV1().ConfigMaps("kube-system").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		err = resume(t, "edited")
-		if err == nil || !strings.Contains(err.Error(), "was changed after csimigrate saved it") {
-			t.Fatalf("resume: %v", err)
-		}
-		if _, err := c.CoreV1().PersistentVolumes().Get(ctx, "edited", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("a PV was created from the edited state: %v", err)
-		}
-	})
-	t.Run("claim-rebound", func(t *testing.T) {
-		mkPV(t, c, "rebound", "rebound", nil)
-		interrupt(t, "rebound", 4)
-		waitGone(t, c, "rebound")
-		// The claim is deleted and a new one of the same name created.
-		deletePVC(t, c, "rebound", "rebound")
-		if _, err := c.CoreV1().PersistentVolumeClaims("rebound").Create(ctx, testenv.ClaimFor("rebound", "rebound", "rebound"), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		err := resume(t, "rebound")
-		if err == nil || !strings.Contains(err.Error(), "claim rebound/rebound has uid") || !strings.Contains(err.Error(), "nothing is created from it") {
-			t.Fatalf("resume: %v", err)
-		}
-		if _, err := c.CoreV1().PersistentVolumes().Get(ctx, "rebound", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("a PV was created for another claim: %v", err)
-		}
-	})
-
 	t.Run("deletable", func(t *testing.T) {
 		if _, err := c.StorageV1().StorageClasses().Create(ctx, &storagev1StorageClass, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		mkPV(t, c, "deletable", "deletable", func(pv *v1.PersistentVolume) {
+		testenv.CreateBoundPV(t, c, "deletable", "deletable", func(pv *v1.PersistentVolume) {
 			pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/rbd"}
 			pv.Spec.StorageClassName = storagev1StorageClass.Name
 		})
@@ -285,7 +188,7 @@ func TestRewriteApplySafety(t *testing.T) {
 		}
 		pv := getPV(t, c, "deletable")
 		want := map[string]string{"pv.kubernetes.io/provisioned-by": "rbd.csi.ceph.com", plugin.AnnOriginalProvisionedBy: "kubernetes.io/rbd",
-			annDeletionSecretName: "ceph-admin", annDeletionSecretNamespace: "ceph"}
+			secrets.AnnDeletionSecretName: "ceph-admin", secrets.AnnDeletionSecretNamespace: "ceph"}
 		for k, v := range want {
 			if pv.Annotations[k] != v {
 				t.Errorf("annotation %s = %q, want %q", k, pv.Annotations[k], v)
@@ -429,7 +332,7 @@ func TestRewriteApplyStorageClasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Provisioner != "rbd.csi.ceph.com" || got.Parameters["pool"] != "kube" || got.Parameters["csi.storage.k8s.io/provisioner-secret-name"] != "ceph-admin" ||
-		got.Annotations["storageclass.kubernetes.io/is-default-class"] != "true" || got.Annotations[AnnMigratedFrom] != "kubernetes.io/rbd" {
+		got.Annotations["storageclass.kubernetes.io/is-default-class"] != "true" || got.Annotations[rewrite.AnnMigratedFrom] != "kubernetes.io/rbd" {
 		t.Errorf("replaced class: %+v", got)
 	}
 	if now, _ := c.StorageV1().StorageClasses().Get(ctx, "thick", metav1.GetOptions{}); now.ResourceVersion != thick.ResourceVersion {
@@ -449,24 +352,6 @@ func TestRewriteApplyStorageClasses(t *testing.T) {
 	if now, _ := c.StorageV1().StorageClasses().Get(ctx, "fast", metav1.GetOptions{}); now.ResourceVersion != got.ResourceVersion {
 		t.Error("the second run changed the replaced class")
 	}
-	// Interrupted after each step, then resumed.
-	for k := 1; k <= 3; k++ {
-		name := fmt.Sprintf("cut%d", k)
-		mk(name, "kubernetes.io/rbd", rbdParams)
-		if _, err := writer(t, c, &bytes.Buffer{}, apply.Options{MaxWrites: k}).Classes(ctx, targetsOf([]string{name})); !errors.Is(err, apply.ErrWriteLimit) {
-			t.Fatalf("k=%d: %v", k, err)
-		}
-		if _, err := writer(t, c, &bytes.Buffer{}, apply.Options{}).Classes(ctx, targetsOf([]string{name})); err != nil {
-			t.Fatalf("k=%d: resume: %v", k, err)
-		}
-		got, err := c.StorageV1().StorageClasses().Get(ctx, name, metav1.GetOptions{})
-		if err != nil || got.Provisioner != "rbd.csi.ceph.com" {
-			t.Errorf("k=%d: %v %+v", k, err, got)
-		}
-		if _, err := c.CoreV1().ConfigMaps("kube-system").Get(ctx, scStateName(name), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("k=%d: state left: %v", k, err)
-		}
-	}
 }
 
 // A PV that running pods use is refused by default; with -online it is
@@ -476,7 +361,7 @@ func TestRewriteApplyStorageClasses(t *testing.T) {
 func TestRewriteApplyOnline(t *testing.T) {
 	c, kc := startServer(t)
 	ctx := context.Background()
-	pv := mkPV(t, c, "online", "online-a", nil)
+	pv := testenv.CreateBoundPV(t, c, "online", "online-a", nil)
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app-0", Namespace: "online"}, Spec: v1.PodSpec{NodeName: "n1",
 		Containers: []v1.Container{{Name: "app", Image: "registry.example/app:1"}},
 		Volumes:    []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "online-a"}}}}}}

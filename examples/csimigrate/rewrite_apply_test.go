@@ -1,20 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/testenv"
 )
 
@@ -65,7 +61,7 @@ func endState(t *testing.T, c kubernetes.Interface, ns string, names []string) m
 			t.Errorf("pvc %s/%s points to %q (uid %s), PV claims uid %s", ns, pvc.Name, pvc.Spec.VolumeName, pvc.UID, pv.Spec.ClaimRef.UID)
 		}
 		q := pv.Spec.Capacity[v1.ResourceStorage]
-		_, pending := pv.Annotations[AnnReclaimPolicy]
+		_, pending := pv.Annotations[rewrite.AnnReclaimPolicy]
 		out[name[len(ns)+1:]] = pvState{Driver: pv.Spec.CSI.Driver, Handle: pv.Spec.CSI.VolumeHandle, Claim: pv.Spec.ClaimRef.Name,
 			Policy: pv.Spec.PersistentVolumeReclaimPolicy, Capacity: q.String(), Pending: pending}
 	}
@@ -75,41 +71,6 @@ func endState(t *testing.T, c kubernetes.Interface, ns string, names []string) m
 	}
 	if len(cms.Items) != 0 {
 		t.Errorf("%d saved replacements left", len(cms.Items))
-	}
-	return out
-}
-
-func targetsOf(names []string) []target {
-	out := make([]target, len(names))
-	for i, n := range names {
-		out[i] = target{Name: n}
-	}
-	return out
-}
-
-// writer is the writer rewrite -apply builds (state in kube-system), with
-// options o, printing its events to out as the command does.
-func writer(t testing.TB, c kubernetes.Interface, out *bytes.Buffer, o apply.Options) *apply.Writer {
-	t.Helper()
-	var cm common
-	tr, err := cm.translator()
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.StateNamespace = "kube-system"
-	w, err := apply.New(c, tr, klog0(), textEvents{out}, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w
-}
-
-// normalise drops what differs between namespaces.
-func normalise(m map[string]pvState) map[string]pvState {
-	out := map[string]pvState{}
-	for k, v := range m {
-		v.Handle = ""
-		out[k] = v
 	}
 	return out
 }
@@ -154,30 +115,4 @@ func TestRewriteApplyEndToEnd(t *testing.T) {
 	if out, _, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc); code != exitOK || !strings.Contains(out, ", 0 steps taken") {
 		t.Fatalf("second run: exit %d:\n%s", code, out)
 	}
-	total := strings.Count(out, "pv/")
-
-	// A run killed after any number of steps resumes to the same end state.
-	for k := 1; k < total/len(names)+2 && k < 12; k++ {
-		ns := fmt.Sprintf("cut%d", k)
-		names := testenv.Seed(t, c, ns)
-		if _, err := writer(t, c, &bytes.Buffer{}, apply.Options{MaxWrites: k}).PVs(ctx, targetsOf(names)); !errors.Is(err, apply.ErrWriteLimit) {
-			t.Fatalf("k=%d: the interrupted run returned %v", k, err)
-		}
-		var out bytes.Buffer
-		if _, err := writer(t, c, &out, apply.Options{}).PVs(ctx, targetsOf(names)); err != nil {
-			t.Fatalf("k=%d: resume: %v\n%s", k, err, out.String())
-		}
-		got := endState(t, c, ns, names)
-		if diff := cmp.Diff(normalise(want), normalise(got)); diff != "" {
-			t.Errorf("k=%d: end state after an interruption (-uninterrupted +resumed):\n%s", k, diff)
-		}
-	}
 }
-
-// What the writer keeps in the cluster, as the tests look for it.
-var (
-	stateName   = apply.StateName
-	scStateName = apply.ClassStateName
-)
-
-const stateKey = "state.json"

@@ -12,6 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/csimigrate/csimigrate/testenv"
 )
 
 // runScript prints the rewrite script for the live cluster's in-tree PVs
@@ -56,7 +58,7 @@ func TestRewriteScriptWithKubectl(t *testing.T) {
 	}
 	c, kc := startServer(t)
 	ctx := context.Background()
-	mkPV(t, c, "script", "script-ok", nil)
+	testenv.CreateBoundPV(t, c, "script", "script-ok", nil)
 	out, err := runScriptChecked(t, kc, func(script string) {
 		if !strings.Contains(script, "the PV names no StorageClass") {
 			t.Error("the script does not say why the policy stays Retain")
@@ -71,7 +73,7 @@ func TestRewriteScriptWithKubectl(t *testing.T) {
 	if pv.Spec.CSI == nil || pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Name != "script-ok" {
 		t.Errorf("after the script: %+v", pv.Spec)
 	}
-	held := mkPV(t, c, "script", "script-held", func(pv *v1.PersistentVolume) { pv.Finalizers = append(pv.Finalizers, "example.com/hold") })
+	held := testenv.CreateBoundPV(t, c, "script", "script-held", func(pv *v1.PersistentVolume) { pv.Finalizers = append(pv.Finalizers, "example.com/hold") })
 	out, err = runScript(t, kc, "script-held")
 	if err == nil || !strings.Contains(out, "script-held has finalizer example.com/hold") {
 		t.Errorf("the script went on: %v\n%s", err, out)

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
@@ -35,7 +36,7 @@ const translateSummary = "Prints the CSI equivalents of the input's in-tree PVs 
 	"Objects that fail are reported on stderr with the field at fault (exit 1)."
 
 func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return runCommand("translate", translateSummary, &translateOptions{inlineCapacity: defaultInlineCapacity}, args, stdin, stdout, stderr)
+	return runCommand("translate", translateSummary, &translateOptions{inlineCapacity: rewrite.DefaultInlineCapacity}, args, stdin, stdout, stderr)
 }
 
 func (o *translateOptions) register(fs *flag.FlagSet) {
@@ -148,7 +149,7 @@ func (s *translateSink) Add(obj any) {
 		csi.TypeMeta = metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"}
 		s.emit(csi)
 	default:
-		if w, ok := workloadOf(obj); ok {
+		if w, ok := rewrite.WorkloadOf(obj); ok {
 			s.addWorkload(w)
 		}
 	}
@@ -160,7 +161,7 @@ func (s *translateSink) Add(obj any) {
 // to it, and then the object itself with each such volume replaced by its
 // claim. An object a controller owns is not printed (its owner's template
 // is what to change); stderr names the owner.
-func (s *translateSink) addWorkload(w *workload) {
+func (s *translateSink) addWorkload(w *rewrite.Workload) {
 	var idx []int
 	for i := range w.Spec.Volumes {
 		if isInTreeInline(&w.Spec.Volumes[i]) {
@@ -177,9 +178,9 @@ func (s *translateSink) addWorkload(w *workload) {
 	claims := map[int]string{}
 	for _, i := range idx {
 		vol := &w.Spec.Volumes[i]
-		name := inlineClaimName(w, vol.Name)
+		name := rewrite.InlineClaimName(w, vol.Name)
 		what := fmt.Sprintf("%s volume %s", w.ID(), vol.Name)
-		form := rewrite.NewInlineForm(s.tr, s.logger, w, vol, name, s.capacity, inlineRemedy)
+		form := rewrite.NewInlineForm(s.tr, s.logger, w, vol, name, s.capacity, plan.InlineRemedy)
 		if form.InTree == nil {
 			continue
 		}
@@ -199,7 +200,7 @@ func (s *translateSink) addWorkload(w *workload) {
 		cleanPV(csi)
 		csi.Annotations = setAnn(csi.Annotations, annInlineOf, w.ID()+" volume "+vol.Name)
 		s.emit(csi)
-		s.emit(inlineClaim(csi, w.Namespace))
+		s.emit(rewrite.InlineClaim(csi, w.Namespace))
 		claims[i] = name
 	}
 	if len(claims) == 0 {
@@ -223,8 +224,8 @@ func setAnn(m map[string]string, k, v string) map[string]string {
 // withClaims returns a copy of the workload's object, cleared of what the
 // server sets, whose pod spec uses the claims instead of the inline volumes
 // at those indexes.
-func withClaims(w *workload, claims map[int]string) any {
-	nw, _ := workloadOf(w.Obj.DeepCopyObject())
+func withClaims(w *rewrite.Workload, claims map[int]string) any {
+	nw, _ := rewrite.WorkloadOf(w.Obj.DeepCopyObject())
 	for i, name := range claims {
 		vol := &nw.Spec.Volumes[i]
 		readOnly := vol.RBD != nil && vol.RBD.ReadOnly || vol.CephFS != nil && vol.CephFS.ReadOnly

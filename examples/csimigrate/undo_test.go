@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/testenv"
 )
 
@@ -82,7 +81,7 @@ func TestUndoRefusals(t *testing.T) {
 	}
 
 	// A CSI PV csimigrate did not create is not among the targets.
-	foreign := mkPV(t, c, "ref2", "foreign", func(pv *v1.PersistentVolume) {
+	foreign := testenv.CreateBoundPV(t, c, "ref2", "foreign", func(pv *v1.PersistentVolume) {
 		pv.Spec.RBD = nil
 		pv.Spec.CSI = &v1.CSIPersistentVolumeSource{Driver: "csi.vsphere.vmware.com", VolumeHandle: "b9f2e0a4-0000-4000-8000-000000000001"}
 	})
@@ -104,24 +103,6 @@ func TestUndoRefusals(t *testing.T) {
 			if code != exitBlocked || !strings.Contains(out, "pv/inuse: refused, left as it was: in use by pods app-0") {
 				t.Errorf("%q: exit %d:\n%s", args, code, out)
 			}
-		}
-		unchanged(t, c, pv)
-	})
-	t.Run("rewrite-in-progress", func(t *testing.T) {
-		mkPV(t, c, "prog", "prog", func(pv *v1.PersistentVolume) {
-			pv.Spec.RBD = nil
-			pv.Spec.VsphereVolume = &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[ds] kubevols/prog.vmdk"}
-		})
-		// Retain, save, delete, finalizer, create.
-		if _, err := writer(t, c, &bytes.Buffer{}, apply.Options{MaxWrites: 5}).PVs(ctx, targetsOf([]string{"prog"})); !errors.Is(err, apply.ErrWriteLimit) {
-			t.Fatal(err)
-		}
-		pv := getPV(t, c, "prog")
-		var buf bytes.Buffer
-		_, err := writer(t, c, &buf, apply.Options{Undo: true}).PVs(ctx, targetsOf([]string{"prog"}))
-		var ip *apply.InProgressError
-		if !errors.As(err, &ip) || ip.Undo || !strings.Contains(commandError(err), "holds a rewrite of pv/prog in progress; finish it first (csimigrate rewrite -apply)") {
-			t.Errorf("undo during a rewrite: %v\n%s", err, buf.String())
 		}
 		unchanged(t, c, pv)
 	})
@@ -156,13 +137,13 @@ func TestUndoRefusals(t *testing.T) {
 	})
 	t.Run("no-record", func(t *testing.T) {
 		pv := rewrittenVSphere(t, c, kc, "norecord")
-		delete(pv.Annotations, AnnPreRewritePolicy)
+		delete(pv.Annotations, rewrite.AnnPreRewritePolicy)
 		pv, err := c.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		out, _, code := undo("norecord")
-		if code != exitBlocked || !strings.Contains(out, "it has no annotation "+AnnPreRewritePolicy) {
+		if code != exitBlocked || !strings.Contains(out, "it has no annotation "+rewrite.AnnPreRewritePolicy) {
 			t.Errorf("exit %d:\n%s", code, out)
 		}
 		unchanged(t, c, pv)
@@ -173,7 +154,7 @@ func TestUndoRefusals(t *testing.T) {
 // ns, rewrites it and returns the CSI PV.
 func rewrittenVSphere(t *testing.T, c kubernetes.Interface, kc, ns string) *v1.PersistentVolume {
 	t.Helper()
-	mkPV(t, c, ns, ns, func(pv *v1.PersistentVolume) {
+	testenv.CreateBoundPV(t, c, ns, ns, func(pv *v1.PersistentVolume) {
 		pv.Spec.RBD = nil
 		pv.Spec.VsphereVolume = &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[ds] kubevols/" + ns + ".vmdk"}
 	})
@@ -187,7 +168,7 @@ func rewrittenVSphere(t *testing.T, c kubernetes.Interface, kc, ns string) *v1.P
 // PV as it was stored before the rewrite.
 func TestUndoScriptWithKubectl(t *testing.T) {
 	c, kc := startServer(t)
-	mkPV(t, c, "script", "script", func(pv *v1.PersistentVolume) {
+	testenv.CreateBoundPV(t, c, "script", "script", func(pv *v1.PersistentVolume) {
 		pv.Spec.RBD = nil
 		pv.Spec.VsphereVolume = &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[ds] kubevols/script", StoragePolicyName: "gold"}
 		pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/vsphere-volume"}
@@ -211,7 +192,7 @@ func TestUndoScriptWithKubectl(t *testing.T) {
 	if diff := cmp.Diff(original, testenv.FieldsOf(getPV(t, c, "script"))); diff != "" {
 		t.Errorf("after the undo script (-original +undone):\n%s", diff)
 	}
-	if _, err := c.CoreV1().ConfigMaps("kube-system").Get(context.Background(), stateName("script"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := c.CoreV1().ConfigMaps("kube-system").Get(context.Background(), apply.StateName("script"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("state ConfigMap: %v", err)
 	}
 }

@@ -11,18 +11,6 @@ import (
 	"github.com/csimigrate/csimigrate/rewrite"
 )
 
-// workload is an object whose pod spec can hold inline volumes (package
-// rewrite's, with the PV forms of its inline volumes).
-type workload = rewrite.Workload
-
-var (
-	workloadOf            = rewrite.WorkloadOf
-	inlineClaimName       = rewrite.InlineClaimName
-	inlinePV              = rewrite.InlinePV
-	inlineClaim           = rewrite.InlineClaim
-	defaultInlineCapacity = rewrite.DefaultInlineCapacity
-)
-
 // isInTreeInline reports whether vol is an inline volume of a plugin
 // csimigrate knows.
 func isInTreeInline(vol *v1.Volume) bool { return plugin.InTreeNameOfVolume(vol) != "" }
@@ -34,7 +22,7 @@ var workloadAPIVersion = map[string]string{"Pod": "v1", "ReplicationController":
 
 // forCreate clears what the server sets on a workload object: metadata it
 // owns and the status.
-func forCreate(w *workload) {
+func forCreate(w *rewrite.Workload) {
 	m := w.Meta
 	m.ResourceVersion, m.UID, m.Generation, m.CreationTimestamp, m.ManagedFields = "", "", 0, metav1.Time{}, nil
 	clearSelfLink(m)

@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/csimigrate/csimigrate/rewrite"
+
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -22,12 +24,12 @@ func FuzzInlineClaimName(f *testing.F) {
 	f.Add("Job", "ns", "", "")
 	f.Add("CronJob", "ns", "---", "äöü")
 	f.Fuzz(func(t *testing.T, kind, ns, name, vol string) {
-		w := &workload{Kind: kind, Namespace: ns, Name: name}
-		got := inlineClaimName(w, vol)
+		w := &rewrite.Workload{Kind: kind, Namespace: ns, Name: name}
+		got := rewrite.InlineClaimName(w, vol)
 		if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 || len(got) > 63 {
 			t.Fatalf("inlineClaimName(%q, %q) = %q: %v", name, vol, got, errs)
 		}
-		if again := inlineClaimName(w, vol); again != got {
+		if again := rewrite.InlineClaimName(w, vol); again != got {
 			t.Fatalf("not deterministic: %q, then %q", got, again)
 		}
 		plain := strings.ToLower(name + "-" + vol)
@@ -40,11 +42,11 @@ func FuzzInlineClaimName(f *testing.F) {
 			{CephFS: &v1.CephFSVolumeSource{Monitors: []string{vol}, Path: name}},
 			{VsphereVolume: &v1.VsphereVirtualDiskVolumeSource{VolumePath: name}},
 		} {
-			pv := inlinePV(&v1.Volume{Name: vol, VolumeSource: src}, ns, got, resource.MustParse("1Gi"))
+			pv := rewrite.InlinePV(&v1.Volume{Name: vol, VolumeSource: src}, ns, got, resource.MustParse("1Gi"))
 			if pv == nil || pv.Name != got || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Namespace != ns || len(pv.Spec.AccessModes) != 1 {
 				t.Fatalf("inlinePV: %+v", pv)
 			}
-			if c := inlineClaim(pv, ns); c.Spec.VolumeName != got || c.Namespace != ns {
+			if c := rewrite.InlineClaim(pv, ns); c.Spec.VolumeName != got || c.Namespace != ns {
 				t.Fatalf("inlineClaim: %+v", c)
 			}
 		}
