@@ -230,7 +230,7 @@ func TestCephFSAdoptSnapshotClone(t *testing.T) {
 		forms[n] = v.Form + " " + strings.Join(v.Features, ",") + " " + strings.Join(v.FormWhy, "; ")
 	}
 	for n, want := range map[string][]string{
-		"pv-subvol":  {"native stage,expand,delete,snapshot,clone", "-cephfs-secret"},
+		"pv-subvol":  {"native stage,expand,delete,snapshot,clone", "admin Secret Ceph CSI's CephFS StorageClass names"},
 		"pv-byhand":  {"static stage ", "does not serve", "error in getxattr", "setfattr -n ceph.dir.layout.pool"},
 		"pv-reports": {"native stage,expand,delete,snapshot,clone", "does not end in a UUID"},
 		"pv-shared":  {"static stage ", "is not /volumes/<group>/<name>"},
