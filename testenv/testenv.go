@@ -277,11 +277,19 @@ func startRelease(log io.Writer, r Release) (*Server, error) {
 }
 
 func (s *Server) spawn(name, bin string, args ...string) error {
+	return s.spawnEnv(name, nil, bin, args...)
+}
+
+// spawnEnv is spawn with env added to this process's environment.
+func (s *Server) spawnEnv(name string, env []string, bin string, args ...string) error {
 	f, err := os.Create(filepath.Join(s.dir, name+".log"))
 	if err != nil {
 		return err
 	}
 	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := StartOwned(cmd); err != nil {
 		f.Close()
@@ -451,7 +459,13 @@ func (s *Server) StartHollowNode(log io.Writer, node, featureGates string) (stri
 // Stop stops it first, by pid. It fails when the process exits within its
 // first two seconds.
 func (s *Server) Spawn(name, bin string, args ...string) error {
-	if err := s.spawn(name, bin, args...); err != nil {
+	return s.SpawnEnv(name, nil, bin, args...)
+}
+
+// SpawnEnv is Spawn with env ("KEY=value") added to the process's
+// environment.
+func (s *Server) SpawnEnv(name string, env []string, bin string, args ...string) error {
+	if err := s.spawnEnv(name, env, bin, args...); err != nil {
 		return err
 	}
 	p := s.procs[len(s.procs)-1]

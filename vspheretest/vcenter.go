@@ -1,0 +1,183 @@
+package vspheretest
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmware/govmomi"
+	"github.com/vmware/govmomi/cns"
+	cnstypes "github.com/vmware/govmomi/cns/types"
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/types"
+	"github.com/vmware/govmomi/vslm"
+
+	// vcsim's CNS, SPBM, FCD and REST (tagging) endpoints.
+	_ "github.com/vmware/govmomi/cns/simulator"
+	_ "github.com/vmware/govmomi/pbm/simulator"
+	_ "github.com/vmware/govmomi/vapi/simulator"
+	_ "github.com/vmware/govmomi/vslm/simulator"
+)
+
+// VCenterVersion is the vCenter version the simulator reports: one whose
+// CNS serves snapshots and CSI migration (7.0 Update 1 or later).
+const VCenterVersion = "8.0.3"
+
+// ClusterID is the Kubernetes cluster id the driver's configuration and
+// the CNS volumes' metadata name.
+const ClusterID = "csimigrate-test"
+
+// User is the vCenter user the driver logs in as (vcsim accepts any
+// password for it).
+const User = "administrator@vsphere.local"
+
+// VCenter is a running vCenter simulator.
+type VCenter struct {
+	URL        *url.URL
+	Host, Port string
+	Client     *govmomi.Client
+	// Datacenter and Datastore are the simulator's DC0 and LocalDS_0.
+	Datacenter *object.Datacenter
+	Datastore  *object.Datastore
+	Password   string
+}
+
+// StartVCenter starts vcsim's VPX model with its CNS, SPBM and FCD
+// endpoints, reporting VCenterVersion; it stops when the test ends.
+func StartVCenter(t testing.TB) *VCenter {
+	t.Helper()
+	model := simulator.VPX()
+	model.ServiceContent.About.Version = VCenterVersion
+	model.ServiceContent.About.ApiVersion = VCenterVersion + ".0"
+	if err := model.Create(); err != nil {
+		t.Fatalf("vcsim: %v", err)
+	}
+	model.Service.TLS = new(tls.Config)
+	model.Service.RegisterEndpoints = true
+	srv := model.Service.NewServer()
+	// Closing waits for requests in flight: the driver's and this client's
+	// connections are closed first.
+	// vcsim's handler of a long poll (the driver's WaitForUpdatesEx) does
+	// not end when its client goes: Close is given 5 s.
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		closed := make(chan struct{})
+		go func() { srv.Close(); close(closed) }()
+		select {
+		case <-closed:
+		case <-time.After(5 * time.Second):
+		}
+		model.Remove()
+	})
+	ctx := context.Background()
+	u := *srv.URL
+	u.User = url.UserPassword(User, "not-a-secret")
+	c, err := govmomi.NewClient(ctx, &u, true)
+	if err != nil {
+		t.Fatalf("vcsim login: %v", err)
+	}
+	f := find.NewFinder(c.Client)
+	dc, err := f.Datacenter(ctx, "DC0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.SetDatacenter(dc)
+	ds, err := f.Datastore(ctx, "LocalDS_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := strings.Cut(srv.URL.Host, ":")
+	return &VCenter{URL: srv.URL, Host: host, Port: port, Client: c, Datacenter: dc, Datastore: ds, Password: "not-a-secret"}
+}
+
+// CreateDisk creates a thin VMDK of sizeMB at the datastore path
+// "[LocalDS_0] dir/name.vmdk", as the in-tree provisioner did.
+func (vc *VCenter) CreateDisk(t testing.TB, path string, sizeMB int64) {
+	t.Helper()
+	ctx := context.Background()
+	dir := path[strings.Index(path, "] ")+2 : strings.LastIndex(path, "/")]
+	fm := object.NewFileManager(vc.Client.Client)
+	if err := fm.MakeDirectory(ctx, fmt.Sprintf("[%s] %s", vc.Datastore.Name(), dir), vc.Datacenter, true); err != nil {
+		t.Fatal(err)
+	}
+	spec := &types.FileBackedVirtualDiskSpec{VirtualDiskSpec: types.VirtualDiskSpec{DiskType: string(types.VirtualDiskTypeThin), AdapterType: string(types.VirtualDiskAdapterTypeLsiLogic)},
+		CapacityKb: sizeMB * 1024}
+	task, err := object.NewVirtualDiskManager(vc.Client.Client).CreateVirtualDisk(ctx, path, vc.Datacenter, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Wait(ctx); err != nil {
+		t.Fatalf("creating %s: %v", path, err)
+	}
+}
+
+// diskURL is a datastore path as the URL vCenter registers disks by.
+func (vc *VCenter) diskURL(path string) string {
+	rel := path[strings.Index(path, "] ")+2:]
+	return fmt.Sprintf("%s://%s/folder/%s?dcPath=%s&dsName=%s", vc.URL.Scheme, vc.URL.Host, rel, url.QueryEscape("/"+vc.Datacenter.Name()), vc.Datastore.Name())
+}
+
+// RegisterAsSyncer does for an in-tree disk what the vSphere CSI driver's
+// syncer does before the driver serves it by its path: registers the VMDK
+// as a First Class Disk and creates the CNS volume of that disk (vCenter
+// 7.0u1 and later register by the disk's URL path in one CNS call, which
+// vcsim does not serve: this is the 6.7u3 to 7.0 sequence). It returns the
+// FCD id, which is also the CNS volume id.
+func (vc *VCenter) RegisterAsSyncer(t testing.TB, path, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	obj, err := vslm.NewObjectManager(vc.Client.Client).RegisterDisk(ctx, vc.diskURL(path), name)
+	if err != nil {
+		t.Fatalf("registering %s as a First Class Disk: %v", path, err)
+	}
+	id := obj.Config.Id.Id
+	cc, err := cns.NewClient(ctx, vc.Client.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := cc.CreateVolume(ctx, []cnstypes.CnsVolumeCreateSpec{{Name: name, VolumeType: string(cnstypes.CnsVolumeTypeBlock),
+		Datastores:           []types.ManagedObjectReference{vc.Datastore.Reference()},
+		Metadata:             cnstypes.CnsVolumeMetadata{ContainerCluster: cnstypes.CnsContainerCluster{ClusterType: string(cnstypes.CnsClusterTypeKubernetes), ClusterId: ClusterID, VSphereUser: User, ClusterFlavor: string(cnstypes.CnsClusterFlavorVanilla)}},
+		BackingObjectDetails: &cnstypes.CnsBlockBackingDetails{BackingDiskId: id}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := task.WaitForResult(ctx)
+	if err != nil {
+		t.Fatalf("the CNS volume of FCD %s: %v", id, err)
+	}
+	res, err := cns.GetTaskResult(ctx, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := res.GetCnsVolumeOperationResult().Fault; f != nil {
+		t.Fatalf("the CNS volume of FCD %s: %s", id, f.LocalizedMessage)
+	}
+	return id
+}
+
+// FCDExists reports whether vCenter knows the First Class Disk id.
+func (vc *VCenter) FCDExists(t testing.TB, id string) bool {
+	t.Helper()
+	_, err := vslm.NewObjectManager(vc.Client.Client).Retrieve(context.Background(), vc.Datastore, id)
+	return err == nil
+}
+
+// VMUUID is the BIOS uuid of a simulator VM (what a Node's providerID
+// vsphere://<uuid> names, and the node id the driver takes).
+func (vc *VCenter) VMUUID(t testing.TB, name string) string {
+	t.Helper()
+	f := find.NewFinder(vc.Client.Client)
+	f.SetDatacenter(vc.Datacenter)
+	vm, err := f.VirtualMachine(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vm.UUID(context.Background())
+}
