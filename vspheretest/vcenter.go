@@ -1,28 +1,27 @@
 package vspheretest
 
 import (
+	"bufio"
+	"bytes"
 	"context"
-	"crypto/tls"
 	"fmt"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
-	"time"
 
 	"github.com/vmware/govmomi"
 	"github.com/vmware/govmomi/cns"
 	cnstypes "github.com/vmware/govmomi/cns/types"
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
-	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/types"
 	"github.com/vmware/govmomi/vslm"
 
-	// vcsim's CNS, SPBM, FCD and REST (tagging) endpoints.
-	_ "github.com/vmware/govmomi/cns/simulator"
-	_ "github.com/vmware/govmomi/pbm/simulator"
-	_ "github.com/vmware/govmomi/vapi/simulator"
-	_ "github.com/vmware/govmomi/vslm/simulator"
+	"github.com/csimigrate/csimigrate/testenv"
 )
 
 // VCenterVersion is the vCenter version the simulator reports: one whose
@@ -48,40 +47,62 @@ type VCenter struct {
 	Password   string
 }
 
-// StartVCenter starts vcsim's VPX model with its CNS, SPBM and FCD
-// endpoints, reporting VCenterVersion; it stops when the test ends.
+// vcsimBinary is the simulator's program (cmd/vcsim): CSIMIGRATE_VCSIM,
+// which scripts/test builds once, else built here once per test binary.
+var vcsimBinary = sync.OnceValues(func() (string, error) {
+	if p := os.Getenv("CSIMIGRATE_VCSIM"); p != "" {
+		return p, nil
+	}
+	dir, err := os.MkdirTemp("", "csimigrate-vcsim-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "vcsim")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/vcsim")
+	build.Env = append(os.Environ(), "GOWORK=off")
+	out, err := build.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("building vcsim: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// StartVCenter starts vcsim (cmd/vcsim: the VPX model with its CNS, SPBM,
+// FCD and REST endpoints, reporting VCenterVersion) as a process owned by
+// the test, killed when it ends, and logs in to it.
 func StartVCenter(t testing.TB) *VCenter {
 	t.Helper()
-	model := simulator.VPX()
-	model.ServiceContent.About.Version = VCenterVersion
-	model.ServiceContent.About.ApiVersion = VCenterVersion + ".0"
-	if err := model.Create(); err != nil {
+	bin, err := vcsimBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-version", VCenterVersion)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := testenv.StartOwned(cmd); err != nil {
 		t.Fatalf("vcsim: %v", err)
 	}
-	model.Service.TLS = new(tls.Config)
-	model.Service.RegisterEndpoints = true
-	srv := model.Service.NewServer()
-	// Closing waits for requests in flight: the driver's and this client's
-	// connections are closed first.
-	// vcsim's handler of a long poll (the driver's WaitForUpdatesEx) does
-	// not end when its client goes: Close is given 5 s.
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		closed := make(chan struct{})
-		go func() { srv.Close(); close(closed) }()
-		select {
-		case <-closed:
-		case <-time.After(5 * time.Second):
-		}
-		model.Remove()
-	})
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("vcsim did not say its URL: %v\n%s", err, stderr.String())
+	}
+	sdk, err := url.Parse(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("vcsim's URL %q: %v", line, err)
+	}
 	ctx := context.Background()
-	u := *srv.URL
+	u := *sdk
 	u.User = url.UserPassword(User, "not-a-secret")
 	c, err := govmomi.NewClient(ctx, &u, true)
 	if err != nil {
 		t.Fatalf("vcsim login: %v", err)
 	}
+	t.Cleanup(func() { _ = c.Logout(context.Background()) })
 	f := find.NewFinder(c.Client)
 	dc, err := f.Datacenter(ctx, "DC0")
 	if err != nil {
@@ -92,8 +113,8 @@ func StartVCenter(t testing.TB) *VCenter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, port, _ := strings.Cut(srv.URL.Host, ":")
-	return &VCenter{URL: srv.URL, Host: host, Port: port, Client: c, Datacenter: dc, Datastore: ds, Password: "not-a-secret"}
+	host, port, _ := strings.Cut(sdk.Host, ":")
+	return &VCenter{URL: sdk, Host: host, Port: port, Client: c, Datacenter: dc, Datastore: ds, Password: "not-a-secret"}
 }
 
 // CreateDisk creates a thin VMDK of sizeMB at the datastore path

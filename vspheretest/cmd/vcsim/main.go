@@ -1,0 +1,43 @@
+// Command vcsim runs govmomi's vCenter simulator for the vSphere tests as a
+// process of its own (vcsim's handlers race with each other under the race
+// detector, which the tests run with): the VPX model with its CNS, SPBM,
+// FCD and REST endpoints, reporting -version. It prints its URL on the
+// first line of standard output and serves until it is killed.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/vmware/govmomi/simulator"
+
+	// vcsim's CNS, SPBM, FCD and REST (tagging) endpoints.
+	_ "github.com/vmware/govmomi/cns/simulator"
+	_ "github.com/vmware/govmomi/pbm/simulator"
+	_ "github.com/vmware/govmomi/vapi/simulator"
+	_ "github.com/vmware/govmomi/vslm/simulator"
+)
+
+func main() {
+	version := flag.String("version", "8.0.3", "the vCenter version About reports (its API version is VERSION.0)")
+	flag.Parse()
+	model := simulator.VPX()
+	model.ServiceContent.About.Version = *version
+	model.ServiceContent.About.ApiVersion = *version + ".0"
+	if err := model.Create(); err != nil {
+		fmt.Fprintln(os.Stderr, "vcsim:", err)
+		os.Exit(1)
+	}
+	defer model.Remove()
+	model.Service.TLS = new(tls.Config)
+	model.Service.RegisterEndpoints = true
+	srv := model.Service.NewServer()
+	fmt.Println(srv.URL.String())
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+	<-stop
+}
