@@ -67,6 +67,10 @@ const (
 	FeatureDelete   Feature = "delete"
 	FeatureSnapshot Feature = "snapshot"
 	FeatureClone    Feature = "clone"
+	// FeaturePublish is ControllerPublishVolume (attaching the volume to a
+	// node), which the vSphere CSI driver serves and Ceph CSI has no need
+	// of.
+	FeaturePublish Feature = "publish"
 )
 
 // FeaturesOf are the operations Ceph CSI v3.12.2 serves for an RBD volume

@@ -59,12 +59,13 @@ type VolumePlan struct {
 	InUseBy    []string         `json:"inUseBy,omitempty"`
 	Findings   []plugin.Finding `json:"findings,omitempty"`
 	Handle     string           `json:"volumeHandle,omitempty"`
-	// Form is what a migrated Ceph volume is to Ceph CSI (package adopt's
+	// Form is what a migrated volume is to its CSI driver (package adopt's
 	// forms): "native" for an RBD image rewrite -apply -adopt can register
 	// in Ceph CSI's journal (predicted from its class's imageFeatures; the
-	// rewrite reads the image), "migration-handle" for one it cannot, and
-	// "static" for CephFS; Features are the CSI operations Ceph CSI then
-	// serves and FormWhy why they are fewer than a native volume's.
+	// rewrite reads the image), "migration-handle" for one it cannot and
+	// for every vSphere volume (its datastore path), and "static" for
+	// CephFS; Features are the CSI operations the driver then serves and
+	// FormWhy why they are fewer than a native volume's.
 	Form     string   `json:"form,omitempty"`
 	Features []string `json:"features,omitempty"`
 	FormWhy  []string `json:"formWhy,omitempty"`
@@ -408,8 +409,22 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 		}
 	case pv.Spec.CephFS != nil && out.Spec.CSI != nil:
 		p.cephFSForm(vp, pv, out, names)
+	case pv.Spec.VsphereVolume != nil && out.Spec.CSI != nil:
+		vp.Form = string(adopt.FormMigration)
+		vp.Features = names(vSphereMigrationFeatures)
+		vp.FormWhy = []string{vSphereMigrationWhy}
 	}
 }
+
+// What the vSphere CSI driver v3.7.0 serves for a volume whose handle is
+// its datastore path (measured in vspheretest): publish, expand and
+// delete, through its migration mapping; CreateSnapshot it refuses.
+var vSphereMigrationFeatures = []adopt.Feature{adopt.FeaturePublish, adopt.FeatureExpand, adopt.FeatureDelete}
+
+const vSphereMigrationWhy = "the vSphere CSI driver serves a datastore-path handle only through its migration mapping " +
+	"(CnsVSphereVolumeMigration, which its syncer writes once it has registered the disk as a First Class Disk) " +
+	"and refuses to snapshot it; a handle that is the disk's First Class Disk id is snapshotted too, " +
+	"but csimigrate does not give vSphere volumes that form yet"
 
 // cephFSForm predicts what a migrated CephFS volume becomes: native where
 // its path is /volumes/<group>/<name> (and, with CephFSSubvolume, Ceph's

@@ -2,6 +2,7 @@ package vspheretest
 
 import (
 	"context"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/testenv"
 	"github.com/csimigrate/csimigrate/translate"
@@ -116,13 +118,19 @@ func TestVSphereDriverServesRewrittenPV(t *testing.T) {
 		t.Fatalf("ControllerPublishVolume of the rewritten PV's handle: %v", err)
 	}
 	t.Logf("published: %v", resp.PublishContext)
+	served := map[string]bool{"publish": true}
 	if _, err := d.Controller.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: handle,
 		CapacityRange: &csi.CapacityRange{RequiredBytes: 2 << 30}, VolumeCapability: capability}); err != nil {
 		t.Errorf("ControllerExpandVolume of the rewritten PV's handle: %v", err)
+	} else {
+		served["expand"] = true
 	}
 	_, err = d.Controller.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{SourceVolumeId: handle, Name: "snap-1"})
 	if status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), "migrated") {
 		t.Errorf("CreateSnapshot of the migration handle: %v; want the driver's Unimplemented for a migrated volume", err)
+	}
+	if err == nil {
+		served["snapshot"] = true
 	}
 	if _, err := d.Controller.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: handle, NodeId: node}); err != nil {
 		t.Errorf("ControllerUnpublishVolume: %v", err)
@@ -130,8 +138,26 @@ func TestVSphereDriverServesRewrittenPV(t *testing.T) {
 	if _, err := d.Controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: handle}); err != nil {
 		t.Fatalf("DeleteVolume of the rewritten PV's handle: %v", err)
 	}
+	served["delete"] = true
 	if vc.FCDExists(t, id) {
 		t.Error("the First Class Disk is still there after DeleteVolume")
+	}
+
+	// The plan said so: the PV's form and features are what the driver
+	// served, no more and no less.
+	pl := plan.New(tr, klog.Background().V(100), plan.Options{})
+	pl.Add(pv)
+	report := pl.Finish()
+	if len(report.Volumes) != 1 {
+		t.Fatalf("the plan has %d volumes", len(report.Volumes))
+	}
+	v := report.Volumes[0]
+	planned := map[string]bool{}
+	for _, f := range v.Features {
+		planned[f] = true
+	}
+	if v.Form != "migration-handle" || !maps.Equal(planned, served) {
+		t.Errorf("the plan says form %q, features %v (%q); the driver served %v", v.Form, v.Features, v.FormWhy, served)
 	}
 }
 

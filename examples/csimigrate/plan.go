@@ -182,8 +182,8 @@ func planHazards(p *plan.Plan) []hazard {
 	return hazards
 }
 
-// writeVolumeTables writes the PVs' table and, where there are Ceph
-// volumes, the table of their forms after migration.
+// writeVolumeTables writes the PVs' table and, where there are Ceph or
+// vSphere volumes, the table of their forms after migration.
 // A plan's table is read in a terminal: by default each table has short
 // columns and the long texts (reasons, remedies, notes) follow it, wrapped,
 // one block per row; -o wide puts them in the table as columns.
@@ -279,10 +279,10 @@ func wrap(s string, width int, indent string) string {
 // table, or with wide in it.
 func writePlanTable(w io.Writer, p *plan.Plan, wide bool) error {
 	vols := table{title: "PERSISTENT VOLUMES", columns: []string{"NAME", "PLUGIN", "DRIVER", "MIGRATABLE", "CLAIM", "IN USE BY"}}
-	forms := table{title: "\nCEPH VOLUMES AFTER MIGRATION (native: Ceph CSI's own volume, rewrite -apply -adopt; migration-handle, static: what Ceph CSI serves for them)",
+	forms := table{title: "\nVOLUMES AFTER MIGRATION (native: the CSI driver's own volume, rewrite -apply -adopt; migration-handle, static: what the driver serves for them)",
 		columns: []string{"NAME", "FORM", "FEATURES"}}
 	if !wide {
-		forms.title = "\nCEPH VOLUMES AFTER MIGRATION (FEATURES: what Ceph CSI serves; native: with rewrite -apply -adopt)"
+		forms.title = "\nVOLUMES AFTER MIGRATION (FEATURES: what the CSI driver serves; native: with rewrite -apply -adopt)"
 	}
 	for _, v := range p.Volumes {
 		vols.add([]string{v.Name, v.Plugin, v.Driver, yesNo(v.Migratable), dash(v.Claim), dash(strings.Join(v.InUseBy, ","))}, [2]string{"", v.Reason})
