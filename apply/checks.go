@@ -40,26 +40,9 @@ func (a *Writer) storageClass(ctx context.Context, pv *v1.PersistentVolume) (*st
 	if name == "" {
 		return nil, nil
 	}
-	a.mu.Lock()
-	c, ok := a.classes[name]
-	a.mu.Unlock()
-	if ok && time.Since(c.at) < cacheFor {
-		return c.v, nil
-	}
-	sc, err := a.client.StorageV1().StorageClasses().Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		sc, err = nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	a.mu.Lock()
-	if a.classes == nil {
-		a.classes = map[string]cached[*storagev1.StorageClass]{}
-	}
-	a.classes[name] = cached[*storagev1.StorageClass]{sc, time.Now()}
-	a.mu.Unlock()
-	return sc, nil
+	return readThrough(a, &a.classes, name, func() (*storagev1.StorageClass, error) {
+		return getOrNil(a.client.StorageV1().StorageClasses().Get(ctx, name, metav1.GetOptions{}))
+	})
 }
 
 // claimChecks refuses a PV for what its object says and for its claim,
@@ -201,33 +184,21 @@ func (a *Writer) podsIn(ctx context.Context, ns string) ([]v1.Pod, error) {
 	if a.listers.Pods != nil {
 		return a.listedPods(ns)
 	}
-	a.mu.Lock()
-	c, ok := a.pods[ns]
-	a.mu.Unlock()
-	if ok && time.Since(c.at) < cacheFor {
-		return c.v, nil
-	}
-	at := time.Now()
-	var pods []v1.Pod
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		list, err := a.client.CoreV1().Pods(ns).List(ctx, opts)
-		if err != nil {
-			return nil, err
+	return readThrough(a, &a.pods, ns, func() ([]v1.Pod, error) {
+		var pods []v1.Pod
+		opts := metav1.ListOptions{Limit: 500}
+		for {
+			list, err := a.client.CoreV1().Pods(ns).List(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			pods = append(pods, list.Items...)
+			if list.Continue == "" {
+				return pods, nil
+			}
+			opts.Continue = list.Continue
 		}
-		pods = append(pods, list.Items...)
-		if list.Continue == "" {
-			break
-		}
-		opts.Continue = list.Continue
-	}
-	a.mu.Lock()
-	if a.pods == nil {
-		a.pods = map[string]cached[[]v1.Pod]{}
-	}
-	a.pods[ns] = cached[[]v1.Pod]{pods, at}
-	a.mu.Unlock()
-	return pods, nil
+	})
 }
 
 // claimStillThere checks, before a replacement is created, that its claim
@@ -334,23 +305,32 @@ func (a *Writer) secretRefusal(ctx context.Context, cur *v1.PersistentVolume, r 
 // one read less than cacheFor ago: PVs that share a Secret are checked
 // with one read. Its values only decide the checks' verdicts.
 func (a *Writer) secret(ctx context.Context, ns, name string) (*v1.Secret, error) {
-	key := ns + "/" + name
+	return readThrough(a, &a.secrets, ns+"/"+name, func() (*v1.Secret, error) {
+		return getOrNil(a.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{}))
+	})
+}
+
+// readThrough is the value of key in cache m when it was read less than
+// cacheFor ago, else what read returns now (kept in m). Concurrent
+// workers may read the same key at once; the last answer is kept.
+func readThrough[T any](a *Writer, m *map[string]cached[T], key string, read func() (T, error)) (T, error) {
 	a.mu.Lock()
-	c, ok := a.secrets[key]
+	c, ok := (*m)[key]
 	a.mu.Unlock()
 	if ok && time.Since(c.at) < cacheFor {
 		return c.v, nil
 	}
 	at := time.Now()
-	s, err := getOrNil(a.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{}))
+	v, err := read()
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
 	a.mu.Lock()
-	if a.secrets == nil {
-		a.secrets = map[string]cached[*v1.Secret]{}
+	if *m == nil {
+		*m = map[string]cached[T]{}
 	}
-	a.secrets[key] = cached[*v1.Secret]{s, at}
+	(*m)[key] = cached[T]{v, at}
 	a.mu.Unlock()
-	return s, nil
+	return v, nil
 }

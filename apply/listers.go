@@ -64,7 +64,9 @@ func (a *Writer) claim(ctx context.Context, ns, name string) (*v1.PersistentVolu
 	return getOrNil(a.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{}))
 }
 
-// listedPods are the pods of a namespace from the Pods lister.
+// listedPods are the pods of a namespace from the Pods lister: shallow
+// copies, which the checks only read (a lister's objects are never
+// written to).
 func (a *Writer) listedPods(ns string) ([]v1.Pod, error) {
 	list, err := a.listers.Pods.Pods(ns).List(labels.Everything())
 	if err != nil {
@@ -72,7 +74,7 @@ func (a *Writer) listedPods(ns string) ([]v1.Pod, error) {
 	}
 	out := make([]v1.Pod, len(list))
 	for i, p := range list {
-		out[i] = *p.DeepCopy()
+		out[i] = *p
 	}
 	return out, nil
 }
@@ -84,9 +86,10 @@ func (a *Writer) volumeAttachments(ctx context.Context) ([]storagev1.VolumeAttac
 		if err != nil {
 			return nil, err
 		}
+		// Shallow copies, which the online check only reads.
 		out := make([]storagev1.VolumeAttachment, len(list))
 		for i, va := range list {
-			out[i] = *va.DeepCopy()
+			out[i] = *va
 		}
 		return out, nil
 	}

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/testenv"
 )
 
@@ -24,44 +23,6 @@ import (
 // again, on the real kube-apiserver: it ends where an uninterrupted run
 // ends, and it resumes only when the cluster is provably what the saved
 // replacement was built from.
-
-// pvState is what a rewritten PV and its claim end as.
-type pvState struct {
-	Driver, Handle, Claim string
-	Policy                v1.PersistentVolumeReclaimPolicy
-	Capacity              string
-	Pending               bool
-}
-
-// endState reads the rewritten PVs of namespace ns (by name without the
-// namespace's prefix), fails unless each is a CSI PV bound both ways to
-// its claim, and fails if a state ConfigMap is left.
-func endState(t *testing.T, c kubernetes.Interface, ns string, names []string) map[string]pvState {
-	t.Helper()
-	ctx := context.Background()
-	out := map[string]pvState{}
-	for _, name := range names {
-		pv := getPV(t, c, name)
-		if pv.Spec.CSI == nil {
-			t.Fatalf("pv/%s is not a CSI PV: %+v", name, pv.Spec.PersistentVolumeSource)
-		}
-		pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pv.Spec.ClaimRef.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pvc.Spec.VolumeName != name || pvc.UID != pv.Spec.ClaimRef.UID {
-			t.Errorf("pvc %s/%s points to %q (uid %s), PV claims uid %s", ns, pvc.Name, pvc.Spec.VolumeName, pvc.UID, pv.Spec.ClaimRef.UID)
-		}
-		q := pv.Spec.Capacity[v1.ResourceStorage]
-		_, pending := pv.Annotations[rewrite.AnnReclaimPolicy]
-		// The handle names the image, which names the namespace: compared
-		// only for being set.
-		out[name[len(ns)+1:]] = pvState{Driver: pv.Spec.CSI.Driver, Handle: fmt.Sprint(pv.Spec.CSI.VolumeHandle != ""), Claim: pvc.Name,
-			Policy: pv.Spec.PersistentVolumeReclaimPolicy, Capacity: q.String(), Pending: pending}
-	}
-	noStateLeft(t, c)
-	return out
-}
 
 // Every kind testenv.Seed makes (dynamically provisioned and static RBD,
 // CephFS, vSphere), interrupted after k writes for each k, ends as the
@@ -73,7 +34,7 @@ func TestWriterResumesToUninterruptedEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the uninterrupted rewrite: %v\n%s", err, out)
 	}
-	want := endState(t, c, "full", names)
+	want := testenv.RewrittenStates(t, c, "full", names)
 	total := w.Writes()
 	for k := 1; k < total/len(names)+2 && k < 12; k++ {
 		ns := fmt.Sprintf("cut%d", k)
@@ -84,7 +45,7 @@ func TestWriterResumesToUninterruptedEnd(t *testing.T) {
 		if _, out, err := rewritePVs(t, c, Options{}, names); err != nil {
 			t.Fatalf("k=%d: resume: %v\n%s", k, err, out)
 		}
-		if diff := cmp.Diff(want, endState(t, c, ns, names)); diff != "" {
+		if diff := cmp.Diff(want, testenv.RewrittenStates(t, c, ns, names)); diff != "" {
 			t.Errorf("k=%d: end state after an interruption (-uninterrupted +resumed):\n%s", k, diff)
 		}
 	}

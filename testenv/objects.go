@@ -292,3 +292,54 @@ func CreateBoundPV(t testing.TB, c kubernetes.Interface, ns, name string, edit f
 	}
 	return out
 }
+
+// RewrittenState is what a rewritten PV and its claim end as, comparable
+// across namespaces (the handle, which names the image, only as set or
+// not).
+type RewrittenState struct {
+	Driver    string
+	HandleSet bool
+	Claim     string
+	Policy    v1.PersistentVolumeReclaimPolicy
+	Capacity  string
+	// Pending: a reclaim-policy annotation is left.
+	Pending bool
+}
+
+// RewrittenStates reads the rewritten PVs names of namespace ns (keyed by
+// name without the namespace's "ns-" prefix); it fails the test unless each
+// is a CSI PV bound both ways to its claim, or if a state ConfigMap of the
+// writer is left in kube-system.
+func RewrittenStates(t testing.TB, c kubernetes.Interface, ns string, names []string) map[string]RewrittenState {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]RewrittenState{}
+	for _, name := range names {
+		pv, err := c.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("pv/%s: %v", name, err)
+		}
+		if pv.Spec.CSI == nil {
+			t.Fatalf("pv/%s is not a CSI PV: %+v", name, pv.Spec.PersistentVolumeSource)
+		}
+		pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pv.Spec.ClaimRef.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pvc.Spec.VolumeName != name || pvc.UID != pv.Spec.ClaimRef.UID {
+			t.Errorf("pvc %s/%s points to %q (uid %s), PV claims uid %s", ns, pvc.Name, pvc.Spec.VolumeName, pvc.UID, pv.Spec.ClaimRef.UID)
+		}
+		q := pv.Spec.Capacity[v1.ResourceStorage]
+		_, pending := pv.Annotations[rewrite.AnnReclaimPolicy]
+		out[strings.TrimPrefix(name, ns+"-")] = RewrittenState{Driver: pv.Spec.CSI.Driver, HandleSet: pv.Spec.CSI.VolumeHandle != "", Claim: pvc.Name,
+			Policy: pv.Spec.PersistentVolumeReclaimPolicy, Capacity: q.String(), Pending: pending}
+	}
+	cms, err := c.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cms.Items) != 0 {
+		t.Errorf("%d saved replacements left", len(cms.Items))
+	}
+	return out
+}

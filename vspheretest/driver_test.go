@@ -27,6 +27,24 @@ import (
 
 var migrationGVR = schema.GroupVersionResource{Group: "cns.vmware.com", Version: "v1alpha1", Resource: "cnsvspherevolumemigrations"}
 
+// startPeers starts vcsim, kube-apiserver and the vSphere CSI driver's
+// controller against them, each stopped when the test ends.
+func startPeers(t *testing.T) (*VCenter, *testenv.Server, *Driver) {
+	t.Helper()
+	vc := StartVCenter(t)
+	srv, err := testenv.Start(os.Stderr)
+	if err != nil {
+		t.Fatalf("kube-apiserver: %v", err)
+	}
+	t.Cleanup(srv.Stop)
+	return vc, srv, StartDriver(t, srv, vc)
+}
+
+// ext4Writer is the capability the tests ask for: a single-node writer
+// ext4 file system.
+var ext4Writer = &csi.VolumeCapability{AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{FsType: "ext4"}},
+	AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER}}
+
 // mapAsSyncer creates the driver's migration mapping of a registered disk
 // (what its syncer saves after registering one), once the driver has
 // installed the CRD.
@@ -55,13 +73,7 @@ func mapAsSyncer(t *testing.T, dyn dynamic.Interface, path, id string) {
 // volume cannot be snapshotted, which is what adoption to First Class Disk
 // ids is for); deleting it by that handle removes the First Class Disk.
 func TestVSphereDriverServesRewrittenPV(t *testing.T) {
-	vc := StartVCenter(t)
-	srv, err := testenv.Start(os.Stderr)
-	if err != nil {
-		t.Fatalf("kube-apiserver: %v", err)
-	}
-	t.Cleanup(srv.Stop)
-	d := StartDriver(t, srv, vc)
+	vc, srv, d := startPeers(t)
 	dyn, err := dynamic.NewForConfig(srv.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -95,9 +107,7 @@ func TestVSphereDriverServesRewrittenPV(t *testing.T) {
 
 	// Before the disk is registered, the driver cannot serve the handle.
 	node := vc.VMUUID(t, "DC0_H0_VM0")
-	capability := &csi.VolumeCapability{AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{FsType: "ext4"}},
-		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER}}
-	publish := &csi.ControllerPublishVolumeRequest{VolumeId: handle, NodeId: node, VolumeCapability: capability, VolumeContext: created.Spec.CSI.VolumeAttributes}
+	publish := &csi.ControllerPublishVolumeRequest{VolumeId: handle, NodeId: node, VolumeCapability: ext4Writer, VolumeContext: created.Spec.CSI.VolumeAttributes}
 	if _, err := d.Controller.ControllerPublishVolume(ctx, publish); err == nil {
 		t.Fatal("the driver published a path it has no mapping for")
 	}
@@ -120,7 +130,7 @@ func TestVSphereDriverServesRewrittenPV(t *testing.T) {
 	t.Logf("published: %v", resp.PublishContext)
 	served := map[string]bool{"publish": true}
 	if _, err := d.Controller.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: handle,
-		CapacityRange: &csi.CapacityRange{RequiredBytes: 2 << 30}, VolumeCapability: capability}); err != nil {
+		CapacityRange: &csi.CapacityRange{RequiredBytes: 2 << 30}, VolumeCapability: ext4Writer}); err != nil {
 		t.Errorf("ControllerExpandVolume of the rewritten PV's handle: %v", err)
 	} else {
 		served["expand"] = true
@@ -168,19 +178,13 @@ func TestVSphereDriverServesRewrittenPV(t *testing.T) {
 // publishes, expands, and deletes the volume and its disk, without any
 // migration mapping.
 func TestVSphereDriverSnapshotsFCDHandle(t *testing.T) {
-	vc := StartVCenter(t)
-	srv, err := testenv.Start(os.Stderr)
-	if err != nil {
-		t.Fatalf("kube-apiserver: %v", err)
-	}
-	t.Cleanup(srv.Stop)
-	d := StartDriver(t, srv, vc)
+	vc, _, d := startPeers(t)
 	ctx := context.Background()
 	path := "[LocalDS_0] kubevols/kubernetes-dynamic-pvc-0b3c5a4e-6f1d-11ec-9f4b-0242ac110002.vmdk"
 	vc.CreateDisk(t, path, 1024)
 	id := vc.RegisterAsSyncer(t, path, "pvc-0b3c5a4e-6f1d-11ec-9f4b-0242ac110002")
 
-	_, err = d.Controller.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{SourceVolumeId: path, Name: "by-path"})
+	_, err := d.Controller.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{SourceVolumeId: path, Name: "by-path"})
 	if status.Code(err) != codes.Unimplemented {
 		t.Errorf("CreateSnapshot by the datastore path: %v; want Unimplemented", err)
 	}
@@ -195,16 +199,14 @@ func TestVSphereDriverSnapshotsFCDHandle(t *testing.T) {
 		t.Errorf("DeleteSnapshot: %v", err)
 	}
 	node := vc.VMUUID(t, "DC0_H0_VM0")
-	capability := &csi.VolumeCapability{AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{FsType: "ext4"}},
-		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER}}
-	if _, err := d.Controller.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: id, NodeId: node, VolumeCapability: capability}); err != nil {
+	if _, err := d.Controller.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: id, NodeId: node, VolumeCapability: ext4Writer}); err != nil {
 		t.Errorf("ControllerPublishVolume by id: %v", err)
 	}
 	if _, err := d.Controller.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: id, NodeId: node}); err != nil {
 		t.Errorf("ControllerUnpublishVolume by id: %v", err)
 	}
 	if _, err := d.Controller.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: id,
-		CapacityRange: &csi.CapacityRange{RequiredBytes: 2 << 30}, VolumeCapability: capability}); err != nil {
+		CapacityRange: &csi.CapacityRange{RequiredBytes: 2 << 30}, VolumeCapability: ext4Writer}); err != nil {
 		t.Errorf("ControllerExpandVolume by id: %v", err)
 	}
 	if _, err := d.Controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id}); err != nil {

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/testenv"
 )
 
@@ -31,49 +30,6 @@ func startServer(t *testing.T) (kubernetes.Interface, string) {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// endState is what must hold after a rewrite, as comparable values.
-type pvState struct {
-	Driver, Handle string
-	Claim          string
-	Policy         v1.PersistentVolumeReclaimPolicy
-	Capacity       string
-	Pending        bool // a reclaim-policy annotation is left
-}
-
-func endState(t *testing.T, c kubernetes.Interface, ns string, names []string) map[string]pvState {
-	t.Helper()
-	ctx := context.Background()
-	out := map[string]pvState{}
-	for _, name := range names {
-		pv, err := c.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("pv/%s: %v", name, err)
-		}
-		if pv.Spec.CSI == nil {
-			t.Fatalf("pv/%s is not a CSI PV: %+v", name, pv.Spec.PersistentVolumeSource)
-		}
-		pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pv.Spec.ClaimRef.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pvc.Spec.VolumeName != name || pvc.UID != pv.Spec.ClaimRef.UID {
-			t.Errorf("pvc %s/%s points to %q (uid %s), PV claims uid %s", ns, pvc.Name, pvc.Spec.VolumeName, pvc.UID, pv.Spec.ClaimRef.UID)
-		}
-		q := pv.Spec.Capacity[v1.ResourceStorage]
-		_, pending := pv.Annotations[rewrite.AnnReclaimPolicy]
-		out[name[len(ns)+1:]] = pvState{Driver: pv.Spec.CSI.Driver, Handle: pv.Spec.CSI.VolumeHandle, Claim: pv.Spec.ClaimRef.Name,
-			Policy: pv.Spec.PersistentVolumeReclaimPolicy, Capacity: q.String(), Pending: pending}
-	}
-	cms, err := c.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cms.Items) != 0 {
-		t.Errorf("%d saved replacements left", len(cms.Items))
-	}
-	return out
-}
 
 func TestRewriteApplyEndToEnd(t *testing.T) {
 	c, kc := startServer(t)
@@ -101,7 +57,7 @@ func TestRewriteApplyEndToEnd(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("rewrite -apply: exit %d: %s\n%s", code, stderr, out)
 	}
-	want := endState(t, c, "full", names)
+	want := testenv.RewrittenStates(t, c, "full", names)
 	// The static RBD image has a handle Ceph CSI resolves elsewhere, and no
 	// class to take a deletion secret from: Retain. The CephFS volume is
 	// static to Ceph CSI, which never deletes it: Retain, as the plan says.
