@@ -46,6 +46,9 @@ type Plan struct {
 	// CephCSIConfigMap is the config map of CephClusters that Ceph CSI's
 	// drivers read (nil without Ceph volumes or classes).
 	CephCSIConfigMap *v1.ConfigMap `json:"cephCSIConfigMap,omitempty"`
+	// VCenter is what the plan read from vCenter (with Options.VCenter and
+	// vSphere volumes or classes in the input).
+	VCenter *VCenterReport `json:"vcenter,omitempty"`
 }
 
 // VolumePlan is the plan for one in-tree PV.
@@ -183,6 +186,11 @@ type Planner struct {
 	plugins map[string]bool
 	// inlineCapacity is the size of PVs made for inline volumes.
 	inlineCapacity resource.Quantity
+	// nodes are the Nodes read, with their vSphere VM's UUID (with
+	// Options.VCenter); sawCSINodes and vsphereDriver say whether CSINodes
+	// were read and one runs the vSphere CSI driver.
+	nodes                      []NodeVM
+	sawCSINodes, vsphereDriver bool
 }
 
 type inlineFound struct {
@@ -235,6 +243,16 @@ type Options struct {
 	// CephCSINamespace is the namespace of the Ceph CSI config map the
 	// plan gives ("" for "ceph-csi").
 	CephCSINamespace string
+	// VCenter, when set, reads vCenter: the plan then judges the
+	// environment (vCenter and ESXi versions, the nodes' virtual machines,
+	// found by their Nodes' providerID), each in-tree vSphere volume (its
+	// datastore, disk, storage policy and registration) and class (its
+	// datastore and storage policy) by what vCenter has.
+	VCenter VCenter
+	// VSphereMappings are the vSphere CSI driver's migration mappings
+	// (CnsVSphereVolumeMigration: volume path to volume ID), nil when not
+	// read.
+	VSphereMappings map[string]string
 }
 
 // New returns a Planner that translates with tr and logs to logger. It reads
@@ -281,11 +299,15 @@ func (p *Planner) Add(obj any) {
 			p.defaultClass = o.Name
 		}
 		p.addStorageClass(o)
+	case *v1.Node:
+		p.addNode(o)
 	case *storagev1.CSINode:
+		p.sawCSINodes = true
 		for _, d := range o.Spec.Drivers {
 			if d.Name != vsphere.DriverName {
 				continue
 			}
+			p.vsphereDriver = true
 			for _, k := range p.vsphereKeys {
 				if !slices.Contains(d.TopologyKeys, k) {
 					p.mismatches = append(p.mismatches, fmt.Sprintf("%s reports %v", o.Name, d.TopologyKeys))
@@ -413,6 +435,11 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 		vp.Form = string(adopt.FormMigration)
 		vp.Features = names(vSphereMigrationFeatures)
 		vp.FormWhy = []string{vSphereMigrationWhy}
+		if p.opts.VCenter != nil {
+			blockers, why := p.vsphereDisk("spec.vsphereVolume", pv.Spec.VsphereVolume)
+			vp.Findings = append(vp.Findings, blockers...)
+			vp.FormWhy = append(vp.FormWhy, why...)
+		}
 	}
 }
 
@@ -679,6 +706,12 @@ func (p *Planner) planInline(w *rewrite.Workload, vol *v1.Volume, plugin string)
 	if form.Err != nil {
 		blockers = append(blockers, form.Err.Error())
 	}
+	if vol.VsphereVolume != nil && p.opts.VCenter != nil {
+		found, _ := p.vsphereDisk("spec.volumes["+vol.Name+"].vsphereVolume", vol.VsphereVolume)
+		for _, f := range found {
+			blockers = append(blockers, f.Message+" ("+f.Remedy+")")
+		}
+	}
 	if len(blockers) > 0 {
 		ip.Reason += "; first: " + strings.Join(blockers, "; ")
 	}
@@ -739,6 +772,9 @@ func (p *Planner) addStorageClass(sc *storagev1.StorageClass) {
 		}
 	}
 	p.plan.StorageClasses = append(p.plan.StorageClasses, sp)
+	if sp.Migratable && in.Provisioner == vsphere.PluginName && p.opts.VCenter != nil {
+		p.vsphereClass(in)
+	}
 }
 
 // cephFSProvisionerClass is the reason a ceph.com/cephfs class cannot be
@@ -803,6 +839,7 @@ func (p *Planner) Finish() *Plan {
 	for _, id := range slices.Sorted(maps.Keys(p.clusters)) {
 		plan.CephClusters = append(plan.CephClusters, p.clusters[id])
 	}
+	p.settleVCenter(plan)
 	p.addNotices(plan)
 	plan.CephCSIConfigMap = cephConfigMap(plan.CephClusters, p.opts.CephCSINamespace)
 	return plan

@@ -191,6 +191,10 @@ type Environment struct {
 	ExistingDrivers []string
 	// MaxBlockVolumesPerNode is the configured attach limit per node.
 	MaxBlockVolumesPerNode int
+	// Install: the checks are for installing or using the driver, not for
+	// the operator's upgrade of it: a version below MinUpgradeVersion (but
+	// at least MinVersion) is then a warning, not a blocker.
+	Install bool
 }
 
 // Check runs the driver operator's environment checks and returns the failed
@@ -223,6 +227,8 @@ func Check(env Environment) []plugin.Finding {
 			return v, false
 		case !v.AtLeast(MinVersion):
 			fail(status, object, required, "version %s is older than the required %s", v, MinVersion)
+		case !v.AtLeast(MinUpgradeVersion) && env.Install:
+			fail(status, object, OutcomeDegrade, "version %s is older than %s, which the driver operator needs to upgrade the driver", v, MinUpgradeVersion)
 		case !v.AtLeast(MinUpgradeVersion):
 			fail(status, object, OutcomeBlockUpgrade, "version %s is older than %s, needed to upgrade", v, MinUpgradeVersion)
 		}

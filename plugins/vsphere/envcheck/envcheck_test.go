@@ -98,6 +98,17 @@ func TestCheck(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
+	// For installing or using the driver, 7.0.1 (below the operator's
+	// upgrade minimum 7.0.2) warns; 6.7.0 still blocks.
+	env = envcheck.Environment{VCenterVersion: "7.0.1", Hosts: []envcheck.Host{{Name: "h", Version: "6.7.0"}}, Install: true}
+	got = nil
+	for _, r := range envcheck.Check(env) {
+		got = append(got, fmt.Sprintf("%s %s %s", r.Code, r.Object, r.Severity))
+	}
+	want = []string{"check_deprecated_vcenter vcenter Warning", "check_deprecated_esxi_version host/h Blocker"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Install (-want +got):\n%s", diff)
+	}
 	if r := envcheck.Check(envcheck.Environment{VCenterVersion: "8.0.2.00300", Hosts: []envcheck.Host{{Name: "h", Version: "8.0.1"}}, MaxBlockVolumesPerNode: 255}); len(r) != 0 {
 		t.Errorf("a good environment fails: %+v", r)
 	}
