@@ -127,21 +127,6 @@ func vcenterFailed(field, what string, err error) plugin.Finding {
 		Remedy:  "make vCenter reachable with the vSphere CSI driver's credentials, then plan again"}
 }
 
-// datastoreOf is the datastore name of a volume path "[dsc/ds] dir/x.vmdk"
-// as the driver's syncer takes it (the last part of the bracket), and the
-// path within it.
-func datastoreOf(path string) (name, rel string, ok bool) {
-	rest, ok := strings.CutPrefix(path, "[")
-	if !ok {
-		return "", "", false
-	}
-	ds, rel, ok := strings.Cut(rest, "]")
-	if !ok {
-		return "", "", false
-	}
-	return ds[strings.LastIndex(ds, "/")+1:], strings.TrimSpace(rel), true
-}
-
 // vsphereDisk judges an in-tree vSphere volume by what vCenter has of it
 // (with Options.VCenter): what the driver would fail on blocks, the rest
 // is said in why.
@@ -151,7 +136,7 @@ func (p *Planner) vsphereDisk(field string, src *v1.VsphereVirtualDiskVolumeSour
 	block := func(code, msg, remedy string) {
 		blockers = append(blockers, plugin.Finding{Code: code, Severity: plugin.SeverityBlocker, Field: field, Message: msg, Remedy: remedy})
 	}
-	ds, _, ok := datastoreOf(path)
+	ds, _, ok := vsphere.ParseVolumePath(path)
 	if !ok {
 		block(FindingVSphereDatastoreMissing, fmt.Sprintf("volume path %q names no datastore: want \"[datastore] dir/disk.vmdk\"", src.VolumePath),
 			"none in place: the volume source is immutable; copy the data to a new volume")
@@ -169,14 +154,20 @@ func (p *Planner) vsphereDisk(field string, src *v1.VsphereVirtualDiskVolumeSour
 		block(FindingVSphereDiskMissing, fmt.Sprintf("disk %s does not exist: the driver's syncer cannot register it, and nothing would mount", path),
 			"if the data is gone, delete the PV; if the disk was moved, copy it back to that path")
 	}
-	if name := src.StoragePolicyName; name != "" {
+	mapped, read := "", p.opts.VSphereMappings != nil
+	if read {
+		mapped = p.opts.VSphereMappings[path]
+	}
+	// The syncer looks the policy up by name when it registers the path,
+	// which it does until the path is mapped.
+	if name := src.StoragePolicyName; name != "" && mapped == "" {
 		if found, err := vc.StoragePolicy(name, false); err != nil {
 			blockers = append(blockers, vcenterFailed(field, "storage policy "+name, err))
 		} else if !found {
 			block(FindingVSpherePolicyMissing, fmt.Sprintf("storage policy %q is not in vCenter: the driver's syncer looks it up by name to register the disk and fails", name),
 				"create the storage policy under that name in vCenter (renaming a policy breaks its vSphere volumes)")
 		}
-	} else if id := src.StoragePolicyID; id != "" {
+	} else if id := src.StoragePolicyID; id != "" && name == "" {
 		if found, err := vc.StoragePolicy(id, true); err != nil {
 			blockers = append(blockers, vcenterFailed(field, "storage policy "+id, err))
 		} else if !found {
@@ -185,10 +176,6 @@ func (p *Planner) vsphereDisk(field string, src *v1.VsphereVirtualDiskVolumeSour
 	}
 	if len(blockers) > 0 {
 		return blockers, nil
-	}
-	mapped, read := "", p.opts.VSphereMappings != nil
-	if read {
-		mapped = p.opts.VSphereMappings[path]
 	}
 	switch {
 	case d.FCD == "":

@@ -96,8 +96,9 @@ func TestPlanVCenterVolumes(t *testing.T) {
 		"[ds1] kubevols/gone.vmdk":       {Datastore: true},
 		"[ds1] kubevols/conflict.vmdk":   {Datastore: true, File: true, FCD: "fcd-3", CNS: true},
 		"[ds1] kubevols/policy.vmdk":     {Datastore: true, File: true},
+		"[ds1] kubevols/mapped.vmdk":     {Datastore: true, File: true, FCD: "fcd-4", CNS: true},
 	}}
-	mappings := map[string]string{"[ds1] kubevols/registered.vmdk": "fcd-1", "[ds1] kubevols/conflict.vmdk": "fcd-other"}
+	mappings := map[string]string{"[ds1] kubevols/registered.vmdk": "fcd-1", "[ds1] kubevols/conflict.vmdk": "fcd-other", "[ds1] kubevols/mapped.vmdk": "fcd-4"}
 	p := vspherePlan(t, vc, mappings, node("n1", "vsphere://UUID-1"), csiNode("n1", "csi.vsphere.vmware.com"),
 		vspherePV("ok", "[ds1] kubevols/ok.vmdk", "gold"),
 		vspherePV("registered", "[ds1] kubevols/registered.vmdk", ""),
@@ -106,7 +107,9 @@ func TestPlanVCenterVolumes(t *testing.T) {
 		vspherePV("nods", "[ds9] kubevols/x.vmdk", ""),
 		vspherePV("conflict", "[ds1] kubevols/conflict.vmdk", ""),
 		vspherePV("policy", "[ds1] kubevols/policy.vmdk", "silver"),
-		vspherePV("broken", "[broken] x.vmdk", ""))
+		vspherePV("broken", "[broken] x.vmdk", ""),
+		// Mapped already: the syncer does not look its policy up again.
+		vspherePV("mapped", "[ds1] kubevols/mapped.vmdk", "silver"))
 	type verdict struct {
 		Migratable bool
 		Codes      string
@@ -125,6 +128,7 @@ func TestPlanVCenterVolumes(t *testing.T) {
 		"conflict":   {false, plan.FindingVSphereMappingConflict, "vCenter: First Class Disk and CNS volume fcd-3"},
 		"policy":     {false, plan.FindingVSpherePolicyMissing, ""},
 		"broken":     {false, plan.FindingVCenterRead, ""},
+		"mapped":     {true, "", "vCenter: First Class Disk and CNS volume fcd-4 | mapped by the driver (CnsVSphereVolumeMigration fcd-4)"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("verdicts (-want +got):\n%s", diff)

@@ -41,6 +41,13 @@ func driverBinary() (string, error) {
 	return p, nil
 }
 
+// driverConf is the driver's csi-vsphere.conf for vc, with the password
+// given (gcfg quoting, which Go's %q matches for printable ASCII).
+func driverConf(vc *VCenter, password string) string {
+	return fmt.Sprintf("[Global]\ncluster-id = %q\n\n[VirtualCenter %q]\ninsecure-flag = \"true\"\nuser = %q\npassword = %q\nport = %q\ndatacenters = %q\n",
+		ClusterID, vc.Host, User, password, vc.Port, vc.Datacenter.Name())
+}
+
 // Driver is a running vSphere CSI driver controller.
 type Driver struct {
 	Controller csi.ControllerClient
@@ -75,9 +82,7 @@ func StartDriver(t *testing.T, srv *testenv.Server, vc *VCenter) *Driver {
 	// goes there.
 	confDir, sockDir := t.TempDir(), t.TempDir()
 	conf := filepath.Join(confDir, "csi-vsphere.conf")
-	ini := fmt.Sprintf("[Global]\ncluster-id = %q\n\n[VirtualCenter %q]\ninsecure-flag = \"true\"\nuser = %q\npassword = %q\nport = %q\ndatacenters = %q\n",
-		ClusterID, vc.Host, User, vc.Password, vc.Port, vc.Datacenter.Name())
-	if err := os.WriteFile(conf, []byte(ini), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte(driverConf(vc, vc.Password)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(sockDir, "csi.sock")

@@ -12,15 +12,18 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/vmware/govmomi"
 	"github.com/vmware/govmomi/cns"
 	cnstypes "github.com/vmware/govmomi/cns/types"
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/pbm"
 	"github.com/vmware/govmomi/vim25/types"
 	"github.com/vmware/govmomi/vslm"
 
+	"github.com/csimigrate/csimigrate/plugins/vsphere"
 	"github.com/csimigrate/csimigrate/testenv"
 )
 
@@ -32,9 +35,12 @@ const VCenterVersion = "8.0.3"
 // the CNS volumes' metadata name.
 const ClusterID = "csimigrate-test"
 
-// User is the vCenter user the driver logs in as (vcsim accepts any
-// password for it).
+// User is the vCenter user the driver logs in as, the only one vcsim lets
+// in, with password.
 const User = "administrator@vsphere.local"
+
+// password is User's password.
+const password = "not-a-secret;#\"x" // quoted in csi-vsphere.conf
 
 // VCenter is a running vCenter simulator.
 type VCenter struct {
@@ -76,7 +82,7 @@ func StartVCenter(t testing.TB) *VCenter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-version", VCenterVersion)
+	cmd := exec.Command(bin, "-version", VCenterVersion, "-user", User, "-password", password)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +103,7 @@ func StartVCenter(t testing.TB) *VCenter {
 	}
 	ctx := context.Background()
 	u := *sdk
-	u.User = url.UserPassword(User, "not-a-secret")
+	u.User = url.UserPassword(User, password)
 	c, err := govmomi.NewClient(ctx, &u, true)
 	if err != nil {
 		t.Fatalf("vcsim login: %v", err)
@@ -114,7 +120,7 @@ func StartVCenter(t testing.TB) *VCenter {
 		t.Fatal(err)
 	}
 	host, port, _ := strings.Cut(sdk.Host, ":")
-	return &VCenter{URL: sdk, Host: host, Port: port, Client: c, Datacenter: dc, Datastore: ds, Password: "not-a-secret"}
+	return &VCenter{URL: sdk, Host: host, Port: port, Client: c, Datacenter: dc, Datastore: ds, Password: password}
 }
 
 // CreateDisk creates a thin VMDK of sizeMB at the datastore path
@@ -138,49 +144,97 @@ func (vc *VCenter) CreateDisk(t testing.TB, path string, sizeMB int64) {
 	}
 }
 
-// diskURL is a datastore path as the URL vCenter registers disks by.
+// diskURL is a datastore path as the URL vCenter registers disks by (the
+// driver's syncer's form).
 func (vc *VCenter) diskURL(path string) string {
-	rel := path[strings.Index(path, "] ")+2:]
-	return fmt.Sprintf("%s://%s/folder/%s?dcPath=%s&dsName=%s", vc.URL.Scheme, vc.URL.Host, rel, url.QueryEscape("/"+vc.Datacenter.Name()), vc.Datastore.Name())
+	ds, rel, _ := vsphere.ParseVolumePath(path)
+	return fmt.Sprintf("%s://%s/folder/%s?dcPath=%s&dsName=%s", vc.URL.Scheme, vc.URL.Host, rel, url.PathEscape("/"+vc.Datacenter.Name()), url.PathEscape(ds))
 }
 
 // RegisterAsSyncer does for an in-tree disk what the vSphere CSI driver's
-// syncer does before the driver serves it by its path: registers the VMDK
-// as a First Class Disk and creates the CNS volume of that disk (vCenter
-// 7.0u1 and later register by the disk's URL path in one CNS call, which
-// vcsim does not serve: this is the 6.7u3 to 7.0 sequence). It returns the
-// FCD id, which is also the CNS volume id.
+// syncer does before the driver serves it by its path, and fails the test
+// where that fails (see Register). It returns the FCD id, which is also the
+// CNS volume id.
 func (vc *VCenter) RegisterAsSyncer(t testing.TB, path, name string) string {
 	t.Helper()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	id, err := vc.Register(ctx, path, name, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// Register plays the vSphere CSI driver's syncer (pkg/apis/migration
+// registerVolume of v3.7.0) for an in-tree volume: the storage policy
+// looked up by name where the volume names one, the VMDK registered as a
+// First Class Disk by its datastore URL, and the CNS volume of that disk
+// created with the policy. vCenter 7.0u1 and later register by the disk's
+// URL path in one CNS call, which vcsim does not serve: this is the 6.7u3
+// to 7.0 sequence, which fails where that call fails (no datastore, no
+// file, no policy of the name). It returns the FCD id, which is also the
+// CNS volume id.
+func (vc *VCenter) Register(ctx context.Context, path, name, policy string) (string, error) {
+	var profiles []types.BaseVirtualMachineProfileSpec
+	if policy != "" {
+		pc, err := pbm.NewClient(ctx, vc.Client.Client)
+		if err != nil {
+			return "", err
+		}
+		id, err := pc.ProfileIDByName(ctx, policy)
+		if err != nil {
+			return "", fmt.Errorf("storage policy %q: %w", policy, err)
+		}
+		profiles = append(profiles, &types.VirtualMachineDefinedProfileSpec{ProfileId: id})
+	}
 	obj, err := vslm.NewObjectManager(vc.Client.Client).RegisterDisk(ctx, vc.diskURL(path), name)
 	if err != nil {
-		t.Fatalf("registering %s as a First Class Disk: %v", path, err)
+		return "", fmt.Errorf("registering %s as a First Class Disk: %w", path, err)
 	}
 	id := obj.Config.Id.Id
 	cc, err := cns.NewClient(ctx, vc.Client.Client)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	task, err := cc.CreateVolume(ctx, []cnstypes.CnsVolumeCreateSpec{{Name: name, VolumeType: string(cnstypes.CnsVolumeTypeBlock),
 		Datastores:           []types.ManagedObjectReference{vc.Datastore.Reference()},
 		Metadata:             cnstypes.CnsVolumeMetadata{ContainerCluster: cnstypes.CnsContainerCluster{ClusterType: string(cnstypes.CnsClusterTypeKubernetes), ClusterId: ClusterID, VSphereUser: User, ClusterFlavor: string(cnstypes.CnsClusterFlavorVanilla)}},
-		BackingObjectDetails: &cnstypes.CnsBlockBackingDetails{BackingDiskId: id}}})
+		BackingObjectDetails: &cnstypes.CnsBlockBackingDetails{BackingDiskId: id}, Profile: profiles}})
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	info, err := task.WaitForResult(ctx)
 	if err != nil {
-		t.Fatalf("the CNS volume of FCD %s: %v", id, err)
+		return "", fmt.Errorf("the CNS volume of FCD %s: %w", id, err)
 	}
 	res, err := cns.GetTaskResult(ctx, info)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	if f := res.GetCnsVolumeOperationResult().Fault; f != nil {
-		t.Fatalf("the CNS volume of FCD %s: %s", id, f.LocalizedMessage)
+		return "", fmt.Errorf("the CNS volume of FCD %s: %s", id, f.LocalizedMessage)
 	}
-	return id
+	return id, nil
+}
+
+// SetHardwareVersion sets a simulator VM's hardware version ("vmx-19").
+func (vc *VCenter) SetHardwareVersion(t testing.TB, name, version string) {
+	t.Helper()
+	ctx := context.Background()
+	f := find.NewFinder(vc.Client.Client)
+	f.SetDatacenter(vc.Datacenter)
+	vm, err := f.VirtualMachine(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{Version: version})
+	if err == nil {
+		err = task.Wait(ctx)
+	}
+	if err != nil {
+		t.Fatalf("setting %s's hardware version: %v", name, err)
+	}
 }
 
 // FCDExists reports whether vCenter knows the First Class Disk id.

@@ -117,7 +117,7 @@ func (rd *reader) report(w io.Writer) {
 }
 
 // clusterKinds are the kinds read whose objects have no namespace.
-var clusterKinds = map[string]bool{"PersistentVolume": true, "StorageClass": true, "CSINode": true}
+var clusterKinds = map[string]bool{"PersistentVolume": true, "StorageClass": true, "CSINode": true, "Node": true}
 
 // errNoObjects is returned for input without a single object (a failed
 // kubectl in a pipeline gives empty input, which must not plan "ready").
@@ -546,6 +546,7 @@ var readKinds = map[string]func() any{
 	"Pod":                   func() any { return &v1.Pod{} },
 	"Secret":                func() any { return &v1.Secret{} },
 	"CSINode":               func() any { return &storagev1.CSINode{} },
+	"Node":                  func() any { return &v1.Node{} },
 	"Deployment":            func() any { return &appsv1.Deployment{} },
 	"StatefulSet":           func() any { return &appsv1.StatefulSet{} },
 	"DaemonSet":             func() any { return &appsv1.DaemonSet{} },
@@ -659,7 +660,7 @@ func (c *inputFlags) read(stdin io.Reader, stderr io.Writer, inv Sink) error {
 		if err != nil {
 			return err
 		}
-		return readLive(context.Background(), client, inv, c.readSecrets, progress, stderr)
+		return readLive(context.Background(), client, inv, c.readSecrets, c.readNodes, progress, stderr)
 	}
 	rd := &reader{sink: inv, progress: progress, namespace: c.namespace, stdinFile: c.stdinFile}
 	defer rd.report(stderr)

@@ -42,7 +42,7 @@ func list[L any, T any](what string, call func(ctx context.Context, o metav1.Lis
 // liveListers are the kinds the commands read from a live cluster, in the
 // order they are read: everything a PV's plan depends on first (classes,
 // claims, pods and workloads, secrets), the PVs last.
-func liveListers(c kubernetes.Interface, withSecrets bool) []lister {
+func liveListers(c kubernetes.Interface, withSecrets, withNodes bool) []lister {
 	core, apps, batch, storage := c.CoreV1(), c.AppsV1(), c.BatchV1(), c.StorageV1()
 	out := []lister{
 		list("storageclasses", storage.StorageClasses().List, func(l *storagev1.StorageClassList) (string, []storagev1.StorageClass) { return l.Continue, l.Items }),
@@ -57,6 +57,9 @@ func liveListers(c kubernetes.Interface, withSecrets bool) []lister {
 		list("cronjobs", batch.CronJobs("").List, func(l *batchv1.CronJobList) (string, []batchv1.CronJob) { return l.Continue, l.Items }),
 		list("replicationcontrollers", core.ReplicationControllers("").List, func(l *v1.ReplicationControllerList) (string, []v1.ReplicationController) { return l.Continue, l.Items }),
 	}
+	if withNodes {
+		out = append(out, list("nodes", core.Nodes().List, func(l *v1.NodeList) (string, []v1.Node) { return l.Continue, l.Items }))
+	}
 	if withSecrets {
 		out = append(out, list("secrets", core.Secrets("").List, func(l *v1.SecretList) (string, []v1.Secret) { return l.Continue, l.Items }))
 	}
@@ -66,12 +69,12 @@ func liveListers(c kubernetes.Interface, withSecrets bool) []lister {
 // readLive lists the kinds of liveListers into sink, page by page (500
 // objects a request), so memory does not grow with the cluster beyond what
 // the sink keeps. Secrets are only read when withSecrets is set (reading
-// them needs the right to).
-func readLive(ctx context.Context, c kubernetes.Interface, sink Sink, withSecrets bool, progress func(int), stderr io.Writer) error {
+// them needs the right to), Nodes when withNodes is.
+func readLive(ctx context.Context, c kubernetes.Interface, sink Sink, withSecrets, withNodes bool, progress func(int), stderr io.Writer) error {
 	if !withSecrets {
 		fmt.Fprintln(stderr, "Secrets not read: the fixes they need are not checked (csimigrate plan -live reads them)")
 	}
-	for _, src := range liveListers(c, withSecrets) {
+	for _, src := range liveListers(c, withSecrets, withNodes) {
 		opts := metav1.ListOptions{Limit: 500}
 		for {
 			cont, n, err := src.page(ctx, opts, sink)

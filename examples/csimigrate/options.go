@@ -82,8 +82,9 @@ type inputFlags struct {
 	clusterFlags
 	files stringList
 	live  bool
-	// readSecrets: with -live, Secrets are read too (plan's -read-secrets).
-	readSecrets bool
+	// readSecrets: with -live, Secrets are read too (plan's -read-secrets);
+	// readNodes: Nodes too (plan's -read-vsphere).
+	readSecrets, readNodes bool
 	// namespace is the namespace of namespaced input objects without one.
 	namespace string
 	// stdinFile is the file standard input was spooled to: its documents

@@ -11,8 +11,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/apply/cephtool"
+	"github.com/csimigrate/csimigrate/apply/vcenter"
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
@@ -31,7 +34,11 @@ type planOptions struct {
 	// for the plan's forms.
 	readCeph bool
 	ceph     cephToolFlags
+	vsphere  vsphereFlags
 	tr       *translate.Translator
+	// vcenter and mappings are what -read-vsphere connected to and read.
+	vcenter  *vcenter.Client
+	mappings map[string]string
 }
 
 const planSummary = "Reports, per volume, whether it can be migrated and why not; the Ceph CSI config map to create;\n" +
@@ -58,12 +65,15 @@ func (o *planOptions) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.readSecrets, "read-secrets", true, "with -live: read Secrets to check the fields migration needs (values are never printed)")
 	fs.BoolVar(&o.readCeph, "read-ceph", false, "read each in-tree RBD image and CephFS subvolume from Ceph (with Ceph's tools, as -ceph-conf, -ceph-id, -ceph-keyring and -ceph-command-prefix say) to tell what rewrite -apply -adopt makes of it, instead of predicting it from its class or path (Ceph's volumes module records a legacy subvolume's metadata under /volumes/_legacy the first time it is asked, as on Ceph CSI's first call)")
 	o.ceph.register(fs, "-read-ceph")
+	o.vsphere.register(fs)
 }
 
 func (o *planOptions) complete(fs *flag.FlagSet) error {
 	if err := noArgs(fs.Args()); err != nil {
 		return err
 	}
+	o.vsphere.complete(fs)
+	o.readNodes = o.vsphere.read
 	var err error
 	o.tr, err = o.translator()
 	return err
@@ -73,6 +83,9 @@ func (o *planOptions) validate() error {
 	if o.ceph.given() && !o.readCeph {
 		return errors.New("-ceph-conf, -ceph-id, -ceph-keyring and -ceph-command-prefix only with -read-ceph")
 	}
+	if err := o.vsphere.validate(o.live); err != nil {
+		return err
+	}
 	return o.common.validate()
 }
 
@@ -80,7 +93,10 @@ func (o *planOptions) validate() error {
 func (o *planOptions) planner(stderr io.Writer) *plan.Planner {
 	topo, _ := o.vsphereTopology()
 	opts := plan.Options{VSphereKeys: []string{topo.ZoneKey, topo.RegionKey}, KubernetesMinor: o.k8sMinor,
-		CephConfigWarnings: o.cephWarnings, CephCSINamespace: o.cephCSINamespace}
+		CephConfigWarnings: o.cephWarnings, CephCSINamespace: o.cephCSINamespace, VSphereMappings: o.mappings}
+	if o.vcenter != nil {
+		opts.VCenter = o.vcenter
+	}
 	if o.readCeph {
 		tools := o.ceph.tools
 		opts.RBDImage = func(pool, name string) (*adopt.Image, error) {
@@ -107,6 +123,13 @@ func (o *planOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInput
 	}
 	defer o.cleanup()
+	if o.vsphere.read {
+		if err := o.openVCenter(stderr); err != nil {
+			fmt.Fprintf(stderr, "csimigrate plan: -read-vsphere: %v\n", err)
+			return exitInput
+		}
+		defer o.vcenter.Close()
+	}
 	pl := o.planner(stderr)
 	// From files, the PVs in a second pass, once claims, classes and
 	// secrets are known; -live lists PVs last.
@@ -148,6 +171,22 @@ func (o *planOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitBlocked
 	}
 	return exitOK
+}
+
+// openVCenter connects to vCenter as the driver's configuration says and,
+// with -live, reads the driver's migration mappings.
+func (o *planOptions) openVCenter(stderr io.Writer) error {
+	var client kubernetes.Interface
+	if o.live {
+		c, err := clientFor(o.kubeconfig, o.context, 50, 100)
+		if err != nil {
+			return err
+		}
+		client = c
+	}
+	var err error
+	o.vcenter, o.mappings, err = o.vsphere.open(context.Background(), client, o.logger(stderr))
+	return err
 }
 
 func yesNo(b bool) string {
@@ -302,6 +341,7 @@ func writePlanTable(w io.Writer, p *plan.Plan, wide bool) error {
 		templates.add([]string{v.StatefulSet, v.Template, v.StorageClass, yesNo(v.Migratable)}, [2]string{v.Template, v.Reason})
 	}
 	templates.write(w, wide, "NOTE")
+	writeVCenter(w, p.VCenter, wide)
 	hazards := table{title: "\nHAZARDS", columns: []string{"OBJECT", "SEVERITY", "CODE"}}
 	for _, h := range planHazards(p) {
 		hazards.add([]string{h.object, string(h.f.Severity), h.f.Code}, [2]string{h.f.Code, h.f.Message}, [2]string{"remedy", h.f.Remedy})
@@ -340,6 +380,25 @@ func writePlanTable(w io.Writer, p *plan.Plan, wide bool) error {
 		fmt.Fprintln(w, "\nRESULT: ready to migrate")
 	}
 	return nil
+}
+
+// writeVCenter writes what the plan read from vCenter: its version, its
+// hosts and the nodes' virtual machines.
+func writeVCenter(w io.Writer, vc *plan.VCenterReport, wide bool) {
+	if vc == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nVCENTER %s (API %s, build %s)\n", vc.Version, dash(vc.APIVersion), dash(vc.Build))
+	hosts := table{title: "ESXI HOSTS", columns: []string{"HOST", "VERSION"}}
+	for _, h := range vc.Hosts {
+		hosts.add([]string{h.Name, dash(h.Version)})
+	}
+	hosts.write(w, wide)
+	nodes := table{title: "NODES (their virtual machines, by providerID)", columns: []string{"NODE", "VM", "HARDWARE", "BIOS UUID"}}
+	for _, n := range vc.Nodes {
+		nodes.add([]string{n.Node, dash(n.VM), dash(n.HardwareVersion), dash(n.UUID)})
+	}
+	nodes.write(w, wide)
 }
 
 func dash(s string) string {

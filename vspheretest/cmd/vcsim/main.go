@@ -1,7 +1,8 @@
 // Command vcsim runs govmomi's vCenter simulator for the vSphere tests as a
 // process of its own (vcsim's handlers race with each other under the race
 // detector, which the tests run with): the VPX model with its CNS, SPBM,
-// FCD and REST endpoints, reporting -version. It prints its URL on the
+// FCD and REST endpoints, reporting -version, letting in only -user with
+// -password when given. It prints its URL on the
 // first line of standard output and serves until it is killed.
 package main
 
@@ -9,6 +10,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -24,6 +26,8 @@ import (
 
 func main() {
 	version := flag.String("version", "8.0.3", "the vCenter version About reports (its API version is VERSION.0)")
+	user := flag.String("user", "", "the only user vCenter lets log in (with -password; none: any user and password)")
+	password := flag.String("password", "", "the password of -user")
 	flag.Parse()
 	model := simulator.VPX()
 	model.ServiceContent.About.Version = *version
@@ -35,8 +39,13 @@ func main() {
 	defer model.Remove()
 	model.Service.TLS = new(tls.Config)
 	model.Service.RegisterEndpoints = true
+	if *user != "" {
+		model.Service.Listen = &url.URL{User: url.UserPassword(*user, *password)}
+	}
 	srv := model.Service.NewServer()
-	fmt.Println(srv.URL.String())
+	u := *srv.URL
+	u.User = nil
+	fmt.Println(u.String())
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
 	<-stop
