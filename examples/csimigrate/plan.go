@@ -208,8 +208,10 @@ func planHazards(p *plan.Plan) []hazard {
 	var hazards []hazard
 	for _, f := range p.Hazards {
 		obj := "cluster"
-		if strings.HasPrefix(f.Field, "Secret ") || strings.HasPrefix(f.Field, "StorageClass ") {
-			obj = f.Field
+		for _, prefix := range []string{"Secret ", "StorageClass ", "Node ", "vm/", "host/", "vCenter", "vcenter"} {
+			if strings.HasPrefix(f.Field, prefix) {
+				obj = f.Field
+			}
 		}
 		hazards = append(hazards, hazard{obj, f})
 	}
