@@ -411,7 +411,8 @@ func adoptedPV(pv *v1.PersistentVolume, d Decision, im *Image) (*v1.PersistentVo
 
 // Unadopted is the PV an adopted PV replaced: its migration handle and
 // attributes back, the adoption's annotations gone, and the journal entry
-// the adoption wrote (to remove). ok is false for a PV that was not
+// the adoption wrote (to remove; none for a vSphere PV, whose disk stays
+// registered: the driver's syncer registers every migrated disk). ok is false for a PV that was not
 // adopted. pv is not modified.
 func Unadopted(pv *v1.PersistentVolume) (prev *v1.PersistentVolume, j Journal, ok bool, err error) {
 	if pv == nil || pv.Spec.CSI == nil {
@@ -420,6 +421,10 @@ func Unadopted(pv *v1.PersistentVolume) (prev *v1.PersistentVolume, j Journal, o
 	handle, has := pv.Annotations[AnnAdoptedFrom]
 	if !has {
 		return nil, Journal{}, false, nil
+	}
+	if _, vs := pv.Annotations[AnnVSphereDisk]; vs {
+		prev, err := unadoptedVSphere(pv)
+		return prev, Journal{}, true, err
 	}
 	var attrs map[string]string
 	if err := json.Unmarshal([]byte(pv.Annotations[AnnAdoptedAttributes]), &attrs); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
+	"github.com/csimigrate/csimigrate/plugins/vsphere"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/volumeid"
@@ -55,6 +56,8 @@ type adoption struct {
 	clusterID    string
 	uuid         string
 	refs         []string
+	// disk is a vSphere volume's disk (nil for Ceph).
+	disk *vsphereDisk
 	// why it is not adopted ("" when it is); noted once per run.
 	why string
 }
@@ -86,6 +89,13 @@ func volumeKeyOf(pv *v1.PersistentVolume) (string, bool) {
 			return "cephfs:" + p, true
 		}
 		return "", false
+	case pv.Spec.VsphereVolume != nil:
+		return "vsphere:" + vsphere.CanonicalVolumePath(pv.Spec.VsphereVolume.VolumePath), true
+	case isVSphere(pv):
+		if from := pv.Annotations[adopt.AnnAdoptedFrom]; from != "" {
+			return "vsphere:" + from, true
+		}
+		return "vsphere:" + pv.Spec.CSI.VolumeHandle, true
 	case pv.Spec.RBD != nil:
 		h, _ := volumeid.NewRBDHandle(pv.Spec.RBD.CephMonitors, pv.Spec.RBD.RBDPool, pv.Spec.RBD.RBDImage)
 		pool := pv.Spec.RBD.RBDPool
@@ -164,6 +174,9 @@ func (a *Writer) sharers(ctx context.Context, pv *v1.PersistentVolume) ([]string
 // volume that cannot be adopted is rewritten with the migration handle, and
 // why is said.
 func (a *Writer) adoptionOf(ctx context.Context, cur, repl *v1.PersistentVolume, inUse bool) (*adoption, error) {
+	if a.vsphere != nil && isVSphere(repl) {
+		return a.vsphereAdoptionOf(ctx, cur, repl, inUse)
+	}
 	if a.ceph != nil && repl.Spec.CSI != nil && repl.Spec.CSI.Driver == plugin.CephFSDriverName {
 		return a.cephfsAdoptionOf(ctx, cur, repl, inUse)
 	}
@@ -257,6 +270,9 @@ func (a *Writer) cephfsAdoptionOf(ctx context.Context, cur, repl *v1.PersistentV
 // handle, or a static CephFS PV) from what the checks read into ad; the
 // same input every time, so that a replacement built again is the same.
 func (a *Writer) decide(pv *v1.PersistentVolume, ad *adoption) (adopt.Decision, error) {
+	if ad.disk != nil {
+		return adopt.VSphere(adopt.VSphereInput{PV: pv, FCD: ad.disk.registered(), ReferencedBy: ad.refs})
+	}
 	if pv.Spec.CSI != nil && pv.Spec.CSI.Driver == plugin.CephFSDriverName {
 		return adopt.CephFS(adopt.CephFSInput{PV: pv, Subvolume: ad.subvol, NotSubvolume: ad.notSubvolume, ClusterID: ad.clusterID,
 			Secret: a.cephfsSecret, ReferencedBy: ad.refs, UUID: ad.uuid})
@@ -316,6 +332,9 @@ func (a *Writer) rewriteFor(cur *v1.PersistentVolume, sc *storagev1.StorageClass
 
 // summary says what the adoption makes of the volume, on one line.
 func (ad *adoption) summary(repl *v1.PersistentVolume) string {
+	if ad.disk != nil {
+		return ad.vsphereSummary()
+	}
 	cephFS := repl.Spec.CSI != nil && repl.Spec.CSI.Driver == plugin.CephFSDriverName
 	switch {
 	case ad.why != "" && cephFS:

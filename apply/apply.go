@@ -80,6 +80,14 @@ type Options struct {
 	// such adopted PVs their migration handle or static form back. Needs
 	// Ceph.
 	AdoptCSI bool
+	// VSphere, when set, adopts in-tree vSphere PVs' disks: the rewrite
+	// registers each disk as a First Class Disk and CNS volume (as the
+	// vSphere CSI driver's syncer does) where it is not one, and gives the
+	// PV its First Class Disk ID as handle, the form of the driver's own
+	// volumes (snapshots work); a disk another PV names keeps its path.
+	// The undo of such a PV gives its path back and needs no vCenter
+	// access (the disk stays registered).
+	VSphere VSphere
 	// Listers, when set, answer the Writer's reads of PVs, claims, pods,
 	// VolumeAttachments and its state from informers' caches (see
 	// Listers).
@@ -155,6 +163,8 @@ type Writer struct {
 	ceph         Ceph
 	cephConfig   ceph.ClusterConfig
 	cephfsSecret *v1.SecretReference
+	// vsphere adopts vSphere disks (nil: none is adopted).
+	vsphere VSphere
 	// adopt: the direction adopts CSI PVs (or, with undo, un-adopts them).
 	adopt bool
 
@@ -201,7 +211,7 @@ func New(client kubernetes.Interface, tr *translate.Translator, logger klog.Logg
 		ns = DefaultStateNamespace
 	}
 	a := &Writer{client: client, tr: tr, logger: logger, events: events, stateNS: ns, concurrency: o.Concurrency,
-		online: o.Online, undo: o.Undo, stepLimit: o.MaxWrites, ceph: o.Ceph, cephConfig: o.CephConfig, cephfsSecret: o.CephFSSecret, adopt: o.AdoptCSI}
+		online: o.Online, undo: o.Undo, stepLimit: o.MaxWrites, ceph: o.Ceph, cephConfig: o.CephConfig, cephfsSecret: o.CephFSSecret, adopt: o.AdoptCSI, vsphere: o.VSphere}
 	if o.Listers != nil {
 		a.listers = *o.Listers
 	}
@@ -423,6 +433,9 @@ func (a *Writer) DryRunPVs(ctx context.Context, targets []Target) error {
 		if len(errs) == 0 {
 			a.note("pv/"+t.Name, "Retain, delete and create as "+pvDriver(c.repl)+" would be accepted")
 			a.noteJournal("pv/"+t.Name, c.repl)
+			if c.needsRegistration() {
+				a.note("pv/"+t.Name, "would register disk "+c.adoption.disk.path+" as a First Class Disk and CNS volume in vCenter first (the handle is the ID vCenter gives it)")
+			}
 			if c.kept != "" {
 				a.keptRetain(t.Name, c.kept)
 			}

@@ -23,6 +23,7 @@ import (
 var pvSteps = []step[*pvRun]{
 	{name: "1. set reclaim policy Retain", done: (*pvRun).retainSet, pre: (*pvRun).checkFirst, say: (*pvRun).sayRetain, act: (*pvRun).setRetain},
 	{name: "1. (wait for the deletion-protection finalizers' owners)", done: (*pvRun).ownersDone, act: (*pvRun).waitForOwners, wait: 200 * time.Millisecond},
+	{name: "2. register the disk as a First Class Disk and CNS volume", done: (*pvRun).diskRegistered, pre: (*pvRun).checkFresh, say: (*pvRun).sayRegister, act: (*pvRun).registerDisk},
 	{name: "2. save the replacement in a ConfigMap", done: (*pvRun).saved, pre: (*pvRun).checkFresh, say: (*pvRun).saySave, act: (*pvRun).save},
 	{name: "3. delete the PV object", done: (*pvRun).deleted, pre: (*pvRun).retainInForce, say: (*pvRun).sayDelete, act: (*pvRun).delete},
 	{name: "3. (wait for the deletion)", done: (*pvRun).heldOrGone, act: (*pvRun).waitForDeletion, wait: 100 * time.Millisecond},
@@ -106,6 +107,9 @@ func (r *pvRun) observe(ctx context.Context) error {
 		return err
 	}
 	if err := r.verify(); err != nil {
+		return err
+	}
+	if err := r.observeDisk(ctx); err != nil {
 		return err
 	}
 	return r.observeJournal(ctx)
@@ -475,6 +479,15 @@ func (r *pvRun) removeJournal(ctx context.Context) error {
 
 func (r *pvRun) adoptionVerified(ctx context.Context) error {
 	if r.dir.undo {
+		return nil
+	}
+	if disk, ok, err := adopt.VSphereDiskOf(r.cur); err != nil || ok {
+		if err == nil {
+			err = r.a.verifyVSphereAdoption(ctx, r.cur, disk)
+		}
+		if err != nil {
+			return fmt.Errorf("pv/%s keeps reclaim policy Retain until its adoption is verified: %w", r.t.Name, err)
+		}
 		return nil
 	}
 	j, err := journalOf(r.cur)

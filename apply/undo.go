@@ -43,6 +43,15 @@ func (a *Writer) checkUndo(ctx context.Context, cur *v1.PersistentVolume) (*chec
 	if err != nil {
 		return nil, asRefusal(err)
 	}
+	// An adopted vSphere PV goes back to its datastore path; its disk
+	// stays registered (the driver's syncer registers every migrated disk).
+	_, vsphereAdopted, err := adopt.VSphereDiskOf(cur)
+	if err != nil {
+		return nil, asRefusal(err)
+	}
+	if vsphereAdopted {
+		want = cur.Annotations[adopt.AnnAdoptedFrom]
+	}
 	if j != nil {
 		want = cur.Annotations[adopt.AnnAdoptedFrom]
 		if a.ceph == nil {
@@ -57,8 +66,8 @@ func (a *Writer) checkUndo(ctx context.Context, cur *v1.PersistentVolume) (*chec
 	if err != nil {
 		return nil, err
 	}
-	if inUse && j != nil {
-		return nil, refuse(rewrite.CodeInUse, "its image was adopted: the undo changes the volume handle the kubelet tracks; stop the pods that use it first")
+	if inUse && (j != nil || vsphereAdopted) {
+		return nil, refuse(rewrite.CodeInUse, "its volume was adopted: the undo changes the volume handle the kubelet tracks; stop the pods that use it first")
 	}
 	if j != nil {
 		if _, err := a.journalState(ctx, *j); err != nil {

@@ -65,10 +65,11 @@ type VolumePlan struct {
 	// Form is what a migrated volume is to its CSI driver (package adopt's
 	// forms): "native" for an RBD image rewrite -apply -adopt can register
 	// in Ceph CSI's journal (predicted from its class's imageFeatures; the
-	// rewrite reads the image), "migration-handle" for one it cannot and
-	// for every vSphere volume (its datastore path), and "static" for
-	// CephFS; Features are the CSI operations the driver then serves and
-	// FormWhy why they are fewer than a native volume's.
+	// rewrite reads the image) and for a vSphere disk it can register as a
+	// First Class Disk, "migration-handle" for one it cannot, and "static"
+	// for CephFS; Features are the CSI operations the driver then serves and
+	// FormWhy why they are fewer than a native volume's, and what the
+	// volume gets without adoption.
 	Form     string   `json:"form,omitempty"`
 	Features []string `json:"features,omitempty"`
 	FormWhy  []string `json:"formWhy,omitempty"`
@@ -432,9 +433,13 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 	case pv.Spec.CephFS != nil && out.Spec.CSI != nil:
 		p.cephFSForm(vp, pv, out, names)
 	case pv.Spec.VsphereVolume != nil && out.Spec.CSI != nil:
-		vp.Form = string(adopt.FormMigration)
-		vp.Features = names(vSphereMigrationFeatures)
-		vp.FormWhy = []string{vSphereMigrationWhy}
+		vp.Form = string(adopt.FormNative)
+		vp.Features = names(adopt.VSphereFeatures(adopt.FormNative))
+		vp.FormWhy = []string{vSphereNativeWhy}
+		if p.cephVolumes != nil {
+			key := "vsphere:" + out.Spec.CSI.VolumeHandle
+			p.cephVolumes[key] = append(p.cephVolumes[key], len(p.plan.Volumes))
+		}
 		if p.opts.VCenter != nil {
 			blockers, why := p.vsphereDisk("spec.vsphereVolume", pv.Spec.VsphereVolume)
 			vp.Findings = append(vp.Findings, blockers...)
@@ -443,15 +448,22 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 	}
 }
 
-// What the vSphere CSI driver v3.7.0 serves for a volume whose handle is
-// its datastore path (measured in vspheretest): publish, expand and
-// delete, through its migration mapping; CreateSnapshot it refuses.
-var vSphereMigrationFeatures = []adopt.Feature{adopt.FeaturePublish, adopt.FeatureExpand, adopt.FeatureDelete}
+// featureNames are features as strings.
+func featureNames(fs []adopt.Feature) []string {
+	var s []string
+	for _, f := range fs {
+		s = append(s, string(f))
+	}
+	return s
+}
 
-const vSphereMigrationWhy = "the vSphere CSI driver serves a datastore-path handle only through its migration mapping " +
-	"(CnsVSphereVolumeMigration, which its syncer writes once it has registered the disk as a First Class Disk) " +
-	"and refuses to snapshot it; a handle that is the disk's First Class Disk id is snapshotted too, " +
-	"but csimigrate does not give vSphere volumes that form yet"
+// What the vSphere CSI driver v3.7.0 serves for a vSphere volume (measured
+// in vspheretest): by its First Class Disk ID, as its own volume (the form
+// rewrite -apply -adopt gives it), publish, expand, delete and snapshot; by
+// its datastore path, only through its migration mapping, and no snapshot.
+const vSphereNativeWhy = "when adopted (the adoption registers the disk as a First Class Disk and CNS volume where it is not one, as the driver's syncer does, " +
+	"and gives the PV that ID as handle); otherwise the migration handle, its datastore path, which the driver serves only through its migration mapping " +
+	"(CnsVSphereVolumeMigration): publish, expand, delete, and no snapshot"
 
 // cephFSForm predicts what a migrated CephFS volume becomes: native where
 // its path is /volumes/<group>/<name> (and, with CephFSSubvolume, Ceph's
@@ -859,6 +871,12 @@ func (p *Planner) shareImages(plan *Plan) {
 		}
 		for _, i := range idx {
 			v := &plan.Volumes[i]
+			if v.Plugin == plugin.VSphereInTreePluginName {
+				v.Form = string(adopt.FormMigration)
+				v.Features = featureNames(adopt.VSphereFeatures(adopt.FormMigration))
+				v.FormWhy = append([]string{fmt.Sprintf("PVs %s name the same disk: deleting either would destroy it, so the adoption leaves it", strings.Join(names, ", "))}, v.FormWhy[1:]...)
+				continue
+			}
 			if v.Plugin == plugin.CephFSInTreePluginName {
 				v.Form = string(adopt.FormStatic)
 				v.Features = []string{string(adopt.FeatureStage)}

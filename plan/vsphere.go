@@ -12,6 +12,7 @@ import (
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
 	"github.com/csimigrate/csimigrate/plugins/vsphere/envcheck"
+	"github.com/csimigrate/csimigrate/volumeid"
 )
 
 // VCenter is what the plan reads from vCenter when Options.VCenter is set:
@@ -136,12 +137,13 @@ func (p *Planner) vsphereDisk(field string, src *v1.VsphereVirtualDiskVolumeSour
 	block := func(code, msg, remedy string) {
 		blockers = append(blockers, plugin.Finding{Code: code, Severity: plugin.SeverityBlocker, Field: field, Message: msg, Remedy: remedy})
 	}
-	ds, _, ok := vsphere.ParseVolumePath(path)
-	if !ok {
+	parsed, err := volumeid.ParseVSpherePath(path)
+	if err != nil {
 		block(FindingVSphereDatastoreMissing, fmt.Sprintf("volume path %q names no datastore: want \"[datastore] dir/disk.vmdk\"", src.VolumePath),
 			"none in place: the volume source is immutable; copy the data to a new volume")
 		return blockers, nil
 	}
+	ds := parsed.DatastoreName()
 	d, err := vc.Disk(path)
 	if err != nil {
 		return append(blockers, vcenterFailed(field, "disk "+path, err)), nil

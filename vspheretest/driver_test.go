@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/testenv"
@@ -162,12 +163,14 @@ func TestVSphereDriverServesRewrittenPV(t *testing.T) {
 		t.Fatalf("the plan has %d volumes", len(report.Volumes))
 	}
 	v := report.Volumes[0]
+	// The plan gives the form adoption makes (native), and says what the
+	// migration handle gets without it: exactly what the driver served.
 	planned := map[string]bool{}
-	for _, f := range v.Features {
-		planned[f] = true
+	for _, f := range adopt.VSphereFeatures(adopt.FormMigration) {
+		planned[string(f)] = true
 	}
-	if v.Form != "migration-handle" || !maps.Equal(planned, served) {
-		t.Errorf("the plan says form %q, features %v (%q); the driver served %v", v.Form, v.Features, v.FormWhy, served)
+	if v.Form != "native" || !maps.Equal(planned, served) || !strings.Contains(strings.Join(v.FormWhy, " "), "otherwise the migration handle") {
+		t.Errorf("the plan says form %q, features %v (%q); without adoption %v; the driver served %v", v.Form, v.Features, v.FormWhy, planned, served)
 	}
 }
 
@@ -192,8 +195,11 @@ func TestVSphereDriverSnapshotsFCDHandle(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateSnapshot by the First Class Disk id: %v", err)
 	}
+	served := map[string]bool{}
 	if !snap.Snapshot.ReadyToUse || snap.Snapshot.SourceVolumeId != id {
 		t.Errorf("the snapshot: %+v", snap.Snapshot)
+	} else {
+		served["snapshot"] = true
 	}
 	if _, err := d.Controller.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: snap.Snapshot.SnapshotId}); err != nil {
 		t.Errorf("DeleteSnapshot: %v", err)
@@ -201,6 +207,8 @@ func TestVSphereDriverSnapshotsFCDHandle(t *testing.T) {
 	node := vc.VMUUID(t, "DC0_H0_VM0")
 	if _, err := d.Controller.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: id, NodeId: node, VolumeCapability: ext4Writer}); err != nil {
 		t.Errorf("ControllerPublishVolume by id: %v", err)
+	} else {
+		served["publish"] = true
 	}
 	if _, err := d.Controller.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: id, NodeId: node}); err != nil {
 		t.Errorf("ControllerUnpublishVolume by id: %v", err)
@@ -208,11 +216,23 @@ func TestVSphereDriverSnapshotsFCDHandle(t *testing.T) {
 	if _, err := d.Controller.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: id,
 		CapacityRange: &csi.CapacityRange{RequiredBytes: 2 << 30}, VolumeCapability: ext4Writer}); err != nil {
 		t.Errorf("ControllerExpandVolume by id: %v", err)
+	} else {
+		served["expand"] = true
 	}
 	if _, err := d.Controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id}); err != nil {
 		t.Fatalf("DeleteVolume by id: %v", err)
 	}
 	if vc.FCDExists(t, id) {
 		t.Error("the First Class Disk is still there after DeleteVolume")
+	} else {
+		served["delete"] = true
+	}
+	// What the plan promises a native vSphere volume is what was served.
+	planned := map[string]bool{}
+	for _, f := range adopt.VSphereFeatures(adopt.FormNative) {
+		planned[string(f)] = true
+	}
+	if !maps.Equal(planned, served) {
+		t.Errorf("the plan promises %v for a native vSphere volume; the driver served %v", planned, served)
 	}
 }

@@ -23,8 +23,8 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 	"github.com/vmware/govmomi/vslm"
 
-	"github.com/csimigrate/csimigrate/plugins/vsphere"
 	"github.com/csimigrate/csimigrate/testenv"
+	"github.com/csimigrate/csimigrate/volumeid"
 )
 
 // VCenterVersion is the vCenter version the simulator reports: one whose
@@ -147,8 +147,8 @@ func (vc *VCenter) CreateDisk(t testing.TB, path string, sizeMB int64) {
 // diskURL is a datastore path as the URL vCenter registers disks by (the
 // driver's syncer's form).
 func (vc *VCenter) diskURL(path string) string {
-	ds, rel, _ := vsphere.ParseVolumePath(path)
-	return fmt.Sprintf("%s://%s/folder/%s?dcPath=%s&dsName=%s", vc.URL.Scheme, vc.URL.Host, rel, url.PathEscape("/"+vc.Datacenter.Name()), url.PathEscape(ds))
+	p, _ := volumeid.ParseVSpherePath(path)
+	return fmt.Sprintf("%s://%s/folder/%s?dcPath=%s&dsName=%s", vc.URL.Scheme, vc.URL.Host, p.Path, url.PathEscape("/"+vc.Datacenter.Name()), url.PathEscape(p.DatastoreName()))
 }
 
 // RegisterAsSyncer does for an in-tree disk what the vSphere CSI driver's

@@ -19,6 +19,7 @@ import (
 	"github.com/vmware/govmomi/session"
 	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
@@ -26,8 +27,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/plan"
-	"github.com/csimigrate/csimigrate/plugins/vsphere"
 	"github.com/csimigrate/csimigrate/plugins/vsphere/envcheck"
+	"github.com/csimigrate/csimigrate/volumeid"
 )
 
 // ErrLogin is wrapped by Dial's error when vCenter refuses the login.
@@ -36,14 +37,17 @@ var ErrLogin = errors.New("vCenter refused the login")
 // CallTimeout bounds each read of vCenter.
 const CallTimeout = time.Minute
 
-// Client reads vCenter for the plan: it implements plan.VCenter. Its
-// methods may be called from one goroutine at a time.
+// Client reads vCenter for the plan (it implements plan.VCenter) and
+// registers disks for the writer's adoption of vSphere volumes (it
+// implements apply.VSphere). Its calls are serialised.
 type Client struct {
-	server Server
-	vim    *vim25.Client
-	ctx    context.Context
-	logger klog.Logger
-	dcs    []*object.Datacenter
+	mu        sync.Mutex
+	server    Server
+	clusterID string
+	vim       *vim25.Client
+	ctx       context.Context
+	logger    klog.Logger
+	dcs       []*object.Datacenter
 	// datastores by name (nil: none of that name), and each one's First
 	// Class Disks by path within it, read once.
 	datastores map[string]*object.Datastore
@@ -59,11 +63,15 @@ type Client struct {
 
 var _ plan.VCenter = (*Client)(nil)
 
-// Dial logs in to the server's vCenter as its user and finds its
-// datacenters (all of vCenter's when the configuration names none). Its
-// errors never hold the password. ctx bounds the client's later reads as
-// well; Close logs out.
-func Dial(ctx context.Context, s Server, logger klog.Logger) (*Client, error) {
+// Dial logs in to the configuration's vCenter (Config.Server) as its user
+// and finds its datacenters (all of vCenter's when the configuration names
+// none). Its errors never hold the password. ctx bounds the client's later
+// calls without a context of their own as well; Close logs out.
+func Dial(ctx context.Context, cfg *Config, logger klog.Logger) (*Client, error) {
+	s, err := cfg.Server()
+	if err != nil {
+		return nil, err
+	}
 	u := &url.URL{Scheme: "https", Host: net.JoinHostPort(s.Host, s.Port), Path: "/sdk"}
 	sc := soap.NewClient(u, s.Insecure)
 	if s.CAFile != "" {
@@ -87,7 +95,7 @@ func Dial(ctx context.Context, s Server, logger klog.Logger) (*Client, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", s, redact(err, s.Password))
 	}
-	c := &Client{server: s, vim: vim, ctx: ctx, logger: logger, datastores: map[string]*object.Datastore{}, fcds: map[string]map[string]string{},
+	c := &Client{server: s, clusterID: cfg.ClusterID, vim: vim, ctx: ctx, logger: logger, datastores: map[string]*object.Datastore{}, fcds: map[string]map[string]string{},
 		closeLogout: func() {
 			lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -130,6 +138,8 @@ func (c *Client) call() (context.Context, context.CancelFunc) {
 // Environment reads vCenter's version, its ESXi hosts' versions and the
 // hardware versions of the virtual machines of uuids (BIOS UUIDs).
 func (c *Client) Environment(uuids []string) (plan.VSphereEnvironment, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	ctx, cancel := c.call()
 	defer cancel()
 	about := c.vim.ServiceContent.About
@@ -197,6 +207,8 @@ func (c *Client) datastore(ctx context.Context, name string) (*object.Datastore,
 // Datastore reports whether a datastore of the name exists in the
 // configured datacenters.
 func (c *Client) Datastore(name string) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	ctx, cancel := c.call()
 	defer cancel()
 	ds, err := c.datastore(ctx, name)
@@ -206,38 +218,66 @@ func (c *Client) Datastore(name string) (bool, error) {
 // Disk reads a volume path's datastore, its VMDK, and whether it is a
 // First Class Disk and a CNS volume.
 func (c *Client) Disk(path string) (plan.VSphereDisk, error) {
-	var d plan.VSphereDisk
-	name, rel, ok := vsphere.ParseVolumePath(path)
-	if !ok {
-		return d, fmt.Errorf("volume path %q names no datastore", path)
-	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	ctx, cancel := c.call()
 	defer cancel()
+	d, _, err := c.disk(ctx, path)
+	return d, err
+}
+
+// FirstClassDisk reads the disk of a datastore path: its First Class Disk
+// ID ("" when it is not one) and whether CNS has a volume of it; an error
+// when its datastore or file does not exist.
+func (c *Client) FirstClassDisk(ctx context.Context, path string) (string, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, _, err := c.disk(ctx, path)
+	switch {
+	case err != nil:
+		return "", false, err
+	case !d.Datastore:
+		return "", false, fmt.Errorf("the datastore of %s is not in vCenter", path)
+	case !d.File:
+		return "", false, fmt.Errorf("disk %s does not exist", path)
+	}
+	return d.FCD, d.CNS, nil
+}
+
+// disk reads a volume path's datastore, VMDK and registration, and returns
+// the datastore (nil when it does not exist).
+func (c *Client) disk(ctx context.Context, path string) (plan.VSphereDisk, *object.Datastore, error) {
+	var d plan.VSphereDisk
+	parsed, err := volumeid.ParseVSpherePath(path)
+	if err != nil {
+		return d, nil, err
+	}
+	name, rel := parsed.DatastoreName(), parsed.Path
 	ds, err := c.datastore(ctx, name)
 	if err != nil || ds == nil {
-		return d, err
+		return d, nil, err
 	}
 	d.Datastore = true
 	if _, err := ds.Stat(ctx, rel); err != nil {
 		if _, missing := err.(object.DatastoreNoSuchFileError); missing {
-			return d, nil
+			return d, ds, nil
 		}
 		if _, missing := err.(object.DatastoreNoSuchDirectoryError); missing {
-			return d, nil
+			return d, ds, nil
 		}
-		return d, fmt.Errorf("%s: %w", path, err)
+		return d, ds, fmt.Errorf("%s: %w", path, err)
 	}
 	d.File = true
 	fcds, err := c.firstClassDisks(ctx, ds)
 	if err != nil {
-		return d, err
+		return d, ds, err
 	}
 	d.FCD = fcds[rel]
 	if d.FCD == "" {
-		return d, nil
+		return d, ds, nil
 	}
 	d.CNS, err = c.cnsVolume(ctx, d.FCD)
-	return d, err
+	return d, ds, err
 }
 
 // firstClassDisks are a datastore's First Class Disks by their path within
@@ -259,8 +299,8 @@ func (c *Client) firstClassDisks(ctx context.Context, ds *object.Datastore) (map
 			return nil, fmt.Errorf("reading First Class Disk %s: %w", id.Id, err)
 		}
 		if b, ok := obj.Config.Backing.(*types.BaseConfigInfoDiskFileBackingInfo); ok {
-			if _, rel, ok := vsphere.ParseVolumePath(b.FilePath); ok {
-				m[rel] = id.Id
+			if p, err := volumeid.ParseVSpherePath(b.FilePath); err == nil {
+				m[p.Path] = id.Id
 			}
 		}
 	}
@@ -284,21 +324,35 @@ func (c *Client) cnsVolume(ctx context.Context, id string) (bool, error) {
 // StoragePolicy reports whether a storage policy exists, by name as the
 // driver looks names up (storage requirement profiles), or by ID.
 func (c *Client) StoragePolicy(nameOrID string, byID bool) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ctx, cancel := c.call()
+	defer cancel()
+	if err := c.readPolicies(ctx); err != nil {
+		return false, err
+	}
+	if byID {
+		return c.policyIDs[nameOrID], nil
+	}
+	_, ok := c.policies[nameOrID]
+	return ok, nil
+}
+
+// readPolicies reads the storage requirement profiles once.
+func (c *Client) readPolicies(ctx context.Context) error {
 	if c.policies == nil {
-		ctx, cancel := c.call()
-		defer cancel()
 		pc, err := pbm.NewClient(ctx, c.vim)
 		if err != nil {
-			return false, fmt.Errorf("storage policies: %w", err)
+			return fmt.Errorf("storage policies: %w", err)
 		}
 		ids, err := pc.QueryProfile(ctx, pbmtypes.PbmProfileResourceType{ResourceType: string(pbmtypes.PbmProfileResourceTypeEnumSTORAGE)},
 			string(pbmtypes.PbmProfileCategoryEnumREQUIREMENT))
 		if err != nil {
-			return false, fmt.Errorf("storage policies: %w", err)
+			return fmt.Errorf("storage policies: %w", err)
 		}
 		profiles, err := pc.RetrieveContent(ctx, ids)
 		if err != nil {
-			return false, fmt.Errorf("storage policies: %w", err)
+			return fmt.Errorf("storage policies: %w", err)
 		}
 		c.policies, c.policyIDs = map[string]string{}, map[string]bool{}
 		for _, p := range profiles {
@@ -307,9 +361,116 @@ func (c *Client) StoragePolicy(nameOrID string, byID bool) (bool, error) {
 			c.policyIDs[pp.ProfileId.UniqueId] = true
 		}
 	}
-	if byID {
-		return c.policyIDs[nameOrID], nil
+	return nil
+}
+
+// keepAfterDeleteVMFrom is the vCenter version from which a First Class
+// Disk outlives a VM it is attached to without the keepAfterDeleteVm
+// control flag (the driver's syncer sets the flag below it).
+var keepAfterDeleteVMFrom = envcheck.Version{Major: 8, Minor: 0, Patch: 3}
+
+// RegisterDisk registers the disk of a datastore path as the vSphere CSI
+// driver's syncer registers a migrated disk (pkg/apis/migration of v3.7.0):
+// the storage policy looked up by name (policy "" none), the VMDK
+// registered as a First Class Disk by its datastore URL where it is not
+// one, the disk kept when a VM it is attached to is deleted (below vCenter
+// 8.0 Update 3, where that needs a flag), and its CNS volume created with
+// the cluster's metadata where CNS has none. It returns the ID. (From 7.0
+// Update 1 the syncer registers by the disk's URL in one CNS call; this is
+// the sequence it uses before, which vCenter serves in every version.)
+func (c *Client) RegisterDisk(ctx context.Context, path, name, policy string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ds, err := c.disk(ctx, path)
+	switch {
+	case err != nil:
+		return "", err
+	case !d.Datastore || !d.File:
+		return "", fmt.Errorf("disk %s does not exist", path)
+	case d.FCD != "" && d.CNS:
+		return d.FCD, nil
 	}
-	_, ok := c.policies[nameOrID]
-	return ok, nil
+	var profiles []types.BaseVirtualMachineProfileSpec
+	if policy != "" {
+		if err := c.readPolicies(ctx); err != nil {
+			return "", err
+		}
+		id, ok := c.policies[policy]
+		if !ok {
+			return "", fmt.Errorf("storage policy %q is not in vCenter", policy)
+		}
+		profiles = append(profiles, &types.VirtualMachineDefinedProfileSpec{ProfileId: id})
+	}
+	id := d.FCD
+	if id == "" {
+		dcPath, err := c.datacenterOf(ctx, ds)
+		if err != nil {
+			return "", err
+		}
+		parsed, _ := volumeid.ParseVSpherePath(path)
+		u := url.URL{Scheme: "https", Host: net.JoinHostPort(c.server.Host, c.server.Port), Path: "/folder/" + parsed.Path,
+			RawQuery: "dcPath=" + url.PathEscape(dcPath) + "&dsName=" + url.PathEscape(parsed.DatastoreName())}
+		obj, err := vslm.NewObjectManager(c.vim).RegisterDisk(ctx, u.String(), name)
+		if err != nil {
+			return "", fmt.Errorf("registering %s as a First Class Disk: %w", path, err)
+		}
+		id = obj.Config.Id.Id
+		c.fcds[ds.Reference().Value][parsed.Path] = id
+		c.logger.V(2).Info("Registered a First Class Disk", "path", path, "id", id)
+		if v, err := envcheck.ParseVersion(c.vim.ServiceContent.About.Version); err == nil && !v.AtLeast(keepAfterDeleteVMFrom) {
+			req := types.SetVStorageObjectControlFlags{This: *c.vim.ServiceContent.VStorageObjectManager, Id: types.ID{Id: id}, Datastore: ds.Reference(),
+				ControlFlags: []string{string(types.VslmVStorageObjectControlFlagKeepAfterDeleteVm)}}
+			if _, err := methods.SetVStorageObjectControlFlags(ctx, c.vim, &req); err != nil {
+				return "", fmt.Errorf("keeping First Class Disk %s when a VM is deleted: %w", id, err)
+			}
+		}
+	}
+	if err := c.createCNSVolume(ctx, ds, id, name, profiles); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// createCNSVolume creates the CNS volume of a First Class Disk, with the
+// cluster's metadata as the driver writes it.
+func (c *Client) createCNSVolume(ctx context.Context, ds *object.Datastore, id, name string, profiles []types.BaseVirtualMachineProfileSpec) error {
+	c.cnsOnce.Do(func() { c.cns, c.cnsErr = cns.NewClient(ctx, c.vim) })
+	if c.cnsErr != nil {
+		return fmt.Errorf("CNS: %w", c.cnsErr)
+	}
+	cluster := cnstypes.CnsContainerCluster{ClusterType: string(cnstypes.CnsClusterTypeKubernetes), ClusterId: c.clusterID, VSphereUser: c.server.User,
+		ClusterFlavor: string(cnstypes.CnsClusterFlavorVanilla)}
+	task, err := c.cns.CreateVolume(ctx, []cnstypes.CnsVolumeCreateSpec{{Name: name, VolumeType: string(cnstypes.CnsVolumeTypeBlock),
+		Datastores: []types.ManagedObjectReference{ds.Reference()}, Profile: profiles,
+		Metadata:             cnstypes.CnsVolumeMetadata{ContainerCluster: cluster, ContainerClusterArray: []cnstypes.CnsContainerCluster{cluster}},
+		BackingObjectDetails: &cnstypes.CnsBlockBackingDetails{BackingDiskId: id}}})
+	if err != nil {
+		return fmt.Errorf("the CNS volume of First Class Disk %s: %w", id, err)
+	}
+	info, err := task.WaitForResult(ctx)
+	if err != nil {
+		return fmt.Errorf("the CNS volume of First Class Disk %s: %w", id, err)
+	}
+	res, err := cns.GetTaskResult(ctx, info)
+	if err != nil {
+		return fmt.Errorf("the CNS volume of First Class Disk %s: %w", id, err)
+	}
+	if f := res.GetCnsVolumeOperationResult().Fault; f != nil {
+		return fmt.Errorf("the CNS volume of First Class Disk %s: %s", id, f.LocalizedMessage)
+	}
+	return nil
+}
+
+// datacenterOf is the inventory path of the configured datacenter that has
+// the datastore.
+func (c *Client) datacenterOf(ctx context.Context, ds *object.Datastore) (string, error) {
+	for _, dc := range c.dcs {
+		f := find.NewFinder(c.vim)
+		f.SetDatacenter(dc)
+		found, err := f.Datastore(ctx, ds.Name())
+		if err == nil && found.Reference() == ds.Reference() {
+			return dc.InventoryPath, nil
+		}
+	}
+	return "", fmt.Errorf("no configured datacenter has datastore %s", ds.Name())
 }

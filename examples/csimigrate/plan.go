@@ -65,7 +65,7 @@ func (o *planOptions) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.readSecrets, "read-secrets", true, "with -live: read Secrets to check the fields migration needs (values are never printed)")
 	fs.BoolVar(&o.readCeph, "read-ceph", false, "read each in-tree RBD image and CephFS subvolume from Ceph (with Ceph's tools, as -ceph-conf, -ceph-id, -ceph-keyring and -ceph-command-prefix say) to tell what rewrite -apply -adopt makes of it, instead of predicting it from its class or path (Ceph's volumes module records a legacy subvolume's metadata under /volumes/_legacy the first time it is asked, as on Ceph CSI's first call)")
 	o.ceph.register(fs, "-read-ceph")
-	o.vsphere.register(fs)
+	o.vsphere.register(fs, true)
 }
 
 func (o *planOptions) complete(fs *flag.FlagSet) error {

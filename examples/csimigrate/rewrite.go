@@ -76,6 +76,7 @@ func (o *rewriteOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.cephfsSecretRef, "cephfs-secret", "", "with -adopt: namespace/name of the Secret with adminID and adminKey that Ceph CSI's CephFS driver reads for its own volumes (the one its StorageClass names); adopted CephFS volumes name it for staging, expansion and deletion. Without it CephFS volumes stay static")
 	fs.BoolVar(&o.adoptCSI, "adopt-csi", false, "with -apply -adopt: adopt the CSI PVs of rbd.csi.ceph.com that carry a migration handle (an earlier rewrite's, or Kubernetes' own migration's), and the static CSI PVs of cephfs.csi.ceph.com (with -cephfs-secret), instead of rewriting in-tree PVs; with -undo, give such adopted PVs their migration handle or static form back")
 	o.cephFlags.register(fs, "-adopt")
+	o.vsphere.register(fs, false)
 }
 
 func (o *rewriteOptions) complete(fs *flag.FlagSet) error {
@@ -87,6 +88,7 @@ func (o *rewriteOptions) complete(fs *flag.FlagSet) error {
 		}
 	})
 	o.ceph = o.cephFlags.tools
+	o.vsphere.complete(fs)
 	o.qps32 = float32(o.qps)
 	if o.cephfsSecretRef != "" {
 		ref, err := secretRef(o.cephfsSecretRef)
@@ -111,6 +113,8 @@ func (o *rewriteOptions) validate() error {
 		return fmt.Errorf("%s only with -apply (without it, rewrite prints the steps for review)", strings.Join(append(o.applyOnly, quoteAll(o.names)...), ", "))
 	case !o.adopt && (o.adoptCSI || o.cephFlags.given() || o.cephfsSecret != nil):
 		return errors.New("-adopt-csi, -ceph-conf, -ceph-id, -ceph-keyring, -ceph-command-prefix and -cephfs-secret only with -adopt")
+	case !(o.adopt && o.doApply) && o.vsphere.wanted():
+		return errors.New("-vsphere-conf and -vsphere-secret only with -apply -adopt")
 	case !o.doApply && o.adopt && !o.live:
 		return errors.New("-adopt in a review needs -live: the adoption's checks read the cluster and Ceph, as -apply does")
 	case o.doApply && o.live:
@@ -319,7 +323,14 @@ func (rv *review) class(sc *storagev1.StorageClass) {
 // undoReview is the undo of a CSI PV csimigrate created, for review: its
 // in-tree replacement in the field CSI.
 func undoReview(tr *translate.Translator, pv *v1.PersistentVolume) (rewrite.PV, error) {
-	if _, j, adopted, _ := adopt.Unadopted(pv); adopted {
+	if prev, j, adopted, err := adopt.Unadopted(pv); adopted && j.UUID == "" {
+		// An adopted vSphere PV: its datastore path back, nothing to
+		// remove (the disk stays registered).
+		if err != nil {
+			return rewrite.PV{}, err
+		}
+		pv = prev
+	} else if adopted {
 		return rewrite.PV{}, fmt.Errorf("its volume was adopted into Ceph CSI's journal (%s in pool %s), and the undo removes that entry: review it with -live -adopt and the Ceph access flags", j.Object(), j.Pool)
 	}
 	in, err := rewrite.UndoReplacement(tr, pv)

@@ -37,6 +37,15 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 			return exitUsage
 		}
 	}
+	if o.vsphere.wanted() {
+		vc, _, err := o.vsphere.open(context.Background(), client, c.logger(stderr))
+		if err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: vCenter: %v\n", err)
+			return exitInput
+		}
+		defer vc.Close()
+		a.vsphere = vc
+	}
 	if _, err := a.writer(); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitUsage
@@ -156,6 +165,8 @@ type applier struct {
 	adoptCSI   bool
 	// cephfsSecret is the admin Secret adopted CephFS volumes name.
 	cephfsSecret *v1.SecretReference
+	// vsphere, when set, adopts vSphere disks.
+	vsphere apply.VSphere
 
 	w *apply.Writer // built by writer on first use
 	// steps is how many writes w took, as of its last run.
@@ -168,7 +179,7 @@ func (a *applier) writer() (*apply.Writer, error) {
 		return a.w, nil
 	}
 	w, err := apply.New(a.client, a.tr, a.logger, textEvents{a.out}, apply.Options{StateNamespace: a.stateNS, Undo: a.undo, Online: a.online,
-		Concurrency: a.concurrency, Ceph: a.ceph, CephConfig: a.cephConfig, AdoptCSI: a.adoptCSI, CephFSSecret: a.cephfsSecret})
+		Concurrency: a.concurrency, Ceph: a.ceph, CephConfig: a.cephConfig, AdoptCSI: a.adoptCSI, CephFSSecret: a.cephfsSecret, VSphere: a.vsphere})
 	a.w = w
 	return w, err
 }
@@ -237,4 +248,7 @@ type applyOptions struct {
 	// cephfsSecret is -cephfs-secret: the admin Secret adopted CephFS
 	// volumes name (nil: CephFS volumes stay static).
 	cephfsSecret *v1.SecretReference
+	// vsphere, with -adopt and -vsphere-conf or -vsphere-secret, reaches
+	// vCenter to adopt vSphere disks.
+	vsphere vsphereFlags
 }

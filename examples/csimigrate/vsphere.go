@@ -32,7 +32,14 @@ type vsphereFlags struct {
 // csi-vsphere.conf.
 const defaultVSphereSecret = "vmware-system-csi/vsphere-config-secret"
 
-func (v *vsphereFlags) register(fs *flag.FlagSet) {
+// register registers plan's flags (withRead) or rewrite's (-vsphere-conf
+// and -vsphere-secret, with -adopt).
+func (v *vsphereFlags) register(fs *flag.FlagSet, withRead bool) {
+	if !withRead {
+		fs.StringVar(&v.conf, "vsphere-conf", "", "with -apply -adopt: the vSphere CSI driver's csi-vsphere.conf, to adopt each in-tree vSphere PV's disk: registered as a First Class Disk and CNS volume (as the driver's syncer does) where it is not one, the PV given its First Class Disk ID as handle (snapshots work); the password is never printed")
+		fs.StringVar(&v.secret, "vsphere-secret", defaultVSphereSecret, "with -apply -adopt: namespace/name of the Secret holding csi-vsphere.conf, read when given instead of -vsphere-conf")
+		return
+	}
 	fs.BoolVar(&v.read, "read-vsphere", false, "read vCenter (as the vSphere CSI driver's configuration says: -vsphere-conf, or with -live -vsphere-secret) to judge the vSphere environment, each in-tree vSphere volume's datastore, disk, storage policy and registration, and each vSphere class's datastore and policy")
 	fs.StringVar(&v.conf, "vsphere-conf", "", "with -read-vsphere: the vSphere CSI driver's csi-vsphere.conf (its [VirtualCenter] section's host, user, password, port, datacenters; the password is never printed)")
 	fs.StringVar(&v.secret, "vsphere-secret", defaultVSphereSecret, "with -read-vsphere -live and no -vsphere-conf: namespace/name of the Secret holding csi-vsphere.conf")
@@ -42,6 +49,9 @@ func (v *vsphereFlags) complete(fs *flag.FlagSet) {
 	v.given = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { v.given[f.Name] = true })
 }
+
+// wanted: rewrite reaches vCenter (-vsphere-conf or -vsphere-secret given).
+func (v *vsphereFlags) wanted() bool { return v.given["vsphere-conf"] || v.given["vsphere-secret"] }
 
 func (v *vsphereFlags) validate(live bool) error {
 	if !v.read && (v.given["vsphere-conf"] || v.given["vsphere-secret"]) {
@@ -67,7 +77,13 @@ func (v *vsphereFlags) config(ctx context.Context, client kubernetes.Interface) 
 		}
 		data = b
 	} else {
-		ref, _ := secretRef(v.secret)
+		ref, err := secretRef(v.secret)
+		if err != nil {
+			return nil, fmt.Errorf("-vsphere-secret %q: %w", v.secret, err)
+		}
+		if client == nil {
+			return nil, errors.New("reading the driver's Secret needs the cluster")
+		}
 		s, err := client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("the vSphere CSI driver's Secret %s/%s: %w (give -vsphere-conf or -vsphere-secret)", ref.Namespace, ref.Name, err)
@@ -90,18 +106,14 @@ func (v *vsphereFlags) open(ctx context.Context, client kubernetes.Interface, lo
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := cfg.Server()
-	if err != nil {
-		return nil, nil, err
-	}
-	vc, err := vcenter.Dial(ctx, s, logger)
+	vc, err := vcenter.Dial(ctx, cfg, logger)
 	if err != nil {
 		if errors.Is(err, vcenter.ErrLogin) {
 			return nil, nil, fmt.Errorf("%w (check the user and password of the driver's configuration)", err)
 		}
 		return nil, nil, err
 	}
-	if client == nil {
+	if client == nil || !v.read {
 		return vc, nil, nil
 	}
 	mappings, err := migrationMappings(ctx, client)

@@ -285,22 +285,6 @@ func forwardOf(pv *v1.PersistentVolume, attrs []overrides.Attribute) (overrides.
 	return f, attrs
 }
 
-// ParseVolumePath splits a volume path "[datastore] dir/disk.vmdk" into
-// the datastore's name as the vSphere CSI driver's syncer takes it (the
-// last part of "[cluster/datastore]") and the path within it; ok is false
-// when the path names no datastore.
-func ParseVolumePath(path string) (datastore, rel string, ok bool) {
-	rest, ok := strings.CutPrefix(path, "[")
-	if !ok {
-		return "", "", false
-	}
-	ds, rel, ok := strings.Cut(rest, "]")
-	if !ok || strings.TrimSpace(ds) == "" {
-		return "", "", false
-	}
-	return ds[strings.LastIndex(ds, "/")+1:], strings.TrimSpace(rel), true
-}
-
 // CanonicalVolumePath returns the volume path as the in-tree plugin resolved
 // it: with ".vmdk" appended when it does not end in ".vmdk" (the legacy
 // vSphere cloud provider's rule, on which published example PVs such as
