@@ -4,10 +4,12 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -237,4 +239,62 @@ func TestVSphereAdoptInterruptedAtEveryWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameVolume(t, orig, back)
+}
+
+// `csimigrate controller -adopt -vsphere-conf` adopts an in-tree vSphere PV
+// as the command does: the PV ends with its First Class Disk ID as handle,
+// bound, Delete restored, and the driver snapshots it.
+func TestVSphereAdoptByControllerDriverSnapshots(t *testing.T) {
+	vc, srv, d := startPeers(t)
+	ctx := context.Background()
+	kc, err := srv.WriteKubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := commandBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "[LocalDS_0] kubevols/kubernetes-dynamic-pvc-9a8b7c6d-1e2f-4a3b-8c4d-5e6f7a8b9c0d.vmdk"
+	orig := createInTreePV(t, vc, srv.Client, "pvc-9a8b7c6d", path, "")
+	// The driver's installation registers it; the controller waits for it.
+	if _, err := srv.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "csi.vsphere.vmware.com"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Spawn("csimigrate-controller", bin, "controller", "-kubeconfig", kc, "-identity", "vspheretest", "-metrics-address", "", "-v",
+		"-recheck", "2s", "-status-every", "1s", "-adopt", "-vsphere-conf", confFile(t, vc, vc.Password)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("csimigrate controller:\n%s", srv.Logs("csimigrate-controller"))
+		}
+	})
+	var pv *v1.PersistentVolume
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		pv, err = srv.Client.CoreV1().PersistentVolumes().Get(ctx, orig.Name, metav1.GetOptions{})
+		if err == nil && pv.Spec.CSI != nil && pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimDelete {
+			break
+		}
+		if time.Now().After(deadline) {
+			var reasons []string
+			if evs, lerr := srv.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + orig.Name}); lerr == nil {
+				for _, e := range evs.Items {
+					reasons = append(reasons, e.Reason+": "+e.Message)
+				}
+			}
+			t.Fatalf("the controller did not adopt the PV in 90 s: %v, source %+v; Events: %q", err, pv.Spec.PersistentVolumeSource, reasons)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	disk, ok, err := adopt.VSphereDiskOf(pv)
+	if err != nil || !ok || disk.Path != path || pv.Spec.CSI.VolumeHandle != disk.FCD {
+		t.Fatalf("the controller's PV: %+v (%v %v), handle %q", disk, ok, err, pv.Spec.CSI.VolumeHandle)
+	}
+	testenv.RewrittenStates(t, srv.Client, "apps", []string{orig.Name})
+	snap, err := d.Controller.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{SourceVolumeId: pv.Spec.CSI.VolumeHandle, Name: "by-controller"})
+	if err != nil || !snap.Snapshot.ReadyToUse {
+		t.Fatalf("CreateSnapshot of the controller's adopted PV: %v", err)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/vmware/govmomi/pbm"
 	pbmtypes "github.com/vmware/govmomi/pbm/types"
 	"github.com/vmware/govmomi/session"
+	"github.com/vmware/govmomi/session/keepalive"
 	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/methods"
@@ -88,6 +89,9 @@ func Dial(ctx context.Context, cfg *Config, logger klog.Logger) (*Client, error)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s, redact(err, s.Password))
 	}
+	// A controller keeps its session for days: it is kept alive while
+	// idle, until Close logs out.
+	vim.RoundTripper = keepalive.NewHandlerSOAP(vim.RoundTripper, 5*time.Minute, nil)
 	sm := session.NewManager(vim)
 	if err := sm.Login(cctx, url.UserPassword(s.User, s.Password)); err != nil {
 		if soap.IsSoapFault(err) {

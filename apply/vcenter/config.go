@@ -114,37 +114,46 @@ func ParseConfig(data []byte) (*Config, error) {
 	}
 	cfg := &Config{ClusterID: global["cluster-id"]}
 	for _, vc := range vcs {
-		for _, k := range serverKeys {
-			if _, ok := vc.keys[k]; !ok && global[k] != "" {
-				vc.keys[k] = global[k]
-			}
-		}
-		s := Server{Host: vc.host, Port: vc.keys["port"], User: vc.keys["user"], Password: vc.keys["password"],
-			CAFile: vc.keys["ca-file"], Thumbprint: vc.keys["thumbprint"]}
-		if s.Port == "" {
-			s.Port = "443"
-		}
-		if p, err := strconv.ParseUint(s.Port, 10, 16); err != nil || p == 0 {
-			return nil, fmt.Errorf("%w: [VirtualCenter %q] port %q: want a port number", ErrConfig, vc.host, s.Port)
-		}
-		if f := vc.keys["insecure-flag"]; f != "" {
-			b, err := strconv.ParseBool(f)
-			if err != nil {
-				return nil, fmt.Errorf("%w: [VirtualCenter %q] insecure-flag %q: want true or false", ErrConfig, vc.host, f)
-			}
-			s.Insecure = b
-		}
-		for _, dc := range strings.Split(vc.keys["datacenters"], ",") {
-			if dc = strings.TrimSpace(dc); dc != "" {
-				s.Datacenters = append(s.Datacenters, dc)
-			}
-		}
-		if s.User == "" {
-			return nil, fmt.Errorf("%w: [VirtualCenter %q] has no user (nor has [Global])", ErrConfig, vc.host)
+		s, err := serverOf(vc.host, vc.keys, global)
+		if err != nil {
+			return nil, err
 		}
 		cfg.VCenters = append(cfg.VCenters, s)
 	}
 	return cfg, nil
+}
+
+// serverOf is the Server of a [VirtualCenter "host"] section's keys, with
+// [Global]'s where the section lacks them.
+func serverOf(host string, keys, global map[string]string) (Server, error) {
+	for _, k := range serverKeys {
+		if _, ok := keys[k]; !ok && global[k] != "" {
+			keys[k] = global[k]
+		}
+	}
+	s := Server{Host: host, Port: keys["port"], User: keys["user"], Password: keys["password"], CAFile: keys["ca-file"], Thumbprint: keys["thumbprint"]}
+	if s.Port == "" {
+		s.Port = "443"
+	}
+	if p, err := strconv.ParseUint(s.Port, 10, 16); err != nil || p == 0 {
+		return Server{}, fmt.Errorf("%w: [VirtualCenter %q] port %q: want a port number", ErrConfig, host, s.Port)
+	}
+	if f := keys["insecure-flag"]; f != "" {
+		b, err := strconv.ParseBool(f)
+		if err != nil {
+			return Server{}, fmt.Errorf("%w: [VirtualCenter %q] insecure-flag %q: want true or false", ErrConfig, host, f)
+		}
+		s.Insecure = b
+	}
+	for _, dc := range strings.Split(keys["datacenters"], ",") {
+		if dc = strings.TrimSpace(dc); dc != "" {
+			s.Datacenters = append(s.Datacenters, dc)
+		}
+	}
+	if s.User == "" {
+		return Server{}, fmt.Errorf("%w: [VirtualCenter %q] has no user (nor has [Global])", ErrConfig, host)
+	}
+	return s, nil
 }
 
 // Server is the configuration's one vCenter: vSphere CSI migration is not

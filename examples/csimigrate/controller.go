@@ -61,6 +61,9 @@ type controllerOptions struct {
 	adopt         bool
 	ceph          cephToolFlags
 	cephfsSecret  string
+	// vsphere reaches vCenter to adopt vSphere disks (-adopt with
+	// -vsphere-conf or -vsphere-secret).
+	vsphere vsphereFlags
 
 	// Completed:
 	pvSel, classSel labels.Selector
@@ -104,8 +107,9 @@ func (o *controllerOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to take or renew the Lease")
 	fs.Float64Var(&o.qps, "qps", 50, "the client's request rate limit towards the API server, per second")
 	fs.IntVar(&o.burst, "burst", 100, "the client's burst above -qps")
-	fs.BoolVar(&o.adopt, "adopt", false, "make each in-tree RBD volume (and, with -cephfs-secret, each CephFS volume) one of Ceph CSI's own as it is rewritten: registered in Ceph CSI's journal where it can be (snapshots, clones), read and written with Ceph's own tools (rbd, rados, ceph), as rewrite -apply -adopt does; deploy/adopt-ceph.yaml shows how the Ceph configuration and keyring reach the controller")
+	fs.BoolVar(&o.adopt, "adopt", false, "make each in-tree RBD volume (and, with -cephfs-secret, each CephFS volume) one of Ceph CSI's own as it is rewritten: registered in Ceph CSI's journal where it can be (snapshots, clones), read and written with Ceph's own tools (rbd, rados, ceph), as rewrite -apply -adopt does; deploy/adopt-ceph.yaml shows how the Ceph configuration and keyring reach the controller; with -vsphere-conf or -vsphere-secret, each in-tree vSphere volume too: its disk registered as a First Class Disk and CNS volume, the PV given that ID (snapshots)")
 	o.ceph.register(fs, "-adopt")
+	o.vsphere.register(fs, false)
 	fs.StringVar(&o.cephfsSecret, "cephfs-secret", "", "with -adopt: namespace/name of the Secret with adminID and adminKey that Ceph CSI's CephFS driver reads for its own volumes; adopted CephFS volumes name it. Without it CephFS volumes stay static")
 }
 
@@ -114,6 +118,7 @@ func (o *controllerOptions) complete(fs *flag.FlagSet) error {
 	if err := noArgs(fs.Args()); err != nil {
 		return err
 	}
+	o.vsphere.complete(fs)
 	var err error
 	if o.pvSel, err = labels.Parse(o.pvSelector); err != nil {
 		return fmt.Errorf("-pv-selector %q: %w", o.pvSelector, err)
@@ -158,6 +163,8 @@ func (o *controllerOptions) validate() error {
 		return errors.New("-state-namespace must not be empty")
 	case !o.adopt && (o.ceph.given() || o.cephfsSecret != ""):
 		return errors.New("-ceph-conf, -ceph-id, -ceph-keyring, -ceph-command-prefix and -cephfs-secret only with -adopt")
+	case !o.adopt && o.vsphere.wanted():
+		return errors.New("-vsphere-conf and -vsphere-secret only with -adopt")
 	}
 	return nil
 }
@@ -205,6 +212,15 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	var vsphereAccess apply.VSphere
+	if o.vsphere.wanted() {
+		vc, _, err := o.vsphere.open(ctx, client, logger)
+		if err != nil {
+			return fmt.Errorf("vCenter: %w", err)
+		}
+		defer vc.Close()
+		vsphereAccess = vc
+	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
@@ -217,7 +233,7 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 	ctrl, err := controller.New(client, dyn, tr, klog.LoggerWithName(logger, "controller"), rec, m, controller.Options{
 		StateNamespace: o.stateNS, Plugins: o.pluginList, PVSelector: o.pvSel, ClassSelector: o.classSel,
 		DryRun: o.dryRun, Online: o.online, Workers: o.workers, Recheck: o.recheck, StatusEvery: o.statusEvery, MaxWrites: o.maxWrites,
-		Ceph: o.cephAccess(), CephConfig: cephCfg, CephFSSecret: o.cephfsRef})
+		Ceph: o.cephAccess(), CephConfig: cephCfg, CephFSSecret: o.cephfsRef, VSphere: vsphereAccess})
 	if err != nil {
 		return err
 	}

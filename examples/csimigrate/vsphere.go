@@ -36,8 +36,8 @@ const defaultVSphereSecret = "vmware-system-csi/vsphere-config-secret"
 // and -vsphere-secret, with -adopt).
 func (v *vsphereFlags) register(fs *flag.FlagSet, withRead bool) {
 	if !withRead {
-		fs.StringVar(&v.conf, "vsphere-conf", "", "with -apply -adopt: the vSphere CSI driver's csi-vsphere.conf, to adopt each in-tree vSphere PV's disk: registered as a First Class Disk and CNS volume (as the driver's syncer does) where it is not one, the PV given its First Class Disk ID as handle (snapshots work); the password is never printed")
-		fs.StringVar(&v.secret, "vsphere-secret", defaultVSphereSecret, "with -apply -adopt: namespace/name of the Secret holding csi-vsphere.conf, read when given instead of -vsphere-conf")
+		fs.StringVar(&v.conf, "vsphere-conf", "", "with -adopt: the vSphere CSI driver's csi-vsphere.conf, to adopt each in-tree vSphere PV's disk: registered as a First Class Disk and CNS volume (as the driver's syncer does) where it is not one, the PV given its First Class Disk ID as handle (snapshots work); the password is never printed")
+		fs.StringVar(&v.secret, "vsphere-secret", defaultVSphereSecret, "with -adopt: namespace/name of the Secret holding csi-vsphere.conf, read when given instead of -vsphere-conf")
 		return
 	}
 	fs.BoolVar(&v.read, "read-vsphere", false, "read vCenter (as the vSphere CSI driver's configuration says: -vsphere-conf, or with -live -vsphere-secret) to judge the vSphere environment, each in-tree vSphere volume's datastore, disk, storage policy and registration, and each vSphere class's datastore and policy")

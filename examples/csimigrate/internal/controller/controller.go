@@ -79,6 +79,10 @@ type Options struct {
 	Ceph         apply.Ceph
 	CephConfig   ceph.ClusterConfig
 	CephFSSecret *v1.SecretReference
+	// VSphere, when set, makes each in-tree vSphere volume one of the
+	// vSphere CSI driver's own as it is rewritten: its disk registered as a
+	// First Class Disk, the PV given that ID (apply.Options.VSphere).
+	VSphere apply.VSphere
 }
 
 // Controller is the migration controller. Build it with New, run it with
@@ -209,7 +213,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, tr *translate.Trans
 	// higher verbosity. It reads from the informers' caches.
 	notices := &writerEvents{seen: map[string]bool{}, c: c}
 	c.w, err = apply.New(client, tr, logger.V(4), notices, apply.Options{StateNamespace: o.StateNamespace, Online: o.Online, MaxWrites: o.MaxWrites, Listers: listers,
-		Ceph: o.Ceph, CephConfig: o.CephConfig, CephFSSecret: o.CephFSSecret})
+		Ceph: o.Ceph, CephConfig: o.CephConfig, CephFSSecret: o.CephFSSecret, VSphere: o.VSphere})
 	if err != nil {
 		return nil, err
 	}
