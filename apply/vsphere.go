@@ -61,7 +61,7 @@ func (a *Writer) vsphereAdoptionOf(ctx context.Context, cur, repl *v1.Persistent
 	fcd, cns, err := a.vsphere.FirstClassDisk(ctx, path)
 	if err != nil {
 		return nil, &rewrite.Refusal{Code: rewrite.CodeNotAdoptable, Reason: fmt.Sprintf("reading disk %s from vCenter: %v", path, err),
-			Remedy: "check the disk in vCenter (csimigrate plan -read-vsphere says what it finds), or rewrite it without adoption"}
+			Remedy: "make the disk's datastore and file exist in vCenter under that path (the plan's vCenter checks say what vCenter has), or rewrite the PV without adoption"}
 	}
 	ad := &adoption{disk: &vsphereDisk{path: path, policy: repl.Spec.CSI.VolumeAttributes[vsphere.AttrStoragePolicyName], fcd: fcd, cns: cns}}
 	if ad.refs, err = a.sharers(ctx, cur); err != nil {
