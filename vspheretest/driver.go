@@ -10,7 +10,9 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -46,6 +48,24 @@ func driverBinary() (string, error) {
 func driverConf(vc *VCenter, password string) string {
 	return fmt.Sprintf("[Global]\ncluster-id = %q\n\n[VirtualCenter %q]\ninsecure-flag = \"true\"\nuser = %q\npassword = %q\nport = %q\ndatacenters = %q\n",
 		ClusterID, vc.Host, User, password, vc.Port, vc.Datacenter.Name())
+}
+
+// againIfNoAnswer bounds each call to the driver by 30 s and makes it
+// again, up to three times, when the driver did not answer in time: against
+// vcsim the driver now and then never answers a call (its task listener
+// misses vcsim's update of a task that completed). CSI calls are idempotent;
+// any answer, an error included, is returned as it is.
+func againIfNoAnswer(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	var err error
+	for range 3 {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err = invoker(cctx, method, req, reply, cc, opts...)
+		cancel()
+		if status.Code(err) != codes.DeadlineExceeded || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
 }
 
 // Driver is a running vSphere CSI driver controller.
@@ -96,7 +116,7 @@ func StartDriver(t *testing.T, srv *testenv.Server, vc *VCenter) *Driver {
 			t.Logf("vsphere-csi:\n%s", srv.Logs("vsphere-csi"))
 		}
 	})
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUnaryInterceptor(againIfNoAnswer))
 	if err != nil {
 		t.Fatal(err)
 	}
