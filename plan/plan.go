@@ -383,13 +383,6 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 // image from its class's imageFeatures (the in-tree provisioner's default
 // is none: no layering), a CephFS volume static.
 func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
-	names := func(fs []adopt.Feature) []string {
-		var s []string
-		for _, f := range fs {
-			s = append(s, string(f))
-		}
-		return s
-	}
 	switch {
 	case pv.Spec.RBD != nil:
 		var features *string
@@ -418,7 +411,7 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 		if readErr != nil {
 			d.Why = append([]string{"reading the image from Ceph: " + readErr.Error()}, d.Why...)
 		}
-		vp.Form, vp.Features, vp.FormWhy = string(d.Form), names(d.Features), d.Why
+		vp.Form, vp.Features, vp.FormWhy = string(d.Form), featureNames(d.Features), d.Why
 		if key := out.Spec.CSI.VolumeAttributes["clusterID"] + "/" + out.Spec.CSI.VolumeAttributes["pool"] + "/" + out.Spec.CSI.VolumeAttributes["imageName"]; p.cephVolumes != nil {
 			p.cephVolumes[key] = append(p.cephVolumes[key], len(p.plan.Volumes))
 		}
@@ -431,10 +424,10 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 			vp.FormWhy = append(vp.FormWhy, "when adopted (the image as Ceph reports it now); otherwise the migration handle: stage, expand, delete")
 		}
 	case pv.Spec.CephFS != nil && out.Spec.CSI != nil:
-		p.cephFSForm(vp, pv, out, names)
+		p.cephFSForm(vp, pv, out)
 	case pv.Spec.VsphereVolume != nil && out.Spec.CSI != nil:
 		vp.Form = string(adopt.FormNative)
-		vp.Features = names(adopt.VSphereFeatures(adopt.FormNative))
+		vp.Features = featureNames(adopt.VSphereFeatures(adopt.FormNative))
 		vp.FormWhy = []string{vSphereNativeWhy}
 		if p.cephVolumes != nil {
 			key := "vsphere:" + out.Spec.CSI.VolumeHandle
@@ -469,7 +462,7 @@ const vSphereNativeWhy = "when adopted (the adoption registers the disk as a Fir
 // its path is /volumes/<group>/<name> (and, with CephFSSubvolume, Ceph's
 // volumes module serves it), with the cluster entry of its group added to
 // the config map the plan prints; static otherwise.
-func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume, names func([]adopt.Feature) []string) {
+func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 	attrs := out.Spec.CSI.VolumeAttributes
 	in := adopt.CephFSInput{PV: out, Secret: &v1.SecretReference{Namespace: "-", Name: "-cephfs-secret"}, UUID: "00000000-0000-4000-8000-000000000000"}
 	var readErr error
@@ -488,7 +481,7 @@ func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume, names
 	if readErr != nil {
 		d.Why = append([]string{"reading the subvolume from Ceph: " + readErr.Error()}, d.Why...)
 	}
-	vp.Form, vp.Features, vp.FormWhy = string(d.Form), names(d.Features), d.Why
+	vp.Form, vp.Features, vp.FormWhy = string(d.Form), featureNames(d.Features), d.Why
 	if p.cephVolumes != nil {
 		key := "cephfs:" + attrs["rootPath"]
 		p.cephVolumes[key] = append(p.cephVolumes[key], len(p.plan.Volumes))

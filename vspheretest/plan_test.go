@@ -32,25 +32,7 @@ import (
 // scripts/test builds once, else built here once per test binary (in the
 // repository's workspace).
 var commandBinary = sync.OnceValues(func() (string, error) {
-	if p := os.Getenv("CSIMIGRATE_BIN"); p != "" {
-		return p, nil
-	}
-	dir, err := os.MkdirTemp("", "csimigrate-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "csimigrate")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = filepath.Join("..", "examples", "csimigrate")
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "GOWORK=") {
-			build.Env = append(build.Env, e)
-		}
-	}
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the csimigrate command: %v\n%s", err, out)
-	}
-	return bin, nil
+	return binary("CSIMIGRATE_BIN", "csimigrate", filepath.Join("..", "examples", "csimigrate"), ".", "GOWORK=")
 })
 
 // csimigrate runs the command and returns its exit code, standard output

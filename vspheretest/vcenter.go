@@ -56,22 +56,34 @@ type VCenter struct {
 // vcsimBinary is the simulator's program (cmd/vcsim): CSIMIGRATE_VCSIM,
 // which scripts/test builds once, else built here once per test binary.
 var vcsimBinary = sync.OnceValues(func() (string, error) {
-	if p := os.Getenv("CSIMIGRATE_VCSIM"); p != "" {
+	return binary("CSIMIGRATE_VCSIM", "vcsim", ".", "./cmd/vcsim", "GOWORK=off")
+})
+
+// binary is the program envVar names, else the package pkg built once (in
+// dir, with the environment's GOWORK replaced by gowork) into a temporary
+// directory as name.
+func binary(envVar, name, dir, pkg, gowork string) (string, error) {
+	if p := os.Getenv(envVar); p != "" {
 		return p, nil
 	}
-	dir, err := os.MkdirTemp("", "csimigrate-vcsim-")
+	tmp, err := os.MkdirTemp("", "csimigrate-"+name+"-")
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "vcsim")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/vcsim")
-	build.Env = append(os.Environ(), "GOWORK=off")
-	out, err := build.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("building vcsim: %v\n%s", err, out)
+	bin := filepath.Join(tmp, name)
+	build := exec.Command("go", "build", "-o", bin, pkg)
+	build.Dir = dir
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "GOWORK=") {
+			build.Env = append(build.Env, e)
+		}
+	}
+	build.Env = append(build.Env, gowork)
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %v\n%s", name, err, out)
 	}
 	return bin, nil
-})
+}
 
 // StartVCenter starts vcsim (cmd/vcsim: the VPX model with its CNS, SPBM,
 // FCD and REST endpoints, reporting VCenterVersion) as a process owned by

@@ -64,6 +64,15 @@ func TestParseHardwareVersion(t *testing.T) {
 	}
 }
 
+// summaries are Check's findings as "code object severity".
+func summaries(env envcheck.Environment) []string {
+	var out []string
+	for _, r := range envcheck.Check(env) {
+		out = append(out, fmt.Sprintf("%s %s %s", r.Code, r.Object, r.Severity))
+	}
+	return out
+}
+
 func TestCheck(t *testing.T) {
 	env := envcheck.Environment{
 		VCenterVersion:         "7.0.1",
@@ -72,10 +81,7 @@ func TestCheck(t *testing.T) {
 		ExistingDrivers:        []string{"csidriver/csi.envcheck.vmware.com"},
 		MaxBlockVolumesPerNode: 255,
 	}
-	var got []string
-	for _, r := range envcheck.Check(env) {
-		got = append(got, fmt.Sprintf("%s %s %s", r.Code, r.Object, r.Severity))
-	}
+	got := summaries(env)
 	want := []string{
 		"check_deprecated_hw_version vm/node-1 Blocker",
 		"check_deprecated_vcenter vcenter Blocker",
@@ -90,10 +96,7 @@ func TestCheck(t *testing.T) {
 	}
 	// With the driver installed, failed minimums degrade instead.
 	env = envcheck.Environment{VCenterError: "connection refused", DriverInstalled: true, VMs: []envcheck.VM{{Name: "n", HardwareVersion: "vmx-13"}}}
-	got = nil
-	for _, r := range envcheck.Check(env) {
-		got = append(got, fmt.Sprintf("%s %s %s", r.Code, r.Object, r.Severity))
-	}
+	got = summaries(env)
 	want = []string{"check_deprecated_hw_version vm/n Warning", "vcenter_api_error vcenter Warning"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -101,10 +104,7 @@ func TestCheck(t *testing.T) {
 	// For installing or using the driver, 7.0.1 (below the operator's
 	// upgrade minimum 7.0.2) warns; 6.7.0 still blocks.
 	env = envcheck.Environment{VCenterVersion: "7.0.1", Hosts: []envcheck.Host{{Name: "h", Version: "6.7.0"}}, Install: true}
-	got = nil
-	for _, r := range envcheck.Check(env) {
-		got = append(got, fmt.Sprintf("%s %s %s", r.Code, r.Object, r.Severity))
-	}
+	got = summaries(env)
 	want = []string{"check_deprecated_vcenter vcenter Warning", "check_deprecated_esxi_version host/h Blocker"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Install (-want +got):\n%s", diff)
