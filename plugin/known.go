@@ -1,6 +1,10 @@
 package plugin
 
-import v1 "k8s.io/api/core/v1"
+import (
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
 
 // NonMutating is implemented by plugins that promise never to modify their
 // arguments and never to return objects sharing memory with them. The
@@ -128,6 +132,40 @@ func InTreeNameOfProvisioner(p string) string {
 		if n == p {
 			return p
 		}
+	}
+	return ""
+}
+
+// InTreeNameOfDriver returns the in-tree plugin whose volumes the CSI driver
+// named driver serves: RBDInTreePluginName for RBDDriverName, CephFS and
+// vSphere likewise, and, since Ceph CSI runs under any name its deployment
+// gives it, for a Ceph CSI name with a prefix ("<prefix>.rbd.csi.ceph.com",
+// as Rook and the ceph-csi-operator name their drivers, for example
+// "rook-ceph.rbd.csi.ceph.com"). It returns "" for other drivers.
+func InTreeNameOfDriver(driver string) string {
+	for _, d := range []struct{ inTree, name string }{{RBDInTreePluginName, RBDDriverName}, {CephFSInTreePluginName, CephFSDriverName}} {
+		if driver == d.name || len(driver) > len(d.name)+1 && strings.HasSuffix(driver, "."+d.name) {
+			return d.inTree
+		}
+	}
+	if driver == VSphereDriverName {
+		return VSphereInTreePluginName
+	}
+	return ""
+}
+
+// UpstreamDriverName returns the CSI driver's upstream name for the in-tree
+// plugins this module translates (RBDDriverName for RBDInTreePluginName, and
+// so on), "" for others: the name a driver has where its deployment does not
+// change it, and the only one Kubernetes' own CSI migration routes to.
+func UpstreamDriverName(inTree string) string {
+	switch inTree {
+	case RBDInTreePluginName:
+		return RBDDriverName
+	case CephFSInTreePluginName:
+		return CephFSDriverName
+	case VSphereInTreePluginName:
+		return VSphereDriverName
 	}
 	return ""
 }

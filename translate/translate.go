@@ -44,6 +44,9 @@ var (
 	// ErrMissingInformation: information the translation needs is neither in
 	// the object nor in the options.
 	ErrMissingInformation = plugin.ErrMissingInformation
+	// ErrDriverName: a driver name given with WithDriverName is not one of
+	// the plugin's driver.
+	ErrDriverName = errors.New("not a CSI driver name of the plugin")
 	// ErrConflict: two plugins claim the same in-tree plugin or CSI driver
 	// name, or a replacement has nothing to replace (from New).
 	ErrConflict = errors.New("conflicting migration plugins")
@@ -70,6 +73,17 @@ type config struct {
 	noNodeExpand   bool
 	vsphereOpts    vsphere.Options
 	disabledPlugin map[string]bool
+	// drivers are the built-in plugins' driver names by in-tree name.
+	drivers map[string]string
+}
+
+// clone is a copy of c that shares nothing c's options can change.
+func (c config) clone() config {
+	c.extra = slices.Clone(c.extra)
+	c.replacements = slices.Clone(c.replacements)
+	c.disabledPlugin = maps.Clone(c.disabledPlugin)
+	c.drivers = maps.Clone(c.drivers)
+	return c
 }
 
 // Option configures New.
@@ -103,6 +117,21 @@ func WithCephClusterConfig(cfg ceph.ClusterConfig) Option {
 // (the CSINodeExpandSecret feature; on by default).
 func WithNodeExpandSecret(enabled bool) Option {
 	return func(c *config) { c.noNodeExpand = !enabled }
+}
+
+// WithDriverName makes the built-in plugin of in-tree plugin inTree
+// translate to and from the CSI driver named driver instead of its upstream
+// name, as clusters run Ceph CSI under other names (Rook and the
+// ceph-csi-operator: "rook-ceph.rbd.csi.ceph.com"). The name must be one
+// plugin.InTreeNameOfDriver gives inTree for; New fails with ErrDriverName
+// otherwise. The last name given for a plugin counts.
+func WithDriverName(inTree, driver string) Option {
+	return func(c *config) {
+		if c.drivers == nil {
+			c.drivers = map[string]string{}
+		}
+		c.drivers[inTree] = driver
+	}
 }
 
 // WithVSphereOptions configures the built-in vSphere plugin.
@@ -139,6 +168,8 @@ type Translator struct {
 	// plugin.KnownInTreeNames: they are found by CanSupport.
 	unknown []plugin.InTreePlugin
 	safe    map[plugin.InTreePlugin]bool
+	// cfg is what New was given, for WithDriverNames.
+	cfg config
 }
 
 // New returns a Translator with the built-in plugins and those given with
@@ -150,15 +181,34 @@ func New(opts ...Option) (*Translator, error) {
 	for _, o := range opts {
 		o(&c)
 	}
+	return newTranslator(c.clone())
+}
+
+// newTranslator is New for the options applied to c, which it keeps.
+func newTranslator(c config) (*Translator, error) {
+	for _, inTree := range slices.Sorted(maps.Keys(c.drivers)) {
+		d := c.drivers[inTree]
+		if plugin.UpstreamDriverName(inTree) == "" {
+			return nil, fmt.Errorf("%w: in-tree plugin %q is not one of this module's (%s, %s, %s)", ErrDriverName, inTree,
+				plugin.RBDInTreePluginName, plugin.CephFSInTreePluginName, plugin.VSphereInTreePluginName)
+		}
+		if plugin.InTreeNameOfDriver(d) != inTree || len(d) > 63 {
+			return nil, fmt.Errorf("%w: driver %q for in-tree plugin %q: want %s, or for Ceph CSI that name after a prefix and a dot (as Rook's rook-ceph.%s), at most 63 characters",
+				ErrDriverName, d, inTree, plugin.UpstreamDriverName(inTree), plugin.UpstreamDriverName(inTree))
+		}
+	}
+	vsphereOpts := c.vsphereOpts
+	vsphereOpts.DriverName = c.drivers[plugin.VSphereInTreePluginName]
 	builtin := []plugin.InTreePlugin{
-		rbd.New(rbd.Options{ClusterConfig: c.clusters, DisableNodeExpandSecret: c.noNodeExpand}),
-		cephfs.New(cephfs.Options{ClusterConfig: c.clusters}),
-		vsphere.New(c.vsphereOpts),
+		rbd.New(rbd.Options{ClusterConfig: c.clusters, DisableNodeExpandSecret: c.noNodeExpand, DriverName: c.drivers[plugin.RBDInTreePluginName]}),
+		cephfs.New(cephfs.Options{ClusterConfig: c.clusters, DriverName: c.drivers[plugin.CephFSInTreePluginName]}),
+		vsphere.New(vsphereOpts),
 	}
 	t := &Translator{
 		byInTree: map[string]plugin.InTreePlugin{},
 		byDriver: map[string]plugin.InTreePlugin{},
 		safe:     map[plugin.InTreePlugin]bool{},
+		cfg:      c,
 	}
 	for _, p := range append(builtin, c.extra...) {
 		if p == nil {
@@ -188,6 +238,11 @@ func New(opts ...Option) (*Translator, error) {
 	for name := range c.disabledPlugin {
 		delete(t.byInTree, name)
 	}
+	for inTree, d := range c.drivers {
+		if p, ok := t.byInTree[inTree]; ok && p.GetCSIPluginName() != d {
+			return nil, fmt.Errorf("%w: in-tree plugin %q is replaced by a plugin of driver %q, not %q", ErrDriverName, inTree, p.GetCSIPluginName(), d)
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(t.byInTree)) {
 		p := t.byInTree[name]
 		d := p.GetCSIPluginName()
@@ -204,6 +259,19 @@ func New(opts ...Option) (*Translator, error) {
 		}
 	}
 	return t, nil
+}
+
+// WithDriverNames returns a Translator like t whose built-in plugins
+// translate to and from the CSI drivers named in drivers (in-tree plugin
+// name to driver name, as WithDriverName), for a cluster whose drivers run
+// under other names than those t was made with. Plugins not named keep
+// theirs. t is not changed; errors are New's.
+func (t *Translator) WithDriverNames(drivers map[string]string) (*Translator, error) {
+	c := t.cfg.clone()
+	for inTree, d := range drivers {
+		WithDriverName(inTree, d)(&c)
+	}
+	return newTranslator(c)
 }
 
 // Plugins returns the registered plugins sorted by in-tree name.

@@ -102,6 +102,10 @@ func (e *secretFileOnlyError) Is(target error) bool {
 
 // Options configure the plugin.
 type Options struct {
+	// DriverName is the name the cluster's CSI driver runs under ("": DriverName):
+	// translated PVs and StorageClasses name it, and only its PVs are
+	// translated back. translate.WithDriverName checks it.
+	DriverName string
 	// ClusterConfig maps clusterIDs to monitors for reverse translation.
 	// (CephFS static volumes are never expanded: no node-expand reference
 	// is set, whatever the CSINodeExpandSecret feature says.)
@@ -122,8 +126,17 @@ func New(opts Options) *Plugin { return &Plugin{opts: opts} }
 // GetInTreePluginName returns "kubernetes.io/cephfs".
 func (p *Plugin) GetInTreePluginName() string { return PluginName }
 
-// GetCSIPluginName returns "cephfs.csi.ceph.com".
-func (p *Plugin) GetCSIPluginName() string { return DriverName }
+// GetCSIPluginName returns the CSI driver name: Options.DriverName, by
+// default DriverName.
+func (p *Plugin) GetCSIPluginName() string { return p.driver() }
+
+// driver is the CSI driver name: Options.DriverName, or DriverName.
+func (p *Plugin) driver() string {
+	if p.opts.DriverName != "" {
+		return p.opts.DriverName
+	}
+	return DriverName
+}
 
 // CanSupport reports whether pv has a cephfs source.
 func (p *Plugin) CanSupport(pv *v1.PersistentVolume) bool { return pv != nil && pv.Spec.CephFS != nil }
@@ -325,7 +338,7 @@ func fsNameOf(opts []string) (fsName string, found bool) {
 }
 
 // inlineCSISource gives the CSI source of an inline volume.
-func inlineCSISource(name string, fp func() *field.Path, s source, claimNS string) (*v1.CSIPersistentVolumeSource, error) {
+func (p *Plugin) inlineCSISource(name string, fp func() *field.Path, s source, claimNS string) (*v1.CSIPersistentVolumeSource, error) {
 	v, err := newStaticVolume("Volume", name, fp, s, "", "", claimNS)
 	if err != nil {
 		return nil, err
@@ -333,7 +346,7 @@ func inlineCSISource(name string, fp func() *field.Path, s source, claimNS strin
 	var attrs [4]overrides.Attribute
 	blk := &inlineBlock{stage: v.stage}
 	blk.csi = v1.CSIPersistentVolumeSource{
-		Driver:             DriverName,
+		Driver:             p.driver(),
 		VolumeHandle:       v.handle,
 		ReadOnly:           v.readOnly,
 		VolumeAttributes:   overrides.AttributeMap(v.attributes(attrs[:0])),
@@ -388,7 +401,7 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 		out = pvcopy.Into(&blk.pv, pv, extra)
 	}
 	blk.csi = v1.CSIPersistentVolumeSource{
-		Driver:             DriverName,
+		Driver:             p.driver(),
 		VolumeHandle:       v.handle,
 		ReadOnly:           v.readOnly,
 		NodeStageSecretRef: &blk.stage,
@@ -420,7 +433,7 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 // attribute or the cluster config, else the error matches
 // plugin.ErrMissingInformation. pv is not modified.
 func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
-	c, err := check.CSISource(pv, DriverName)
+	c, err := check.CSISource(pv, p.driver())
 	if err != nil {
 		return nil, err
 	}
@@ -505,7 +518,7 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 	if src.SecretRef != nil && src.SecretRef.Name != "" {
 		ref = &v1.SecretReference{Name: src.SecretRef.Name, Namespace: podNamespace}
 	}
-	csi, err := inlineCSISource(vol.Name, func() *field.Path { return field.NewPath("volumes").Key(vol.Name).Child("cephfs") },
+	csi, err := p.inlineCSISource(vol.Name, func() *field.Path { return field.NewPath("volumes").Key(vol.Name).Child("cephfs") },
 		source{mons: src.Monitors, path: src.Path, user: src.User, secretFile: src.SecretFile, secretRef: ref, readOnly: src.ReadOnly},
 		podNamespace)
 	if err != nil {
@@ -513,7 +526,7 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 	}
 	fs := v1.PersistentVolumeFilesystem
 	return &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: DriverName + "-" + csi.VolumeHandle},
+		ObjectMeta: metav1.ObjectMeta{Name: p.driver() + "-" + csi.VolumeHandle},
 		Spec: v1.PersistentVolumeSpec{
 			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: csi},
 			AccessModes:            []v1.PersistentVolumeAccessMode{v1.ReadWriteMany},

@@ -133,6 +133,10 @@ const (
 // Options configure the plugin. The zero value is upstream-compatible with
 // the node-expand secret on.
 type Options struct {
+	// DriverName is the name the cluster's CSI driver runs under ("": DriverName):
+	// translated PVs and StorageClasses name it, and only its PVs are
+	// translated back. translate.WithDriverName checks it.
+	DriverName string
 	// ClusterConfig maps clusterIDs to monitors (Ceph CSI's config.json), for
 	// reverse translation of CSI volumes that carry no monitors.
 	ClusterConfig ceph.ClusterConfig
@@ -160,8 +164,17 @@ func New(opts Options) *Plugin {
 // GetInTreePluginName returns "kubernetes.io/rbd".
 func (p *Plugin) GetInTreePluginName() string { return PluginName }
 
-// GetCSIPluginName returns "rbd.csi.ceph.com".
-func (p *Plugin) GetCSIPluginName() string { return DriverName }
+// GetCSIPluginName returns the CSI driver name: Options.DriverName, by
+// default DriverName.
+func (p *Plugin) GetCSIPluginName() string { return p.driver() }
+
+// driver is the CSI driver name: Options.DriverName, or DriverName.
+func (p *Plugin) driver() string {
+	if p.opts.DriverName != "" {
+		return p.opts.DriverName
+	}
+	return DriverName
+}
 
 // CanSupport reports whether pv has an RBD source.
 func (p *Plugin) CanSupport(pv *v1.PersistentVolume) bool {
@@ -312,7 +325,7 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 	rec.RemoveFrom(out)
 	csi := &blk.csi
 	*csi = v1.CSIPersistentVolumeSource{
-		Driver:       DriverName,
+		Driver:       p.driver(),
 		VolumeHandle: f.VolumeHandle,
 		FSType:       f.FSType,
 		ReadOnly:     f.ReadOnly,
@@ -360,7 +373,7 @@ type reverseBlock struct {
 // TranslateCSIPVToInTree translates a PV of rbd.csi.ceph.com back to
 // spec.rbd. pv is not modified.
 func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
-	c, err := check.CSISource(pv, DriverName)
+	c, err := check.CSISource(pv, p.driver())
 	if err != nil {
 		return nil, err
 	}
@@ -480,7 +493,7 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 		pool = defaultPool
 	}
 	csi := &v1.CSIPersistentVolumeSource{
-		Driver:       DriverName,
+		Driver:       p.driver(),
 		VolumeHandle: src.RBDImage,
 		FSType:       src.FSType,
 		ReadOnly:     src.ReadOnly,
@@ -498,7 +511,7 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 	}
 	fs := v1.PersistentVolumeFilesystem
 	return &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: DriverName + "-" + src.RBDImage},
+		ObjectMeta: metav1.ObjectMeta{Name: p.driver() + "-" + src.RBDImage},
 		Spec: v1.PersistentVolumeSpec{
 			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: csi},
 			AccessModes:            accessModeFor(src.ReadOnly),
@@ -619,7 +632,7 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 	shallow := *sc
 	shallow.Parameters = nil
 	out := shallow.DeepCopy()
-	out.Provisioner = DriverName
+	out.Provisioner = p.driver()
 	out.Parameters = params
 	if dropped > 0 {
 		m := make(map[string]string, dropped)

@@ -177,6 +177,10 @@ func duplicates(s []string) string {
 
 // Options configure the plugin. The zero value matches upstream.
 type Options struct {
+	// DriverName is the name the cluster's CSI driver runs under ("": DriverName):
+	// translated PVs and StorageClasses name it, and only its PVs are
+	// translated back. translate.WithDriverName checks it.
+	DriverName string
 	// Topology sets the CSI topology keys.
 	Topology Topology
 	// AllowUnsupportedParameters passes StorageClass parameters the vSphere
@@ -202,8 +206,17 @@ func New(opts Options) *Plugin { return &Plugin{opts: opts} }
 // GetInTreePluginName returns "kubernetes.io/vsphere-volume".
 func (p *Plugin) GetInTreePluginName() string { return PluginName }
 
-// GetCSIPluginName returns "csi.vsphere.vmware.com".
-func (p *Plugin) GetCSIPluginName() string { return DriverName }
+// GetCSIPluginName returns the CSI driver name: Options.DriverName, by
+// default DriverName.
+func (p *Plugin) GetCSIPluginName() string { return p.driver() }
+
+// driver is the CSI driver name: Options.DriverName, or DriverName.
+func (p *Plugin) driver() string {
+	if p.opts.DriverName != "" {
+		return p.opts.DriverName
+	}
+	return DriverName
+}
 
 // CanSupport reports whether pv has a vsphereVolume source.
 func (p *Plugin) CanSupport(pv *v1.PersistentVolume) bool {
@@ -324,7 +337,7 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 	out := pvcopy.Into(&blk.pv, pv, extra)
 	rec.RemoveFrom(out)
 	blk.csi = v1.CSIPersistentVolumeSource{
-		Driver:       DriverName,
+		Driver:       p.driver(),
 		VolumeHandle: f.VolumeHandle,
 		FSType:       f.FSType,
 	}
@@ -434,7 +447,7 @@ type reverseBlock struct {
 // the error matches plugin.ErrMissingInformation (an empty volumePath would
 // be rejected by the API server). pv is not modified.
 func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
-	c, err := check.CSISource(pv, DriverName)
+	c, err := check.CSISource(pv, p.driver())
 	if err != nil {
 		return nil, err
 	}
@@ -529,10 +542,10 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 	}
 	fs := v1.PersistentVolumeFilesystem
 	return &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: DriverName + "-" + src.VolumePath},
+		ObjectMeta: metav1.ObjectMeta{Name: p.driver() + "-" + src.VolumePath},
 		Spec: v1.PersistentVolumeSpec{
 			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{
-				Driver: DriverName, VolumeHandle: CanonicalVolumePath(src.VolumePath), FSType: src.FSType, VolumeAttributes: attrs,
+				Driver: p.driver(), VolumeHandle: CanonicalVolumePath(src.VolumePath), FSType: src.FSType, VolumeAttributes: attrs,
 			}},
 			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
 			VolumeMode:  &fs,
@@ -639,7 +652,7 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, sc *storage.Sto
 	shallow := *sc
 	shallow.Parameters, shallow.AllowedTopologies = nil, nil
 	out := shallow.DeepCopy()
-	out.Provisioner = DriverName
+	out.Provisioner = p.driver()
 	out.Parameters = params
 	if len(sc.AllowedTopologies) > 0 {
 		zone, region := p.opts.Topology.zone(), p.opts.Topology.region()
