@@ -170,10 +170,15 @@ type Planner struct {
 	// secretNeeds are the secrets the migrated volumes and classes make
 	// the Ceph CSI drivers read, settled in finish against the input's.
 	secretNeeds []secretNeed
-	// vsphereKeys are the translation's CSI topology keys; mismatches
-	// collects the nodes whose vSphere driver reports other keys.
+	// vsphereKeys are the translation's CSI topology keys.
 	vsphereKeys []string
-	mismatches  []string
+	// drivers are the input's CSI drivers and where their node plugins
+	// run; pendingClasses the in-tree classes read before the drivers are
+	// settled (at the first PV, or in Finish); podNode the node of each
+	// running pod ("namespace/name").
+	drivers        clusterDrivers
+	pendingClasses []*storagev1.StorageClass
+	podNode        map[string]string
 	// owners maps "Kind/namespace/name" of every workload read to its
 	// controller's "Kind/name"; inline holds the inline volumes found,
 	// settled by owner in finish; templates the StatefulSets' claim
@@ -254,6 +259,12 @@ type Options struct {
 	// (CnsVSphereVolumeMigration: volume path to volume ID), nil when not
 	// read.
 	VSphereMappings map[string]string
+	// Drivers are the CSI drivers the administrator chose, by in-tree
+	// plugin name, where the cluster has more than one for a backend.
+	// Otherwise the plan uses the one driver of each backend its input's
+	// CSIDrivers have (plugin.InTreeNameOfDriver), and blocks the volumes
+	// of a backend with none.
+	Drivers map[string]string
 }
 
 // New returns a Planner that translates with tr and logs to logger. It reads
@@ -262,7 +273,34 @@ func New(tr *translate.Translator, logger klog.Logger, opts Options) *Planner {
 	return &Planner{opts: opts, vsphereKeys: opts.VSphereKeys, rbdImage: opts.RBDImage, subvolume: opts.CephFSSubvolume, cephVolumes: map[string][]int{}, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}}, podsByClaim: map[string][]string{},
 		secrets: map[string]*v1.Secret{}, clusters: map[string]ceph.ClusterEntry{},
 		claims: map[string]*v1.PersistentVolumeClaim{}, classes: map[string]*storagev1.StorageClass{}, owners: map[string]string{},
-		plugins: map[string]bool{}, inlineCapacity: rewrite.DefaultInlineCapacity}
+		plugins: map[string]bool{}, inlineCapacity: rewrite.DefaultInlineCapacity,
+		drivers: clusterDrivers{chosen: opts.Drivers}, podNode: map[string]string{}}
+}
+
+// settleDrivers decides, once the CSIDrivers are read (the PVs come
+// last), which driver each backend's volumes go to, translates with
+// those names from then on, and plans the classes read so far.
+func (p *Planner) settleDrivers() {
+	if p.drivers.resolved {
+		return
+	}
+	p.drivers.resolve()
+	if names := p.drivers.names(); len(names) > 0 {
+		tr, err := p.tr.WithDriverNames(names)
+		if err != nil {
+			// A name no driver of the backend can have: the plan keeps
+			// the upstream names and says why.
+			p.plan.Hazards = append(p.plan.Hazards, plugin.Finding{Code: FindingCSIDriverMissing, Severity: plugin.SeverityBlocker, Field: "CSIDriver",
+				Message: err.Error(), Remedy: "choose an installed driver of the backend"})
+			p.plan.Blocked = true
+		} else {
+			p.tr = tr
+		}
+	}
+	for _, sc := range p.pendingClasses {
+		p.addStorageClass(sc)
+	}
+	p.pendingClasses = nil
 }
 
 // SetPhase says which objects Add reads from now on.
@@ -299,22 +337,20 @@ func (p *Planner) Add(obj any) {
 		if o.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
 			p.defaultClass = o.Name
 		}
-		p.addStorageClass(o)
+		if p.drivers.resolved {
+			p.addStorageClass(o)
+		} else {
+			p.pendingClasses = append(p.pendingClasses, o)
+		}
 	case *v1.Node:
 		p.addNode(o)
+	case *storagev1.CSIDriver:
+		p.drivers.add(o)
 	case *storagev1.CSINode:
 		p.sawCSINodes = true
-		for _, d := range o.Spec.Drivers {
-			if d.Name != vsphere.DriverName {
-				continue
-			}
+		p.drivers.add(o)
+		if slices.ContainsFunc(o.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == vsphere.DriverName }) {
 			p.vsphereDriver = true
-			for _, k := range p.vsphereKeys {
-				if !slices.Contains(d.TopologyKeys, k) {
-					p.mismatches = append(p.mismatches, fmt.Sprintf("%s reports %v", o.Name, d.TopologyKeys))
-					break
-				}
-			}
 		}
 	case *v1.Secret:
 		p.sawSecrets = true
@@ -327,6 +363,7 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 	if name == "" {
 		return
 	}
+	p.settleDrivers()
 	p.plugins[name] = true
 	vp := VolumePlan{Name: pv.Name, Plugin: name}
 	if pv.Spec.ClaimRef != nil {
@@ -340,6 +377,9 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 		return
 	}
 	vp.Driver, _ = p.tr.GetCSINameFromInTreeName(name)
+	if f := p.drivers.check(name); f != nil {
+		vp.Findings = append(vp.Findings, *f)
+	}
 	checked := p.tr.CheckPV(pv)
 	for _, f := range checked {
 		if p.sawSecrets && secretWarnings[f.Code] {
@@ -355,6 +395,9 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 		vp.Migratable = true
 		vp.Handle = out.Spec.CSI.VolumeHandle
 		p.form(&vp, pv, out)
+		if pv.Spec.VsphereVolume != nil {
+			vp.Findings = append(vp.Findings, p.drivers.topologyFindings(out, p.vsphereKeys)...)
+		}
 	}
 	// What rewrite -apply refuses, by the same rules.
 	if why := p.rewriteRefusal(pv); why != nil {
@@ -664,6 +707,9 @@ func (p *Planner) addCluster(mons []string) {
 func (p *Planner) addWorkload(w *rewrite.Workload) {
 	p.owners[w.Key()] = w.Owner
 	if w.Kind == "Pod" && !w.Finished {
+		if w.Spec.NodeName != "" {
+			p.podNode[w.Namespace+"/"+w.Name] = w.Spec.NodeName
+		}
 		for _, vol := range w.Spec.Volumes {
 			if vol.PersistentVolumeClaim != nil {
 				k := claimKey(w.Namespace, vol.PersistentVolumeClaim.ClaimName)
@@ -753,6 +799,9 @@ func (p *Planner) addStorageClass(sc *storagev1.StorageClass) {
 	if err != nil {
 		sp.Reason = err.Error()
 		p.plan.Blocked = true
+	} else if f := p.drivers.check(in.Provisioner); f != nil {
+		sp.To, sp.Reason = out.Provisioner, f.Message+"; "+f.Remedy
+		p.plan.Blocked = true
 	} else {
 		sp.Migratable, sp.To = true, out.Provisioner
 		var notes []string
@@ -828,12 +877,10 @@ const (
 
 // Finish settles what depended on later objects and returns the plan.
 func (p *Planner) Finish() *Plan {
+	p.settleDrivers()
 	plan := p.plan
-	if len(p.mismatches) > 0 {
-		plan.Hazards = append(plan.Hazards, plugin.Finding{Code: vsphere.FindingTopologyKeyUnused, Severity: plugin.SeverityBlocker,
-			Field:   "CSINode.spec.drivers[csi.vsphere.vmware.com].topologyKeys",
-			Message: fmt.Sprintf("translation writes topology keys %v, but the vSphere CSI driver on %d node(s) reports other keys (%s): migrated PVs would not schedule", p.vsphereKeys, len(p.mismatches), strings.Join(first(p.mismatches, 3), "; ")),
-			Remedy:  "translate with the topology keys of the driver's [Labels] topology-categories (or the beta failure-domain labels it reports)", Action: plugin.ActionSetVSphereTopology})
+	if f := p.drivers.notChecked(); f != nil {
+		plan.Hazards = append(plan.Hazards, *f)
 		plan.Blocked = true
 	}
 	p.shareImages(plan)
@@ -889,6 +936,16 @@ func (p *Planner) markInUse(plan *Plan) {
 	for i := range plan.Volumes {
 		if c := plan.Volumes[i].Claim; c != "" {
 			plan.Volumes[i].InUseBy = p.podsByClaim[c]
+			if v := &plan.Volumes[i]; v.Driver != "" {
+				for _, f := range p.drivers.nodePluginMissing(v.Driver, v.InUseBy, p.podNode) {
+					v.Findings = append(v.Findings, f)
+					v.Migratable = false
+					if v.Reason == "" {
+						v.Reason = f.Message
+					}
+					plan.Blocked = true
+				}
+			}
 			if v := &plan.Volumes[i]; len(v.InUseBy) > 0 && v.Form == string(adopt.FormNative) {
 				if v.Plugin == plugin.CephFSInTreePluginName {
 					v.FormWhy = append(v.FormWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (rewritten online while in use, it is a static volume until an adoption of CSI PVs adopts it unused)")
@@ -953,9 +1010,16 @@ func (p *Planner) addNotices(plan *Plan) {
 	if m := p.opts.KubernetesMinor; m != 0 {
 		var steps []string
 		for _, pl := range featuregate.Plugins {
-			if p.plugins[pl.InTreeName] {
-				steps = append(steps, featuregate.UpgradeSteps(m, pl)...)
+			if !p.plugins[pl.InTreeName] {
+				continue
 			}
+			if d := p.drivers.driverName(pl.InTreeName); d != pl.Driver && !pl.Project {
+				// Kubernetes' own migration routes to the upstream name only.
+				steps = append(steps, fmt.Sprintf("%s: the cluster's driver is %s, and Kubernetes' CSI migration (%s) routes only to %s: no feature gate migrates these volumes here; rewrite the stored PVs as %s PVs before upgrading to 1.%d, which removes the in-tree plugin",
+					pl.InTreeName, d, pl.Migration, pl.Driver, d, pl.InTreeRemovedIn))
+				continue
+			}
+			steps = append(steps, featuregate.UpgradeSteps(m, pl)...)
 		}
 		plan.FeatureGates = steps
 	}

@@ -26,7 +26,19 @@ func planner(t interface{ Fatal(...any) }) *plan.Planner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return plan.New(tr, logger, plan.Options{})
+	return withDrivers(plan.New(tr, logger, plan.Options{}))
+}
+
+// withDrivers gives p the CSIDrivers of a cluster that runs the three
+// drivers under their upstream names.
+func withDrivers(p *plan.Planner, names ...string) *plan.Planner {
+	if len(names) == 0 {
+		names = []string{plugin.RBDDriverName, plugin.CephFSDriverName, plugin.VSphereDriverName}
+	}
+	for _, n := range names {
+		p.Add(&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: n}})
+	}
+	return p
 }
 
 func rbdPV(name, user, secret string) *v1.PersistentVolume {
@@ -160,7 +172,7 @@ func TestPlanWholeReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := plan.New(tr, logger, plan.Options{KubernetesMinor: 30, CephConfigWarnings: []string{"entry x: no monitors"}, CephCSINamespace: "storage"})
+	p := withDrivers(plan.New(tr, logger, plan.Options{KubernetesMinor: 30, CephConfigWarnings: []string{"entry x: no monitors"}, CephCSINamespace: "storage"}))
 	pv := rbdPV("a", "", "admin")
 	pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: "data"}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}, Spec: v1.PodSpec{Volumes: []v1.Volume{{Name: "v",

@@ -78,7 +78,7 @@ func vspherePlan(t *testing.T, vc *fakeVCenter, mappings map[string]string, objs
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := plan.New(tr, logger, plan.Options{VCenter: vc, VSphereMappings: mappings})
+	p := withDrivers(plan.New(tr, logger, plan.Options{VCenter: vc, VSphereMappings: mappings}))
 	for _, o := range objs {
 		p.Add(o)
 	}

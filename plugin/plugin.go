@@ -152,6 +152,9 @@ const (
 	// ActionCreateSecret: create or complete the Secret of Object with the
 	// fields the remedy names (the plan lists them).
 	ActionCreateSecret Action = "CreateSecret"
+	// ActionChooseDriver: the cluster has more than one CSI driver for the
+	// in-tree plugin of Object; choose the one its volumes go to.
+	ActionChooseDriver Action = "ChooseDriver"
 )
 
 // Errors that every plugin and the translator wrap, for errors.Is.
