@@ -277,7 +277,7 @@ func suffixUUID(name string) (string, bool) {
 // a migration handle.
 func RBD(in RBDInput) (Decision, error) {
 	pv := in.PV
-	if pv == nil || pv.Spec.CSI == nil || pv.Spec.CSI.Driver != plugin.RBDDriverName {
+	if pv == nil || pv.Spec.CSI == nil || plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver) != plugin.RBDInTreePluginName {
 		return Decision{}, fmt.Errorf("%w: want a CSI PV of %s", ErrNotAdoptable, plugin.RBDDriverName)
 	}
 	if pv.Name == "" {

@@ -107,7 +107,7 @@ type CephFSInput struct {
 // means the input is not a static CSI PV of cephfs.csi.ceph.com.
 func CephFS(in CephFSInput) (Decision, error) {
 	pv := in.PV
-	if pv == nil || pv.Spec.CSI == nil || pv.Spec.CSI.Driver != plugin.CephFSDriverName || pv.Spec.CSI.VolumeAttributes["rootPath"] == "" {
+	if pv == nil || pv.Spec.CSI == nil || plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver) != plugin.CephFSInTreePluginName || pv.Spec.CSI.VolumeAttributes["rootPath"] == "" {
 		return Decision{}, fmt.Errorf("%w: want a static CSI PV of %s (attribute rootPath)", ErrNotAdoptable, plugin.CephFSDriverName)
 	}
 	if pv.Name == "" {
@@ -214,7 +214,7 @@ func adoptedCephFSPV(pv *v1.PersistentVolume, d Decision, sv *Subvolume, secret 
 	}
 	prev := previous{NodeStage: pv.Spec.CSI.NodeStageSecretRef, ControllerExpand: pv.Spec.CSI.ControllerExpandSecretRef, Annotations: map[string]*string{}}
 	set := map[string]string{
-		plugin.AnnProvisionedBy:            plugin.CephFSDriverName,
+		plugin.AnnProvisionedBy:            pv.Spec.CSI.Driver,
 		secrets.AnnDeletionSecretName:      secret.Name,
 		secrets.AnnDeletionSecretNamespace: secret.Namespace,
 	}

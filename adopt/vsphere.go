@@ -65,7 +65,7 @@ type VSphereInput struct {
 // vSphere driver with a datastore path handle.
 func VSphere(in VSphereInput) (Decision, error) {
 	pv := in.PV
-	if pv == nil || pv.Spec.CSI == nil || pv.Spec.CSI.Driver != plugin.VSphereDriverName {
+	if pv == nil || pv.Spec.CSI == nil || plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver) != plugin.VSphereInTreePluginName {
 		return Decision{}, fmt.Errorf("%w: want a CSI PV of %s", ErrNotAdoptable, plugin.VSphereDriverName)
 	}
 	path := pv.Spec.CSI.VolumeHandle

@@ -80,7 +80,7 @@ func volumeKeyOf(pv *v1.PersistentVolume) (string, bool) {
 	switch {
 	case pv.Spec.CephFS != nil:
 		return "cephfs:" + cephfs.RootPath(pv.Spec.CephFS.Path), true
-	case pv.Spec.CSI != nil && pv.Spec.CSI.Driver == plugin.CephFSDriverName:
+	case pv.Spec.CSI != nil && plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver) == plugin.CephFSInTreePluginName:
 		a := pv.Spec.CSI.VolumeAttributes
 		if p := a["rootPath"]; p != "" {
 			return "cephfs:" + p, true
@@ -103,7 +103,7 @@ func volumeKeyOf(pv *v1.PersistentVolume) (string, bool) {
 			pool = "rbd"
 		}
 		return h.ClusterID + "/" + pool + "/" + pv.Spec.RBD.RBDImage, true
-	case pv.Spec.CSI != nil && pv.Spec.CSI.Driver == plugin.RBDDriverName:
+	case pv.Spec.CSI != nil && plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver) == plugin.RBDInTreePluginName:
 		a := pv.Spec.CSI.VolumeAttributes
 		cluster, pool, image := a["clusterID"], a["pool"], a["imageName"]
 		if h, err := volumeid.CephCSIReadRBDHandle(pv.Spec.CSI.VolumeHandle); err == nil {
@@ -177,10 +177,10 @@ func (a *Writer) adoptionOf(ctx context.Context, cur, repl *v1.PersistentVolume,
 	if a.vsphere != nil && isVSphere(repl) {
 		return a.vsphereAdoptionOf(ctx, cur, repl, inUse)
 	}
-	if a.ceph != nil && repl.Spec.CSI != nil && repl.Spec.CSI.Driver == plugin.CephFSDriverName {
+	if a.ceph != nil && repl.Spec.CSI != nil && plugin.InTreeNameOfDriver(repl.Spec.CSI.Driver) == plugin.CephFSInTreePluginName {
 		return a.cephfsAdoptionOf(ctx, cur, repl, inUse)
 	}
-	if a.ceph == nil || repl.Spec.CSI == nil || repl.Spec.CSI.Driver != plugin.RBDDriverName {
+	if a.ceph == nil || repl.Spec.CSI == nil || plugin.InTreeNameOfDriver(repl.Spec.CSI.Driver) != plugin.RBDInTreePluginName {
 		return nil, nil
 	}
 	attrs := repl.Spec.CSI.VolumeAttributes
@@ -273,7 +273,7 @@ func (a *Writer) decide(pv *v1.PersistentVolume, ad *adoption) (adopt.Decision, 
 	if ad.disk != nil {
 		return adopt.VSphere(adopt.VSphereInput{PV: pv, FCD: ad.disk.registered(), ReferencedBy: ad.refs})
 	}
-	if pv.Spec.CSI != nil && pv.Spec.CSI.Driver == plugin.CephFSDriverName {
+	if pv.Spec.CSI != nil && plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver) == plugin.CephFSInTreePluginName {
 		return adopt.CephFS(adopt.CephFSInput{PV: pv, Subvolume: ad.subvol, NotSubvolume: ad.notSubvolume, ClusterID: ad.clusterID,
 			Secret: a.cephfsSecret, ReferencedBy: ad.refs, UUID: ad.uuid})
 	}
@@ -335,7 +335,7 @@ func (ad *adoption) summary(repl *v1.PersistentVolume) string {
 	if ad.disk != nil {
 		return ad.vsphereSummary()
 	}
-	cephFS := repl.Spec.CSI != nil && repl.Spec.CSI.Driver == plugin.CephFSDriverName
+	cephFS := repl.Spec.CSI != nil && plugin.InTreeNameOfDriver(repl.Spec.CSI.Driver) == plugin.CephFSInTreePluginName
 	switch {
 	case ad.why != "" && cephFS:
 		return "stays a static volume (stage only; no expansion, snapshots, clones or deletion by Ceph CSI): not adopted into Ceph CSI's journal: " + ad.why
@@ -479,7 +479,7 @@ func (a *Writer) verifyAdoption(ctx context.Context, pv *v1.PersistentVolume, j 
 	if st != "written" {
 		return fmt.Errorf("Ceph CSI's journal entry %s reads back %s", j.Object(), st)
 	}
-	if pv.Spec.CSI != nil && pv.Spec.CSI.Driver == plugin.CephFSDriverName {
+	if pv.Spec.CSI != nil && plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver) == plugin.CephFSInTreePluginName {
 		// Ceph CSI finds the subvolume by the journal's name in the group
 		// of the volume ID's cluster entry.
 		attrs := pv.Spec.CSI.VolumeAttributes

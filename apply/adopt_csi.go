@@ -72,7 +72,7 @@ func (a *Writer) checkAdopt(ctx context.Context, cur *v1.PersistentVolume) (*che
 	}
 	if ad.why != "" {
 		form := "it keeps its migration handle: "
-		if ad.subvol != nil || cur.Spec.CSI.Driver == plugin.CephFSDriverName {
+		if ad.subvol != nil || plugin.InTreeNameOfDriver(cur.Spec.CSI.Driver) == plugin.CephFSInTreePluginName {
 			form = "it stays a static volume: "
 		}
 		return nil, &rewrite.Refusal{Code: rewrite.CodeNotAdoptable, Reason: form + ad.why}

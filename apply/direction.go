@@ -35,13 +35,13 @@ const (
 // adoptionKindOf says what a PV is to the adoption of CSI PVs and its undo.
 func adoptionKindOf(pv *v1.PersistentVolume) (rewrite.Kind, string) {
 	switch {
-	case pv == nil || pv.Spec.CSI == nil || pv.Spec.CSI.Driver != plugin.RBDDriverName && pv.Spec.CSI.Driver != plugin.CephFSDriverName:
-		return rewrite.KindOther, "not a CSI PV of " + plugin.RBDDriverName + " or " + plugin.CephFSDriverName
+	case pv == nil || pv.Spec.CSI == nil || plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver) != plugin.RBDInTreePluginName && plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver) != plugin.CephFSInTreePluginName:
+		return rewrite.KindOther, "not a CSI PV of Ceph CSI's RBD or CephFS driver (" + plugin.RBDDriverName + ", " + plugin.CephFSDriverName + ", or those names after a prefix)"
 	case pv.Annotations[adopt.AnnJournal] != "" && pv.Annotations[adopt.AnnAdoptedCSI] != "":
 		return kindAdopted, ""
 	case pv.Annotations[adopt.AnnJournal] != "":
 		return rewrite.KindOther, "adopted when it was rewritten from an in-tree PV (rewrite -apply -undo gives that back)"
-	case pv.Spec.CSI.Driver == plugin.CephFSDriverName:
+	case plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver) == plugin.CephFSInTreePluginName:
 		if a := pv.Spec.CSI.VolumeAttributes; a["staticVolume"] == "true" && a["rootPath"] != "" {
 			return kindMigrated, ""
 		}

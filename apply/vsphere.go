@@ -49,7 +49,7 @@ func (d *vsphereDisk) registered() string {
 
 // isVSphere reports whether a CSI PV is the vSphere CSI driver's.
 func isVSphere(pv *v1.PersistentVolume) bool {
-	return pv != nil && pv.Spec.CSI != nil && pv.Spec.CSI.Driver == plugin.VSphereDriverName
+	return pv != nil && pv.Spec.CSI != nil && plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver) == plugin.VSphereInTreePluginName
 }
 
 // vsphereAdoptionOf reads what the adoption of an in-tree vSphere PV's disk

@@ -44,8 +44,7 @@ type clusterDrivers struct {
 	vsphereKeys      map[string][]string
 	sawCSIDrivers    bool
 	resolved         bool
-	driverOf         map[string]string
-	blocker          map[string]*plugin.Finding
+	choices          []DriverChoice
 	notCheckedPlugin map[string]bool
 }
 
@@ -79,8 +78,10 @@ func (d *clusterDrivers) add(obj any) bool {
 // driverName is the driver an in-tree plugin's volumes go to: the chosen
 // one, the one installed, or its upstream name where that is not known.
 func (d *clusterDrivers) driverName(inTree string) string {
-	if n := d.driverOf[inTree]; n != "" {
-		return n
+	for _, c := range d.choices {
+		if c.InTree == inTree {
+			return c.Driver
+		}
 	}
 	if n := d.chosen[inTree]; n != "" {
 		return n
@@ -91,55 +92,82 @@ func (d *clusterDrivers) driverName(inTree string) string {
 	return plugin.UpstreamDriverName(inTree)
 }
 
+// DriverChoice is the CSI driver an in-tree plugin's volumes go to on a
+// cluster, and the blocker that keeps them from it (nil for none).
+type DriverChoice struct {
+	InTree, Driver string
+	Blocker        *plugin.Finding
+}
+
+// ChooseDrivers decides, for each in-tree plugin this module translates,
+// which CSI driver its volumes go to on a cluster whose CSIDriver objects
+// are named installed (read: whether they were read at all; without them
+// the upstream names are assumed and nothing is blocked here): the one
+// chosen by the administrator (chosen, by in-tree plugin name), else the
+// one installed driver of the backend (plugin.InTreeNameOfDriver). A
+// backend with no driver, with a chosen one not installed, or with two and
+// none chosen has a blocker. The rule of the plan, rewrite and apply.
+func ChooseDrivers(installed []string, read bool, chosen map[string]string) []DriverChoice {
+	byPlugin := map[string][]string{}
+	for _, n := range installed {
+		if inTree := plugin.InTreeNameOfDriver(n); inTree != "" && !slices.Contains(byPlugin[inTree], n) {
+			byPlugin[inTree] = append(byPlugin[inTree], n)
+		}
+	}
+	var out []DriverChoice
+	for _, inTree := range []string{plugin.RBDInTreePluginName, plugin.CephFSInTreePluginName, plugin.VSphereInTreePluginName} {
+		names := slices.Sorted(slices.Values(byPlugin[inTree]))
+		upstream := plugin.UpstreamDriverName(inTree)
+		c := DriverChoice{InTree: inTree, Driver: upstream}
+		switch want := chosen[inTree]; {
+		case want != "":
+			c.Driver = want
+			if read && !slices.Contains(names, want) {
+				c.Blocker = &plugin.Finding{Code: FindingCSIDriverMissing, Severity: plugin.SeverityBlocker, Field: "CSIDriver " + want,
+					Message: fmt.Sprintf("the driver chosen for %s volumes, %s, is not installed (installed: %s): nothing would serve them", inTree, want, orNone(names)),
+					Remedy:  "install it, or choose one of the installed drivers"}
+			}
+		case !read:
+		case len(names) == 1:
+			c.Driver = names[0]
+		case len(names) == 0:
+			c.Blocker = &plugin.Finding{Code: FindingCSIDriverMissing, Severity: plugin.SeverityBlocker, Field: "CSIDriver " + upstream,
+				Message: fmt.Sprintf("no CSI driver for %s volumes is installed (no CSIDriver named %s, or with a prefix as Rook's rook-ceph.%s): nothing would mount them", inTree, upstream, upstream),
+				Remedy:  "install the driver first (kubectl get csidrivers lists what is installed), then plan again"}
+		default:
+			c.Blocker = &plugin.Finding{Code: FindingCSIDriverAmbiguous, Severity: plugin.SeverityBlocker, Field: "CSIDriver " + strings.Join(names, ", "),
+				Message: fmt.Sprintf("%d drivers for %s volumes are installed (%s): which one serves the migrated volumes is a choice to make, not to guess", len(names), inTree, strings.Join(names, ", ")),
+				Remedy:  "choose the driver the migrated volumes use", Action: plugin.ActionChooseDriver, Object: inTree}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// DriverNames are the choices' driver names that differ from the upstream
+// ones, for translate.Translator.WithDriverNames.
+func DriverNames(choices []DriverChoice) map[string]string {
+	out := map[string]string{}
+	for _, c := range choices {
+		if c.Driver != plugin.UpstreamDriverName(c.InTree) {
+			out[c.InTree] = c.Driver
+		}
+	}
+	return out
+}
+
 // resolve decides, once every CSIDriver is read, which driver each
-// in-tree plugin of this module goes to, and the blocker of the plugins
-// whose driver is missing or not chosen between two.
+// in-tree plugin of this module goes to (ChooseDrivers).
 func (d *clusterDrivers) resolve() {
 	if d.resolved {
 		return
 	}
 	d.resolved = true
-	d.driverOf, d.blocker = map[string]string{}, map[string]*plugin.Finding{}
-	for _, inTree := range []string{plugin.RBDInTreePluginName, plugin.CephFSInTreePluginName, plugin.VSphereInTreePluginName} {
-		names := slices.Sorted(slices.Values(d.installed[inTree]))
-		upstream := plugin.UpstreamDriverName(inTree)
-		chosen := d.chosen[inTree]
-		switch {
-		case chosen != "" && (slices.Contains(names, chosen) || !d.sawCSIDrivers):
-			d.driverOf[inTree] = chosen
-		case !d.sawCSIDrivers:
-			d.driverOf[inTree] = upstream
-		case chosen != "":
-			d.driverOf[inTree] = chosen
-			d.blocker[inTree] = &plugin.Finding{Code: FindingCSIDriverMissing, Severity: plugin.SeverityBlocker, Field: "CSIDriver " + chosen,
-				Message: fmt.Sprintf("the driver chosen for %s volumes, %s, is not installed (installed: %s): nothing would serve them", inTree, chosen, orNone(names)),
-				Remedy:  "install it, or choose one of the installed drivers"}
-		case len(names) == 1:
-			d.driverOf[inTree] = names[0]
-		case len(names) == 0:
-			d.driverOf[inTree] = upstream
-			d.blocker[inTree] = &plugin.Finding{Code: FindingCSIDriverMissing, Severity: plugin.SeverityBlocker, Field: "CSIDriver " + upstream,
-				Message: fmt.Sprintf("no CSI driver for %s volumes is installed (no CSIDriver named %s, or with a prefix as Rook's rook-ceph.%s): nothing would mount them", inTree, upstream, upstream),
-				Remedy:  "install the driver first (kubectl get csidrivers lists what is installed), then plan again"}
-		default:
-			d.driverOf[inTree] = upstream
-			d.blocker[inTree] = &plugin.Finding{Code: FindingCSIDriverAmbiguous, Severity: plugin.SeverityBlocker, Field: "CSIDriver " + strings.Join(names, ", "),
-				Message: fmt.Sprintf("%d drivers for %s volumes are installed (%s): which one serves the migrated volumes is a choice to make, not to guess", len(names), inTree, strings.Join(names, ", ")),
-				Remedy:  "choose the driver the migrated volumes use", Action: plugin.ActionChooseDriver, Object: inTree}
-		}
+	var installed []string
+	for _, names := range d.installed {
+		installed = append(installed, names...)
 	}
-}
-
-// names are the driver names that differ from the upstream ones, for
-// translate.Translator.WithDriverNames.
-func (d *clusterDrivers) names() map[string]string {
-	out := map[string]string{}
-	for inTree, n := range d.driverOf {
-		if n != plugin.UpstreamDriverName(inTree) {
-			out[inTree] = n
-		}
-	}
-	return out
+	d.choices = ChooseDrivers(installed, d.sawCSIDrivers, d.chosen)
 }
 
 // check is the finding that blocks a volume of in-tree plugin inTree for
@@ -156,7 +184,12 @@ func (d *clusterDrivers) check(inTree string) *plugin.Finding {
 			Message: "the input has no CSIDrivers: whether " + d.driverName(inTree) + " (or a driver of another name for " + inTree + ") is installed is not checked",
 			Remedy:  reasonCSIDriversRemedy, Action: plugin.ActionGiveInput, Object: "CSIDrivers"}
 	}
-	return d.blocker[inTree]
+	for _, c := range d.choices {
+		if c.InTree == inTree {
+			return c.Blocker
+		}
+	}
+	return nil
 }
 
 const reasonCSIDriversRemedy = "give the CSIDrivers and CSINodes too: kubectl get csidrivers,csinodes -o yaml, or read them from the cluster"

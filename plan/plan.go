@@ -285,7 +285,7 @@ func (p *Planner) settleDrivers() {
 		return
 	}
 	p.drivers.resolve()
-	if names := p.drivers.names(); len(names) > 0 {
+	if names := DriverNames(p.drivers.choices); len(names) > 0 {
 		tr, err := p.tr.WithDriverNames(names)
 		if err != nil {
 			// A name no driver of the backend can have: the plan keeps
@@ -377,8 +377,12 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 		return
 	}
 	vp.Driver, _ = p.tr.GetCSINameFromInTreeName(name)
-	if f := p.drivers.check(name); f != nil {
+	// Without CSIDrivers in the input the volume is not ready, and the
+	// plan's hazard says what to give, once.
+	driverNotChecked := p.drivers.check(name)
+	if f := driverNotChecked; f != nil && f.Code != FindingCSIDriversNotChecked {
 		vp.Findings = append(vp.Findings, *f)
+		driverNotChecked = nil
 	}
 	checked := p.tr.CheckPV(pv)
 	for _, f := range checked {
@@ -415,6 +419,9 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 				vp.Reason = f.Message
 			}
 		}
+	}
+	if f := driverNotChecked; f != nil && vp.Migratable {
+		vp.Migratable, vp.Reason = false, f.Message
 	}
 	if !vp.Migratable {
 		p.plan.Blocked = true

@@ -80,7 +80,7 @@ func (r PV) DeletionNeed() (SecretNeed, bool) {
 		return SecretNeed{}, false
 	}
 	name, ns := r.CSI.Annotations[secrets.AnnDeletionSecretName], r.CSI.Annotations[secrets.AnnDeletionSecretNamespace]
-	if r.RestorePolicy != v1.PersistentVolumeReclaimDelete || name == "" || r.CSI.Spec.CSI.Driver != rbd.DriverName {
+	if r.RestorePolicy != v1.PersistentVolumeReclaimDelete || name == "" || plugin.InTreeNameOfDriver(r.CSI.Spec.CSI.Driver) != rbd.PluginName {
 		return SecretNeed{}, false
 	}
 	return SecretNeed{Namespace: ns, Name: name, Driver: secrets.CephRBDDriver, User: r.DeletionUser, AnyUser: r.AnyDeletionUser,
@@ -198,7 +198,7 @@ func noDeletionSecret(pv *v1.PersistentVolume, sc *storagev1.StorageClass) strin
 		return "the PV names no StorageClass and has no " + secrets.AnnDeletionSecretName + " annotation, so no secret to delete the image with is known"
 	case sc == nil:
 		return "its StorageClass " + pv.Spec.StorageClassName + " is gone (or not in the input), so no secret to delete the image with is known"
-	case plugin.InTreeNameOfProvisioner(sc.Provisioner) != rbd.PluginName && sc.Provisioner != rbd.DriverName:
+	case plugin.InTreeNameOfProvisioner(sc.Provisioner) != rbd.PluginName && plugin.InTreeNameOfDriver(sc.Provisioner) != rbd.PluginName:
 		return "its StorageClass " + sc.Name + " is of provisioner " + sc.Provisioner + ", not of RBD, so no secret to delete the image with is known"
 	}
 	return "its StorageClass " + sc.Name + " names no admin (provisioner) secret"

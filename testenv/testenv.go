@@ -30,9 +30,13 @@ import (
 	"strings"
 	"time"
 
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/csimigrate/csimigrate/plugin"
 )
 
 // KubernetesVersion is the release the API server is built from.
@@ -272,8 +276,29 @@ func startRelease(log io.Writer, r Release) (*Server, error) {
 		return nil, err
 	}
 	s.Config = cfg
+	if err := s.InstallCSIDrivers(UpstreamCSIDrivers...); err != nil {
+		return nil, err
+	}
 	ok = true
 	return s, nil
+}
+
+// UpstreamCSIDrivers are the CSIDriver objects every started server has:
+// Ceph CSI's and the vSphere CSI driver's under their upstream names, as a
+// cluster that runs them from their charts and manifests has them.
+var UpstreamCSIDrivers = []string{plugin.RBDDriverName, plugin.CephFSDriverName, plugin.VSphereDriverName}
+
+// InstallCSIDrivers creates CSIDriver objects of these names (as a
+// driver's deployment does), for the commands that read which drivers the
+// cluster has.
+func (s *Server) InstallCSIDrivers(names ...string) error {
+	for _, n := range names {
+		d := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: n}}
+		if _, err := s.Client.StorageV1().CSIDrivers().Create(context.Background(), d, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating CSIDriver %s: %w", n, err)
+		}
+	}
+	return nil
 }
 
 func (s *Server) spawn(name, bin string, args ...string) error {

@@ -22,9 +22,15 @@ import (
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
 )
 
-// planOf runs plan -o json with args and decodes the plan.
+// planOf runs plan -o json with args and decodes the plan. Input from
+// files is read with the CSIDrivers of a cluster that runs the drivers
+// under their upstream names (the field files are manifests as published,
+// not dumps of a cluster).
 func planOf(t *testing.T, args ...string) (*plan.Plan, string, int) {
 	t.Helper()
+	if slices.Contains(args, "-f") {
+		args = append(args, "-f", "testdata/drivers-upstream.yaml")
+	}
 	out, stderr, code := runCmd(t, "", append([]string{"plan", "-o", "json"}, args...)...)
 	var p plan.Plan
 	if err := json.Unmarshal([]byte(out), &p); err != nil {
@@ -170,7 +176,8 @@ spec:
   rbd: {monitors: [10.0.0.1:6789], image: kubernetes-dynamic-pvc-a, secretRef: {name: s, namespace: apps}}
 `
 		out, _, code := runCmd(t, in, "plan", "-o", "json", "-f", "-")
-		if code != exitBlocked || !strings.Contains(out, plan.FindingClaimNotChecked) || !strings.Contains(out, plan.FindingSecretsNotChecked) {
+		if code != exitBlocked || !strings.Contains(out, plan.FindingClaimNotChecked) || !strings.Contains(out, plan.FindingSecretsNotChecked) ||
+			!strings.Contains(out, plan.FindingCSIDriversNotChecked) {
 			t.Errorf("exit %d:\n%s", code, out)
 		}
 		in += "---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: apps, uid: \"1234\"}\nspec: {volumeName: a}\n" +
@@ -180,6 +187,10 @@ spec:
 			t.Errorf("exit %d:\n%s", code, out)
 		}
 		in += "---\napiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: apps}\nstringData: {key: AQ==}\n"
+		if out, _, code = runCmd(t, in, "plan", "-f", "-"); code != exitBlocked || !strings.Contains(out, plan.FindingCSIDriversNotChecked) {
+			t.Errorf("without CSIDrivers: exit %d:\n%s", code, out)
+		}
+		in += "---\napiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: rbd.csi.ceph.com}\n"
 		if out, _, code = runCmd(t, in, "plan", "-f", "-"); code != exitOK || !strings.HasSuffix(out, "RESULT: ready to migrate\n") {
 			t.Errorf("exit %d:\n%s", code, out)
 		}

@@ -117,7 +117,7 @@ func (rd *reader) report(w io.Writer) {
 }
 
 // clusterKinds are the kinds read whose objects have no namespace.
-var clusterKinds = map[string]bool{"PersistentVolume": true, "StorageClass": true, "CSINode": true, "Node": true}
+var clusterKinds = map[string]bool{"PersistentVolume": true, "StorageClass": true, "CSINode": true, "CSIDriver": true, "Node": true}
 
 // errNoObjects is returned for input without a single object (a failed
 // kubectl in a pipeline gives empty input, which must not plan "ready").
@@ -546,6 +546,7 @@ var readKinds = map[string]func() any{
 	"Pod":                   func() any { return &v1.Pod{} },
 	"Secret":                func() any { return &v1.Secret{} },
 	"CSINode":               func() any { return &storagev1.CSINode{} },
+	"CSIDriver":             func() any { return &storagev1.CSIDriver{} },
 	"Node":                  func() any { return &v1.Node{} },
 	"Deployment":            func() any { return &appsv1.Deployment{} },
 	"StatefulSet":           func() any { return &appsv1.StatefulSet{} },

@@ -46,6 +46,7 @@ func liveListers(c kubernetes.Interface, withSecrets, withNodes bool) []lister {
 	core, apps, batch, storage := c.CoreV1(), c.AppsV1(), c.BatchV1(), c.StorageV1()
 	out := []lister{
 		list("storageclasses", storage.StorageClasses().List, func(l *storagev1.StorageClassList) (string, []storagev1.StorageClass) { return l.Continue, l.Items }),
+		list("csidrivers", storage.CSIDrivers().List, func(l *storagev1.CSIDriverList) (string, []storagev1.CSIDriver) { return l.Continue, l.Items }),
 		list("csinodes", storage.CSINodes().List, func(l *storagev1.CSINodeList) (string, []storagev1.CSINode) { return l.Continue, l.Items }),
 		list("persistentvolumeclaims", core.PersistentVolumeClaims("").List, func(l *v1.PersistentVolumeClaimList) (string, []v1.PersistentVolumeClaim) { return l.Continue, l.Items }),
 		list("pods", core.Pods("").List, func(l *v1.PodList) (string, []v1.Pod) { return l.Continue, l.Items }),

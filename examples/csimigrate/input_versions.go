@@ -25,6 +25,7 @@ var apiVersions = map[string][]string{
 	"ReplicationController": {"v1"},
 	"StorageClass":          {"storage.k8s.io/v1", "storage.k8s.io/v1beta1"},
 	"CSINode":               {"storage.k8s.io/v1", "storage.k8s.io/v1beta1"},
+	"CSIDriver":             {"storage.k8s.io/v1", "storage.k8s.io/v1beta1"},
 	"Deployment":            {"apps/v1", "apps/v1beta2", "apps/v1beta1", "extensions/v1beta1"},
 	"StatefulSet":           {"apps/v1", "apps/v1beta2", "apps/v1beta1"},
 	"DaemonSet":             {"apps/v1", "apps/v1beta2", "extensions/v1beta1"},

@@ -61,10 +61,16 @@ func TestGolden(t *testing.T) {
 		{"plan-1.24.txt", []string{"plan", "-kubernetes-version", "1.24"}, exitBlocked},
 		{"translate.yaml", []string{"translate"}, exitBlocked},
 		{"rewrite.sh", []string{"rewrite"}, exitBlocked},
-		{"rewrite-dump.yaml", []string{"rewrite", "-o", "yaml", "-f", "testdata/dump.json"}, exitOK},
-		{"plan-dump.txt", []string{"plan", "-f", "testdata/dump.json", "-kubernetes-version", "v1.31.2", "-vsphere-topology-categories", "k8s-zone,k8s-region"}, exitOK},
-		{"plan-csinodes.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/csinodes.yaml"}, exitBlocked},
-		{"plan-csinodes-ok.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/csinodes.yaml", "-vsphere-topology-categories", "openshift-zone,openshift-region"}, exitOK},
+		{"rewrite-dump.yaml", []string{"rewrite", "-o", "yaml", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml"}, exitOK},
+		{"plan-dump.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-kubernetes-version", "v1.31.2", "-vsphere-topology-categories", "k8s-zone,k8s-region"}, exitOK},
+		{"plan-csinodes.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/csinodes.yaml"}, exitBlocked},
+		{"plan-csinodes-ok.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/csinodes.yaml", "-vsphere-topology-categories", "openshift-zone,openshift-region"}, exitOK},
+		// Rook: the drivers' names are Rook's; Kubernetes' gates route to
+		// the upstream names, so none is advised.
+		{"plan-rook.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-rook.yaml", "-kubernetes-version", "1.30", "-vsphere-topology-categories", "k8s-zone,k8s-region"}, exitOK},
+		{"rewrite-rook.yaml", []string{"rewrite", "-o", "yaml", "-f", "testdata/dump.json", "-f", "testdata/drivers-rook.yaml"}, exitOK},
+		// No Ceph CSI: the Ceph volumes wait for their driver.
+		{"plan-no-ceph-csi.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-vsphere.yaml", "-f", "testdata/csinodes.yaml", "-vsphere-topology-categories", "openshift-zone,openshift-region"}, exitBlocked},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, stderr, code := runCmd(t, "", tc.args...)
@@ -299,7 +305,7 @@ func TestInputReadWholeOrRefused(t *testing.T) {
 		"content after ---":  "--- " + strings.TrimSuffix(strings.SplitN(pv("a"), "\n", 2)[0], "\n") + "\n" + strings.SplitN(pv("a"), "\n", 2)[1] + "---\t\n" + pv("b"),
 		"leading --- + CRLF": strings.ReplaceAll("---\n"+pv("a")+"---\n"+pv("b"), "\n", "\r\n"),
 	} {
-		out, stderr, code := runCmd(t, in, "plan", "-o", "json", "-f", "-")
+		out, stderr, code := runCmd(t, in, "plan", "-o", "json", "-f", "-", "-f", "testdata/drivers-upstream.yaml")
 		if code != exitOK {
 			t.Errorf("%s: exit %d: %s", name, code, stderr)
 			continue
@@ -346,9 +352,9 @@ func TestYAMLListShapes(t *testing.T) {
 	}
 	kubectl := "apiVersion: v1\nitems:\n# the first\n" + indent(item("a"), "- ", "  ") + "\n  # inside\n" + indent(item("b"), "- ", "  ") + "kind: List\nmetadata:\n  resourceVersion: \"\"\n"
 	indented := "apiVersion: v1\nkind: List\nitems:\n" + indent(item("a"), "  - ", "    ") + indent(item("b"), "  - ", "    ")
-	want, _, _ := runCmd(t, "---\n"+item("a")+"---\n"+item("b"), "plan", "-o", "json", "-f", "-")
+	want, _, _ := runCmd(t, "---\n"+item("a")+"---\n"+item("b"), "plan", "-o", "json", "-f", "-", "-f", "testdata/drivers-upstream.yaml")
 	for name, in := range map[string]string{"kubectl": kubectl, "indented": indented, "kubectl, CRLF": strings.ReplaceAll(kubectl, "\n", "\r\n")} {
-		got, stderr, code := runCmd(t, in, "plan", "-o", "json", "-f", "-")
+		got, stderr, code := runCmd(t, in, "plan", "-o", "json", "-f", "-", "-f", "testdata/drivers-upstream.yaml")
 		if code != exitOK {
 			t.Errorf("%s: exit %d: %s", name, code, stderr)
 			continue

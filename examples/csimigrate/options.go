@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/apply/cephtool"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
 	"github.com/csimigrate/csimigrate/translate"
@@ -137,6 +138,8 @@ type translatorFlags struct {
 	vsphereCats   string
 	vsphereLegacy bool
 	nodeExpand    bool
+	// drivers are -driver's choices, by in-tree plugin name.
+	drivers map[string]string
 	// cephWarnings are the -ceph-config entries Ceph CSI accepts but that
 	// look like mistakes (plan reports them).
 	cephWarnings []string
@@ -147,6 +150,29 @@ func (t *translatorFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.vsphereCats, "vsphere-topology-categories", "", `the vSphere CSI driver's topology-categories, "zone,region" (default: its zone and region keys)`)
 	fs.BoolVar(&t.vsphereLegacy, "vsphere-legacy-topology", false, "the vSphere CSI driver reports the beta failure-domain labels")
 	fs.BoolVar(&t.nodeExpand, "node-expand-secret", true, "set nodeExpandSecretRef on translated PVs (CSINodeExpandSecret)")
+	fs.Func("driver", "PLUGIN=DRIVER (repeatable): the CSI driver a backend's volumes go to where the cluster has more\n"+
+		"than one, e.g. rbd=rook-ceph.rbd.csi.ceph.com (PLUGIN: rbd, cephfs, vsphere, or kubernetes.io/...).\n"+
+		"Default: the one driver of the backend the cluster's CSIDrivers have", t.setDriver)
+}
+
+// setDriver takes one -driver PLUGIN=DRIVER.
+func (t *translatorFlags) setDriver(v string) error {
+	name, driver, ok := strings.Cut(v, "=")
+	inTree := name
+	if !strings.Contains(name, "/") {
+		inTree = "kubernetes.io/" + name
+	}
+	if name == "vsphere" {
+		inTree = vsphere.PluginName
+	}
+	if !ok || plugin.UpstreamDriverName(inTree) == "" || driver == "" {
+		return fmt.Errorf("%q: want PLUGIN=DRIVER, PLUGIN one of rbd, cephfs, vsphere", v)
+	}
+	if t.drivers == nil {
+		t.drivers = map[string]string{}
+	}
+	t.drivers[inTree] = driver
+	return nil
 }
 
 // vsphereTopology returns the CSI topology keys the options select.
@@ -180,7 +206,14 @@ func (t *translatorFlags) translator() (*translate.Translator, error) {
 		return nil, err
 	}
 	opts = append(opts, translate.WithVSphereOptions(vsphere.Options{Topology: topo}))
-	return translate.New(opts...)
+	for inTree, d := range t.drivers {
+		opts = append(opts, translate.WithDriverName(inTree, d))
+	}
+	tr, err := translate.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("-driver: %w", err)
+	}
+	return tr, nil
 }
 
 // clusterConfig is the Ceph CSI config of -ceph-config (empty without it).

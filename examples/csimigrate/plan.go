@@ -93,7 +93,7 @@ func (o *planOptions) validate() error {
 func (o *planOptions) planner(stderr io.Writer) *plan.Planner {
 	topo, _ := o.vsphereTopology()
 	opts := plan.Options{VSphereKeys: []string{topo.ZoneKey, topo.RegionKey}, KubernetesMinor: o.k8sMinor,
-		CephConfigWarnings: o.cephWarnings, CephCSINamespace: o.cephCSINamespace, VSphereMappings: o.mappings}
+		CephConfigWarnings: o.cephWarnings, CephCSINamespace: o.cephCSINamespace, VSphereMappings: o.mappings, Drivers: o.drivers}
 	if o.vcenter != nil {
 		opts.VCenter = o.vcenter
 	}

@@ -23,6 +23,8 @@ var commandRemedies = map[plugin.Action]func(object, engine string) string{
 			return "give the claims too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml (or -live)"
 		case "Secrets":
 			return "give the secrets too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml (or -live with -read-secrets); values are never printed"
+		case "CSIDrivers":
+			return "give the CSI drivers too: kubectl get csidrivers,csinodes -o yaml (or -live)"
 		}
 		return engine
 	},
@@ -31,6 +33,9 @@ var commandRemedies = map[plugin.Action]func(object, engine string) string{
 	},
 	plugin.ActionSetVSphereTopology: func(string, string) string {
 		return "run csimigrate with -vsphere-topology-categories matching the driver's [Labels] topology-categories (or -vsphere-legacy-topology)"
+	},
+	plugin.ActionChooseDriver: func(object, engine string) string {
+		return engine + ": name it with -driver " + object + "=DRIVER"
 	},
 	plugin.ActionCreateSecret: func(_, engine string) string {
 		return engine + " (csimigrate plan lists it under SECRETS)"

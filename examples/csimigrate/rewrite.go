@@ -146,6 +146,16 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Rea
 	defer c.cleanup()
 	rv := &review{tr: tr, dir: directionOf(undo), script: c.output == "script", stderr: stderr,
 		in: &rewriteInputs{classes: map[string]*storagev1.StorageClass{}}, w: bufio.NewWriterSize(stdout, 1<<16)}
+	if err := rv.readInputs(c, stdin); err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitInput
+	}
+	// The PVs and classes name the drivers the input's CSIDrivers have.
+	var err error
+	if rv.tr, rv.blocked, err = driversFor(tr, rv.in.drivers, c.drivers, stderr); err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitUsage
+	}
 	if o.adopt {
 		// The adoption's decisions are the writer's own, on the live
 		// cluster and Ceph: its checks, without its writes.
@@ -162,14 +172,10 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Rea
 		rv.ceph = o.ceph
 		// What it decides (adopted or why not) goes to stderr, beside the
 		// script.
-		if rv.writer, err = apply.New(client, tr, c.logger(stderr), textEvents{stderr}, apply.Options{Undo: undo, Ceph: o.ceph, CephConfig: cfg, CephFSSecret: o.cephfsSecret}); err != nil {
+		if rv.writer, err = apply.New(client, rv.tr, c.logger(stderr), textEvents{stderr}, apply.Options{Undo: undo, Ceph: o.ceph, CephConfig: cfg, CephFSSecret: o.cephfsSecret}); err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return exitUsage
 		}
-	}
-	if err := rv.readInputs(c, stdin); err != nil {
-		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-		return exitInput
 	}
 	if rv.script {
 		writeScriptHeader(rv.w, rv.dir)
@@ -213,6 +219,8 @@ type review struct {
 	// (reading the live cluster and Ceph with ceph's tools).
 	writer *apply.Writer
 	ceph   cephtool.Tools
+	// blocked are the backends the cluster has no (chosen) driver for.
+	blocked blockedDrivers
 	// What was written, whether an object failed, and the first write error.
 	pvs, classes int
 	failed       bool
@@ -239,6 +247,11 @@ func (rv *review) pv(obj any) {
 		return
 	}
 	if kind, _ := rewrite.KindOf(rv.tr, pv); kind != rv.dir.source {
+		return
+	}
+	if why := rv.blocked.refusal(pvBackend(pv)); why != "" && !rv.dir.undo {
+		fmt.Fprintf(rv.stderr, "PersistentVolume %s: %s\n", pv.Name, why)
+		rv.failed = true
 		return
 	}
 	var p rewrite.PV
@@ -298,6 +311,11 @@ func (rv *review) reviewed(pv *v1.PersistentVolume) (rewrite.PV, *adopt.Journal,
 // class writes the steps for one StorageClass the direction replaces.
 func (rv *review) class(sc *storagev1.StorageClass) {
 	if rv.werr != nil || rewrite.ClassKindOf(rv.tr, sc) != rv.dir.source {
+		return
+	}
+	if why := rv.blocked.refusal(classBackend(sc)); why != "" && !rv.dir.undo {
+		fmt.Fprintf(rv.stderr, "StorageClass %s: %s\n", sc.Name, why)
+		rv.failed = true
 		return
 	}
 	var r *storagev1.StorageClass
@@ -636,12 +654,14 @@ func (f sinkFunc) Add(obj any) { f(obj) }
 // the StorageClasses, and the claims when a class's provisioner secret
 // template refers to the claim.
 type rewriteInputs struct {
+	drivers driverSet
 	classes map[string]*storagev1.StorageClass
 	order   []string                             // class names in input order
 	claims  map[string]*v1.PersistentVolumeClaim // nil: not needed
 }
 
 func (in *rewriteInputs) addClass(obj any) {
+	in.drivers.add(obj)
 	if sc, ok := obj.(*storagev1.StorageClass); ok {
 		in.classes[sc.Name] = sc
 		in.order = append(in.order, sc.Name)

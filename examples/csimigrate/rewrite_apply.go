@@ -10,6 +10,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -46,14 +48,30 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 		defer vc.Close()
 		a.vsphere = vc
 	}
+	ctx := context.Background()
+	// The replacements name the drivers the cluster has; a backend without
+	// its driver is not rewritten.
+	drivers, err := listDrivers(ctx, client)
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitBlocked
+	}
+	if a.tr, a.blocked, err = driversFor(tr, drivers, c.drivers, stderr); err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitUsage
+	}
 	if _, err := a.writer(); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitUsage
 	}
-	ctx := context.Background()
 	targets, classes, code := a.selectTargets(ctx, c, names, stdin, stderr)
 	if code != exitOK {
 		return code
+	}
+	var refused bool
+	if targets, classes, refused, err = a.withoutBlocked(ctx, targets, classes, stderr); err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitBlocked
 	}
 	if o.dry {
 		err = errors.Join(a.w.DryRunPVs(ctx, targets), a.w.DryRunClasses(ctx, classes))
@@ -74,7 +92,54 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 		fmt.Fprintf(stderr, "csimigrate rewrite: %s\n", commandError(err))
 		return exitBlocked
 	}
+	if refused {
+		return exitBlocked
+	}
 	return exitOK
+}
+
+// withoutBlocked are the targets whose backend's driver the cluster has;
+// the others are reported and left as they are (only a rewrite needs the
+// driver; an undo does not).
+func (a *applier) withoutBlocked(ctx context.Context, pvs, scs []apply.Target, stderr io.Writer) (keptPVs, keptSCs []apply.Target, refused bool, err error) {
+	if len(a.blocked) == 0 || a.undo {
+		return pvs, scs, false, nil
+	}
+	for _, t := range pvs {
+		pv, err := a.client.CoreV1().PersistentVolumes().Get(ctx, t.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			// Deleted by an interrupted run: its saved replacement is
+			// created again by the writer, whose checks judge it.
+			keptPVs = append(keptPVs, t)
+			continue
+		}
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("reading PersistentVolume %s: %w", t.Name, err)
+		}
+		if why := a.blocked.refusal(pvBackend(pv)); why != "" {
+			fmt.Fprintf(stderr, "pv/%s: refused: %s\n", t.Name, why)
+			refused = true
+			continue
+		}
+		keptPVs = append(keptPVs, t)
+	}
+	for _, t := range scs {
+		sc, err := a.client.StorageV1().StorageClasses().Get(ctx, t.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			keptSCs = append(keptSCs, t)
+			continue
+		}
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("reading StorageClass %s: %w", t.Name, err)
+		}
+		if why := a.blocked.refusal(classBackend(sc)); why != "" {
+			fmt.Fprintf(stderr, "storageclass/%s: refused: %s\n", t.Name, why)
+			refused = true
+			continue
+		}
+		keptSCs = append(keptSCs, t)
+	}
+	return keptPVs, keptSCs, refused, nil
 }
 
 // selectTargets are the PVs and StorageClasses a run acts on: those of the
@@ -167,6 +232,8 @@ type applier struct {
 	cephfsSecret *v1.SecretReference
 	// vsphere, when set, adopts vSphere disks.
 	vsphere apply.VSphere
+	// blocked are the backends the cluster has no (chosen) driver for.
+	blocked blockedDrivers
 
 	w *apply.Writer // built by writer on first use
 	// steps is how many writes w took, as of its last run.

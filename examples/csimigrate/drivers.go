@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/csimigrate/csimigrate/plan"
+	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/translate"
+)
+
+// driverSet are the CSIDrivers of the input or the cluster.
+type driverSet struct {
+	names []string
+	// read: CSIDrivers were read (from a cluster, even none; from files,
+	// at least one).
+	read bool
+}
+
+func (d *driverSet) add(obj any) {
+	if o, ok := obj.(*storagev1.CSIDriver); ok {
+		d.read = true
+		d.names = append(d.names, o.Name)
+	}
+}
+
+// listDrivers reads the cluster's CSIDrivers.
+func listDrivers(ctx context.Context, c kubernetes.Interface) (driverSet, error) {
+	l, err := c.StorageV1().CSIDrivers().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return driverSet{}, fmt.Errorf("listing csidrivers: %w", err)
+	}
+	d := driverSet{read: true}
+	for i := range l.Items {
+		d.add(&l.Items[i])
+	}
+	return d, nil
+}
+
+// blockedDrivers are the backends whose volumes must not be rewritten on
+// the cluster, by in-tree plugin name, with why.
+type blockedDrivers map[string]*plugin.Finding
+
+// refusal is why a PV or class of in-tree plugin inTree is not rewritten,
+// "" when it may be.
+func (b blockedDrivers) refusal(inTree string) string {
+	f := b[inTree]
+	if f == nil {
+		return ""
+	}
+	return f.Message + "; " + commandRemedy(f.Action, f.Object, f.Remedy)
+}
+
+// driversFor is tr translating to the drivers of set (chosen: -driver),
+// and the backends whose driver is missing or not chosen. Without
+// CSIDrivers the upstream names are used and stderr says so.
+func driversFor(tr *translate.Translator, set driverSet, chosen map[string]string, stderr io.Writer) (*translate.Translator, blockedDrivers, error) {
+	choices := plan.ChooseDrivers(set.names, set.read, chosen)
+	if !set.read {
+		var names []string
+		for _, c := range choices {
+			names = append(names, c.Driver)
+		}
+		fmt.Fprintf(stderr, "the input has no CSIDrivers: the PVs name %v; give kubectl get csidrivers -o yaml too to use the names the cluster's drivers have\n", names)
+	}
+	blocked := blockedDrivers{}
+	for _, c := range choices {
+		if c.Blocker != nil {
+			blocked[c.InTree] = c.Blocker
+		}
+	}
+	out, err := tr.WithDriverNames(plan.DriverNames(choices))
+	if err != nil {
+		return nil, nil, fmt.Errorf("-driver: %w", err)
+	}
+	return out, blocked, nil
+}
+
+// pvBackend is the in-tree plugin of a PV: its in-tree source's, or its
+// CSI driver's.
+func pvBackend(pv *v1.PersistentVolume) string {
+	if n := plugin.InTreeNameOfPV(pv); n != "" || pv == nil || pv.Spec.CSI == nil {
+		return n
+	}
+	return plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver)
+}
+
+// classBackend is the in-tree plugin of a StorageClass's provisioner.
+func classBackend(sc *storagev1.StorageClass) string {
+	if n := plugin.InTreeNameOfProvisioner(sc.Provisioner); n != "" {
+		return n
+	}
+	return plugin.InTreeNameOfDriver(sc.Provisioner)
+}
