@@ -57,7 +57,7 @@ func hazardCodes(r *plan.Plan) []string {
 // name, and blocks a backend with none, with two and no choice, with a
 // choice that is not installed, or an input without CSIDrivers.
 func TestPlanDrivers(t *testing.T) {
-	base := []any{secret("admin", "key", "AQBs3cr3t"), rbdClass("fast")}
+	base := []any{secret("admin", "key", "AQBs3cr3t"), rbdClass("fast"), cephConfig(testMonitor)}
 	type verdict struct {
 		Driver, ClassTo string
 		Migratable      bool
@@ -125,7 +125,7 @@ func TestPlanDrivers(t *testing.T) {
 
 // The two drivers of a backend are both named where none was chosen.
 func TestPlanDriversAmbiguousNamesBoth(t *testing.T) {
-	r := driverPlan(t, plan.Options{}, csiDriver(plugin.RBDDriverName), csiDriver(rookRBD), secret("admin", "key", "x"), rbdPV("a", "admin", "admin"))
+	r := driverPlan(t, plan.Options{}, csiDriver(plugin.RBDDriverName), csiDriver(rookRBD), cephConfig(testMonitor), secret("admin", "key", "x"), rbdPV("a", "admin", "admin"))
 	f := r.Volumes[0].Findings[0]
 	if f.Action != plugin.ActionChooseDriver || !strings.Contains(f.Message, plugin.RBDDriverName) || !strings.Contains(f.Message, rookRBD) {
 		t.Errorf("finding %+v: want both drivers named and the choice as its action", f)
@@ -150,7 +150,7 @@ func TestPlanNodePlugin(t *testing.T) {
 		{"no CSINode of the node", []any{csiNode("n2", rookRBD)}, true},
 		{"no CSINodes", nil, false},
 	} {
-		objs := append([]any{csiDriver(rookRBD), secret("admin", "key", "x"), pod, claim}, tc.nodes...)
+		objs := append([]any{csiDriver(rookRBD), cephConfig(testMonitor), secret("admin", "key", "x"), pod, claim}, tc.nodes...)
 		r := driverPlan(t, plan.Options{}, append(objs, pv)...)
 		if got := slices.Contains(codes(r.Volumes[0]), plan.FindingNodePluginMissing); got != tc.want {
 			t.Errorf("%s: node plugin missing %v, want %v (%v)", tc.name, got, tc.want, r.Volumes[0].Findings)
@@ -169,7 +169,7 @@ func TestPlanVSphereTopologyPerVolume(t *testing.T) {
 	zoned := vspherePV("zoned", "[ds1] kubevols/zoned.vmdk", "")
 	zoned.Labels = map[string]string{v1.LabelTopologyZone: "z1"}
 	plain := vspherePV("plain", "[ds1] kubevols/plain.vmdk", "")
-	noKeys := []any{csiDriver(plugin.VSphereDriverName), csiDriver(plugin.RBDDriverName), csiNode("n1", plugin.VSphereDriverName), csiNode("n2", plugin.VSphereDriverName)}
+	noKeys := []any{csiDriver(plugin.VSphereDriverName), csiDriver(plugin.RBDDriverName), cephConfig(testMonitor), csiNode("n1", plugin.VSphereDriverName), csiNode("n2", plugin.VSphereDriverName)}
 	withKeys := func(keys ...string) *storagev1.CSINode {
 		n := csiNode("n3", plugin.VSphereDriverName)
 		n.Spec.Drivers[0].TopologyKeys = keys

@@ -6,7 +6,6 @@
 package plan
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -17,6 +16,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/adopt"
@@ -43,9 +43,11 @@ type Plan struct {
 	Secrets        []SecretPlan        `json:"secrets,omitempty"`
 	FeatureGates   []string            `json:"featureGateSteps,omitempty"`
 	Blocked        bool                `json:"blocked"`
-	// CephCSIConfigMap is the config map of CephClusters that Ceph CSI's
-	// drivers read (nil without Ceph volumes or classes).
-	CephCSIConfigMap *v1.ConfigMap `json:"cephCSIConfigMap,omitempty"`
+	// CephCSIConfig says, for each Ceph CSI deployment the migrated
+	// volumes and classes go to, where it reads its cluster entries, which
+	// it serves, and the missing ones in the form that lasts there (none
+	// without Ceph volumes or classes).
+	CephCSIConfig []CephCSIConfigPlan `json:"cephCSIConfig,omitempty"`
 	// VCenter is what the plan read from vCenter (with Options.VCenter and
 	// vSphere volumes or classes in the input).
 	VCenter *VCenterReport `json:"vcenter,omitempty"`
@@ -177,6 +179,7 @@ type Planner struct {
 	// settled (at the first PV, or in Finish); podNode the node of each
 	// running pod ("namespace/name").
 	drivers        clusterDrivers
+	cephConfig     cephConfigInput
 	pendingClasses []*storagev1.StorageClass
 	podNode        map[string]string
 	// owners maps "Kind/namespace/name" of every workload read to its
@@ -246,8 +249,10 @@ type Options struct {
 	// translator accepts but Ceph CSI would not serve
 	// (ceph.ClusterConfig.Warnings): cluster-wide hazards.
 	CephConfigWarnings []string
-	// CephCSINamespace is the namespace of the Ceph CSI config map the
-	// plan gives ("" for "ceph-csi").
+	// CephCSINamespace, when set, is the namespace of the Ceph CSI
+	// drivers' config map, for an input that has Ceph CSI config maps in
+	// several namespaces and not the drivers' pods that tell which one
+	// each reads.
 	CephCSINamespace string
 	// VCenter, when set, reads vCenter: the plan then judges the
 	// environment (vCenter and ESXi versions, the nodes' virtual machines,
@@ -346,6 +351,9 @@ func (p *Planner) Add(obj any) {
 		p.addNode(o)
 	case *storagev1.CSIDriver:
 		p.drivers.add(o)
+		p.cephConfig.addObject(o)
+	case *v1.ConfigMap, *unstructured.Unstructured:
+		p.cephConfig.addObject(o)
 	case *storagev1.CSINode:
 		p.sawCSINodes = true
 		p.drivers.add(o)
@@ -687,14 +695,21 @@ func actionOf(err error) plugin.Action {
 // pv (out, or err) makes a Ceph CSI driver read; volume is its index in the
 // plan, -1 for the PV form of an inline volume.
 func (p *Planner) needs(pv *v1.PersistentVolume, out *v1.PersistentVolume, err error, volume int) {
+	var e ceph.ClusterEntry
 	switch {
 	case pv.Spec.RBD != nil:
-		p.addCluster(pv.Spec.RBD.CephMonitors)
+		e = p.addCluster(pv.Spec.RBD.CephMonitors)
 	case pv.Spec.CephFS != nil:
-		p.addCluster(pv.Spec.CephFS.Monitors)
+		e = p.addCluster(pv.Spec.CephFS.Monitors)
 	default:
 		return
 	}
+	if err == nil && out != nil && out.Spec.CSI != nil {
+		if id := out.Spec.CSI.VolumeAttributes["clusterID"]; id != "" {
+			e.ClusterID = id
+		}
+	}
+	p.cephConfig.need(plugin.InTreeNameOfPV(pv), e, volume, "")
 	if err != nil {
 		return
 	}
@@ -703,9 +718,10 @@ func (p *Planner) needs(pv *v1.PersistentVolume, out *v1.PersistentVolume, err e
 	}
 }
 
-func (p *Planner) addCluster(mons []string) {
+func (p *Planner) addCluster(mons []string) ceph.ClusterEntry {
 	e := ceph.EntryFor(mons)
 	p.clusters[e.ClusterID] = e
+	return e
 }
 
 // addWorkload records the in-tree inline volumes of a pod or a workload's
@@ -713,6 +729,7 @@ func (p *Planner) addCluster(mons []string) {
 // templates.
 func (p *Planner) addWorkload(w *rewrite.Workload) {
 	p.owners[w.Key()] = w.Owner
+	p.cephConfig.addWorkload(w)
 	if w.Kind == "Pod" && !w.Finished {
 		if w.Spec.NodeName != "" {
 			p.podNode[w.Namespace+"/"+w.Name] = w.Spec.NodeName
@@ -822,6 +839,7 @@ func (p *Planner) addStorageClass(sc *storagev1.StorageClass) {
 		if mons := out.Parameters["monitors"]; mons != "" && in.Provisioner == rbd.PluginName {
 			e := ceph.ClusterEntry{ClusterID: out.Parameters["clusterID"], Monitors: strings.Split(mons, ",")}
 			p.clusters[e.ClusterID] = e
+			p.cephConfig.need(in.Provisioner, e, -1, sc.Name)
 		}
 		if in.Provisioner == rbd.PluginName {
 			// Ceph CSI reads the migration user from the admin secret's
@@ -899,8 +917,8 @@ func (p *Planner) Finish() *Plan {
 		plan.CephClusters = append(plan.CephClusters, p.clusters[id])
 	}
 	p.settleVCenter(plan)
+	p.settleCephConfig(plan)
 	p.addNotices(plan)
-	plan.CephCSIConfigMap = cephConfigMap(plan.CephClusters, p.opts.CephCSINamespace)
 	return plan
 }
 
@@ -1032,23 +1050,26 @@ func (p *Planner) addNotices(plan *Plan) {
 	}
 }
 
-// cephConfigMap is the config map of Ceph CSI's drivers that serves
-// clusters, in namespace ns ("" for "ceph-csi"); nil without clusters.
-func cephConfigMap(clusters []ceph.ClusterEntry, ns string) *v1.ConfigMap {
-	if len(clusters) == 0 {
-		return nil
+// settleCephConfig plans where each Ceph CSI driver reads its cluster
+// entries, and blocks the volumes and classes whose entry it does not
+// serve yet (or, where the input does not show its config, whose entry is
+// not checked).
+func (p *Planner) settleCephConfig(plan *Plan) {
+	configs, volumes, classes := p.cephConfig.settle(p.drivers.driverName, p.opts.CephCSINamespace)
+	plan.CephCSIConfig = configs
+	for _, i := range slices.Sorted(maps.Keys(volumes)) {
+		v, f := &plan.Volumes[i], volumes[i]
+		v.Findings = append(v.Findings, f)
+		if v.Migratable {
+			v.Migratable, v.Reason = false, f.Message
+		}
+		plan.Blocked = true
 	}
-	b, err := json.Marshal(clusters)
-	if err != nil {
-		return nil
-	}
-	if ns == "" {
-		ns = "ceph-csi"
-	}
-	return &v1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Name: "ceph-csi-config", Namespace: ns},
-		Data:       map[string]string{"config.json": string(b)},
+	for _, name := range slices.Sorted(maps.Keys(classes)) {
+		if i := slices.IndexFunc(plan.StorageClasses, func(s StorageClassPlan) bool { return s.Name == name }); i >= 0 && plan.StorageClasses[i].Migratable {
+			f := classes[name]
+			p.classBlocked(name, f.Message+"; "+f.Remedy)
+		}
 	}
 }
 

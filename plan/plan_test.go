@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -38,7 +40,21 @@ func withDrivers(p *plan.Planner, names ...string) *plan.Planner {
 	for _, n := range names {
 		p.Add(&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: n}})
 	}
+	p.Add(cephConfig(testMonitor))
 	return p
+}
+
+const testMonitor = "10.0.0.1:6789"
+
+// cephConfig is the config map of Ceph CSI's manifests with the entries of
+// these monitor lists (each comma-separated).
+func cephConfig(monitors ...string) *v1.ConfigMap {
+	var entries []ceph.ClusterEntry
+	for _, m := range monitors {
+		entries = append(entries, ceph.EntryFor(strings.Split(m, ",")))
+	}
+	b, _ := json.Marshal(entries)
+	return &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ceph-csi", Name: "ceph-csi-config"}, Data: map[string]string{"config.json": string(b)}}
 }
 
 func rbdPV(name, user, secret string) *v1.PersistentVolume {
@@ -164,6 +180,10 @@ func TestPlanProperty(t *testing.T) {
 	})
 }
 
+// existingEntry is an entry of a cluster's own Ceph CSI volumes, with a
+// field the plan does not read.
+const existingEntry = `{"clusterID":"0b2f1c3e-fsid","monitors":["10.9.9.9:6789"],"readAffinity":{"enabled":true}}`
+
 // Finish returns everything a program prints: the feature-gate steps of
 // the plugins in use, the Ceph config's warnings, the Ceph CSI config map,
 // and the VolumeInUse finding of a volume pods use.
@@ -177,7 +197,8 @@ func TestPlanWholeReport(t *testing.T) {
 	pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: "data"}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}, Spec: v1.PodSpec{Volumes: []v1.Volume{{Name: "v",
 		VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}}
-	for _, o := range []any{secret("admin", "key", "AQBs3cr3t"), pod, pv} {
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "storage", Name: "ceph-csi-config"}, Data: map[string]string{"config.json": "[" + existingEntry + "]"}}
+	for _, o := range []any{secret("admin", "key", "AQBs3cr3t"), pod, cm, pv} {
 		p.Add(o)
 	}
 	r := p.Finish()
@@ -198,10 +219,19 @@ func TestPlanWholeReport(t *testing.T) {
 	}) {
 		t.Errorf("hazards %+v: want the config's warning", r.Hazards)
 	}
-	cm := r.CephCSIConfigMap
-	if cm == nil || cm.Namespace != "storage" || cm.Name != "ceph-csi-config" || len(r.CephClusters) != 1 ||
-		!strings.Contains(cm.Data["config.json"], r.CephClusters[0].ClusterID) {
-		t.Errorf("config map %+v for clusters %+v", cm, r.CephClusters)
+	// The drivers' config map, of plain manifests, is merged into: its
+	// entry stays as it is, fields the plan does not know included.
+	if len(r.CephCSIConfig) != 1 || r.CephCSIConfig[0].ConfigMapMerged == nil {
+		t.Fatalf("Ceph CSI config %+v: want the merged map", r.CephCSIConfig)
+	}
+	cc := r.CephCSIConfig[0]
+	got := cc.ConfigMapMerged.Data["config.json"]
+	if cc.Deployment != plan.DeploymentManifests || cc.Namespace != "storage" || cc.ConfigMap != "ceph-csi-config" || len(r.CephClusters) != 1 ||
+		!strings.Contains(got, r.CephClusters[0].ClusterID) || !strings.HasPrefix(got, "["+existingEntry+",") {
+		t.Errorf("config %+v for clusters %+v: want the entry of %s added after %s", cc, r.CephClusters, r.CephClusters[0].ClusterID, existingEntry)
+	}
+	if r.Volumes[0].Migratable || !slices.Contains(codes(r.Volumes[0]), plan.FindingCephClusterEntryMissing) {
+		t.Errorf("volume %+v: want it blocked until the driver serves its entry", r.Volumes[0])
 	}
 }
 

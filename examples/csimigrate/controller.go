@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -34,6 +35,8 @@ import (
 
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/examples/csimigrate/internal/controller"
+	"github.com/csimigrate/csimigrate/plan"
+	"github.com/csimigrate/csimigrate/translate"
 )
 
 // controllerOptions are the flags of csimigrate controller.
@@ -200,15 +203,15 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 	if !o.log.verbose {
 		logger = logger.V(0)
 	}
-	tr, err := o.translation.translator()
-	if err != nil {
-		return err
-	}
 	cephCfg, err := o.translation.clusterConfig()
 	if err != nil {
 		return err
 	}
 	client, dyn, leClient, err := o.clients()
+	if err != nil {
+		return err
+	}
+	tr, err := o.clusterTranslator(ctx, client, stderr)
 	if err != nil {
 		return err
 	}
@@ -281,6 +284,32 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 
 // serve serves the metrics and the health checks on -metrics-address ("":
 // nothing); stop shuts the server down.
+// clusterTranslator translates to the drivers the cluster has, as they are
+// at the start. A backend in scope whose driver is not installed yet is
+// waited for, under its upstream name; one with two drivers and no -driver,
+// or a -driver not installed, is a choice the controller does not make.
+func (o *controllerOptions) clusterTranslator(ctx context.Context, client kubernetes.Interface, stderr io.Writer) (*translate.Translator, error) {
+	tr, err := o.translation.translator()
+	if err != nil {
+		return nil, err
+	}
+	drivers, err := listDrivers(ctx, client)
+	if err != nil {
+		return nil, err
+	}
+	tr, blocked, err := driversFor(tr, drivers, o.translation.drivers, stderr)
+	if err != nil {
+		return nil, err
+	}
+	for inTree, f := range blocked {
+		inScope := len(o.pluginList) == 0 || slices.Contains(o.pluginList, inTree)
+		if inScope && f.Code != plan.FindingCSIDriverMissing || inScope && o.translation.drivers[inTree] != "" {
+			return nil, errors.New(blocked.refusal(inTree))
+		}
+	}
+	return tr, nil
+}
+
 func (o *controllerOptions) serve(reg *prometheus.Registry, health *leaderelection.HealthzAdaptor, logger klog.Logger) (stop func(), err error) {
 	if o.metricsAddr == "" {
 		return func() {}, nil

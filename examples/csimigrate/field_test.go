@@ -24,12 +24,13 @@ import (
 
 // planOf runs plan -o json with args and decodes the plan. Input from
 // files is read with the CSIDrivers of a cluster that runs the drivers
-// under their upstream names (the field files are manifests as published,
-// not dumps of a cluster).
+// under their upstream names from Ceph CSI's manifests, serving the field
+// inputs' cluster entries (the field files are manifests as published, not
+// dumps of a cluster).
 func planOf(t *testing.T, args ...string) (*plan.Plan, string, int) {
 	t.Helper()
 	if slices.Contains(args, "-f") {
-		args = append(args, "-f", "testdata/drivers-upstream.yaml")
+		args = append(args, "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml")
 	}
 	out, stderr, code := runCmd(t, "", append([]string{"plan", "-o", "json"}, args...)...)
 	var p plan.Plan

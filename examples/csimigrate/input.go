@@ -22,6 +22,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
@@ -537,6 +538,13 @@ func errInvalidUTF8(b []byte) error {
 	return fmt.Errorf("invalid UTF-8 at byte %d (line %d of the document)", i, line)
 }
 
+// operatorGroup is the API group of the ceph-csi-operator's objects, and
+// operatorKinds the kinds of it the plan reads: where Ceph CSI's drivers
+// run and the cluster entries the operator renders.
+const operatorGroup = "csi.ceph.io"
+
+var operatorKinds = map[string]bool{"Driver": true, "ClientProfile": true, "CephConnection": true}
+
 // readKinds are the kinds the commands read, each with a new object to
 // decode it into; objects of other kinds are counted and named, not read.
 var readKinds = map[string]func() any{
@@ -547,6 +555,7 @@ var readKinds = map[string]func() any{
 	"Secret":                func() any { return &v1.Secret{} },
 	"CSINode":               func() any { return &storagev1.CSINode{} },
 	"CSIDriver":             func() any { return &storagev1.CSIDriver{} },
+	"ConfigMap":             func() any { return &v1.ConfigMap{} },
 	"Node":                  func() any { return &v1.Node{} },
 	"Deployment":            func() any { return &appsv1.Deployment{} },
 	"StatefulSet":           func() any { return &appsv1.StatefulSet{} },
@@ -574,6 +583,12 @@ func (rd *reader) decodeObject(j []byte) error {
 		return nil
 	}
 	newTarget, known := readKinds[tm.Kind]
+	if operatorKinds[tm.Kind] {
+		// The ceph-csi-operator's objects, read as they are; a kind of
+		// another group with the same name is not one of them.
+		known = strings.HasPrefix(tm.APIVersion, operatorGroup+"/")
+		newTarget = func() any { return &unstructured.Unstructured{} }
+	}
 	switch {
 	case tm.Kind == "":
 		return errors.New("object has no kind")
@@ -598,6 +613,11 @@ func (rd *reader) decodeObject(j []byte) error {
 	}
 	if err := defaultLegacy(tm.APIVersion, target); err != nil {
 		return fmt.Errorf("%s %s: %w", tm.Kind, objectName(j), err)
+	}
+	if u, ok := target.(*unstructured.Unstructured); ok {
+		// Only what the plan reads of them: no status, no managed fields.
+		u.SetManagedFields(nil)
+		unstructured.RemoveNestedField(u.Object, "status")
 	}
 	if o := target.(metav1.Object); o.GetNamespace() == "" && !clusterKinds[tm.Kind] {
 		ns := rd.namespace

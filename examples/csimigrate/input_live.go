@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -48,6 +51,8 @@ func liveListers(c kubernetes.Interface, withSecrets, withNodes bool) []lister {
 		list("storageclasses", storage.StorageClasses().List, func(l *storagev1.StorageClassList) (string, []storagev1.StorageClass) { return l.Continue, l.Items }),
 		list("csidrivers", storage.CSIDrivers().List, func(l *storagev1.CSIDriverList) (string, []storagev1.CSIDriver) { return l.Continue, l.Items }),
 		list("csinodes", storage.CSINodes().List, func(l *storagev1.CSINodeList) (string, []storagev1.CSINode) { return l.Continue, l.Items }),
+		list("configmaps", core.ConfigMaps("").List, func(l *v1.ConfigMapList) (string, []v1.ConfigMap) { return l.Continue, l.Items }),
+		operatorList(c, "drivers"), operatorList(c, "clientprofiles"), operatorList(c, "cephconnections"),
 		list("persistentvolumeclaims", core.PersistentVolumeClaims("").List, func(l *v1.PersistentVolumeClaimList) (string, []v1.PersistentVolumeClaim) { return l.Continue, l.Items }),
 		list("pods", core.Pods("").List, func(l *v1.PodList) (string, []v1.Pod) { return l.Continue, l.Items }),
 		list("deployments", apps.Deployments("").List, func(l *appsv1.DeploymentList) (string, []appsv1.Deployment) { return l.Continue, l.Items }),
@@ -65,6 +70,33 @@ func liveListers(c kubernetes.Interface, withSecrets, withNodes bool) []lister {
 		out = append(out, list("secrets", core.Secrets("").List, func(l *v1.SecretList) (string, []v1.Secret) { return l.Continue, l.Items }))
 	}
 	return append(out, list("persistentvolumes", core.PersistentVolumes().List, func(l *v1.PersistentVolumeList) (string, []v1.PersistentVolume) { return l.Continue, l.Items }))
+}
+
+// operatorList lists the ceph-csi-operator's objects of a resource, as
+// they are (csi.ceph.io/v1); none where the cluster has no such resource.
+func operatorList(c kubernetes.Interface, resource string) lister {
+	return lister{resource + "." + operatorGroup, func(ctx context.Context, o metav1.ListOptions, sink Sink) (string, int, error) {
+		req := c.Discovery().RESTClient().Get().AbsPath("/apis/"+operatorGroup+"/v1/"+resource).Param("limit", strconv.FormatInt(o.Limit, 10))
+		if o.Continue != "" {
+			req = req.Param("continue", o.Continue)
+		}
+		b, err := req.DoRaw(ctx)
+		if apierrors.IsNotFound(err) {
+			return "", 0, nil
+		}
+		if err != nil {
+			return "", 0, err
+		}
+		var l unstructured.UnstructuredList
+		if err := l.UnmarshalJSON(b); err != nil {
+			return "", 0, err
+		}
+		for i := range l.Items {
+			l.Items[i].SetManagedFields(nil)
+			sink.Add(&l.Items[i])
+		}
+		return l.GetContinue(), len(l.Items), nil
+	}}
 }
 
 // readLive lists the kinds of liveListers into sink, page by page (500

@@ -61,14 +61,17 @@ func TestGolden(t *testing.T) {
 		{"plan-1.24.txt", []string{"plan", "-kubernetes-version", "1.24"}, exitBlocked},
 		{"translate.yaml", []string{"translate"}, exitBlocked},
 		{"rewrite.sh", []string{"rewrite"}, exitBlocked},
-		{"rewrite-dump.yaml", []string{"rewrite", "-o", "yaml", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml"}, exitOK},
-		{"plan-dump.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-kubernetes-version", "v1.31.2", "-vsphere-topology-categories", "k8s-zone,k8s-region"}, exitOK},
-		{"plan-csinodes.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/csinodes.yaml"}, exitBlocked},
-		{"plan-csinodes-ok.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/csinodes.yaml", "-vsphere-topology-categories", "openshift-zone,openshift-region"}, exitOK},
+		{"rewrite-dump.yaml", []string{"rewrite", "-o", "yaml", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml"}, exitOK},
+		{"plan-dump.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml", "-kubernetes-version", "v1.31.2", "-vsphere-topology-categories", "k8s-zone,k8s-region"}, exitOK},
+		{"plan-csinodes.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml", "-f", "testdata/csinodes.yaml"}, exitBlocked},
+		{"plan-csinodes-ok.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml", "-f", "testdata/csinodes.yaml", "-vsphere-topology-categories", "openshift-zone,openshift-region"}, exitOK},
 		// Rook: the drivers' names are Rook's; Kubernetes' gates route to
 		// the upstream names, so none is advised.
 		{"plan-rook.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-rook.yaml", "-kubernetes-version", "1.30", "-vsphere-topology-categories", "k8s-zone,k8s-region"}, exitOK},
 		{"rewrite-rook.yaml", []string{"rewrite", "-o", "yaml", "-f", "testdata/dump.json", "-f", "testdata/drivers-rook.yaml"}, exitOK},
+		// The ceph-csi-operator without the migration's entry: the
+		// ClientProfile and CephConnection to create.
+		{"plan-operator.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/operator.yaml", "-vsphere-topology-categories", "k8s-zone,k8s-region"}, exitBlocked},
 		// No Ceph CSI: the Ceph volumes wait for their driver.
 		{"plan-no-ceph-csi.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-vsphere.yaml", "-f", "testdata/csinodes.yaml", "-vsphere-topology-categories", "openshift-zone,openshift-region"}, exitBlocked},
 	} {
@@ -305,7 +308,7 @@ func TestInputReadWholeOrRefused(t *testing.T) {
 		"content after ---":  "--- " + strings.TrimSuffix(strings.SplitN(pv("a"), "\n", 2)[0], "\n") + "\n" + strings.SplitN(pv("a"), "\n", 2)[1] + "---\t\n" + pv("b"),
 		"leading --- + CRLF": strings.ReplaceAll("---\n"+pv("a")+"---\n"+pv("b"), "\n", "\r\n"),
 	} {
-		out, stderr, code := runCmd(t, in, "plan", "-o", "json", "-f", "-", "-f", "testdata/drivers-upstream.yaml")
+		out, stderr, code := runCmd(t, in, "plan", "-o", "json", "-f", "-", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml")
 		if code != exitOK {
 			t.Errorf("%s: exit %d: %s", name, code, stderr)
 			continue
@@ -352,9 +355,9 @@ func TestYAMLListShapes(t *testing.T) {
 	}
 	kubectl := "apiVersion: v1\nitems:\n# the first\n" + indent(item("a"), "- ", "  ") + "\n  # inside\n" + indent(item("b"), "- ", "  ") + "kind: List\nmetadata:\n  resourceVersion: \"\"\n"
 	indented := "apiVersion: v1\nkind: List\nitems:\n" + indent(item("a"), "  - ", "    ") + indent(item("b"), "  - ", "    ")
-	want, _, _ := runCmd(t, "---\n"+item("a")+"---\n"+item("b"), "plan", "-o", "json", "-f", "-", "-f", "testdata/drivers-upstream.yaml")
+	want, _, _ := runCmd(t, "---\n"+item("a")+"---\n"+item("b"), "plan", "-o", "json", "-f", "-", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml")
 	for name, in := range map[string]string{"kubectl": kubectl, "indented": indented, "kubectl, CRLF": strings.ReplaceAll(kubectl, "\n", "\r\n")} {
-		got, stderr, code := runCmd(t, in, "plan", "-o", "json", "-f", "-", "-f", "testdata/drivers-upstream.yaml")
+		got, stderr, code := runCmd(t, in, "plan", "-o", "json", "-f", "-", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml")
 		if code != exitOK {
 			t.Errorf("%s: exit %d: %s", name, code, stderr)
 			continue

@@ -52,7 +52,8 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 func (o *planOptions) register(fs *flag.FlagSet) {
 	o.common.register(fs, "table", "wide", "json", "yaml")
-	fs.StringVar(&o.cephCSINamespace, "ceph-csi-namespace", "ceph-csi", "namespace of the Ceph CSI config map in the plan")
+	fs.StringVar(&o.cephCSINamespace, "ceph-csi-namespace", "", "the namespace of the Ceph CSI drivers' config map, where the input has such maps in\n"+
+		"several namespaces and not the drivers' pods that tell which one each reads")
 	o.k8sMinor = 30
 	fs.Func("kubernetes-version", fmt.Sprintf("the cluster's current Kubernetes minor version, 1.%d to 1.%d, for the feature-gate steps (default 1.30)", featuregate.MinMinor, featuregate.MaxMinor), func(v string) error {
 		minor, err := featuregate.ParseMinor(v)
@@ -359,11 +360,8 @@ func writePlanTable(w io.Writer, p *plan.Plan, wide bool) error {
 		secrets.add([]string{s.Namespace + "/" + s.Name, s.Action, strings.Join(s.Fields, ","), dash(s.From)}, [2]string{"", s.Reason})
 	}
 	secrets.write(w, wide, "WHY")
-	if cm := p.CephCSIConfigMap; cm != nil {
-		fmt.Fprintln(w, "\nCEPH CSI CONFIG MAP (create before enabling migration)")
-		if err := writeYAML(w, cm); err != nil {
-			return err
-		}
+	if err := writeCephConfig(w, p.CephCSIConfig); err != nil {
+		return err
 	}
 	if len(p.FeatureGates) > 0 {
 		fmt.Fprintln(w, "\nFEATURE GATES")
@@ -408,4 +406,54 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// writeCephConfig writes, for each Ceph CSI deployment, where its drivers
+// read their cluster entries and the missing entries in the form that
+// lasts there.
+func writeCephConfig(w io.Writer, configs []plan.CephCSIConfigPlan) error {
+	for _, c := range configs {
+		where := c.Namespace + "/" + c.ConfigMap + ", key " + c.Key
+		switch {
+		case c.Reason != "":
+			fmt.Fprintf(w, "\nCEPH CSI CONFIG of %s: not known\n", strings.Join(c.Drivers, ", "))
+			fmt.Fprint(w, wrap("  "+c.Reason, textWidth, "    "))
+			continue
+		case c.Deployment == plan.DeploymentHelm:
+			where = "Helm release " + c.HelmRelease + " (namespace " + c.Namespace + "), value csiConfig, rendered into " + where
+		case c.Deployment == plan.DeploymentOperator:
+			where = "the ceph-csi-operator's ClientProfiles and CephConnections in " + c.Namespace + ", rendered into " + where
+		}
+		fmt.Fprintf(w, "\nCEPH CSI CONFIG of %s (%s)\n", strings.Join(c.Drivers, ", "), c.Deployment)
+		fmt.Fprint(w, wrap("  read from: "+where, textWidth, "    "))
+		if len(c.Served) > 0 {
+			fmt.Fprint(w, wrap("  serves already: "+strings.Join(c.Served, ", "), textWidth, "    "))
+		}
+		if len(c.Missing) == 0 {
+			continue
+		}
+		var ids []string
+		for _, e := range c.Missing {
+			ids = append(ids, e.ClusterID)
+		}
+		fmt.Fprint(w, wrap("  missing: "+strings.Join(ids, ", ")+" (the volumes that need them are blocked until it serves them)", textWidth, "    "))
+		switch {
+		case c.HelmValues != "":
+			fmt.Fprintf(w, "  add with: helm upgrade %s <chart> -n %s --reuse-values -f <this file>\n", c.HelmRelease, c.Namespace)
+			fmt.Fprintln(w, c.HelmValues)
+		case c.ConfigMapMerged != nil:
+			fmt.Fprintln(w, "  the map with its entries kept and the missing ones added (kubectl apply -f):")
+			if err := writeYAML(w, c.ConfigMapMerged); err != nil {
+				return err
+			}
+		case len(c.Objects) > 0:
+			fmt.Fprintln(w, "  create (kubectl create -f); the operator renders them into the map:")
+			for _, o := range c.Objects {
+				if err := writeYAML(w, o); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
