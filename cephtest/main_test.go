@@ -97,24 +97,36 @@ func cephEnv(t testing.TB) (*Cluster, *Drivers) {
 	return envCluster, envDrivers
 }
 
-// configure runs `csimigrate plan -o json` on the objects (it exits 1 when
-// something blocks a migration; that is a plan too), makes the config.json
-// of the Ceph CSI config map it prints the drivers' cluster map, and
-// returns a translator that knows the same clusters, with a test logger.
+// configure runs `csimigrate plan -o json` on the objects and the config
+// map the drivers read (runCommand: their config.json), gives the drivers
+// the map the plan says to apply (their entries kept, the missing ones
+// added), and returns a translator that knows the same clusters, with a
+// test logger.
 func configure(t testing.TB, d *Drivers, objs ...runtime.Object) (*translate.Translator, klog.Logger) {
 	t.Helper()
 	out := planJSON(t, objs...)
 	var plan struct {
-		ConfigMap struct {
-			Data map[string]string `json:"data"`
-		} `json:"cephCSIConfigMap"`
+		Config []struct {
+			Deployment string `json:"deployment"`
+			Merged     *struct {
+				Data map[string]string `json:"data"`
+			} `json:"configMapMerged"`
+		} `json:"cephCSIConfig"`
 	}
 	if err := json.Unmarshal(out, &plan); err != nil {
 		t.Fatalf("csimigrate plan -o json: %v", err)
 	}
-	cfg := []byte(plan.ConfigMap.Data["config.json"])
-	if len(cfg) == 0 {
-		t.Fatalf("csimigrate plan printed no Ceph CSI config map: %s", out)
+	cfg, err := os.ReadFile(CephCSIConfigFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range plan.Config {
+		if c.Deployment != "manifests" {
+			t.Fatalf("csimigrate plan found a %q deployment of Ceph CSI, not its config map: %s", c.Deployment, out)
+		}
+		if c.Merged != nil {
+			cfg = []byte(c.Merged.Data["config.json"])
+		}
 	}
 	if err := d.SetConfig(cfg); err != nil {
 		t.Fatal(err)
@@ -155,6 +167,13 @@ func runCommand(t testing.TB, args []string, objs ...runtime.Object) []byte {
 	if err := os.WriteFile(manifest, b.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The drivers' config map, as they read it now.
+	if cfg, err := os.ReadFile(CephCSIConfigFile); err == nil {
+		if err := os.WriteFile(manifest+".config.yaml", cephCSIConfigMap(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "-f", manifest+".config.yaml")
+	}
 	cmd := exec.Command(envBin, append(args, "-f", manifest)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -188,4 +207,12 @@ func lines(s string) []string {
 		}
 	}
 	return out
+}
+
+// cephCSIConfigMap is the manifest of Ceph CSI's config map (its deploy/
+// manifests' ceph-csi-config) holding cfg as config.json.
+func cephCSIConfigMap(cfg []byte) []byte {
+	b, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "ceph-csi-config", "namespace": "ceph-csi"}, "data": map[string]string{"config.json": string(cfg)}})
+	return b
 }

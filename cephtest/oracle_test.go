@@ -389,17 +389,17 @@ func TestCephPlanVerdictOracle(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// The driver gets the entries the plan gives first, as an
+		// administrator adds them; the plan's verdicts are then judged on
+		// the config the driver reads.
+		tr, logger := configure(t, d, oc.objects()...)
 		out := planJSON(t, oc.objects()...)
 		var plan struct {
-			Volumes   []oracleVolume `json:"volumes"`
-			ConfigMap struct {
-				Data map[string]string `json:"data"`
-			} `json:"cephCSIConfigMap"`
+			Volumes []oracleVolume `json:"volumes"`
 		}
 		if err := json.Unmarshal(out, &plan); err != nil {
 			t.Fatalf("plan -o json: %v\n%s", err, out)
 		}
-		tr, logger := configure(t, d, oc.objects()...)
 		// The CSI PVs the rewrite would create, as it prints them for
 		// review; PVs it refuses are judged in their translated form.
 		replacements := map[string]*v1.PersistentVolume{}

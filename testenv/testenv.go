@@ -288,6 +288,17 @@ func startRelease(log io.Writer, r Release) (*Server, error) {
 // cluster that runs them from their charts and manifests has them.
 var UpstreamCSIDrivers = []string{plugin.RBDDriverName, plugin.CephFSDriverName, plugin.VSphereDriverName}
 
+// RemoveCSIDrivers deletes the CSIDriver objects of these names, for a test
+// of a cluster whose drivers are not installed yet.
+func (s *Server) RemoveCSIDrivers(names ...string) error {
+	for _, n := range names {
+		if err := s.Client.StorageV1().CSIDrivers().Delete(context.Background(), n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting CSIDriver %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
 // InstallCSIDrivers creates CSIDriver objects of these names (as a
 // driver's deployment does), for the commands that read which drivers the
 // cluster has.

@@ -92,6 +92,10 @@ func startControllerServer(t *testing.T) *controllerServer {
 		t.Fatalf("cannot start kube-apiserver: %v", err)
 	}
 	t.Cleanup(s.Stop)
+	// The controller's tests register the drivers themselves.
+	if err := s.RemoveCSIDrivers(testenv.UpstreamCSIDrivers...); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.StartControllerManager(os.Stderr, testenv.VolumeControllers...); err != nil {
 		t.Fatalf("cannot start kube-controller-manager: %v", err)
 	}

@@ -192,6 +192,14 @@ spec:
 			t.Errorf("without CSIDrivers: exit %d:\n%s", code, out)
 		}
 		in += "---\napiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: rbd.csi.ceph.com}\n"
+		if out, _, code = runCmd(t, in, "plan", "-f", "-"); code != exitBlocked || !strings.Contains(out, plan.FindingCephCSIConfigNotFound) {
+			t.Errorf("without the driver's config map: exit %d:\n%s", code, out)
+		}
+		in += "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: ceph-csi-config, namespace: ceph-csi}\ndata: {config.json: '[]'}\n"
+		if out, _, code = runCmd(t, in, "plan", "-f", "-"); code != exitBlocked || !strings.Contains(out, plan.FindingCephClusterEntryMissing) {
+			t.Errorf("without the volume's entry: exit %d:\n%s", code, out)
+		}
+		in = strings.Replace(in, "config.json: '[]'", `config.json: '[{"clusterID":"6d34dafc1f01fb9c42fd3dc84e3422de","monitors":["10.0.0.1:6789"]}]'`, 1)
 		if out, _, code = runCmd(t, in, "plan", "-f", "-"); code != exitOK || !strings.HasSuffix(out, "RESULT: ready to migrate\n") {
 			t.Errorf("exit %d:\n%s", code, out)
 		}

@@ -319,7 +319,8 @@ func wrap(s string, width int, indent string) string {
 
 // writePlanTable writes the plan as tables, the long texts below each
 // table, or with wide in it.
-func writePlanTable(w io.Writer, p *plan.Plan, wide bool) error {
+func writePlanTable(out io.Writer, p *plan.Plan, wide bool) error {
+	w := &stickyWriter{w: out}
 	vols := table{title: "PERSISTENT VOLUMES", columns: []string{"NAME", "PLUGIN", "DRIVER", "MIGRATABLE", "CLAIM", "IN USE BY"}}
 	forms := table{title: "\nVOLUMES AFTER MIGRATION (native: the CSI driver's own volume, rewrite -apply -adopt; migration-handle, static: what the driver serves for them)",
 		columns: []string{"NAME", "FORM", "FEATURES"}}
@@ -379,7 +380,23 @@ func writePlanTable(w io.Writer, p *plan.Plan, wide bool) error {
 	} else {
 		fmt.Fprintln(w, "\nRESULT: ready to migrate")
 	}
-	return nil
+	return w.err
+}
+
+// stickyWriter keeps the first error of its writes and writes nothing
+// after it.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(b []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(b)
+	s.err = err
+	return n, err
 }
 
 // writeVCenter writes what the plan read from vCenter: its version, its

@@ -25,6 +25,8 @@ var commandRemedies = map[plugin.Action]func(object, engine string) string{
 			return "give the secrets too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml (or -live with -read-secrets); values are never printed"
 		case "CSIDrivers":
 			return "give the CSI drivers too: kubectl get csidrivers,csinodes -o yaml (or -live)"
+		case "CephCSIConfig":
+			return "give where Ceph CSI reads its config too: kubectl get ds,configmaps -A -o yaml (with the ceph-csi-operator also drivers,clientprofiles,cephconnections), or -live"
 		}
 		return engine
 	},

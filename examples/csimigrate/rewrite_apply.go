@@ -17,6 +17,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/apply/cephtool"
+	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
@@ -68,11 +69,16 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 	if code != exitOK {
 		return code
 	}
-	var refused bool
+	var refused, unserved bool
 	if targets, classes, refused, err = a.withoutBlocked(ctx, targets, classes, stderr); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitBlocked
 	}
+	if targets, unserved, err = a.withCephEntries(ctx, targets, c.drivers, stderr); err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitBlocked
+	}
+	refused = refused || unserved
 	if o.dry {
 		err = errors.Join(a.w.DryRunPVs(ctx, targets), a.w.DryRunClasses(ctx, classes))
 	} else {
@@ -96,6 +102,39 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 		return exitBlocked
 	}
 	return exitOK
+}
+
+// withCephEntries are the targets whose Ceph CSI driver serves the
+// cluster entry their migrated PV needs, as the plan judges it on the live
+// cluster (where each driver reads its config, and what it has); the
+// others are reported and left as they are. An undo needs no entry.
+func (a *applier) withCephEntries(ctx context.Context, pvs []apply.Target, drivers map[string]string, stderr io.Writer) ([]apply.Target, bool, error) {
+	if a.undo || len(pvs) == 0 {
+		return pvs, false, nil
+	}
+	pl := plan.New(a.tr, klog0(), plan.Options{Drivers: drivers})
+	if err := readLive(ctx, a.client, pl, false, false, func(int) {}, io.Discard); err != nil {
+		return nil, false, err
+	}
+	why := map[string]string{}
+	for _, v := range pl.Finish().Volumes {
+		for _, f := range v.Findings {
+			if f.Code == plan.FindingCephClusterEntryMissing || f.Code == plan.FindingCephCSIConfigNotFound {
+				why[v.Name] = f.Message + "; " + commandRemedy(f.Action, f.Object, f.Remedy)
+			}
+		}
+	}
+	var kept []apply.Target
+	refused := false
+	for _, t := range pvs {
+		if w := why[t.Name]; w != "" {
+			fmt.Fprintf(stderr, "pv/%s: refused: %s\n", t.Name, w)
+			refused = true
+			continue
+		}
+		kept = append(kept, t)
+	}
+	return kept, refused, nil
 }
 
 // withoutBlocked are the targets whose backend's driver the cluster has;

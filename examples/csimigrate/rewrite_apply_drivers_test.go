@@ -109,3 +109,48 @@ func codes(v plan.VolumePlan) []string {
 	}
 	return out
 }
+
+// rewrite -apply checks, before its first write, that the Ceph CSI driver
+// serves each volume's cluster entry where the cluster shows it reads it
+// (here its manifests' config map): a volume whose entry is missing is
+// refused and left as it was, and rewritten once the entry is there.
+func TestRewriteApplyChecksCephEntry(t *testing.T) {
+	c, kc := startServer(t)
+	ctx := context.Background()
+	names := testenv.Seed(t, c, "entry")
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ceph-csi"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ceph-csi", Name: "ceph-csi-config"},
+		Data: map[string]string{"config.json": `[{"clusterID":"own","monitors":["10.9.9.9:6789"]}]`}}
+	if _, err := c.CoreV1().ConfigMaps("ceph-csi").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc)
+	if code != exitBlocked {
+		t.Fatalf("rewrite -apply without the entry: exit %d:\n%s\n%s", code, out, stderr)
+	}
+	for _, n := range names {
+		pv, err := c.CoreV1().PersistentVolumes().Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ceph := pv.Spec.RBD != nil || pv.Spec.CephFS != nil
+		switch {
+		case ceph && !strings.Contains(stderr, "pv/"+n+": refused: "):
+			t.Errorf("%s: not refused:\n%s", n, stderr)
+		case ceph && pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete && n == "entry-rbd":
+			t.Errorf("%s: changed before its entry exists", n)
+		case !ceph && pv.Spec.CSI == nil:
+			t.Errorf("%s: a volume that needs no Ceph entry was not rewritten", n)
+		}
+	}
+	cm.Data["config.json"] = `[{"clusterID":"own","monitors":["10.9.9.9:6789"]},{"clusterID":"b7f67366bb43f32e07d8a261a7840da9","monitors":["` + testenv.Monitor + `"]}]`
+	if _, err := c.CoreV1().ConfigMaps("ceph-csi").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc); code != exitOK {
+		t.Fatalf("rewrite -apply with the entry: exit %d:\n%s\n%s", code, out, stderr)
+	}
+	testenv.RewrittenStates(t, c, "entry", names)
+}
