@@ -84,7 +84,8 @@ func TestCephRBDAdoptByControllerKubernetes(t *testing.T) {
 type adoptBy func(t *testing.T, srv *testenv.Server, kc, conf, cfgFile, pv, sc string)
 
 // adoptByRewrite runs csimigrate rewrite -apply -adopt.
-func adoptByRewrite(t *testing.T, _ *testenv.Server, kc, conf, cfgFile, pv, sc string) {
+func adoptByRewrite(t *testing.T, s *testenv.Server, kc, conf, cfgFile, pv, sc string) {
+	serveDriverConfig(t, s.Client)
 	out, err := exec.Command(envBin, "rewrite", "-apply", "-kubeconfig", kc, "-adopt", "-ceph-conf", conf, "-ceph-config", cfgFile,
 		pv, "storageclass/"+sc).CombinedOutput()
 	if err != nil {

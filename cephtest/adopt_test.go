@@ -133,6 +133,7 @@ func (e *adoptEnv) image(t testing.TB, pvName, image, features string) *v1.Persi
 // want.
 func (e *adoptEnv) csimigrate(t testing.TB, want int, args ...string) string {
 	t.Helper()
+	serveDriverConfig(t, e.cs)
 	args = append(args, "-kubeconfig", e.kc, "-adopt", "-ceph-conf", e.c.Conf, "-ceph-config", filepath.Join(e.dir, "config.json"))
 	// PV names after the flags.
 	var flags, names []string
@@ -492,6 +493,7 @@ func TestCephRBDAdoptMigrationHandle(t *testing.T) {
 	// One rewritten without -adopt: a CSI PV with csimigrate's migration
 	// handle.
 	e.image(t, "pv-rewritten", "kubernetes-dynamic-pvc-"+NewUUID(), "layering")
+	serveDriverConfig(t, e.cs)
 	if out, err := exec.Command(envBin, "rewrite", "-apply", "-kubeconfig", e.kc, "pv-rewritten").CombinedOutput(); err != nil {
 		t.Fatalf("rewrite -apply: %v\n%s", err, out)
 	}

@@ -16,11 +16,13 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"k8s.io/apimachinery/pkg/runtime"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/testenv"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -215,4 +217,18 @@ func cephCSIConfigMap(cfg []byte) []byte {
 	b, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "ceph-csi-config", "namespace": "ceph-csi"}, "data": map[string]string{"config.json": string(cfg)}})
 	return b
+}
+
+// serveDriverConfig makes the config map of the test's API server (Ceph
+// CSI's manifests' ceph-csi-config) hold what the running drivers read:
+// rewrite -apply judges a volume's cluster entry there.
+func serveDriverConfig(t testing.TB, c kubernetes.Interface) {
+	t.Helper()
+	cfg, err := os.ReadFile(CephCSIConfigFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.SetCephCSIConfig(context.Background(), c, cfg); err != nil {
+		t.Fatal(err)
+	}
 }

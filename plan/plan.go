@@ -527,6 +527,9 @@ func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 	if group, name, ok := adopt.SubvolumeOf(attrs["rootPath"]); ok {
 		e := ceph.CephFSGroupEntry(ceph.EntryFor(pv.Spec.CephFS.Monitors), group)
 		p.clusters[e.ClusterID] = e
+		// The adoption's entry: listed with the others, blocking nothing
+		// (without it the volume stays static).
+		p.cephConfig.need(cephfs.PluginName, e, -1, "")
 		in.ClusterID = e.ClusterID
 		if p.subvolume != nil {
 			in.Subvolume, in.NotSubvolume, readErr = p.subvolume(attrs["fsName"], group, name)

@@ -30,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -279,6 +280,9 @@ func startRelease(log io.Writer, r Release) (*Server, error) {
 	if err := s.InstallCSIDrivers(UpstreamCSIDrivers...); err != nil {
 		return nil, err
 	}
+	if err := SetCephCSIConfig(context.Background(), s.Client, []byte(CephCSIConfig)); err != nil {
+		return nil, err
+	}
 	ok = true
 	return s, nil
 }
@@ -287,6 +291,31 @@ func startRelease(log io.Writer, r Release) (*Server, error) {
 // Ceph CSI's and the vSphere CSI driver's under their upstream names, as a
 // cluster that runs them from their charts and manifests has them.
 var UpstreamCSIDrivers = []string{plugin.RBDDriverName, plugin.CephFSDriverName, plugin.VSphereDriverName}
+
+// CephCSIConfig is the config.json of the Ceph CSI config map every
+// started server has (SetCephCSIConfig): the entry of Monitor, which the
+// objects of this package's helpers name.
+const CephCSIConfig = `[{"clusterID":"b7f67366bb43f32e07d8a261a7840da9","monitors":["` + Monitor + `"]}]`
+
+// SetCephCSIConfig makes cfg the config.json of Ceph CSI's config map as
+// its deploy/ manifests install it (ConfigMap ceph-csi/ceph-csi-config),
+// creating the namespace and the map where they do not exist: what the
+// commands read to tell whether the driver serves a volume's cluster.
+func SetCephCSIConfig(ctx context.Context, c kubernetes.Interface, cfg []byte) error {
+	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ceph-csi"}}
+	if _, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace ceph-csi: %w", err)
+	}
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ceph-csi", Name: "ceph-csi-config"}, Data: map[string]string{"config.json": string(cfg)}}
+	_, err := c.CoreV1().ConfigMaps("ceph-csi").Update(ctx, cm, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = c.CoreV1().ConfigMaps("ceph-csi").Create(ctx, cm, metav1.CreateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("writing ConfigMap ceph-csi/ceph-csi-config: %w", err)
+	}
+	return nil
+}
 
 // RemoveCSIDrivers deletes the CSIDriver objects of these names, for a test
 // of a cluster whose drivers are not installed yet.

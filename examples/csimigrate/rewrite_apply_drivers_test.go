@@ -118,12 +118,9 @@ func TestRewriteApplyChecksCephEntry(t *testing.T) {
 	c, kc := startServer(t)
 	ctx := context.Background()
 	names := testenv.Seed(t, c, "entry")
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ceph-csi"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ceph-csi", Name: "ceph-csi-config"},
-		Data: map[string]string{"config.json": `[{"clusterID":"own","monitors":["10.9.9.9:6789"]}]`}}
-	if _, err := c.CoreV1().ConfigMaps("ceph-csi").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+	// The manifests' config map without the volumes' entry.
+	own := `[{"clusterID":"own","monitors":["10.9.9.9:6789"]}]`
+	if err := testenv.SetCephCSIConfig(ctx, c, []byte(own)); err != nil {
 		t.Fatal(err)
 	}
 	out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc)
@@ -145,8 +142,8 @@ func TestRewriteApplyChecksCephEntry(t *testing.T) {
 			t.Errorf("%s: a volume that needs no Ceph entry was not rewritten", n)
 		}
 	}
-	cm.Data["config.json"] = `[{"clusterID":"own","monitors":["10.9.9.9:6789"]},{"clusterID":"b7f67366bb43f32e07d8a261a7840da9","monitors":["` + testenv.Monitor + `"]}]`
-	if _, err := c.CoreV1().ConfigMaps("ceph-csi").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+	withEntry := strings.TrimSuffix(own, "]") + "," + strings.TrimPrefix(testenv.CephCSIConfig, "[")
+	if err := testenv.SetCephCSIConfig(ctx, c, []byte(withEntry)); err != nil {
 		t.Fatal(err)
 	}
 	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc); code != exitOK {
