@@ -233,6 +233,9 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if err := registerBuildInfo(reg, logger); err != nil {
+		return err
+	}
 	ctrl, err := controller.New(client, dyn, tr, klog.LoggerWithName(logger, "controller"), rec, m, controller.Options{
 		StateNamespace: o.stateNS, Plugins: o.pluginList, PVSelector: o.pvSel, ClassSelector: o.classSel,
 		DryRun: o.dryRun, Online: o.online, Workers: o.workers, Recheck: o.recheck, StatusEvery: o.statusEvery, MaxWrites: o.maxWrites,

@@ -12,6 +12,7 @@
 //	clusterid  print the Ceph CSI clusterID of a monitor list
 //	controller run the migration in the cluster, continuously, as the
 //	           leader of its replicas (deploy/controller.yaml)
+//	version    print the version, commit and Go version of the binary
 //
 // Input is manifests as `kubectl get pv,pvc,sc,pods,secrets -A -o yaml` (or
 // -o json) prints them, from files, directories or "-" (stdin), given with
@@ -55,6 +56,7 @@ Commands:
   rewrite    print the ordered, idempotent steps that replace each in-tree PV by a CSI PV
   clusterid  print the Ceph CSI clusterID of a monitor list
   controller run the migration in the cluster (deploy/controller.yaml)
+  version    print the version, the commit and the Go version it was built with
 
 Run "csimigrate <command> -h" for a command's flags. With no -f the command
 runs on an embedded sample cluster.
@@ -79,6 +81,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runClusterID(args, stdout, stderr)
 	case "controller":
 		return runController(args, stderr)
+	case "version":
+		return runVersion(args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
