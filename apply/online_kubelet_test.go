@@ -159,6 +159,10 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 	if err != nil {
 		t.Fatalf("cannot start the hollow kubelet: %v", err)
 	}
+	// The server's CSIDriver of the name, with the spec this driver has.
+	if err := s.RemoveCSIDrivers(driver); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: driver},
 		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr(true), PodInfoOnMount: ptr(false)}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

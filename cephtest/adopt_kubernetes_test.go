@@ -100,7 +100,7 @@ func adoptByRewrite(t *testing.T, s *testenv.Server, kc, conf, cfgFile, pv, sc s
 // waits for, is registered first.
 func adoptByController(t *testing.T, srv *testenv.Server, kc, conf, cfgFile, pv, sc string) {
 	ctx := context.Background()
-	if _, err := srv.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "rbd.csi.ceph.com"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := srv.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "rbd.csi.ceph.com"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	if err := srv.Spawn("csimigrate-controller", envBin, "controller", "-kubeconfig", kc, "-identity", "cephtest", "-metrics-address", "", "-v",

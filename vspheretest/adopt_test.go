@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -258,7 +259,7 @@ func TestVSphereAdoptByControllerDriverSnapshots(t *testing.T) {
 	path := "[LocalDS_0] kubevols/kubernetes-dynamic-pvc-9a8b7c6d-1e2f-4a3b-8c4d-5e6f7a8b9c0d.vmdk"
 	orig := createInTreePV(t, vc, srv.Client, "pvc-9a8b7c6d", path, "")
 	// The driver's installation registers it; the controller waits for it.
-	if _, err := srv.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "csi.vsphere.vmware.com"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := srv.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "csi.vsphere.vmware.com"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	if err := srv.Spawn("csimigrate-controller", bin, "controller", "-kubeconfig", kc, "-identity", "vspheretest", "-metrics-address", "", "-v",
