@@ -144,41 +144,44 @@ func (a *applier) withoutBlocked(ctx context.Context, pvs, scs []apply.Target, s
 	if len(a.blocked) == 0 || a.undo {
 		return pvs, scs, false, nil
 	}
-	for _, t := range pvs {
-		pv, err := a.client.CoreV1().PersistentVolumes().Get(ctx, t.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			// Deleted by an interrupted run: its saved replacement is
-			// created again by the writer, whose checks judge it.
-			keptPVs = append(keptPVs, t)
-			continue
-		}
+	pvBackendOf := func(name string) (string, error) {
+		pv, err := a.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+		return pvBackend(pv), err
+	}
+	classBackendOf := func(name string) (string, error) {
+		sc, err := a.client.StorageV1().StorageClasses().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return nil, nil, false, fmt.Errorf("reading PersistentVolume %s: %w", t.Name, err)
+			return "", err
 		}
-		if why := a.blocked.refusal(pvBackend(pv)); why != "" {
-			fmt.Fprintf(stderr, "pv/%s: refused: %s\n", t.Name, why)
+		return classBackend(sc), nil
+	}
+	keptPVs, refusedPVs, err := a.keepServed(pvs, "pv", pvBackendOf, stderr)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	keptSCs, refusedSCs, err := a.keepServed(scs, "storageclass", classBackendOf, stderr)
+	return keptPVs, keptSCs, refusedPVs || refusedSCs, err
+}
+
+// keepServed are the targets (of kind, as "pv") whose backend (backendOf
+// reads it from the cluster) is not blocked; a target gone from the
+// cluster (deleted by an interrupted run: its saved replacement is created
+// again by the writer, whose checks judge it) is kept.
+func (a *applier) keepServed(targets []apply.Target, kind string, backendOf func(string) (string, error), stderr io.Writer) (kept []apply.Target, refused bool, err error) {
+	for _, t := range targets {
+		backend, err := backendOf(t.Name)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, false, fmt.Errorf("reading %s/%s: %w", kind, t.Name, err)
+		case a.blocked.refusal(backend) != "":
+			fmt.Fprintf(stderr, "%s/%s: refused: %s\n", kind, t.Name, a.blocked.refusal(backend))
 			refused = true
 			continue
 		}
-		keptPVs = append(keptPVs, t)
+		kept = append(kept, t)
 	}
-	for _, t := range scs {
-		sc, err := a.client.StorageV1().StorageClasses().Get(ctx, t.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			keptSCs = append(keptSCs, t)
-			continue
-		}
-		if err != nil {
-			return nil, nil, false, fmt.Errorf("reading StorageClass %s: %w", t.Name, err)
-		}
-		if why := a.blocked.refusal(classBackend(sc)); why != "" {
-			fmt.Fprintf(stderr, "storageclass/%s: refused: %s\n", t.Name, why)
-			refused = true
-			continue
-		}
-		keptSCs = append(keptSCs, t)
-	}
-	return keptPVs, keptSCs, refused, nil
+	return kept, refused, nil
 }
 
 // selectTargets are the PVs and StorageClasses a run acts on: those of the
