@@ -314,9 +314,11 @@ func (p *Planner) SetPhase(ph Phase) { p.phase = ph }
 // Plugins are the in-tree plugins the objects read use.
 func (p *Planner) Plugins() map[string]bool { return maps.Clone(p.plugins) }
 
-// Add reads one object: a PV, claim, StorageClass, CSINode, Secret (only
-// the fields the checks read are kept, never a key), Pod or workload;
-// others are ignored.
+// Add reads one object: a PV, claim, StorageClass, CSIDriver, CSINode,
+// Secret (only the fields the checks read are kept, never a key), Pod or
+// workload, a ConfigMap that may hold Ceph CSI's cluster entries, or the
+// ceph-csi-operator's Driver, ClientProfile and CephConnection (as
+// *unstructured.Unstructured); others are ignored.
 func (p *Planner) Add(obj any) {
 	if pv, ok := obj.(*v1.PersistentVolume); ok {
 		if p.phase != PhaseOthers {
