@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,8 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/testenv"
 )
 
@@ -61,7 +64,7 @@ func TestCephCSIOperatorRendersPlanEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cephEnv(t) // the command, built once for the package
+	cl, d := cephEnv(t)
 	srv, err := testenv.Start(os.Stderr)
 	if err != nil {
 		t.Fatalf("cannot start kube-apiserver: %v", err)
@@ -134,7 +137,21 @@ func TestCephCSIOperatorRendersPlanEntry(t *testing.T) {
 	}
 	poll(t, 60*time.Second, "Rook's entry rendered", func() (bool, string) { return rendered("rook-ceph") })
 
-	testenv.Seed(t, c, "op")
+	// An in-tree RBD PV of an image of the real cluster, with its secret.
+	pool, image := "operator", "kubernetes-dynamic-pvc-"+NewUUID()
+	createPool(t, cl, pool)
+	if _, err := cl.RBD(callCtx(t), "create", "--size", "64M", pool+"/"+image); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Secrets("default").Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ceph-admin", Namespace: "default"},
+		Type: "kubernetes.io/rbd", Data: map[string][]byte{"key": []byte(cl.AdminKey)}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pv := inTreeRBDPV("pv-operator", rbdCase{Monitors: []string{MonitorV1}, Pool: pool, Image: image}, "admin", "ceph-admin")
+	pv.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
+	if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	type planOut struct {
 		Volumes []struct {
 			Name, Plugin string
@@ -171,7 +188,7 @@ func TestCephCSIOperatorRendersPlanEntry(t *testing.T) {
 	}
 	before := plan()
 	var objects []map[string]any
-	id := ceph.EntryFor([]string{testenv.Monitor}).ClusterID
+	id := ceph.EntryFor([]string{MonitorV1}).ClusterID
 	for _, cfg := range before.Config {
 		if cfg.Deployment == "ceph-csi-operator" && cfg.Namespace == ns {
 			objects = cfg.Objects
@@ -198,6 +215,43 @@ func TestCephCSIOperatorRendersPlanEntry(t *testing.T) {
 	after := plan()
 	if f := rbdFindings(after); strings.Contains(f, "CephClusterEntryMissing") || strings.Contains(f, "CephCSIConfigNotFound") {
 		t.Fatalf("the rendered entry is not found served: %s", f)
+	}
+	// Ceph CSI reads the config.json the operator rendered, and serves the
+	// rewritten PV (which names Rook's driver) through it: expanded as
+	// external-resizer does, with the secret its controllerExpandSecretRef
+	// names.
+	cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, "ceph-csi-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SetConfig([]byte(cm.Data["config.json"])); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runCsimigrate(t, "rewrite", "-live", "-kubeconfig", kc, "-o", "yaml")
+	if code != 0 {
+		t.Fatalf("rewrite -o yaml: exit %d: %s", code, stderr)
+	}
+	var rewritten *v1.PersistentVolume
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		var p v1.PersistentVolume
+		if err := sigsyaml.Unmarshal([]byte(doc), &p); err == nil && p.Name == pv.Name {
+			rewritten = &p
+		}
+	}
+	if rewritten == nil || rewritten.Spec.CSI == nil || rewritten.Spec.CSI.Driver != rbdDriver || rewritten.Spec.CSI.ControllerExpandSecretRef == nil {
+		t.Fatalf("the rewritten PV: %+v\n%s", rewritten, out)
+	}
+	ref := rewritten.Spec.CSI.ControllerExpandSecretRef
+	sec, err := c.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("controllerExpandSecretRef %s/%s: %v", ref.Namespace, ref.Name, err)
+	}
+	if _, err := d.RBD.ControllerExpandVolume(callCtx(t), &csi.ControllerExpandVolumeRequest{VolumeId: rewritten.Spec.CSI.VolumeHandle,
+		CapacityRange: &csi.CapacityRange{RequiredBytes: expandSize}, Secrets: secrets.SecretStringData(sec), VolumeCapability: mountCap("ext4")}); err != nil {
+		t.Fatalf("ControllerExpandVolume through the operator's config: %v\n%s", err, d.Log("cephcsi-rbd"))
+	}
+	if got := images(t, cl, pool)[image]; got != expandSize {
+		t.Errorf("image size %d after the expansion, want %d", got, expandSize)
 	}
 }
 
