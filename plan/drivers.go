@@ -32,9 +32,8 @@ const (
 // the nodes their node plugins are registered on (CSINodes), and which
 // driver each in-tree plugin's volumes go to.
 type clusterDrivers struct {
-	// installed are the CSIDrivers' names by the in-tree plugin whose
-	// volumes they serve (plugin.InTreeNameOfDriver).
-	installed map[string][]string
+	// installed are the CSIDrivers' names.
+	installed []string
 	// chosen are Options.Drivers.
 	chosen map[string]string
 	// onNode are the drivers each CSINode registers, by node name.
@@ -53,19 +52,14 @@ func (d *clusterDrivers) add(obj any) bool {
 	switch o := obj.(type) {
 	case *storagev1.CSIDriver:
 		d.sawCSIDrivers = true
-		if inTree := plugin.InTreeNameOfDriver(o.Name); inTree != "" {
-			if d.installed == nil {
-				d.installed = map[string][]string{}
-			}
-			d.installed[inTree] = append(d.installed[inTree], o.Name)
-		}
+		d.installed = append(d.installed, o.Name)
 	case *storagev1.CSINode:
 		if d.onNode == nil {
 			d.onNode, d.vsphereKeys = map[string][]string{}, map[string][]string{}
 		}
 		for _, dr := range o.Spec.Drivers {
 			d.onNode[o.Name] = append(d.onNode[o.Name], dr.Name)
-			if dr.Name == d.driverName(vsphere.PluginName) {
+			if plugin.InTreeNameOfDriver(dr.Name) == vsphere.PluginName {
 				d.vsphereKeys[o.Name] = dr.TopologyKeys
 			}
 		}
@@ -75,19 +69,13 @@ func (d *clusterDrivers) add(obj any) bool {
 	return true
 }
 
-// driverName is the driver an in-tree plugin's volumes go to: the chosen
-// one, the one installed, or its upstream name where that is not known.
+// driverName is the driver an in-tree plugin's volumes go to (once the
+// drivers are resolved; its upstream name before).
 func (d *clusterDrivers) driverName(inTree string) string {
 	for _, c := range d.choices {
 		if c.InTree == inTree {
 			return c.Driver
 		}
-	}
-	if n := d.chosen[inTree]; n != "" {
-		return n
-	}
-	if names := d.installed[inTree]; len(names) == 1 {
-		return names[0]
 	}
 	return plugin.UpstreamDriverName(inTree)
 }
@@ -163,11 +151,7 @@ func (d *clusterDrivers) resolve() {
 		return
 	}
 	d.resolved = true
-	var installed []string
-	for _, names := range d.installed {
-		installed = append(installed, names...)
-	}
-	d.choices = ChooseDrivers(installed, d.sawCSIDrivers, d.chosen)
+	d.choices = ChooseDrivers(d.installed, d.sawCSIDrivers, d.chosen)
 }
 
 // check is the finding that blocks a volume of in-tree plugin inTree for
