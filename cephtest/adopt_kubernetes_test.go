@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/testenv"
 )
@@ -100,7 +101,7 @@ func adoptByRewrite(t *testing.T, s *testenv.Server, kc, conf, cfgFile, pv, sc s
 // waits for, is registered first.
 func adoptByController(t *testing.T, srv *testenv.Server, kc, conf, cfgFile, pv, sc string) {
 	ctx := context.Background()
-	if _, err := srv.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "rbd.csi.ceph.com"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := srv.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: plugin.RBDDriverName}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	if err := srv.Spawn("csimigrate-controller", envBin, "controller", "-kubeconfig", kc, "-identity", "cephtest", "-metrics-address", "", "-v",

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/testenv"
@@ -108,7 +109,7 @@ func TestCephCSIOperatorRendersPlanEntry(t *testing.T) {
 	}
 	// Rook's RBD driver, as the operator registers it, in place of the
 	// upstream one.
-	if err := srv.RemoveCSIDrivers("rbd.csi.ceph.com"); err != nil {
+	if err := srv.RemoveCSIDrivers(plugin.RBDDriverName); err != nil {
 		t.Fatal(err)
 	}
 	owner := `{"apiVersion":"csi.ceph.io/v1","kind":"Driver","namespace":"` + ns + `","name":"` + rbdDriver + `"}`

@@ -78,9 +78,9 @@ func FuzzChooseDrivers(f *testing.F) {
 // give a plan that never calls a volume ready whose entry the map does not
 // serve, and whose merged map keeps every entry the map had, as it was.
 func FuzzPlanCephConfig(f *testing.F) {
-	f.Add("rbd.csi.ceph.com", "ceph-csi-config", `[{"clusterID":"own","monitors":["10.9.9.9:6789"],"x":1}]`, "10.70.53.126:6789", true)
+	f.Add(plugin.RBDDriverName, "ceph-csi-config", `[{"clusterID":"own","monitors":["10.9.9.9:6789"],"x":1}]`, "10.70.53.126:6789", true)
 	f.Add("rook-ceph.rbd.csi.ceph.com", "rook-ceph-csi-config", `[{"clusterID":"b7f67366bb43f32e07d8a261a7840da9","monitors":["10.70.53.126:6789"]}]`, "10.70.53.126:6789", false)
-	f.Add("rbd.csi.ceph.com", "ceph-csi-config", `{}`, "", true)
+	f.Add(plugin.RBDDriverName, "ceph-csi-config", `{}`, "", true)
 	f.Fuzz(func(t *testing.T, driver, mapName, config, monitor string, pod bool) {
 		tr, err := translate.New()
 		if err != nil {
