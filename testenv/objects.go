@@ -290,6 +290,12 @@ func CreateBoundPV(t testing.TB, c kubernetes.Interface, ns, name string, edit f
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Bound, as kube-controller-manager marks a pre-bound PV whose claim
+	// names it (servers without it never would).
+	out.Status.Phase = v1.VolumeBound
+	if out, err = c.CoreV1().PersistentVolumes().UpdateStatus(ctx, out, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	return out
 }
 

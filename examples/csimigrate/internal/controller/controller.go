@@ -591,6 +591,13 @@ func (c *Controller) syncPV(ctx context.Context, name string) (time.Duration, bo
 		}
 		return 0, false, nil
 	}
+	if !underWay && c.bindingInFlight(pv) {
+		// kube-controller-manager is completing the binding: its status
+		// write would change the PV under the rewrite's first step, whose
+		// saved state would then no longer prove what it resumes. Its
+		// update brings the PV back here.
+		return time.Second, false, nil
+	}
 	if !underWay {
 		driver, _, err := c.identity(pv)
 		if err != nil {
@@ -612,6 +619,18 @@ func (c *Controller) syncPV(ctx context.Context, name string) (time.Duration, bo
 	}
 	p, err := c.run(obj, func() *apply.Run { return c.w.PV(apply.Target{Name: name}) }).Step(ctx)
 	return c.outcome(obj, pv, p, err)
+}
+
+// bindingInFlight reports whether pv and its claim name each other (by
+// uid and volumeName) but kube-controller-manager has not yet marked the
+// PV Bound: a PV just created pre-bound, whose status is about to change.
+func (c *Controller) bindingInFlight(pv *v1.PersistentVolume) bool {
+	if pv == nil || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID == "" || pv.Status.Phase == v1.VolumeBound {
+		return false
+	}
+	ref := pv.Spec.ClaimRef
+	pvc, err := c.claims.PersistentVolumeClaims(ref.Namespace).Get(ref.Name)
+	return err == nil && pvc.UID == ref.UID && pvc.Spec.VolumeName == pv.Name && pvc.DeletionTimestamp == nil
 }
 
 // identity is the CSI driver and handle of an in-tree PV's translation.
