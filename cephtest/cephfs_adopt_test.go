@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc/codes"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"pgregory.net/rapid"
@@ -81,7 +82,12 @@ func newCephFSAdoptEnv(t testing.TB) *cephfsAdoptEnv {
 	ctx := context.Background()
 	for _, ns := range []string{"apps", cephfsSecretNS} {
 		mustCreate(t, func() error {
+			// ceph-csi is there already: the test server runs Ceph CSI's
+			// manifests' config map in it.
 			_, err := e.cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
 			return err
 		})
 	}

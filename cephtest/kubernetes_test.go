@@ -261,6 +261,7 @@ func kubernetesChain(t testing.TB, release testenv.Release) {
 func rewriteChain(t testing.TB, cs kubernetes.Interface, kc, pvName, scName string) *v1.PersistentVolume {
 	t.Helper()
 	ctx := context.Background()
+	serveDriverConfig(t, cs)
 	out, err := exec.Command(envBin, "rewrite", "-apply", "-kubeconfig", kc, pvName, "storageclass/"+scName).CombinedOutput()
 	if err != nil {
 		t.Fatalf("csimigrate rewrite -apply: %v\n%s", err, out)

@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/testenv"
 	"github.com/csimigrate/csimigrate/translate"
@@ -212,10 +213,18 @@ func lines(s string) []string {
 }
 
 // cephCSIConfigMap is the manifest of Ceph CSI's config map (its deploy/
-// manifests' ceph-csi-config) holding cfg as config.json.
+// manifests' ceph-csi-config) holding cfg as config.json, with the
+// CSIDrivers of the running drivers.
 func cephCSIConfigMap(cfg []byte) []byte {
-	b, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": "ceph-csi-config", "namespace": "ceph-csi"}, "data": map[string]string{"config.json": string(cfg)}})
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "ceph-csi-config", "namespace": "ceph-csi"}, "data": map[string]string{"config.json": string(cfg)}}
+	// The CSIDrivers of the running drivers, as their manifests register
+	// them.
+	items := []any{cm}
+	for _, d := range []string{plugin.RBDDriverName, plugin.CephFSDriverName} {
+		items = append(items, map[string]any{"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": map[string]any{"name": d}})
+	}
+	b, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
 	return b
 }
 

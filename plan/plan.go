@@ -828,9 +828,6 @@ func (p *Planner) addStorageClass(sc *storagev1.StorageClass) {
 	if err != nil {
 		sp.Reason = err.Error()
 		p.plan.Blocked = true
-	} else if f := p.drivers.check(in.Provisioner); f != nil {
-		sp.To, sp.Reason = out.Provisioner, f.Message+"; "+f.Remedy
-		p.plan.Blocked = true
 	} else {
 		sp.Migratable, sp.To = true, out.Provisioner
 		var notes []string
@@ -854,6 +851,12 @@ func (p *Planner) addStorageClass(sc *storagev1.StorageClass) {
 					User: user, Uses: []string{string(secrets.Provisioner), string(secrets.NodeStage), string(secrets.ControllerExpand)}}, volume: -1, class: sc.Name})
 			}
 		}
+	}
+	if f := p.drivers.check(in.Provisioner); f != nil && sp.Migratable {
+		// The class's needs are planned all the same (its secrets), but
+		// nothing would provision for it.
+		sp.Migratable, sp.Reason = false, f.Message+"; "+f.Remedy
+		p.plan.Blocked = true
 	}
 	p.plan.StorageClasses = append(p.plan.StorageClasses, sp)
 	if sp.Migratable && in.Provisioner == vsphere.PluginName && p.opts.VCenter != nil {
