@@ -35,20 +35,51 @@ const SnapshotterVersion = "v8.7.0"
 
 // snapshotterDir holds external-snapshotter's binaries and CRDs.
 func snapshotterDir() (string, error) {
-	dir := os.Getenv("CSIMIGRATE_EXTERNAL_SNAPSHOTTER")
+	return builtDir("CSIMIGRATE_EXTERNAL_SNAPSHOTTER", "external-snapshotter", SnapshotterVersion, "csi-snapshotter", "snapshot-controller", "crd")
+}
+
+// builtDir is the directory scripts/setup-ceph built a peer's files into
+// (name-version in the user cache, or the directory env names), when it
+// holds them all.
+func builtDir(env, name, version string, files ...string) (string, error) {
+	dir := os.Getenv(env)
 	if dir == "" {
 		cache, err := os.UserCacheDir()
 		if err != nil {
 			return "", err
 		}
-		dir = filepath.Join(cache, "csimigrate", "external-snapshotter-"+SnapshotterVersion)
+		dir = filepath.Join(cache, "csimigrate", name+"-"+version)
 	}
-	for _, f := range []string{"csi-snapshotter", "snapshot-controller", "crd"} {
+	for _, f := range files {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			return "", fmt.Errorf("external-snapshotter %s is not built (run scripts/setup-ceph): %w", SnapshotterVersion, err)
+			return "", fmt.Errorf("%s %s is not built (run scripts/setup-ceph): %w", name, version, err)
 		}
 	}
 	return dir, nil
+}
+
+// createCRDs creates the CRDs of the YAML files of a directory (created:
+// some are too large for client-side apply's annotation); it fails the
+// test unless there are want of them.
+func createCRDs(t testing.TB, dyn dynamic.Interface, dir string, want int) {
+	t.Helper()
+	crds, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(crds) != want {
+		t.Fatalf("the CRDs of %s: %v %v, want %d", dir, crds, err, want)
+	}
+	for _, f := range crds {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var u unstructured.Unstructured
+		if err := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096).Decode(&u.Object); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if _, err := dyn.Resource(crdGVR).Create(context.Background(), &u, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
 }
 
 var (
@@ -169,23 +200,7 @@ func adoptChainKubernetes(t *testing.T, pool string, adopt adoptBy) {
 	}
 	// The VolumeSnapshot CRDs as external-snapshotter's client module
 	// ships them.
-	crds, err := filepath.Glob(filepath.Join(snapDir, "crd", "*.yaml"))
-	if err != nil || len(crds) != 3 {
-		t.Fatalf("the VolumeSnapshot CRDs: %v %v", crds, err)
-	}
-	for _, f := range crds {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var u unstructured.Unstructured
-		if err := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096).Decode(&u.Object); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		if _, err := dyn.Resource(crdGVR).Create(ctx, &u, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-	}
+	createCRDs(t, dyn, filepath.Join(snapDir, "crd"), 3)
 	poll(t, 30*time.Second, "the VolumeSnapshot API", func() (bool, string) {
 		_, err := dyn.Resource(snapshotGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
 		return err == nil, fmt.Sprint(err)

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -34,20 +33,7 @@ const OperatorVersion = "v1.0.4"
 // operatorDir is where scripts/setup-ceph built the ceph-csi-operator and
 // put its CRDs (or CSIMIGRATE_CEPH_CSI_OPERATOR).
 func operatorDir() (string, error) {
-	dir := os.Getenv("CSIMIGRATE_CEPH_CSI_OPERATOR")
-	if dir == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			return "", err
-		}
-		dir = filepath.Join(cache, "csimigrate", "ceph-csi-operator-"+OperatorVersion)
-	}
-	for _, f := range []string{"ceph-csi-operator", "crd"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			return "", fmt.Errorf("the ceph-csi-operator %s is not built (run scripts/setup-ceph): %w", OperatorVersion, err)
-		}
-	}
-	return dir, nil
+	return builtDir("CSIMIGRATE_CEPH_CSI_OPERATOR", "ceph-csi-operator", OperatorVersion, "ceph-csi-operator", "crd")
 }
 
 var (
@@ -80,24 +66,7 @@ func TestCephCSIOperatorRendersPlanEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	crds, err := filepath.Glob(filepath.Join(dir, "crd", "*.yaml"))
-	if err != nil || len(crds) == 0 {
-		t.Fatalf("the operator's CRDs: %v %v", crds, err)
-	}
-	for _, f := range crds {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var u unstructured.Unstructured
-		if err := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096).Decode(&u.Object); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		// Too large for client-side apply's annotation: created.
-		if _, err := dyn.Resource(crdGVR).Create(ctx, &u, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-	}
+	createCRDs(t, dyn, filepath.Join(dir, "crd"), 5)
 	poll(t, 30*time.Second, "the operator's API", func() (bool, string) {
 		_, err := dyn.Resource(clientProfileGVR).Namespace("default").List(ctx, metav1.ListOptions{})
 		return err == nil, fmt.Sprint(err)
