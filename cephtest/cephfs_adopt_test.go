@@ -511,6 +511,7 @@ func TestCephFSAdoptStaticCSI(t *testing.T) {
 	e.configure(t)
 	// The static rewrite (no -adopt): the csimigrate helper always adopts,
 	// so run the command directly.
+	serveDriverConfig(t, e.cs)
 	cmd := exec.Command(envBin, "rewrite", "-apply", "-kubeconfig", e.kc, "pv-static")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("rewrite -apply: %v\n%s", err, out)
