@@ -291,12 +291,26 @@ func CreateBoundPV(t testing.TB, c kubernetes.Interface, ns, name string, edit f
 		t.Fatal(err)
 	}
 	// Bound, as kube-controller-manager marks a pre-bound PV whose claim
-	// names it (servers without it never would).
-	out.Status.Phase = v1.VolumeBound
-	if out, err = c.CoreV1().PersistentVolumes().UpdateStatus(ctx, out, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
+	// names it (servers without it never would; where it runs, it may be
+	// first).
+	for range 10 {
+		if out.Status.Phase == v1.VolumeBound {
+			return out
+		}
+		out.Status.Phase = v1.VolumeBound
+		updated, err := c.CoreV1().PersistentVolumes().UpdateStatus(ctx, out, metav1.UpdateOptions{})
+		if err == nil {
+			return updated
+		}
+		if !apierrors.IsConflict(err) {
+			t.Fatal(err)
+		}
+		if out, err = c.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return out
+	t.Fatalf("pv/%s: its status could not be set Bound", name)
+	return nil
 }
 
 // RewrittenState is what a rewritten PV and its claim end as, comparable
