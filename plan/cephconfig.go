@@ -55,7 +55,6 @@ const (
 	operatorGroup     = "csi.ceph.io"
 	operatorOwnerRef  = "csi.ceph.io/ownerref"
 	helmReleaseAnn    = "meta.helm.sh/release-name"
-	helmReleaseNSAnn  = "meta.helm.sh/release-namespace"
 	clientProfileKind = "ClientProfile"
 )
 
@@ -228,7 +227,7 @@ func (c *cephConfigInput) addWorkload(w *rewrite.Workload) {
 	if w.Meta != nil {
 		l := w.Meta.Labels
 		if l["app.kubernetes.io/managed-by"] == "Helm" || l["heritage"] == "Helm" {
-			pod.helm = cmp(w.Meta.Annotations[helmReleaseAnn], l["release"], l["app.kubernetes.io/instance"])
+			pod.helm = firstNonEmpty(w.Meta.Annotations[helmReleaseAnn], l["release"], l["app.kubernetes.io/instance"])
 		}
 	}
 	if c.pods == nil {
@@ -239,8 +238,8 @@ func (c *cephConfigInput) addWorkload(w *rewrite.Workload) {
 	}
 }
 
-// cmp is the first of s that is not empty.
-func cmp(s ...string) string {
+// firstNonEmpty is the first of s that is not empty.
+func firstNonEmpty(s ...string) string {
 	for _, v := range s {
 		if v != "" {
 			return v
