@@ -226,7 +226,12 @@ type RBDInput struct {
 	// that provisioned the image ("" is the in-tree provisioner's default:
 	// none); nil when unknown (a static image, a class not read).
 	ClassFeatures *string
-	// RadosNamespace is the cluster entry's rbd.radosNamespace.
+	// ClusterID is the clusterID the native volume ID names: the driver's
+	// deployment's own entry for the image's cluster (JoinDeployment); ""
+	// names the migration handle's.
+	ClusterID string
+	// RadosNamespace is the rbd.radosNamespace of the cluster entry the
+	// volume ID names.
 	RadosNamespace string
 	// ReferencedBy names the other PVs that reference the same image.
 	ReferencedBy []string
@@ -303,6 +308,9 @@ func RBD(in RBDInput) (Decision, error) {
 	}
 	if id := attrs["clusterID"]; id != "" {
 		h.ClusterID = id
+	}
+	if in.ClusterID != "" {
+		h.ClusterID = in.ClusterID
 	}
 	d := Decision{Form: FormNative}
 	block := func(why string) { d.Form = FormMigration; d.Why = append(d.Why, why) }

@@ -41,6 +41,8 @@ type Ceph interface {
 	// Write carries out one journal op: "create" fails when the object
 	// exists, removals of what is not there succeed.
 	Write(ctx context.Context, pool, namespace string, op adopt.Op) error
+	// FSID reads the fsid of the Ceph cluster at monitors.
+	FSID(ctx context.Context, monitors []string) (string, error)
 }
 
 // adoption is what the checks decided for an RBD PV's image or a CephFS
@@ -54,8 +56,11 @@ type adoption struct {
 	subvol       *adopt.Subvolume
 	notSubvolume string
 	clusterID    string
-	uuid         string
-	refs         []string
+	// joined is the deployment's entry the volume ID names, "" for the
+	// migration's (RBD: the handle's; CephFS: clusterID).
+	joined string
+	uuid   string
+	refs   []string
 	// disk is a vSphere volume's disk (nil for Ceph).
 	disk *vsphereDisk
 	// why it is not adopted ("" when it is); noted once per run.
@@ -197,6 +202,7 @@ func (a *Writer) adoptionOf(ctx context.Context, cur, repl *v1.PersistentVolume,
 	if ad.refs, err = a.sharers(ctx, cur); err != nil {
 		return nil, err
 	}
+	ad.joined = a.join(ctx, repl, plugin.RBDInTreePluginName, "")
 	ad.uuid = newUUID()
 	d, err := a.decide(repl, ad)
 	if err != nil {
@@ -243,6 +249,7 @@ func (a *Writer) cephfsAdoptionOf(ctx context.Context, cur, repl *v1.PersistentV
 	}
 	if group, name, ok := adopt.SubvolumeOf(attrs["rootPath"]); ok {
 		ad.clusterID, _ = a.cephConfig.CephFSGroupClusterID(attrs["clusterID"], group)
+		ad.joined = a.join(ctx, repl, plugin.CephFSInTreePluginName, group)
 		sv, err := a.ceph.Subvolume(ctx, attrs["fsName"], group, name)
 		switch {
 		case errors.Is(err, cephtool.ErrNotSubvolume):
@@ -274,14 +281,57 @@ func (a *Writer) decide(pv *v1.PersistentVolume, ad *adoption) (adopt.Decision, 
 		return adopt.VSphere(adopt.VSphereInput{PV: pv, FCD: ad.disk.registered(), ReferencedBy: ad.refs})
 	}
 	if pv.Spec.CSI != nil && plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver) == plugin.CephFSInTreePluginName {
-		return adopt.CephFS(adopt.CephFSInput{PV: pv, Subvolume: ad.subvol, NotSubvolume: ad.notSubvolume, ClusterID: ad.clusterID,
+		clusterID := ad.clusterID
+		if ad.joined != "" {
+			clusterID = ad.joined
+		}
+		return adopt.CephFS(adopt.CephFSInput{PV: pv, Subvolume: ad.subvol, NotSubvolume: ad.notSubvolume, ClusterID: clusterID,
 			Secret: a.cephfsSecret, ReferencedBy: ad.refs, UUID: ad.uuid})
 	}
-	clusterID := ""
-	if pv.Spec.CSI != nil {
+	clusterID := ad.joined
+	if clusterID == "" && pv.Spec.CSI != nil {
 		clusterID = pv.Spec.CSI.VolumeAttributes["clusterID"]
 	}
-	return adopt.RBD(adopt.RBDInput{PV: pv, Image: ad.image, RadosNamespace: a.cephConfig.RBDRadosNamespace(clusterID), ReferencedBy: ad.refs, UUID: ad.uuid})
+	return adopt.RBD(adopt.RBDInput{PV: pv, Image: ad.image, ClusterID: ad.joined, RadosNamespace: a.cephConfig.RBDRadosNamespace(clusterID), ReferencedBy: ad.refs, UUID: ad.uuid})
+}
+
+// join is the deployment's entry of the cluster config that the adopted
+// volume's ID names (adopt.JoinDeployment), "" when none serves it; the
+// volume's cluster is the one at the monitors of its migration entry.
+// Why an entry is not joined is logged, not fatal: the volume then keeps
+// the migration's entry, which serves it as well.
+func (a *Writer) join(ctx context.Context, pv *v1.PersistentVolume, backend, group string) string {
+	mons, err := a.cephConfig.Lookup(pv.Spec.CSI.VolumeAttributes["clusterID"])
+	if err != nil {
+		a.logger.V(2).Info("Not joining a deployment's cluster entry", "pv", pv.Name, "reason", err.Error())
+		return ""
+	}
+	fsidOf := func(monitors []string) (string, error) {
+		key := strings.Join(monitors, ",")
+		a.mu.Lock()
+		r, ok := a.fsids[key]
+		a.mu.Unlock()
+		if !ok {
+			r.fsid, r.err = a.ceph.FSID(ctx, monitors)
+			a.mu.Lock()
+			if a.fsids == nil {
+				a.fsids = map[string]fsidRead{}
+			}
+			a.fsids[key] = r
+			a.mu.Unlock()
+		}
+		return r.fsid, r.err
+	}
+	fsid, err := fsidOf(mons)
+	if err != nil {
+		a.logger.V(2).Info("Not joining a deployment's cluster entry", "pv", pv.Name, "reason", err.Error())
+		return ""
+	}
+	j := adopt.JoinDeployment(adopt.JoinInput{Backend: backend, Group: group, FSID: fsid, Config: a.cephConfig, FSIDOf: fsidOf})
+	if j.ClusterID == "" && len(j.Why) > 0 {
+		a.logger.V(2).Info("Not joining a deployment's cluster entry", "pv", pv.Name, "reasons", j.Why)
+	}
+	return j.ClusterID
 }
 
 // adminSecretMissing says why the Secret adopted CephFS volumes name does

@@ -64,9 +64,11 @@ type Options struct {
 	// rewrite gives RBD PVs their migration handle and CephFS PVs a static
 	// volume, and the undo of an adopted PV is refused.
 	Ceph Ceph
-	// CephConfig is Ceph CSI's cluster config, for the RBD rados namespace
-	// of a cluster entry (an image in one is not adopted) and the entry
-	// that serves a CephFS subvolume's group.
+	// CephConfig is the cluster config the Ceph CSI driver reads, for the
+	// RBD rados namespace of a cluster entry (an image in one is not
+	// adopted), the entry that serves a CephFS subvolume's group, and the
+	// deployment's own entry for the volume's Ceph cluster, which the
+	// adopted volume's ID then names (adopt.JoinDeployment: same fsid).
 	CephConfig ceph.ClusterConfig
 	// CephFSSecret is the Secret with adminID and adminKey that adopted
 	// CephFS volumes name for staging, expansion and deletion (Ceph CSI's
@@ -189,6 +191,14 @@ type Writer struct {
 	listers Listers
 	// secrets are Secrets read for the checks, by "namespace/name".
 	secrets map[string]cached[*v1.Secret]
+	// fsids are the fsids read at monitor lists (joined by ","), or why
+	// not, for the whole run: a cluster does not change its fsid.
+	fsids map[string]fsidRead
+}
+
+type fsidRead struct {
+	fsid string
+	err  error
 }
 
 // New is a Writer that writes through client. events may be nil

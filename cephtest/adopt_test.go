@@ -715,6 +715,8 @@ type plannedForm struct {
 	Form     string   `json:"form"`
 	Features []string `json:"features"`
 	FormWhy  []string `json:"formWhy"`
+	// AdoptClusterID is the clusterID the adoption's volume ID names.
+	AdoptClusterID string `json:"adoptClusterID"`
 }
 
 // forms runs plan -live -read-ceph on the env's cluster (it exits 1 when

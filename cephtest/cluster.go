@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -361,22 +362,41 @@ func (c *Cluster) exited() string {
 // spawn starts a long-running process whose output goes to a log file in
 // the cluster's directory. It is killed if the test process dies.
 func (c *Cluster) spawn(name, bin string, args ...string) error {
+	_, err := c.spawnProc(name, bin, args...)
+	return err
+}
+
+// spawnProc is spawn, giving the process (for stopProcs).
+func (c *Cluster) spawnProc(name, bin string, args ...string) (*proc, error) {
 	f, err := os.Create(filepath.Join(c.Dir, "log", name+".out"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := testenv.StartOwned(cmd); err != nil {
 		f.Close()
-		return fmt.Errorf("starting %s: %w", name, err)
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	p := &proc{name: name, cmd: cmd, log: f, done: make(chan struct{})}
 	go func() { p.err = cmd.Wait(); close(p.done) }()
 	c.mu.Lock()
 	c.procs = append(c.procs, p)
 	c.mu.Unlock()
-	return nil
+	return p, nil
+}
+
+// stopOne stops a process spawnProc started, and forgets it.
+func (c *Cluster) stopOne(p *proc) {
+	c.mu.Lock()
+	i := slices.Index(c.procs, p)
+	if i >= 0 {
+		c.procs = slices.Delete(c.procs, i, i+1)
+	}
+	c.mu.Unlock()
+	if i >= 0 {
+		stopProc(p)
+	}
 }
 
 // Log returns the tail of a started process's output, or of a Ceph

@@ -114,6 +114,70 @@ func (c *Cluster) StartDrivers(ctx context.Context, configJSON []byte) (_ *Drive
 	return d, nil
 }
 
+// RBDController is one more Ceph CSI RBD controller, under a driver name
+// of the test's choosing (as Rook runs Ceph CSI: rook-ceph.rbd.csi.ceph.com),
+// reading the same config.json as the Drivers.
+type RBDController struct {
+	csi.ControllerClient
+	Identity csi.IdentityClient
+	conn     *grpc.ClientConn
+	p        *proc
+	c        *Cluster
+}
+
+// StartRBDController starts Ceph CSI's RBD controller with
+// --drivername=driverName on a socket of its own.
+func (c *Cluster) StartRBDController(ctx context.Context, driverName string) (_ *RBDController, err error) {
+	bin, err := CephCSIBinary()
+	if err != nil {
+		return nil, err
+	}
+	sock := filepath.Join(c.Dir, "run", driverName+".sock")
+	name := "cephcsi-" + driverName
+	p, err := c.spawnProc(name, bin, "--type=rbd", "--controllerserver=true", "--endpoint=unix://"+sock,
+		"--csi-addons-endpoint=unix://"+filepath.Join(c.Dir, "run", driverName+"-addons.sock"), "--nodeid=n1",
+		"--drivername="+driverName, "--v=5", "--logtostderr=true")
+	if err != nil {
+		return nil, err
+	}
+	r := &RBDController{p: p, c: c}
+	defer func() {
+		if err != nil {
+			r.Stop()
+		}
+	}()
+	if err := c.waitFor(ctx, 30*time.Second, "cephcsi to listen on "+sock, func() (bool, error) {
+		_, err := os.Stat(sock)
+		return err == nil, nil
+	}); err != nil {
+		return nil, err
+	}
+	if r.conn, err = grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+		return nil, err
+	}
+	r.ControllerClient, r.Identity = csi.NewControllerClient(r.conn), csi.NewIdentityClient(r.conn)
+	if err := c.waitFor(ctx, 30*time.Second, "cephcsi to answer Probe on "+sock, func() (bool, error) {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err := r.Identity.Probe(cctx, &csi.ProbeRequest{})
+		return err == nil, nil
+	}); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Log is the tail of the controller's log.
+func (r *RBDController) Log() string { return r.c.Log(r.p.name) }
+
+// Stop stops the controller by pid.
+func (r *RBDController) Stop() {
+	if r.conn != nil {
+		r.conn.Close()
+	}
+	r.c.stopOne(r.p)
+}
+
 // SetConfig replaces Ceph CSI's config.json; the drivers read it on every
 // call.
 func (d *Drivers) SetConfig(configJSON []byte) error {

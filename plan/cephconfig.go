@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
@@ -72,6 +73,8 @@ type CephCSIConfigPlan struct {
 	Key        string `json:"key,omitempty"`
 	// HelmRelease is the chart's release (helm).
 	HelmRelease string `json:"helmRelease,omitempty"`
+	// Entries are the cluster entries it reads now, in its order.
+	Entries []ceph.ClusterEntry `json:"entries,omitempty"`
 	// Served are the clusterIDs the migrated volumes need that it serves.
 	Served []string `json:"served,omitempty"`
 	// Missing are the entries it lacks; the volumes that need them are
@@ -355,25 +358,33 @@ func (c *cephConfigInput) hasProfiles(ns string) bool {
 	return false
 }
 
-// served are the clusterIDs cp's config serves now, with monitors.
-func (c *cephConfigInput) served(cp CephCSIConfigPlan) map[string]bool {
-	out := map[string]bool{}
+// entries are the cluster entries cp's config holds now, in the order the
+// driver reads them: its config map's, then (for the operator) those of its
+// ClientProfiles not rendered into the map yet.
+func (c *cephConfigInput) entries(cp CephCSIConfigPlan) []ceph.ClusterEntry {
+	var out []ceph.ClusterEntry
 	if m := c.maps[cp.Namespace+"/"+cp.ConfigMap]; m != nil {
-		var entries []ceph.ClusterEntry
-		if json.Unmarshal([]byte(m.Data[cp.Key]), &entries) == nil {
-			for _, e := range entries {
-				if len(e.Monitors) > 0 && !slices.Contains(e.Monitors, "") {
-					out[e.ClusterID] = true
-				}
-			}
+		if cfg, err := ceph.ParseClusterConfig([]byte(m.Data[cp.Key])); err == nil {
+			out = cfg.Entries()
 		}
 	}
 	if cp.Deployment == DeploymentOperator {
-		for key, conn := range c.profiles {
+		for _, key := range slices.Sorted(maps.Keys(c.profiles)) {
 			ns, name, _ := strings.Cut(key, "/")
-			if ns == cp.Namespace && len(c.connections[conn]) > 0 {
-				out[name] = true
+			if ns == cp.Namespace && !slices.ContainsFunc(out, func(e ceph.ClusterEntry) bool { return e.ClusterID == name }) {
+				out = append(out, ceph.ClusterEntry{ClusterID: name, Monitors: slices.Clone(c.connections[c.profiles[key]])})
 			}
+		}
+	}
+	return out
+}
+
+// served are the clusterIDs cp's config serves now, with monitors.
+func (c *cephConfigInput) served(cp CephCSIConfigPlan) map[string]bool {
+	out := map[string]bool{}
+	for _, e := range c.entries(cp) {
+		if len(e.Monitors) > 0 && !slices.Contains(e.Monitors, "") {
+			out[e.ClusterID] = true
 		}
 	}
 	return out
@@ -402,7 +413,7 @@ func (c *cephConfigInput) settle(driverOf func(string) string, fallbackNS string
 		}
 		served := map[string]bool{}
 		if cp.Reason == "" {
-			served = c.served(cp)
+			cp.Entries, served = c.entries(cp), c.served(cp)
 		}
 		for _, id := range slices.Sorted(maps.Keys(needs)) {
 			n := needs[id]
@@ -524,4 +535,68 @@ func stringsAny(s []string) []any {
 		out[i] = v
 	}
 	return out
+}
+
+// joinDeployments says, for each Ceph volume an adoption makes native,
+// which clusterID its volume ID will name (adopt.JoinDeployment): an entry
+// of its driver's own deployment where one serves its Ceph cluster, else
+// its migration entry.
+func (p *Planner) joinDeployments(plan *Plan) {
+	var fsidOf func([]string) (string, error)
+	if readFSID := p.opts.CephFSID; readFSID != nil {
+		type read struct {
+			fsid string
+			err  error
+		}
+		memo := map[string]read{} // by monitors
+		fsidOf = func(mons []string) (string, error) {
+			key := strings.Join(mons, ",")
+			r, ok := memo[key]
+			if !ok {
+				r.fsid, r.err = readFSID(mons)
+				memo[key] = r
+			}
+			return r.fsid, r.err
+		}
+	}
+	for _, inTree := range []string{plugin.RBDInTreePluginName, plugin.CephFSInTreePluginName} {
+		driver := p.drivers.driverName(inTree)
+		i := slices.IndexFunc(plan.CephCSIConfig, func(cp CephCSIConfigPlan) bool { return cp.Reason == "" && slices.Contains(cp.Drivers, driver) })
+		var cfg ceph.ClusterConfig
+		if i >= 0 {
+			cfg = ceph.NewClusterConfig(plan.CephCSIConfig[i].Entries...)
+		}
+		needs := p.cephConfig.needs[inTree]
+		for _, id := range slices.Sorted(maps.Keys(needs)) {
+			n := needs[id]
+			for _, vi := range n.volumes {
+				v := &plan.Volumes[vi]
+				if v.Form != string(adopt.FormNative) {
+					continue
+				}
+				own := id
+				if inTree == plugin.CephFSInTreePluginName {
+					own = ceph.CephFSGroupEntry(n.entry, p.groups[vi]).ClusterID
+				}
+				in := adopt.JoinInput{Backend: inTree, Group: p.groups[vi], Config: cfg, FSIDOf: fsidOf}
+				var readErr error
+				if fsidOf != nil {
+					in.FSID, readErr = fsidOf(n.entry.Monitors)
+				}
+				j := adopt.JoinDeployment(in)
+				v.AdoptClusterID = own
+				switch {
+				case j.ClusterID != "":
+					v.AdoptClusterID = j.ClusterID
+					v.FormWhy = append(v.FormWhy, fmt.Sprintf("adopted, its volume ID names clusterID %s, the entry of %s's deployment for the same Ceph cluster (same fsid): a volume of that deployment, which needs no migration entry afterwards", j.ClusterID, driver))
+				case len(j.Unread) > 0:
+					v.FormWhy = append(v.FormWhy, fmt.Sprintf("adopted, its volume ID names clusterID %s of %s's deployment if that entry's monitors reach the same Ceph cluster (the adoption compares fsids), else the migration entry %s", j.Unread[0], driver, own))
+				case readErr != nil:
+					v.FormWhy = append(v.FormWhy, fmt.Sprintf("adopted, its volume ID names the migration entry %s: the volume's Ceph cluster was not read (%v)", own, readErr))
+				case len(j.Why) > 0:
+					v.FormWhy = append(v.FormWhy, fmt.Sprintf("adopted, its volume ID names the migration entry %s: no entry of %s's deployment serves it (%s)", own, driver, strings.Join(j.Why, "; ")))
+				}
+			}
+		}
+	}
 }

@@ -157,3 +157,45 @@ func TestPlanCephConfigDeployments(t *testing.T) {
 		t.Errorf("with the namespace named: %+v %+v", r.Volumes[0], r.CephCSIConfig)
 	}
 }
+
+// An adopted volume's ID names the deployment's own entry where its
+// monitors reach the volume's Ceph cluster (Rook's "rook-ceph", with one
+// monitor of another address), else the migration entry; without Ceph
+// read, the plan names the candidate.
+func TestPlanAdoptJoinsDeployment(t *testing.T) {
+	id := ceph.EntryFor([]string{testMonitor}).ClusterID
+	rookOwn := `{"clusterID":"rook-ceph","monitors":["10.1.0.1:6789"],"namespace":"rook-ceph"}`
+	mine := `{"clusterID":"` + id + `","monitors":["` + testMonitor + `"]}`
+	objs := []any{csiDriver(rookRBD), nodePlugin("rook-ceph", rookRBD, "rook-ceph-csi-config", "csi-cluster-config-json", nil),
+		configMap("rook-ceph", "rook-ceph-csi-config", "csi-cluster-config-json", "["+rookOwn+","+mine+"]", nil),
+		secret("admin", "key", "x"), rbdPV("a", "admin", "admin")}
+	clusters := func(other string) func([]string) (string, error) {
+		return func(mons []string) (string, error) {
+			if slices.Equal(mons, []string{testMonitor}) {
+				return "fsid-a", nil
+			}
+			return other, nil
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		read func([]string) (string, error)
+		want string
+		why  string
+	}{
+		{"the same cluster", clusters("fsid-a"), "rook-ceph", "the entry of " + rookRBD + "'s deployment for the same Ceph cluster"},
+		{"another cluster", clusters("fsid-b"), id, "entry rook-ceph: its monitors reach Ceph cluster fsid-b, the volume is on fsid-a"},
+		{"Ceph not read", nil, id, "names clusterID rook-ceph of " + rookRBD + "'s deployment if that entry's monitors reach the same Ceph cluster"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := driverPlan(t, plan.Options{CephFSID: tc.read}, objs...)
+			v := r.Volumes[0]
+			if v.Form != "native" || v.AdoptClusterID != tc.want || !strings.Contains(strings.Join(v.FormWhy, "\n"), tc.why) {
+				t.Errorf("form %s, adoption's clusterID %q, want %q; why:\n%s\nwant a line with %q", v.Form, v.AdoptClusterID, tc.want, strings.Join(v.FormWhy, "\n"), tc.why)
+			}
+			if !v.Migratable {
+				t.Errorf("not migratable: %+v", v.Findings)
+			}
+		})
+	}
+}

@@ -75,6 +75,11 @@ type VolumePlan struct {
 	Form     string   `json:"form,omitempty"`
 	Features []string `json:"features,omitempty"`
 	FormWhy  []string `json:"formWhy,omitempty"`
+	// AdoptClusterID is the clusterID an adopted Ceph volume's ID names:
+	// the entry of the driver's own deployment for the volume's Ceph
+	// cluster (compared by fsid, with Options.CephFSID), else its
+	// migration entry; "" where the form is not native.
+	AdoptClusterID string `json:"adoptClusterID,omitempty"`
 }
 
 // InlinePlan is the plan for one inline in-tree volume of a workload's pod
@@ -155,6 +160,8 @@ type Planner struct {
 	cephVolumes map[string][]int
 	// subvolume reads CephFS subvolumes (nil: predicted from the path).
 	subvolume func(fs, group, name string) (*adopt.Subvolume, string, error)
+	// groups are the subvolume groups of CephFS volumes, by index.
+	groups map[int]string
 	// rbdImage reads an RBD image from Ceph (nil: the forms are predicted).
 	rbdImage    func(pool, name string) (*adopt.Image, error)
 	logger      klog.Logger
@@ -241,6 +248,11 @@ type Options struct {
 	// anything but what Ceph's volumes module itself records on a first
 	// look at a legacy subvolume.
 	CephFSSubvolume func(fs, group, name string) (sv *adopt.Subvolume, notServed string, err error)
+	// CephFSID, when set, reads the fsid of the Ceph cluster at monitors
+	// (the command's Ceph access): the plan then says which entry of the
+	// driver's deployment an adopted volume's ID will name, as rewrite
+	// -apply -adopt decides it (adopt.JoinDeployment).
+	CephFSID func(monitors []string) (string, error)
 	// KubernetesMinor is the cluster's Kubernetes minor version, for the
 	// feature-gate steps of the plugins its objects use
 	// (featuregate.MinMinor to featuregate.MaxMinor; 0: none).
@@ -533,6 +545,10 @@ func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 		// (without it the volume stays static).
 		p.cephConfig.need(cephfs.PluginName, e, -1, "")
 		in.ClusterID = e.ClusterID
+		if p.groups == nil {
+			p.groups = map[int]string{}
+		}
+		p.groups[len(p.plan.Volumes)] = group
 		if p.subvolume != nil {
 			in.Subvolume, in.NotSubvolume, readErr = p.subvolume(attrs["fsName"], group, name)
 		}
@@ -1065,6 +1081,7 @@ func (p *Planner) addNotices(plan *Plan) {
 func (p *Planner) settleCephConfig(plan *Plan) {
 	configs, volumes, classes := p.cephConfig.settle(p.drivers.driverName, p.opts.CephCSINamespace)
 	plan.CephCSIConfig = configs
+	p.joinDeployments(plan)
 	for _, i := range slices.Sorted(maps.Keys(volumes)) {
 		v, f := &plan.Volumes[i], volumes[i]
 		v.Findings = append(v.Findings, f)

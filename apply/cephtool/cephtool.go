@@ -172,6 +172,26 @@ func (t Tools) PoolID(ctx context.Context, pool string) (int64, error) {
 	return 0, &Error{Command: "ceph osd pool ls detail", Stderr: "no pool " + pool, Err: ErrNotFound}
 }
 
+// FSID is the fsid of the Ceph cluster at monitors (ceph fsid, connected
+// to those monitors as Ceph CSI joins them; within 15 seconds, so that
+// monitors of no reachable cluster are an error, not a wait).
+func (t Tools) FSID(ctx context.Context, monitors []string) (string, error) {
+	if len(monitors) == 0 || slices.Contains(monitors, "") {
+		return "", fmt.Errorf("ceph fsid: want monitor addresses, got %q", monitors)
+	}
+	out, err := t.run(ctx, "ceph", "--mon-host", strings.Join(monitors, ","), "--connect-timeout", "15", "fsid", "--format", "json")
+	if err != nil {
+		return "", err
+	}
+	var v struct {
+		FSID string `json:"fsid"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(out), &v); err != nil || v.FSID == "" {
+		return "", fmt.Errorf("ceph fsid: want {\"fsid\": ...}, got %q", bytes.TrimSpace(out))
+	}
+	return v.FSID, nil
+}
+
 // fsEntry is a file system as ceph fs ls lists it.
 type fsEntry struct {
 	Name         string `json:"name"`

@@ -114,6 +114,11 @@ func (o *planOptions) planner(stderr io.Writer) *plan.Planner {
 			}
 			return sv, "", err
 		}
+		opts.CephFSID = func(monitors []string) (string, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			return tools.FSID(ctx, monitors)
+		}
 	}
 	return plan.New(o.tr, o.logger(stderr), opts)
 }

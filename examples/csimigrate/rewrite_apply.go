@@ -74,11 +74,20 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitBlocked
 	}
-	if targets, unserved, err = a.withCephEntries(ctx, targets, c.drivers, stderr); err != nil {
+	var served ceph.ClusterConfig
+	if targets, unserved, served, err = a.withCephEntries(ctx, targets, c.drivers, stderr); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitBlocked
 	}
 	refused = refused || unserved
+	if o.adopt && c.cephConfig == "" && len(served.Entries()) > 0 {
+		// The adoption reads the entries the drivers read.
+		a.cephConfig, a.w = served, nil
+		if _, err := a.writer(); err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+			return exitUsage
+		}
+	}
 	if o.dry {
 		err = errors.Join(a.w.DryRunPVs(ctx, targets), a.w.DryRunClasses(ctx, classes))
 	} else {
@@ -107,25 +116,30 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 // withCephEntries are the targets whose Ceph CSI driver serves the
 // cluster entry their migrated PV needs, as the plan judges it on the live
 // cluster (where each driver reads its config, and what it has); the
-// others are reported and left as they are. An undo needs no entry.
-func (a *applier) withCephEntries(ctx context.Context, pvs []apply.Target, drivers map[string]string, stderr io.Writer) ([]apply.Target, bool, error) {
+// others are reported and left as they are. An undo needs no entry. served
+// are the entries the Ceph CSI drivers read (the RBD driver's first).
+func (a *applier) withCephEntries(ctx context.Context, pvs []apply.Target, drivers map[string]string, stderr io.Writer) (kept []apply.Target, refused bool, served ceph.ClusterConfig, err error) {
 	if a.undo || len(pvs) == 0 {
-		return pvs, false, nil
+		return pvs, false, served, nil
 	}
 	pl := plan.New(a.tr, klog0(), plan.Options{Drivers: drivers})
 	if err := readLive(ctx, a.client, pl, false, false, func(int) {}, io.Discard); err != nil {
-		return nil, false, err
+		return nil, false, served, err
 	}
 	why := map[string]string{}
-	for _, v := range pl.Finish().Volumes {
+	result := pl.Finish()
+	var entries []ceph.ClusterEntry
+	for _, cp := range result.CephCSIConfig {
+		entries = append(entries, cp.Entries...)
+	}
+	served = ceph.NewClusterConfig(entries...)
+	for _, v := range result.Volumes {
 		for _, f := range v.Findings {
 			if f.Code == plan.FindingCephClusterEntryMissing || f.Code == plan.FindingCephCSIConfigNotFound {
 				why[v.Name] = f.Message + "; " + commandRemedy(f.Action, f.Object, f.Remedy)
 			}
 		}
 	}
-	var kept []apply.Target
-	refused := false
 	for _, t := range pvs {
 		if w := why[t.Name]; w != "" {
 			fmt.Fprintf(stderr, "pv/%s: refused: %s\n", t.Name, w)
@@ -134,7 +148,7 @@ func (a *applier) withCephEntries(ctx context.Context, pvs []apply.Target, drive
 		}
 		kept = append(kept, t)
 	}
-	return kept, refused, nil
+	return kept, refused, served, nil
 }
 
 // withoutBlocked are the targets whose backend's driver the cluster has;

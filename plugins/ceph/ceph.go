@@ -321,3 +321,30 @@ func (e *MonitorsNotFoundError) Unwrap() []error {
 	}
 	return []error{ErrMonitorsNotFound, e.Lookup}
 }
+
+// IsMigration reports whether e is an entry migration makes rather than one
+// a deployment names: its clusterID is derived from its own monitors
+// ([EntryFor]), or for a CephFS subvolume group, from those and the group
+// ([CephFSGroupEntry]).
+func (e ClusterEntry) IsMigration() bool {
+	base := EntryFor(e.Monitors)
+	if e.ClusterID == base.ClusterID {
+		return true
+	}
+	return e.CephFS != nil && e.CephFS.SubvolumeGroup != "" && e.ClusterID == CephFSGroupEntry(base, e.CephFS.SubvolumeGroup).ClusterID
+}
+
+// Served are the entries Ceph CSI reads, in order: the first of each
+// clusterID, with monitors, and not ambiguous (Lookup succeeds).
+func (c ClusterConfig) Served() []ClusterEntry {
+	var out []ClusterEntry
+	for i, e := range c.entries {
+		if c.first[e.ClusterID] != i {
+			continue
+		}
+		if _, err := c.Lookup(e.ClusterID); err == nil {
+			out = append(out, e.clone())
+		}
+	}
+	return out
+}

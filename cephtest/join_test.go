@@ -1,0 +1,133 @@
+package cephtest
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/volumeid"
+)
+
+// rookRBDDriver is the RBD driver's name on Rook (prefix: the operator's
+// namespace).
+const rookRBDDriver = "rook-ceph." + plugin.RBDDriverName
+
+// On Rook (<= 1.17: rook-ceph-csi-config, an entry per CephCluster named by
+// its namespace, with the one monitor Rook imports, here by its msgr2
+// address), an RBD image adopted by rewrite -apply -adopt joins Rook's own
+// entry for the same Ceph cluster, which the plan says before (comparing
+// fsids read with the Ceph tools): its volume ID names clusterID rook-ceph,
+// as the volumes Rook's driver provisions. Ceph CSI run as Rook runs it
+// (--drivername=rook-ceph.rbd.csi.ceph.com), with only Rook's entry in its
+// config (no migration entry), expands the adopted volume, snapshots it,
+// and restores and clones the snapshot into images that hold its bytes.
+func TestCephRBDAdoptJoinsRookEntry(t *testing.T) {
+	e := newAdoptEnv(t, "kube.join")
+	ctx := context.Background()
+	migration := ceph.EntryFor([]string{MonitorV1})
+	rookEntry := map[string]any{"clusterID": "rook-ceph", "monitors": []string{MonitorV2}, "namespace": "rook-ceph"}
+	rookOnly, err := json.Marshal([]any{rookEntry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withMigration, err := json.Marshal([]any{rookEntry, migration})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rook's driver, its node plugin mounting Rook's map, the map with
+	// Rook's entry and the migration's.
+	if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rook-ceph"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cs.StorageV1().CSIDrivers().Delete(ctx, plugin.RBDDriverName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cs.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: rookRBDDriver}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "csi-rbdplugin"}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "rook-ceph", Name: "csi-rbdplugin"},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: v1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "csi-rbdplugin", Image: "quay.io/cephcsi/cephcsi:" + CephCSIVersion,
+				Args: []string{"--nodeid=$(NODE_ID)", "--type=rbd", "--nodeserver=true", "--drivername=" + rookRBDDriver}}},
+				Volumes: []v1.Volume{{Name: "ceph-csi-configs", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+					LocalObjectReference: v1.LocalObjectReference{Name: "rook-ceph-csi-config"},
+					Items:                []v1.KeyToPath{{Key: "csi-cluster-config-json", Path: "config.json"}}}}}}}}}}
+	if _, err := e.cs.AppsV1().DaemonSets("rook-ceph").Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cs.CoreV1().ConfigMaps("rook-ceph").Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "rook-ceph", Name: "rook-ceph-csi-config"},
+		Data: map[string]string{"csi-cluster-config-json": string(withMigration)}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	image := "kubernetes-dynamic-pvc-" + NewUUID()
+	e.image(t, "pv-join", image, "layering")
+
+	// The plan, reading Ceph, says the adoption joins Rook's entry.
+	if f := e.forms(t)["pv-join"]; f.Form != "native" || f.AdoptClusterID != "rook-ceph" {
+		t.Errorf("plan -read-ceph: form %s, adoption's clusterID %q, want native and rook-ceph:\n%s", f.Form, f.AdoptClusterID, strings.Join(f.FormWhy, "\n"))
+	}
+	// The adoption reads the entries Rook's driver reads (no -ceph-config).
+	out, stderr, code := runCsimigrate(t, "rewrite", "-apply", "-adopt", "-kubeconfig", e.kc, "-ceph-conf", e.c.Conf, "pv-join")
+	if code != 0 {
+		t.Fatalf("rewrite -apply -adopt: exit %d\n%s\n%s", code, out, stderr)
+	}
+	pv := e.pv(t, "pv-join")
+	id, err := volumeid.ParseCephCSIVolumeID(pv.Spec.CSI.VolumeHandle)
+	if err != nil || id.ClusterID != "rook-ceph" || pv.Spec.CSI.Driver != rookRBDDriver || pv.Spec.CSI.VolumeAttributes["clusterID"] != "rook-ceph" {
+		t.Fatalf("adopted PV: driver %s, handle %s (%v), attributes %v; want %s and clusterID rook-ceph\n%s", pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle, err,
+			pv.Spec.CSI.VolumeAttributes, rookRBDDriver, out)
+	}
+	if st := e.journal(t, journalOfPV(t, pv)); st != "written" {
+		t.Fatalf("the journal entry: %s", st)
+	}
+
+	// Ceph CSI as Rook runs it, with Rook's entry only.
+	if err := e.d.SetConfig(rookOnly); err != nil {
+		t.Fatal(err)
+	}
+	rook, err := e.c.StartRBDController(ctx, rookRBDDriver)
+	if err != nil {
+		t.Fatalf("Ceph CSI as %s: %v", rookRBDDriver, err)
+	}
+	t.Cleanup(rook.Stop)
+	info, err := rook.Identity.GetPluginInfo(callCtx(t), &csi.GetPluginInfoRequest{})
+	if err != nil || info.Name != pv.Spec.CSI.Driver {
+		t.Fatalf("GetPluginInfo: %v %v, want %s", info, err, pv.Spec.CSI.Driver)
+	}
+	vol := pv.Spec.CSI.VolumeHandle
+	if _, err := rook.ControllerExpandVolume(callCtx(t), &csi.ControllerExpandVolumeRequest{VolumeId: vol, CapacityRange: &csi.CapacityRange{RequiredBytes: 2 * dataSize},
+		Secrets: e.secrets(), VolumeCapability: mountCap("ext4")}); err != nil {
+		t.Fatalf("ControllerExpandVolume: %v\n%s", err, rook.Log())
+	}
+	if got := images(t, e.c, e.pool)[image]; got != 2*dataSize {
+		t.Errorf("after the expansion the image has %d bytes, want %d", got, 2*dataSize)
+	}
+	// Rook's VolumeSnapshotClass and StorageClass name its own clusterID.
+	params := map[string]string{"clusterID": "rook-ceph", "pool": e.pool, "imageFeatures": "layering"}
+	snap, err := rook.CreateSnapshot(callCtx(t), &csi.CreateSnapshotRequest{SourceVolumeId: vol, Name: "snap-" + NewUUID(), Parameters: params, Secrets: e.secrets()})
+	if err != nil {
+		t.Fatalf("CreateSnapshot: %v\n%s", err, rook.Log())
+	}
+	create := func(name string, src *csi.VolumeContentSource) *csi.Volume {
+		t.Helper()
+		r, err := rook.CreateVolume(callCtx(t), &csi.CreateVolumeRequest{Name: name, CapacityRange: &csi.CapacityRange{RequiredBytes: 2 * dataSize},
+			VolumeCapabilities: []*csi.VolumeCapability{mountCap("ext4")}, Parameters: params, Secrets: e.secrets(), VolumeContentSource: src})
+		if err != nil {
+			t.Fatalf("CreateVolume %s: %v\n%s", name, err, rook.Log())
+		}
+		return r.Volume
+	}
+	restoreAndClone(t, rook, e.secrets(), vol, snap.Snapshot.SnapshotId, create,
+		func(v *csi.Volume) []byte { return e.export(t, v.VolumeContext["imageName"]) }, e.data)
+}
