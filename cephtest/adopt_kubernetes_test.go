@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/testenv"
 )
@@ -98,8 +99,14 @@ var (
 // claim are provisioned and their images hold the original bytes (read back
 // with rbd export); the migrated volume expands; and deleting its claim
 // (reclaim policy Delete) removes the image and its journal entry.
+//
+// Here the cluster runs Ceph CSI as Rook does (--drivername
+// rook-ceph.rbd.csi.ceph.com, rook-ceph-csi-config with Rook's entry for
+// the same Ceph cluster and the migration's): the rewrite names Rook's
+// driver, the adoption reads Rook's map and joins Rook's entry (clusterID
+// rook-ceph), and the sidecars serve the driver under that name.
 func TestCephRBDAdoptSnapshotCloneKubernetes(t *testing.T) {
-	adoptChainKubernetes(t, "kube.adopt-k8s", adoptByRewrite)
+	adoptChainKubernetes(t, "kube.adopt-k8s", adoptByRewrite, true)
 }
 
 // The same chain with csimigrate's controller (the command's binary, with
@@ -107,19 +114,23 @@ func TestCephRBDAdoptSnapshotCloneKubernetes(t *testing.T) {
 // rewrite -apply -adopt: what the controller makes is as much Ceph CSI's
 // own volume (snapshot, clone, expansion, deletion through Kubernetes).
 func TestCephRBDAdoptByControllerKubernetes(t *testing.T) {
-	adoptChainKubernetes(t, "kube.adopt-ctl", adoptByController)
+	adoptChainKubernetes(t, "kube.adopt-ctl", adoptByController, false)
 }
 
 // adoptBy rewrites the in-tree PV pv and StorageClass sc of the cluster
 // of kubeconfig kc with adoption, reaching Ceph with ceph.conf conf and
-// Ceph CSI's config cfgFile, and returns once both are done.
+// Ceph CSI's config cfgFile ("": the config the cluster's driver reads),
+// and returns once both are done.
 type adoptBy func(t *testing.T, srv *testenv.Server, kc, conf, cfgFile, pv, sc string)
 
 // adoptByRewrite runs csimigrate rewrite -apply -adopt.
 func adoptByRewrite(t *testing.T, s *testenv.Server, kc, conf, cfgFile, pv, sc string) {
 	serveDriverConfig(t, s.Client)
-	out, err := exec.Command(envBin, "rewrite", "-apply", "-kubeconfig", kc, "-adopt", "-ceph-conf", conf, "-ceph-config", cfgFile,
-		pv, "storageclass/"+sc).CombinedOutput()
+	args := []string{"rewrite", "-apply", "-kubeconfig", kc, "-adopt", "-ceph-conf", conf}
+	if cfgFile != "" {
+		args = append(args, "-ceph-config", cfgFile)
+	}
+	out, err := exec.Command(envBin, append(args, pv, "storageclass/"+sc)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("csimigrate rewrite -apply -adopt: %v\n%s", err, out)
 	}
@@ -159,9 +170,19 @@ func adoptByController(t *testing.T, srv *testenv.Server, kc, conf, cfgFile, pv,
 }
 
 // adoptChainKubernetes is the chain above on pool, with adopt doing the
-// adoption.
-func adoptChainKubernetes(t *testing.T, pool string, adopt adoptBy) {
+// adoption; with rook, on Ceph CSI deployed as Rook deploys it.
+func adoptChainKubernetes(t *testing.T, pool string, adopt adoptBy, rook bool) {
 	c, d := cephEnv(t)
+	// The RBD controller the sidecars and the test call.
+	socket, ctrl, ctrlLog := d.RBDSocket, d.RBD, func() string { return d.Log("cephcsi-rbd") }
+	if rook {
+		r, err := c.StartRBDController(context.Background(), rookRBDDriver)
+		if err != nil {
+			t.Fatalf("Ceph CSI as %s: %v", rookRBDDriver, err)
+		}
+		t.Cleanup(r.Stop)
+		socket, ctrl, ctrlLog = r.Socket, r, r.Log
+	}
 	snapDir, err := snapshotterDir()
 	if err != nil {
 		t.Fatal(err)
@@ -210,9 +231,9 @@ func adoptChainKubernetes(t *testing.T, pool string, adopt adoptBy) {
 		t.Fatal(err)
 	}
 	for name, args := range map[string][]string{
-		"csi-provisioner": {prov, "--csi-address=" + d.RBDSocket, "--kubeconfig=" + kc, "--leader-election=false", "--timeout=60s",
+		"csi-provisioner": {prov, "--csi-address=" + socket, "--kubeconfig=" + kc, "--leader-election=false", "--timeout=60s",
 			"--immediate-topology=false", "--retry-interval-start=1s", "--retry-interval-max=5s", "--v=4"},
-		"csi-snapshotter":     {filepath.Join(snapDir, "csi-snapshotter"), "--csi-address=" + d.RBDSocket, "--kubeconfig=" + kc, "--leader-election=false", "--timeout=60s", "--v=4"},
+		"csi-snapshotter":     {filepath.Join(snapDir, "csi-snapshotter"), "--csi-address=" + socket, "--kubeconfig=" + kc, "--leader-election=false", "--timeout=60s", "--v=4"},
 		"snapshot-controller": {filepath.Join(snapDir, "snapshot-controller"), "--kubeconfig=" + kc, "--leader-election=false", "--v=4"},
 	} {
 		if err := srv.Spawn(name, args[0], args[1:]...); err != nil {
@@ -224,7 +245,7 @@ func adoptChainKubernetes(t *testing.T, pool string, adopt adoptBy) {
 			for _, n := range []string{"csi-provisioner", "csi-snapshotter", "snapshot-controller", "kube-controller-manager"} {
 				t.Logf("%s:\n%s", n, srv.Logs(n))
 			}
-			t.Logf("cephcsi-rbd:\n%s", d.Log("cephcsi-rbd"))
+			t.Logf("Ceph CSI's RBD controller:\n%s", ctrlLog())
 		}
 	})
 	cs := srv.Client
@@ -276,6 +297,14 @@ func adoptChainKubernetes(t *testing.T, pool string, adopt adoptBy) {
 	if err := os.WriteFile(cfgFile, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if rook {
+		cfg = rookConfig(t, ceph.EntryFor([]string{MonitorV1}))
+		installRook(t, cs, cfg)
+		if err := d.SetConfig(cfg); err != nil {
+			t.Fatal(err)
+		}
+		cfgFile = ""
+	}
 
 	// The rewrite, with adoption.
 	adopt(t, srv, kc, c.Conf, cfgFile, pv.Name, sc.Name)
@@ -289,10 +318,13 @@ func adoptChainKubernetes(t *testing.T, pool string, adopt adoptBy) {
 	}
 	j := journalOfPV(t, migrated)
 	clusterID := migrated.Spec.CSI.VolumeAttributes["clusterID"]
+	if rook && (clusterID != "rook-ceph" || migrated.Spec.CSI.Driver != rookRBDDriver) {
+		t.Fatalf("the migrated PV: driver %s, clusterID %s; want %s and Rook's entry, rook-ceph", migrated.Spec.CSI.Driver, clusterID, rookRBDDriver)
+	}
 
 	// A VolumeSnapshot of the migrated claim.
 	snapClass := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotClass",
-		"metadata": map[string]any{"name": "rbd"}, "driver": "rbd.csi.ceph.com", "deletionPolicy": "Delete",
+		"metadata": map[string]any{"name": "rbd"}, "driver": migrated.Spec.CSI.Driver, "deletionPolicy": "Delete",
 		"parameters": map[string]any{"clusterID": clusterID, "csi.storage.k8s.io/snapshotter-secret-name": csiSecret.Name,
 			"csi.storage.k8s.io/snapshotter-secret-namespace": ns}}}
 	if _, err := dyn.Resource(snapshotClassGVR).Create(ctx, snapClass, metav1.CreateOptions{}); err != nil {
@@ -365,7 +397,7 @@ func adoptChainKubernetes(t *testing.T, pool string, adopt adoptBy) {
 	for k, v := range expandSecret.Data {
 		sec[k] = string(v)
 	}
-	if _, err := d.RBD.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: migrated.Spec.CSI.VolumeHandle,
+	if _, err := ctrl.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: migrated.Spec.CSI.VolumeHandle,
 		CapacityRange: &csi.CapacityRange{RequiredBytes: 2 * dataSize}, Secrets: sec, VolumeCapability: mountCap("ext4")}); err != nil {
 		t.Fatalf("ControllerExpandVolume with the PV's controllerExpandSecretRef: %v", err)
 	}

@@ -120,9 +120,11 @@ func (c *Cluster) StartDrivers(ctx context.Context, configJSON []byte) (_ *Drive
 type RBDController struct {
 	csi.ControllerClient
 	Identity csi.IdentityClient
-	conn     *grpc.ClientConn
-	p        *proc
-	c        *Cluster
+	// Socket is its CSI endpoint.
+	Socket string
+	conn   *grpc.ClientConn
+	p      *proc
+	c      *Cluster
 }
 
 // StartRBDController starts Ceph CSI's RBD controller with
@@ -140,7 +142,7 @@ func (c *Cluster) StartRBDController(ctx context.Context, driverName string) (_ 
 	if err != nil {
 		return nil, err
 	}
-	r := &RBDController{p: p, c: c}
+	r := &RBDController{Socket: sock, p: p, c: c}
 	defer func() {
 		if err != nil {
 			r.Stop()

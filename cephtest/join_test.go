@@ -10,7 +10,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
@@ -34,42 +36,10 @@ func TestCephRBDAdoptJoinsRookEntry(t *testing.T) {
 	e := newAdoptEnv(t, "kube.join")
 	ctx := context.Background()
 	migration := ceph.EntryFor([]string{MonitorV1})
-	rookEntry := map[string]any{"clusterID": "rook-ceph", "monitors": []string{MonitorV2}, "namespace": "rook-ceph"}
-	rookOnly, err := json.Marshal([]any{rookEntry})
-	if err != nil {
-		t.Fatal(err)
-	}
-	withMigration, err := json.Marshal([]any{rookEntry, migration})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rookOnly, withMigration := rookConfig(t), rookConfig(t, migration)
 	// Rook's driver, its node plugin mounting Rook's map, the map with
 	// Rook's entry and the migration's.
-	if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rook-ceph"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.cs.StorageV1().CSIDrivers().Delete(ctx, plugin.RBDDriverName, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.cs.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: rookRBDDriver}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	labels := map[string]string{"app": "csi-rbdplugin"}
-	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "rook-ceph", Name: "csi-rbdplugin"},
-		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: v1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: labels},
-			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "csi-rbdplugin", Image: "quay.io/cephcsi/cephcsi:" + CephCSIVersion,
-				Args: []string{"--nodeid=$(NODE_ID)", "--type=rbd", "--nodeserver=true", "--drivername=" + rookRBDDriver}}},
-				Volumes: []v1.Volume{{Name: "ceph-csi-configs", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
-					LocalObjectReference: v1.LocalObjectReference{Name: "rook-ceph-csi-config"},
-					Items:                []v1.KeyToPath{{Key: "csi-cluster-config-json", Path: "config.json"}}}}}}}}}}
-	if _, err := e.cs.AppsV1().DaemonSets("rook-ceph").Create(ctx, ds, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.cs.CoreV1().ConfigMaps("rook-ceph").Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "rook-ceph", Name: "rook-ceph-csi-config"},
-		Data: map[string]string{"csi-cluster-config-json": string(withMigration)}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	installRook(t, e.cs, withMigration)
 	image := "kubernetes-dynamic-pvc-" + NewUUID()
 	e.image(t, "pv-join", image, "layering")
 
@@ -130,4 +100,54 @@ func TestCephRBDAdoptJoinsRookEntry(t *testing.T) {
 	}
 	restoreAndClone(t, rook, e.secrets(), vol, snap.Snapshot.SnapshotId, create,
 		func(v *csi.Volume) []byte { return e.export(t, v.VolumeContext["imageName"]) }, e.data)
+}
+
+// rookConfig is Rook's csi-cluster-config-json: its entry for the
+// CephCluster of namespace rook-ceph (the one monitor it imports, by its
+// msgr2 address), then more.
+func rookConfig(t testing.TB, more ...ceph.ClusterEntry) []byte {
+	t.Helper()
+	entries := []any{map[string]any{"clusterID": "rook-ceph", "monitors": []string{MonitorV2}, "namespace": "rook-ceph"}}
+	for _, e := range more {
+		entries = append(entries, e)
+	}
+	b, err := json.Marshal(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// installRook makes the API server's objects those of Rook 1.17 running
+// Ceph CSI's RBD driver: its CSIDriver in place of the upstream one, its
+// node plugin DaemonSet mounting rook-ceph-csi-config, and that map with
+// config.
+func installRook(t testing.TB, cs kubernetes.Interface, config []byte) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rook-ceph"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.StorageV1().CSIDrivers().Delete(ctx, plugin.RBDDriverName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	if _, err := cs.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: rookRBDDriver}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "csi-rbdplugin"}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "rook-ceph", Name: "csi-rbdplugin"},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: v1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "csi-rbdplugin", Image: "quay.io/cephcsi/cephcsi:" + CephCSIVersion,
+				Args: []string{"--nodeid=$(NODE_ID)", "--type=rbd", "--nodeserver=true", "--drivername=" + rookRBDDriver}}},
+				Volumes: []v1.Volume{{Name: "ceph-csi-configs", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+					LocalObjectReference: v1.LocalObjectReference{Name: "rook-ceph-csi-config"},
+					Items:                []v1.KeyToPath{{Key: "csi-cluster-config-json", Path: "config.json"}}}}}}}}}}
+	if _, err := cs.AppsV1().DaemonSets("rook-ceph").Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("rook-ceph").Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "rook-ceph", Name: "rook-ceph-csi-config"},
+		Data: map[string]string{"csi-cluster-config-json": string(config)}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

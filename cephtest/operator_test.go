@@ -216,9 +216,15 @@ func TestCephCSIOperatorRendersPlanEntry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("controllerExpandSecretRef %s/%s: %v", ref.Namespace, ref.Name, err)
 	}
-	if _, err := d.RBD.ControllerExpandVolume(callCtx(t), &csi.ControllerExpandVolumeRequest{VolumeId: rewritten.Spec.CSI.VolumeHandle,
+	// Ceph CSI as the operator runs it, under the Driver's name.
+	rook, err := cl.StartRBDController(ctx, rbdDriver)
+	if err != nil {
+		t.Fatalf("Ceph CSI as %s: %v", rbdDriver, err)
+	}
+	t.Cleanup(rook.Stop)
+	if _, err := rook.ControllerExpandVolume(callCtx(t), &csi.ControllerExpandVolumeRequest{VolumeId: rewritten.Spec.CSI.VolumeHandle,
 		CapacityRange: &csi.CapacityRange{RequiredBytes: expandSize}, Secrets: secrets.SecretStringData(sec), VolumeCapability: mountCap("ext4")}); err != nil {
-		t.Fatalf("ControllerExpandVolume through the operator's config: %v\n%s", err, d.Log("cephcsi-rbd"))
+		t.Fatalf("ControllerExpandVolume through the operator's config: %v\n%s", err, rook.Log())
 	}
 	if got := images(t, cl, pool)[image]; got != expandSize {
 		t.Errorf("image size %d after the expansion, want %d", got, expandSize)

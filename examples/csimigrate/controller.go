@@ -215,6 +215,16 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if o.adopt && o.translation.cephConfig == "" {
+		// The adoption reads the entries the drivers read, as at start
+		// (reading them needs the rights plan -live has; without them,
+		// adopted volumes keep their migration entries).
+		if _, served, err := livePlan(ctx, client, tr, o.translation.drivers); err != nil {
+			logger.Info("Not reading the Ceph CSI drivers' cluster entries: adopted volumes name their migration entries; give -ceph-config to name the drivers' own", "err", err.Error())
+		} else {
+			cephCfg = served
+		}
+	}
 	var vsphereAccess apply.VSphere
 	if o.vsphere.wanted() {
 		vc, _, err := o.vsphere.open(ctx, client, logger)

@@ -122,17 +122,11 @@ func (a *applier) withCephEntries(ctx context.Context, pvs []apply.Target, drive
 	if a.undo || len(pvs) == 0 {
 		return pvs, false, served, nil
 	}
-	pl := plan.New(a.tr, klog0(), plan.Options{Drivers: drivers})
-	if err := readLive(ctx, a.client, pl, false, false, func(int) {}, io.Discard); err != nil {
+	result, served, err := livePlan(ctx, a.client, a.tr, drivers)
+	if err != nil {
 		return nil, false, served, err
 	}
 	why := map[string]string{}
-	result := pl.Finish()
-	var entries []ceph.ClusterEntry
-	for _, cp := range result.CephCSIConfig {
-		entries = append(entries, cp.Entries...)
-	}
-	served = ceph.NewClusterConfig(entries...)
 	for _, v := range result.Volumes {
 		for _, f := range v.Findings {
 			if f.Code == plan.FindingCephClusterEntryMissing || f.Code == plan.FindingCephCSIConfigNotFound {
@@ -149,6 +143,22 @@ func (a *applier) withCephEntries(ctx context.Context, pvs []apply.Target, drive
 		kept = append(kept, t)
 	}
 	return kept, refused, served, nil
+}
+
+// livePlan is the plan of the live cluster (without Secrets) with tr and
+// the chosen drivers, and the cluster entries the Ceph CSI drivers read
+// (the RBD driver's first).
+func livePlan(ctx context.Context, client kubernetes.Interface, tr *translate.Translator, drivers map[string]string) (*plan.Plan, ceph.ClusterConfig, error) {
+	pl := plan.New(tr, klog0(), plan.Options{Drivers: drivers})
+	if err := readLive(ctx, client, pl, false, false, func(int) {}, io.Discard); err != nil {
+		return nil, ceph.ClusterConfig{}, err
+	}
+	result := pl.Finish()
+	var entries []ceph.ClusterEntry
+	for _, cp := range result.CephCSIConfig {
+		entries = append(entries, cp.Entries...)
+	}
+	return result, ceph.NewClusterConfig(entries...), nil
 }
 
 // withoutBlocked are the targets whose backend's driver the cluster has;
