@@ -158,6 +158,22 @@ func planJSON(t testing.TB, objs ...runtime.Object) []byte {
 // too.
 func runCommand(t testing.TB, args []string, objs ...runtime.Object) []byte {
 	t.Helper()
+	// The drivers' config map, as they read it now.
+	if cfg, err := os.ReadFile(CephCSIConfigFile); err == nil {
+		path := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(path, cephCSIConfigMap(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "-f", path)
+	}
+	return runObjects(t, args, objs...)
+}
+
+// runObjects runs the csimigrate command with args on a manifest of the
+// objects, and nothing else, and returns its output; exit 1 (something
+// blocks) is an output too.
+func runObjects(t testing.TB, args []string, objs ...runtime.Object) []byte {
+	t.Helper()
 	manifest := filepath.Join(t.TempDir(), "objects.yaml")
 	var b bytes.Buffer
 	s := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, kjson.SerializerOptions{Yaml: true})
@@ -169,13 +185,6 @@ func runCommand(t testing.TB, args []string, objs ...runtime.Object) []byte {
 	}
 	if err := os.WriteFile(manifest, b.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
-	}
-	// The drivers' config map, as they read it now.
-	if cfg, err := os.ReadFile(CephCSIConfigFile); err == nil {
-		if err := os.WriteFile(manifest+".config.yaml", cephCSIConfigMap(cfg), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		args = append(args, "-f", manifest+".config.yaml")
 	}
 	cmd := exec.Command(envBin, append(args, "-f", manifest)...)
 	var stderr bytes.Buffer
