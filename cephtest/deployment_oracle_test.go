@@ -194,13 +194,13 @@ func TestCephPlanDeploymentOracle(t *testing.T) {
 	secret := &v1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: metav1.ObjectMeta{Name: "ceph-admin", Namespace: "default"},
 		Type: "kubernetes.io/rbd", Data: map[string][]byte{"key": []byte(c.AdminKey)}}
 	// One controller per driver name, started when first drawn.
-	running := map[string]*RBDController{}
+	running := map[string]*NamedDriver{}
 	t.Cleanup(func() {
 		for _, r := range running {
 			r.Stop()
 		}
 	})
-	controller := func(name string) *RBDController {
+	controller := func(name string) *NamedDriver {
 		if r, ok := running[name]; ok {
 			return r
 		}

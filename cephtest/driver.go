@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -114,11 +115,14 @@ func (c *Cluster) StartDrivers(ctx context.Context, configJSON []byte) (_ *Drive
 	return d, nil
 }
 
-// RBDController is one more Ceph CSI RBD controller, under a driver name
-// of the test's choosing (as Rook runs Ceph CSI: rook-ceph.rbd.csi.ceph.com),
+// NamedDriver is one more Ceph CSI driver, under a driver name of the
+// test's choosing (as Rook runs Ceph CSI: rook-ceph.rbd.csi.ceph.com),
 // reading the same config.json as the Drivers.
-type RBDController struct {
+type NamedDriver struct {
 	csi.ControllerClient
+	// Node is its node service (CephFS only: the RBD node server needs
+	// the rbd kernel module).
+	Node     csi.NodeClient
 	Identity csi.IdentityClient
 	// Socket is its CSI endpoint.
 	Socket string
@@ -129,20 +133,32 @@ type RBDController struct {
 
 // StartRBDController starts Ceph CSI's RBD controller with
 // --drivername=driverName on a socket of its own.
-func (c *Cluster) StartRBDController(ctx context.Context, driverName string) (_ *RBDController, err error) {
+func (c *Cluster) StartRBDController(ctx context.Context, driverName string) (*NamedDriver, error) {
+	return c.startNamed(ctx, "rbd", driverName, "--controllerserver=true")
+}
+
+// StartCephFSDriver starts Ceph CSI's CephFS node and controller server
+// with --drivername=driverName on a socket of its own.
+func (c *Cluster) StartCephFSDriver(ctx context.Context, driverName string) (*NamedDriver, error) {
+	return c.startNamed(ctx, "cephfs", driverName, "--nodeserver=true", "--controllerserver=true")
+}
+
+func (c *Cluster) startNamed(ctx context.Context, typ, driverName string, servers ...string) (_ *NamedDriver, err error) {
 	bin, err := CephCSIBinary()
 	if err != nil {
 		return nil, err
 	}
-	sock := filepath.Join(c.Dir, "run", driverName+".sock")
-	name := "cephcsi-" + driverName
-	p, err := c.spawnProc(name, bin, "--type=rbd", "--controllerserver=true", "--endpoint=unix://"+sock,
-		"--csi-addons-endpoint=unix://"+filepath.Join(c.Dir, "run", driverName+"-addons.sock"), "--nodeid=n1",
-		"--drivername="+driverName, "--v=5", "--logtostderr=true")
+	// Short: a unix socket's path has at most 107 bytes.
+	short := strings.SplitN(driverName, ".", 2)[0] + "-" + typ
+	sock := filepath.Join(c.Dir, "run", short+".sock")
+	args := append([]string{"--type=" + typ}, servers...)
+	args = append(args, "--endpoint=unix://"+sock, "--csi-addons-endpoint=unix://"+filepath.Join(c.Dir, "run", short+"-a.sock"),
+		"--nodeid=n1", "--drivername="+driverName, "--v=5", "--logtostderr=true")
+	p, err := c.spawnProc("cephcsi-"+driverName, bin, args...)
 	if err != nil {
 		return nil, err
 	}
-	r := &RBDController{Socket: sock, p: p, c: c}
+	r := &NamedDriver{Socket: sock, p: p, c: c}
 	defer func() {
 		if err != nil {
 			r.Stop()
@@ -157,7 +173,7 @@ func (c *Cluster) StartRBDController(ctx context.Context, driverName string) (_ 
 	if r.conn, err = grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
 		return nil, err
 	}
-	r.ControllerClient, r.Identity = csi.NewControllerClient(r.conn), csi.NewIdentityClient(r.conn)
+	r.ControllerClient, r.Node, r.Identity = csi.NewControllerClient(r.conn), csi.NewNodeClient(r.conn), csi.NewIdentityClient(r.conn)
 	if err := c.waitFor(ctx, 30*time.Second, "cephcsi to answer Probe on "+sock, func() (bool, error) {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
@@ -169,11 +185,11 @@ func (c *Cluster) StartRBDController(ctx context.Context, driverName string) (_ 
 	return r, nil
 }
 
-// Log is the tail of the controller's log.
-func (r *RBDController) Log() string { return r.c.Log(r.p.name) }
+// Log is the tail of the driver's log.
+func (r *NamedDriver) Log() string { return r.c.Log(r.p.name) }
 
-// Stop stops the controller by pid.
-func (r *RBDController) Stop() {
+// Stop stops the driver by pid (and the ceph-fuse mounts it started).
+func (r *NamedDriver) Stop() {
 	if r.conn != nil {
 		r.conn.Close()
 	}
