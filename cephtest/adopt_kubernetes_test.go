@@ -102,9 +102,12 @@ var (
 //
 // Here the cluster runs Ceph CSI as Rook does (--drivername
 // rook-ceph.rbd.csi.ceph.com, rook-ceph-csi-config with Rook's entry for
-// the same Ceph cluster and the migration's): the rewrite names Rook's
-// driver, the adoption reads Rook's map and joins Rook's entry (clusterID
-// rook-ceph), and the sidecars serve the driver under that name.
+// the same Ceph cluster, by the monitor's msgr2 address, and the
+// migration's): the rewrite names Rook's driver; plan -read-ceph says, and
+// the adoption does (reading Rook's map, no -ceph-config), that the adopted
+// volume joins Rook's entry, clusterID rook-ceph (compared by fsid); the
+// sidecars serve the driver under that name; and the expansion and the
+// deletion of the adopted volume work with Rook's entry alone.
 func TestCephRBDAdoptSnapshotCloneKubernetes(t *testing.T) {
 	adoptChainKubernetes(t, "kube.adopt-k8s", adoptByRewrite, true)
 }
@@ -304,6 +307,10 @@ func adoptChainKubernetes(t *testing.T, pool string, adopt adoptBy, rook bool) {
 			t.Fatal(err)
 		}
 		cfgFile = ""
+		// The plan, reading Ceph, says the adoption joins Rook's entry.
+		if f := (&adoptEnv{c: c, kc: kc}).forms(t)[pv.Name]; f.Form != "native" || f.AdoptClusterID != "rook-ceph" {
+			t.Errorf("plan -read-ceph: form %s, adoption's clusterID %q, want native and rook-ceph:\n%s", f.Form, f.AdoptClusterID, strings.Join(f.FormWhy, "\n"))
+		}
 	}
 
 	// The rewrite, with adoption.
@@ -386,25 +393,6 @@ func adoptChainKubernetes(t *testing.T, pool string, adopt adoptBy, rook bool) {
 		}
 	}
 
-	// Expansion, as external-resizer sends it (the PV's
-	// controllerExpandSecretRef).
-	ref := migrated.Spec.CSI.ControllerExpandSecretRef
-	expandSecret, err := cs.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sec := map[string]string{}
-	for k, v := range expandSecret.Data {
-		sec[k] = string(v)
-	}
-	if _, err := ctrl.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: migrated.Spec.CSI.VolumeHandle,
-		CapacityRange: &csi.CapacityRange{RequiredBytes: 2 * dataSize}, Secrets: sec, VolumeCapability: mountCap("ext4")}); err != nil {
-		t.Fatalf("ControllerExpandVolume with the PV's controllerExpandSecretRef: %v", err)
-	}
-	if got := images(t, c, pool)[image]; got != 2*dataSize {
-		t.Errorf("image size %d after the expansion, want %d", got, 2*dataSize)
-	}
-
 	// Everything deleted through Kubernetes: the copies, the snapshot, and
 	// the migrated claim, whose volume external-provisioner deletes
 	// (reclaim policy Delete) with its journal entry.
@@ -426,6 +414,32 @@ func adoptChainKubernetes(t *testing.T, pool string, adopt adoptBy, rook bool) {
 		_, cl := imgs[cloned]
 		return len(contents.Items) == 0 && !r && !cl, fmt.Sprintf("%d contents, restored image %t, cloned image %t", len(contents.Items), r, cl)
 	})
+	if rook {
+		// From here on the driver has Rook's entry only: the adopted
+		// volume, which names it, needs no migration entry.
+		if err := d.SetConfig(rookConfig(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Expansion, as external-resizer sends it (the PV's
+	// controllerExpandSecretRef).
+	ref := migrated.Spec.CSI.ControllerExpandSecretRef
+	expandSecret, err := cs.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := map[string]string{}
+	for k, v := range expandSecret.Data {
+		sec[k] = string(v)
+	}
+	if _, err := ctrl.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: migrated.Spec.CSI.VolumeHandle,
+		CapacityRange: &csi.CapacityRange{RequiredBytes: 2 * dataSize}, Secrets: sec, VolumeCapability: mountCap("ext4")}); err != nil {
+		t.Fatalf("ControllerExpandVolume with the PV's controllerExpandSecretRef: %v", err)
+	}
+	if got := images(t, c, pool)[image]; got != 2*dataSize {
+		t.Errorf("image size %d after the expansion, want %d", got, 2*dataSize)
+	}
+
 	if err := cs.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -22,91 +22,11 @@ import (
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/secrets"
-	"github.com/csimigrate/csimigrate/volumeid"
 )
 
 // rookRBDDriver is the RBD driver's name on Rook (prefix: the operator's
 // namespace).
 const rookRBDDriver = "rook-ceph." + plugin.RBDDriverName
-
-// On Rook (<= 1.17: rook-ceph-csi-config, an entry per CephCluster named by
-// its namespace, with the one monitor Rook imports, here by its msgr2
-// address), an RBD image adopted by rewrite -apply -adopt joins Rook's own
-// entry for the same Ceph cluster, which the plan says before (comparing
-// fsids read with the Ceph tools): its volume ID names clusterID rook-ceph,
-// as the volumes Rook's driver provisions. Ceph CSI run as Rook runs it
-// (--drivername=rook-ceph.rbd.csi.ceph.com), with only Rook's entry in its
-// config (no migration entry), expands the adopted volume, snapshots it,
-// and restores and clones the snapshot into images that hold its bytes.
-func TestCephRBDAdoptJoinsRookEntry(t *testing.T) {
-	e := newAdoptEnv(t, "kube.join")
-	ctx := context.Background()
-	migration := ceph.EntryFor([]string{MonitorV1})
-	rookOnly, withMigration := rookConfig(t), rookConfig(t, migration)
-	// Rook's driver, its node plugin mounting Rook's map, the map with
-	// Rook's entry and the migration's.
-	installRook(t, e.cs, withMigration)
-	image := "kubernetes-dynamic-pvc-" + NewUUID()
-	e.image(t, "pv-join", image, "layering")
-
-	// The plan, reading Ceph, says the adoption joins Rook's entry.
-	if f := e.forms(t)["pv-join"]; f.Form != "native" || f.AdoptClusterID != "rook-ceph" {
-		t.Errorf("plan -read-ceph: form %s, adoption's clusterID %q, want native and rook-ceph:\n%s", f.Form, f.AdoptClusterID, strings.Join(f.FormWhy, "\n"))
-	}
-	// The adoption reads the entries Rook's driver reads (no -ceph-config).
-	out, stderr, code := runCsimigrate(t, "rewrite", "-apply", "-adopt", "-kubeconfig", e.kc, "-ceph-conf", e.c.Conf, "pv-join")
-	if code != 0 {
-		t.Fatalf("rewrite -apply -adopt: exit %d\n%s\n%s", code, out, stderr)
-	}
-	pv := e.pv(t, "pv-join")
-	id, err := volumeid.ParseCephCSIVolumeID(pv.Spec.CSI.VolumeHandle)
-	if err != nil || id.ClusterID != "rook-ceph" || pv.Spec.CSI.Driver != rookRBDDriver || pv.Spec.CSI.VolumeAttributes["clusterID"] != "rook-ceph" {
-		t.Fatalf("adopted PV: driver %s, handle %s (%v), attributes %v; want %s and clusterID rook-ceph\n%s", pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle, err,
-			pv.Spec.CSI.VolumeAttributes, rookRBDDriver, out)
-	}
-	if st := e.journal(t, journalOfPV(t, pv)); st != "written" {
-		t.Fatalf("the journal entry: %s", st)
-	}
-
-	// Ceph CSI as Rook runs it, with Rook's entry only.
-	if err := e.d.SetConfig(rookOnly); err != nil {
-		t.Fatal(err)
-	}
-	rook, err := e.c.StartRBDController(ctx, rookRBDDriver)
-	if err != nil {
-		t.Fatalf("Ceph CSI as %s: %v", rookRBDDriver, err)
-	}
-	t.Cleanup(rook.Stop)
-	info, err := rook.Identity.GetPluginInfo(callCtx(t), &csi.GetPluginInfoRequest{})
-	if err != nil || info.Name != pv.Spec.CSI.Driver {
-		t.Fatalf("GetPluginInfo: %v %v, want %s", info, err, pv.Spec.CSI.Driver)
-	}
-	vol := pv.Spec.CSI.VolumeHandle
-	if _, err := rook.ControllerExpandVolume(callCtx(t), &csi.ControllerExpandVolumeRequest{VolumeId: vol, CapacityRange: &csi.CapacityRange{RequiredBytes: 2 * dataSize},
-		Secrets: e.secrets(), VolumeCapability: mountCap("ext4")}); err != nil {
-		t.Fatalf("ControllerExpandVolume: %v\n%s", err, rook.Log())
-	}
-	if got := images(t, e.c, e.pool)[image]; got != 2*dataSize {
-		t.Errorf("after the expansion the image has %d bytes, want %d", got, 2*dataSize)
-	}
-	// Rook's VolumeSnapshotClass and StorageClass name its own clusterID.
-	params := map[string]string{"clusterID": "rook-ceph", "pool": e.pool, "imageFeatures": "layering"}
-	snap, err := rook.CreateSnapshot(callCtx(t), &csi.CreateSnapshotRequest{SourceVolumeId: vol, Name: "snap-" + NewUUID(), Parameters: params, Secrets: e.secrets()})
-	if err != nil {
-		t.Fatalf("CreateSnapshot: %v\n%s", err, rook.Log())
-	}
-	create := func(name string, src *csi.VolumeContentSource) *csi.Volume {
-		t.Helper()
-		r, err := rook.CreateVolume(callCtx(t), &csi.CreateVolumeRequest{Name: name, CapacityRange: &csi.CapacityRange{RequiredBytes: 2 * dataSize},
-			VolumeCapabilities: []*csi.VolumeCapability{mountCap("ext4")}, Parameters: params, Secrets: e.secrets(), VolumeContentSource: src})
-		if err != nil {
-			t.Fatalf("CreateVolume %s: %v\n%s", name, err, rook.Log())
-		}
-		return r.Volume
-	}
-	restoreAndClone(t, rook, e.secrets(), vol, snap.Snapshot.SnapshotId, create,
-		func(v *csi.Volume) []byte { return e.export(t, v.VolumeContext["imageName"]) }, e.data)
-}
 
 // rookConfig is Rook's csi-cluster-config-json: its entry for the
 // CephCluster of namespace rook-ceph (the one monitor it imports, by its
