@@ -1,0 +1,41 @@
+package csimigrate_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// userPages are the pages users read: they say what is. History, dates,
+// test and benchmark names and commit ids belong in commit messages and in
+// docs/testing.md and docs/performance.md.
+var userPages = []string{"README.md", "docs/backends.md", "docs/command.md", "docs/controller.md", "docs/rewrite-apply.md", "docs/library.md", "docs/peers.md"}
+
+// What a user page must not carry, and why.
+var notInUserPages = []struct {
+	re  *regexp.Regexp
+	why string
+}{
+	{regexp.MustCompile(`\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b`), "a date"},
+	{regexp.MustCompile("`(?:[a-z0-9]+\\.)?(?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_/.]*`"), "a test or benchmark name"},
+	{regexp.MustCompile("`[0-9a-f]{7,40}`"), "a commit id"},
+	{regexp.MustCompile(`(?i)\b(?:an earlier version|now fixed|before this change|in session [0-9]+)\b`), "history"},
+}
+
+func TestUserPagesSayWhatIs(t *testing.T) {
+	for _, page := range userPages {
+		b, err := os.ReadFile(filepath.FromSlash(page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, rule := range notInUserPages {
+				if m := rule.re.FindString(line); m != "" {
+					t.Errorf("%s:%d: %s (%s): move it to docs/testing.md or docs/performance.md, or a commit message", page, i+1, rule.why, m)
+				}
+			}
+		}
+	}
+}
