@@ -39,3 +39,48 @@ func TestUserPagesSayWhatIs(t *testing.T) {
 		}
 	}
 }
+
+// findingCode is a finding code's declaration: FindingX = "Code".
+var findingCode = regexp.MustCompile(`(?m)^\s*Finding[A-Za-z0-9]* += "([A-Za-z0-9]+)"`)
+
+// Every finding code the library, the engine and the command declare has a
+// row in a user page's table: what it means and what to do.
+func TestFindingCodesDocumented(t *testing.T) {
+	var docs strings.Builder
+	for _, page := range userPages {
+		b, err := os.ReadFile(filepath.FromSlash(page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs.Write(b)
+	}
+	n := 0
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "tools") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range findingCode.FindAllStringSubmatch(string(b), -1) {
+			n++
+			if !regexp.MustCompile("(?m)^\\|[^\\n]*`" + m[1] + "`").MatchString(docs.String()) {
+				t.Errorf("%s: finding code %s has no row in a table of %v", path, m[1], userPages)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 30 {
+		t.Errorf("found %d finding codes in the source: the pattern no longer matches how they are declared", n)
+	}
+}
