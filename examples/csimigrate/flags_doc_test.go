@@ -29,6 +29,7 @@ func flagDoc() string {
 		{"rewrite", rewriteSummary, &rewriteOptions{}},
 		{"controller", controllerSummary, &controllerOptions{}},
 		{"clusterid", clusterIDSummary, &clusterIDOptions{}},
+		{"dump", dumpSummary, &dumpOptions{}},
 	} {
 		fs := newFlagSet(c.name, c.summary, io.Discard)
 		c.o.register(fs)

@@ -52,6 +52,7 @@ Usage:
 
 Commands:
   plan       report per volume what migration needs (default)
+  dump       write what plan -f and rewrite -f read from a cluster, Secret values left out
   translate  print the CSI equivalents of the input objects
   rewrite    print the ordered, idempotent steps that replace each in-tree PV by a CSI PV
   clusterid  print the Ceph CSI clusterID of a monitor list
@@ -83,6 +84,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runController(args, stderr)
 	case "version":
 		return runVersion(args, stdout, stderr)
+	case "dump":
+		return runDump(args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+const dumpSummary = "Writes, as one JSON List on standard output, what plan -f and rewrite -f read from a cluster: the kinds\n" +
+	"plan -live lists, Secrets with their values left out (the fields are kept, and the user names Ceph CSI's\n" +
+	"checks compare: adminId, adminID, userID), containers' env values left out, and only the config maps\n" +
+	"Ceph CSI reads its cluster entries from. Usage: csimigrate dump > cluster.json; csimigrate plan -f cluster.json."
+
+// redacted stands for a Secret value the dump leaves out: non-empty, as
+// the value was, so that the plan's checks of which fields are set hold.
+const redacted = "redacted-by-csimigrate-dump"
+
+// secretIDFields are the Secret fields whose values are user names the
+// checks compare, not keys: they are kept.
+var secretIDFields = []string{"adminId", "adminID", "userID"}
+
+type dumpOptions struct {
+	clusterFlags
+	logFlags
+}
+
+func (o *dumpOptions) register(fs *flag.FlagSet) {
+	o.clusterFlags.register(fs)
+	o.logFlags.register(fs)
+}
+
+func (o *dumpOptions) complete(fs *flag.FlagSet) error { return noArgs(fs.Args()) }
+
+func (o *dumpOptions) validate() error { return nil }
+
+func runDump(args []string, stdout, stderr io.Writer) int {
+	return runCommand("dump", dumpSummary, &dumpOptions{}, args, nil, stdout, stderr)
+}
+
+func (o *dumpOptions) run(_ io.Reader, stdout, stderr io.Writer) int {
+	client, err := clientFor(o.kubeconfig, o.context, 0, 0)
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate dump: %v\n", err)
+		return exitUsage
+	}
+	w := bufio.NewWriterSize(stdout, 1<<16)
+	d := &dumpSink{w: w, counts: map[string]int{}}
+	fmt.Fprint(w, `{"apiVersion":"v1","kind":"List","items":[`)
+	for _, src := range liveListers(client, true, true) {
+		opts := metav1.ListOptions{Limit: 500}
+		for {
+			cont, _, err := src.page(context.Background(), opts, d)
+			if err == nil {
+				err = d.err
+			}
+			if err != nil {
+				// What was written is no JSON List: the plan refuses it.
+				w.Flush()
+				fmt.Fprintf(stderr, "csimigrate dump: listing %s: %v\n", src.what, err)
+				return exitInput
+			}
+			if cont == "" {
+				break
+			}
+			opts.Continue = cont
+		}
+	}
+	fmt.Fprint(w, "]}\n")
+	if err := w.Flush(); err != nil {
+		fmt.Fprintf(stderr, "csimigrate dump: %v\n", err)
+		return exitOutput
+	}
+	var kinds []string
+	for k, n := range d.counts {
+		kinds = append(kinds, fmt.Sprintf("%d %s", n, k))
+	}
+	sort.Strings(kinds)
+	fmt.Fprintf(stderr, "csimigrate dump: %d objects (%s); Secret values and containers' env values left out\n", d.n, strings.Join(kinds, ", "))
+	return exitOK
+}
+
+// dumpSink writes each object as an item of the List, redacted.
+type dumpSink struct {
+	w      *bufio.Writer
+	n      int
+	counts map[string]int
+	err    error
+}
+
+// Add writes obj (a typed object of the live listers, or an unstructured
+// one of the operator's kinds); objects the plan does not read are left
+// out.
+func (d *dumpSink) Add(obj any) {
+	if d.err != nil {
+		return
+	}
+	item, kind, err := dumpItem(obj)
+	if err != nil {
+		d.err = err
+		return
+	}
+	if item == nil {
+		return
+	}
+	b, err := json.Marshal(item)
+	if err != nil {
+		d.err = err
+		return
+	}
+	if d.n > 0 {
+		d.w.WriteByte(',')
+	}
+	d.w.WriteString("\n")
+	d.w.Write(b)
+	d.n++
+	d.counts[kind]++
+}
+
+// dumpItem is obj as the dump writes it (nil: left out), and its kind.
+func dumpItem(obj any) (map[string]any, string, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		m := u.DeepCopy().Object
+		clean(m)
+		return m, u.GetKind(), nil
+	}
+	ro, ok := obj.(runtime.Object)
+	if !ok {
+		return nil, "", fmt.Errorf("dump: %T is not an API object", obj)
+	}
+	if cm, ok := obj.(*v1.ConfigMap); ok {
+		keep := map[string]string{}
+		for _, k := range []string{"config.json", "csi-cluster-config-json"} {
+			if v, has := cm.Data[k]; has {
+				keep[k] = v
+			}
+		}
+		if len(keep) == 0 {
+			return nil, "", nil
+		}
+		c := cm.DeepCopy()
+		c.Data, c.BinaryData = keep, nil
+		ro = c
+	}
+	if s, ok := obj.(*v1.Secret); ok {
+		ro = redactSecret(s)
+	}
+	kinds, _, err := scheme.Scheme.ObjectKinds(ro)
+	if err != nil || len(kinds) == 0 {
+		return nil, "", fmt.Errorf("dump: the kind of %T: %v", obj, err)
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
+	if err != nil {
+		return nil, "", err
+	}
+	m["apiVersion"], m["kind"] = kinds[0].GroupVersion().String(), kinds[0].Kind
+	clean(m)
+	return m, kinds[0].Kind, nil
+}
+
+// clean removes from an object what no reader needs and may hold what
+// must not leave the cluster: managed fields, kubectl's last-applied
+// configuration (a copy of the whole object as applied), and containers'
+// literal env values.
+func clean(m map[string]any) {
+	if meta, ok := m["metadata"].(map[string]any); ok {
+		delete(meta, "managedFields")
+		if ann, ok := meta["annotations"].(map[string]any); ok {
+			delete(ann, v1.LastAppliedConfigAnnotation)
+			if len(ann) == 0 {
+				delete(meta, "annotations")
+			}
+		}
+	}
+	dropEnvValues(m)
+}
+
+// redactSecret is s with every value but the user names replaced.
+func redactSecret(s *v1.Secret) *v1.Secret {
+	out := s.DeepCopy()
+	out.Data = make(map[string][]byte, len(s.Data)+len(s.StringData))
+	for k, v := range s.Data {
+		switch {
+		case slices.Contains(secretIDFields, k), len(v) == 0:
+			out.Data[k] = v
+		default:
+			out.Data[k] = []byte(redacted)
+		}
+	}
+	for k, v := range s.StringData {
+		if slices.Contains(secretIDFields, k) || v == "" {
+			out.Data[k] = []byte(v)
+		} else {
+			out.Data[k] = []byte(redacted)
+		}
+	}
+	out.StringData = nil
+	return out
+}
+
+// dropEnvValues removes the literal values of every container's env
+// (kept: names and references), wherever a pod template nests them.
+func dropEnvValues(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, c := range t {
+			if k == "env" {
+				if list, ok := c.([]any); ok {
+					for _, e := range list {
+						if em, ok := e.(map[string]any); ok {
+							delete(em, "value")
+						}
+					}
+					continue
+				}
+			}
+			dropEnvValues(c)
+		}
+	case []any:
+		for _, c := range t {
+			dropEnvValues(c)
+		}
+	}
+}
