@@ -311,16 +311,20 @@ func (a *Writer) join(ctx context.Context, pv *v1.PersistentVolume, backend, gro
 		a.mu.Lock()
 		r, ok := a.fsids[key]
 		a.mu.Unlock()
-		if !ok {
-			r.fsid, r.err = a.ceph.FSID(ctx, monitors)
-			a.mu.Lock()
-			if a.fsids == nil {
-				a.fsids = map[string]fsidRead{}
-			}
-			a.fsids[key] = r
-			a.mu.Unlock()
+		if ok {
+			return r, nil
 		}
-		return r.fsid, r.err
+		fsid, err := a.ceph.FSID(ctx, monitors)
+		if err != nil {
+			return "", err // asked again for the next volume: it may be passing
+		}
+		a.mu.Lock()
+		if a.fsids == nil {
+			a.fsids = map[string]string{}
+		}
+		a.fsids[key] = fsid
+		a.mu.Unlock()
+		return fsid, nil
 	}
 	fsid, err := fsidOf(mons)
 	if err != nil {

@@ -191,14 +191,9 @@ type Writer struct {
 	listers Listers
 	// secrets are Secrets read for the checks, by "namespace/name".
 	secrets map[string]cached[*v1.Secret]
-	// fsids are the fsids read at monitor lists (joined by ","), or why
-	// not, for the whole run: a cluster does not change its fsid.
-	fsids map[string]fsidRead
-}
-
-type fsidRead struct {
-	fsid string
-	err  error
+	// fsids are the fsids read at monitor lists (joined by ","), for the
+	// whole run: a cluster does not change its fsid.
+	fsids map[string]string
 }
 
 // New is a Writer that writes through client. events may be nil
