@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -26,8 +27,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
@@ -38,7 +39,7 @@ import (
 	"github.com/csimigrate/csimigrate/testenv"
 )
 
-const manifests = "deploy/controller.yaml"
+const manifests = "deploy/base"
 
 // The controller's ServiceAccount as the API server names its requests.
 const controllerUser = "system:serviceaccount:csimigrate-system:csimigrate-controller"
@@ -150,12 +151,22 @@ var kinds = map[string]struct {
 	"PodDisruptionBudget":      {schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, true},
 }
 
-// manifestDocs are the documents of the manifests.
+// manifestDocs are the documents of the manifests' kustomize base.
 func manifestDocs(t testing.TB) []*unstructured.Unstructured {
 	t.Helper()
-	b, err := os.ReadFile(manifests)
+	return kustomized(t, manifests)
+}
+
+// kustomized are the documents kubectl kustomize renders from dir.
+func kustomized(t testing.TB, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	b, err := exec.Command("kubectl", "kustomize", dir).Output()
 	if err != nil {
-		t.Fatal(err)
+		msg := ""
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			msg = string(ee.Stderr)
+		}
+		t.Fatalf("kubectl kustomize %s (Debian's kubectl package): %v %s", dir, err, msg)
 	}
 	var out []*unstructured.Unstructured
 	for doc := range strings.SplitSeq(string(b), "\n---\n") {
@@ -768,11 +779,12 @@ func TestControllerDryRun(t *testing.T) {
 	}
 }
 
-// deploy/adopt-ceph.yaml patches the controller's Deployment as its
-// comment says (kubectl patch: a strategic merge patch): the API server
-// accepts it, the container then mounts the Ceph Secret and the Ceph CSI
-// config, and its arguments are ones the controller takes.
-func TestControllerAdoptPatchAccepted(t *testing.T) {
+// The shipped manifests are a kustomize base that writes nothing (the
+// controller runs with -dry-run) and overlays that set the scope
+// explicitly: kube-apiserver accepts what each renders (server-side dry
+// run), and each Deployment's arguments parse, complete and validate as the
+// controller's, with the scope and the adoption the overlay says.
+func TestKustomizeOverlaysAccepted(t *testing.T) {
 	s, err := testenv.Start(os.Stderr)
 	if err != nil {
 		t.Fatalf("cannot start kube-apiserver: %v", err)
@@ -782,48 +794,91 @@ func TestControllerAdoptPatchAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	applyManifests(t, dyn)
-	patch, err := os.ReadFile("deploy/adopt-ceph.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := yaml.YAMLToJSON(patch)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	if _, err := s.Client.AppsV1().Deployments("csimigrate-system").Patch(ctx, "csimigrate-controller", types.StrategicMergePatchType, j, metav1.PatchOptions{}); err != nil {
-		t.Fatalf("the API server refuses deploy/adopt-ceph.yaml as a patch of the Deployment: %v", err)
-	}
-	d, err := s.Client.AppsV1().Deployments("csimigrate-system").Get(ctx, "csimigrate-controller", metav1.GetOptions{})
-	if err != nil {
+	if _, err := s.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "csimigrate-system"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ctr := d.Spec.Template.Spec.Containers[0]
-	mounts := map[string]string{}
-	for _, m := range ctr.VolumeMounts {
-		mounts[m.Name] = m.MountPath
-	}
-	if mounts["ceph"] != "/etc/ceph" || mounts["ceph-csi-config"] != "/etc/ceph-csi-config" || len(d.Spec.Template.Spec.Volumes) != 3 {
-		t.Errorf("the patched Deployment mounts %v and has volumes %v", mounts, d.Spec.Template.Spec.Volumes)
-	}
-	if ctr.Resources.Limits.Memory().IsZero() || ctr.SecurityContext == nil || !*ctr.SecurityContext.ReadOnlyRootFilesystem {
-		t.Errorf("the patch dropped the container's limits or security context: %+v %+v", ctr.Resources, ctr.SecurityContext)
-	}
-	// The arguments parse, complete and validate as the controller's.
-	o := &controllerOptions{}
-	fs := newFlagSet("controller", "", io.Discard)
-	o.register(fs)
-	if err := fs.Parse(ctr.Args[1:]); err != nil {
-		t.Fatalf("the patched arguments %q: %v", ctr.Args, err)
-	}
-	if err := o.complete(fs); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.validate(); err != nil {
-		t.Fatal(err)
-	}
-	if ctr.Args[0] != "controller" || !o.adopt || o.ceph.tools.Keyring != "/etc/ceph/keyring" || o.translation.cephConfig != "/etc/ceph-csi-config/config.json" {
-		t.Errorf("the patched arguments %q do not adopt with the mounted configuration", ctr.Args)
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	for _, tc := range []struct {
+		dir   string
+		check func(t *testing.T, o *controllerOptions, ctr v1.Container, pod v1.PodSpec)
+	}{
+		{manifests, func(t *testing.T, o *controllerOptions, _ v1.Container, _ v1.PodSpec) {
+			if !o.dryRun {
+				t.Errorf("the base does not run with -dry-run: it would write")
+			}
+		}},
+		{"deploy/overlays/act", func(t *testing.T, o *controllerOptions, _ v1.Container, _ v1.PodSpec) {
+			if o.dryRun || o.pvSelector == "" || o.classSelector == "" || o.adopt {
+				t.Errorf("act: dry run %t, PV selector %q, class selector %q, adopt %t: want it to write, on labelled objects only", o.dryRun, o.pvSelector, o.classSelector, o.adopt)
+			}
+		}},
+		{"deploy/overlays/adopt-ceph", func(t *testing.T, o *controllerOptions, ctr v1.Container, pod v1.PodSpec) {
+			mounts := map[string]string{}
+			for _, m := range ctr.VolumeMounts {
+				mounts[m.Name] = m.MountPath
+			}
+			if o.dryRun || o.pvSelector == "" || !o.adopt || o.ceph.tools.Keyring != "/etc/ceph/keyring" || o.translation.cephConfig != "/etc/ceph-csi-config/config.json" ||
+				mounts["ceph"] != "/etc/ceph" || mounts["ceph-csi-config"] != "/etc/ceph-csi-config" || len(pod.Volumes) != 3 {
+				t.Errorf("adopt-ceph: arguments %q, mounts %v, volumes %v: want adoption with the mounted configuration, on labelled objects", ctr.Args, mounts, pod.Volumes)
+			}
+		}},
+		{"deploy/overlays/adopt-vsphere", func(t *testing.T, o *controllerOptions, ctr v1.Container, _ v1.PodSpec) {
+			if o.dryRun || o.pvSelector == "" || !o.adopt || !slices.Equal(o.pluginList, []string{"kubernetes.io/vsphere-volume"}) || !o.vsphere.wanted() {
+				t.Errorf("adopt-vsphere: arguments %q: want vSphere adoption, on labelled vSphere objects", ctr.Args)
+			}
+		}},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			var deployment *unstructured.Unstructured
+			for _, u := range kustomized(t, tc.dir) {
+				if u.GetKind() == "Namespace" {
+					continue // created above: dry-run objects need it to exist
+				}
+				k, ok := kinds[u.GetKind()]
+				if !ok {
+					t.Fatalf("%s: kind %s the test does not know", tc.dir, u.GetKind())
+				}
+				var err error
+				if k.namespaced {
+					_, err = dyn.Resource(k.gvr).Namespace(u.GetNamespace()).Create(ctx, u, dry)
+				} else {
+					_, err = dyn.Resource(k.gvr).Create(ctx, u, dry)
+				}
+				if err != nil {
+					t.Errorf("%s %s: the API server refuses it: %v", u.GetKind(), u.GetName(), err)
+				}
+				if u.GetKind() == "Deployment" {
+					deployment = u
+				}
+			}
+			if deployment == nil {
+				t.Fatalf("%s renders no Deployment", tc.dir)
+			}
+			var d appsv1.Deployment
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(deployment.Object, &d); err != nil {
+				t.Fatal(err)
+			}
+			ctr := d.Spec.Template.Spec.Containers[0]
+			if ctr.Resources.Limits.Memory().IsZero() || ctr.SecurityContext == nil || !*ctr.SecurityContext.ReadOnlyRootFilesystem {
+				t.Errorf("the container's limits or security context are gone: %+v %+v", ctr.Resources, ctr.SecurityContext)
+			}
+			o := &controllerOptions{}
+			fs := newFlagSet("controller", "", io.Discard)
+			o.register(fs)
+			if len(ctr.Args) == 0 || ctr.Args[0] != "controller" {
+				t.Fatalf("arguments %q: want the controller command", ctr.Args)
+			}
+			if err := fs.Parse(ctr.Args[1:]); err != nil {
+				t.Fatalf("arguments %q: %v", ctr.Args, err)
+			}
+			if err := o.complete(fs); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.validate(); err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, o, ctr, d.Spec.Template.Spec)
+		})
 	}
 }

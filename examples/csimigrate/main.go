@@ -11,7 +11,7 @@
 //	           by a CSI PV of the same name
 //	clusterid  print the Ceph CSI clusterID of a monitor list
 //	controller run the migration in the cluster, continuously, as the
-//	           leader of its replicas (deploy/controller.yaml)
+//	           leader of its replicas (deploy/base and its overlays)
 //	version    print the version, commit and Go version of the binary
 //
 // Input is manifests as `kubectl get pv,pvc,sc,pods,secrets -A -o yaml` (or
@@ -56,7 +56,7 @@ Commands:
   translate  print the CSI equivalents of the input objects
   rewrite    print the ordered, idempotent steps that replace each in-tree PV by a CSI PV
   clusterid  print the Ceph CSI clusterID of a monitor list
-  controller run the migration in the cluster (deploy/controller.yaml)
+  controller run the migration in the cluster (deploy/base, deploy/overlays)
   version    print the version, the commit and the Go version it was built with
 
 Run "csimigrate <command> -h" for a command's flags. With no -f the command
