@@ -146,7 +146,7 @@ type translatorFlags struct {
 }
 
 func (t *translatorFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&t.cephConfig, "ceph-config", "", "Ceph CSI config.json (clusterID -> monitors), for CSI volumes without monitors; with -adopt, the entries adopted volumes may name (default: those the cluster's Ceph CSI drivers read)")
+	fs.StringVar(&t.cephConfig, "ceph-config", "", "Ceph CSI config.json (clusterID -> monitors), for CSI volumes without monitors, and the entries adopted volumes may name (an adoption's default: those the cluster's Ceph CSI drivers read)")
 	fs.StringVar(&t.vsphereCats, "vsphere-topology-categories", "", `the vSphere CSI driver's topology-categories, "zone,region" (default: its zone and region keys)`)
 	fs.BoolVar(&t.vsphereLegacy, "vsphere-legacy-topology", false, "the vSphere CSI driver reports the beta failure-domain labels")
 	fs.BoolVar(&t.nodeExpand, "node-expand-secret", true, "set nodeExpandSecretRef on translated PVs (CSINodeExpandSecret)")

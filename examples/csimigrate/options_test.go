@@ -11,7 +11,7 @@ import (
 // Every flag a command's help names is one of its own flags, unless the
 // help names it as another command's ("rewrite -apply -adopt") or in a quoted example.
 func TestHelpNamesOnlyOwnFlags(t *testing.T) {
-	commands := []string{"plan", "translate", "rewrite", "clusterid", "controller"}
+	commands := []string{"plan", "translate", "rewrite", "clusterid", "controller", "dump"}
 	flagLine := regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)`)
 	for _, cmd := range commands {
 		var stdout, stderr bytes.Buffer
