@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	"pgregory.net/rapid"
-	"sigs.k8s.io/yaml"
 
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
@@ -152,18 +149,11 @@ func (dc deploymentCase) objects(migration ceph.ClusterEntry) []runtime.Object {
 		}
 	}
 	if dc.Pods && dc.Form != plan.DeploymentOperator {
-		vol := v1.Volume{Name: "ceph-csi-config", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
-			LocalObjectReference: v1.LocalObjectReference{Name: mapName}}}}
-		if dc.Form == plan.DeploymentRook {
-			vol.ConfigMap.Items = []v1.KeyToPath{{Key: key, Path: "config.json"}}
+		k := key
+		if dc.Form != plan.DeploymentRook {
+			k = "" // the whole map
 		}
-		out = append(out, &appsv1.DaemonSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: dc.Namespace, Name: "csi-rbdplugin", Labels: labels},
-			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: v1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: v1.PodSpec{Containers: []v1.Container{{Name: "csi-rbdplugin", Image: "quay.io/cephcsi/cephcsi:" + CephCSIVersion,
-					Args: []string{"--nodeid=$(NODE_ID)", "--type=rbd", "--nodeserver=true", "--drivername=" + dc.Driver}}},
-					Volumes: []v1.Volume{vol}}}}})
+		out = append(out, nodePlugin(dc.Namespace, "rbd", dc.Driver, mapName, k, labels))
 	}
 	return out
 }
@@ -254,13 +244,7 @@ func TestCephPlanDeploymentOracle(t *testing.T) {
 		}
 		// The PV as the rewrite prints it; where it refuses, as the
 		// translation names the upstream driver.
-		var csiPV *v1.PersistentVolume
-		for _, doc := range strings.Split(string(runObjects(t, []string{"rewrite", "-o", "yaml"}, objs...)), "\n---\n") {
-			var r v1.PersistentVolume
-			if strings.Contains(doc, "kind: PersistentVolume\n") && yaml.Unmarshal([]byte(doc), &r) == nil && r.Name == pv.Name {
-				csiPV = &r
-			}
-		}
+		csiPV := rewrittenPV(runObjects(t, []string{"rewrite", "-o", "yaml"}, objs...), pv.Name)
 		if csiPV == nil {
 			if v.Migratable {
 				t.Errorf("%s: the plan calls it ready, rewrite -o yaml prints no PV", what)

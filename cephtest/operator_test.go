@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
@@ -201,13 +200,7 @@ func TestCephCSIOperatorRendersPlanEntry(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("rewrite -o yaml: exit %d: %s", code, stderr)
 	}
-	var rewritten *v1.PersistentVolume
-	for _, doc := range strings.Split(string(out), "\n---\n") {
-		var p v1.PersistentVolume
-		if err := sigsyaml.Unmarshal([]byte(doc), &p); err == nil && p.Name == pv.Name {
-			rewritten = &p
-		}
-	}
+	rewritten := rewrittenPV(out, pv.Name)
 	if rewritten == nil || rewritten.Spec.CSI == nil || rewritten.Spec.CSI.Driver != rbdDriver || rewritten.Spec.CSI.ControllerExpandSecretRef == nil {
 		t.Fatalf("the rewritten PV: %+v\n%s", rewritten, out)
 	}

@@ -60,15 +60,7 @@ func installRook(t testing.TB, cs kubernetes.Interface, config []byte) {
 	if _, err := cs.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: rookRBDDriver}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	labels := map[string]string{"app": "csi-rbdplugin"}
-	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "rook-ceph", Name: "csi-rbdplugin"},
-		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: v1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: labels},
-			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "csi-rbdplugin", Image: "quay.io/cephcsi/cephcsi:" + CephCSIVersion,
-				Args: []string{"--nodeid=$(NODE_ID)", "--type=rbd", "--nodeserver=true", "--drivername=" + rookRBDDriver}}},
-				Volumes: []v1.Volume{{Name: "ceph-csi-configs", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
-					LocalObjectReference: v1.LocalObjectReference{Name: "rook-ceph-csi-config"},
-					Items:                []v1.KeyToPath{{Key: "csi-cluster-config-json", Path: "config.json"}}}}}}}}}}
+	ds := nodePlugin("rook-ceph", "rbd", rookRBDDriver, "rook-ceph-csi-config", "csi-cluster-config-json", nil)
 	if _, err := cs.AppsV1().DaemonSets("rook-ceph").Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -116,19 +108,12 @@ func TestCephFSRookDriverStagesRewrittenPV(t *testing.T) {
 	derived.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}
 	pv := inTreeCephFSPV("rook-shared", "/volumes/rook1", user, inTreeSecret.Name)
 	config := rookConfig(t, ceph.EntryFor([]string{MonitorV1}))
-	labels := map[string]string{"app": "csi-cephfsplugin"}
 	objs := []runtime.Object{inTreeSecret, derived, pv,
 		&storagev1.CSIDriver{TypeMeta: metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "CSIDriver"}, ObjectMeta: metav1.ObjectMeta{Name: rookRBDDriver}},
 		&storagev1.CSIDriver{TypeMeta: metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "CSIDriver"}, ObjectMeta: metav1.ObjectMeta{Name: rookCephFSDriver}},
 		&v1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Namespace: "rook-ceph", Name: "rook-ceph-csi-config"},
 			Data: map[string]string{"csi-cluster-config-json": string(config)}},
-		&appsv1.DaemonSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"}, ObjectMeta: metav1.ObjectMeta{Namespace: "rook-ceph", Name: "csi-cephfsplugin"},
-			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: v1.PodSpec{Containers: []v1.Container{{Name: "csi-cephfsplugin", Image: "quay.io/cephcsi/cephcsi:" + CephCSIVersion,
-					Args: []string{"--type=cephfs", "--nodeserver=true", "--drivername=" + rookCephFSDriver}}},
-					Volumes: []v1.Volume{{Name: "ceph-csi-configs", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
-						LocalObjectReference: v1.LocalObjectReference{Name: "rook-ceph-csi-config"},
-						Items:                []v1.KeyToPath{{Key: "csi-cluster-config-json", Path: "config.json"}}}}}}}}}},
+		nodePlugin("rook-ceph", "cephfs", rookCephFSDriver, "rook-ceph-csi-config", "csi-cluster-config-json", nil),
 	}
 	var p struct {
 		Volumes []struct {
@@ -148,13 +133,7 @@ func TestCephFSRookDriverStagesRewrittenPV(t *testing.T) {
 	if v, cfg := p.Volumes[0], p.Config[0]; !v.Migratable || v.Driver != rookCephFSDriver || cfg.Deployment != "rook" || len(cfg.Served) != 1 {
 		t.Fatalf("the plan: volume %+v, config %+v; want it ready for %s, its entry served by Rook's map\n%s", v, cfg, rookCephFSDriver, out)
 	}
-	var rewritten *v1.PersistentVolume
-	for _, doc := range strings.Split(string(runObjects(t, []string{"rewrite", "-o", "yaml"}, objs...)), "\n---\n") {
-		var r v1.PersistentVolume
-		if strings.Contains(doc, "kind: PersistentVolume\n") && yaml.Unmarshal([]byte(doc), &r) == nil && r.Name == pv.Name {
-			rewritten = &r
-		}
-	}
+	rewritten := rewrittenPV(runObjects(t, []string{"rewrite", "-o", "yaml"}, objs...), pv.Name)
 	if rewritten == nil || rewritten.Spec.CSI == nil || rewritten.Spec.CSI.Driver != rookCephFSDriver {
 		t.Fatalf("the rewritten PV: %+v, want a CSI PV of %s", rewritten, rookCephFSDriver)
 	}
@@ -205,4 +184,37 @@ func TestCephFSRookDriverStagesRewrittenPV(t *testing.T) {
 	if _, err := rook.Node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: src.VolumeHandle, StagingTargetPath: staging}); err != nil {
 		t.Errorf("NodeUnstageVolume: %v", err)
 	}
+}
+
+// nodePlugin is Ceph CSI's node plugin DaemonSet as a deployment runs it:
+// typ ("rbd", "cephfs") under driver, mounting config map configMap (with
+// key as config.json; "" for the whole map).
+func nodePlugin(ns, typ, driver, configMap, key string, labels map[string]string) *appsv1.DaemonSet {
+	name := "csi-" + typ + "plugin"
+	vol := v1.Volume{Name: "ceph-csi-configs", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+		LocalObjectReference: v1.LocalObjectReference{Name: configMap}}}}
+	if key != "" {
+		vol.ConfigMap.Items = []v1.KeyToPath{{Key: key, Path: "config.json"}}
+	}
+	selector := map[string]string{"app": name}
+	return &appsv1.DaemonSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: selector}, Template: v1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: selector},
+			Spec: v1.PodSpec{Containers: []v1.Container{{Name: name, Image: "quay.io/cephcsi/cephcsi:" + CephCSIVersion,
+				Args: []string{"--nodeid=$(NODE_ID)", "--type=" + typ, "--nodeserver=true", "--drivername=" + driver}}},
+				Volumes: []v1.Volume{vol}}}}}
+}
+
+// rewrittenPV is PV name as rewrite -o yaml prints it in out (nil when it
+// prints none).
+func rewrittenPV(out []byte, name string) *v1.PersistentVolume {
+	var pv *v1.PersistentVolume
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		var r v1.PersistentVolume
+		if strings.Contains(doc, "kind: PersistentVolume\n") && yaml.Unmarshal([]byte(doc), &r) == nil && r.Name == name {
+			pv = &r
+		}
+	}
+	return pv
 }
