@@ -120,7 +120,7 @@ func (a *Writer) podsUsing(ctx context.Context, ns, claim string) ([]v1.Pod, err
 // (kube-controller-manager attaches it as CSI). While the PV object is gone
 // neither the kubelet's nor the attach/detach controller's desired state
 // drops the volume (both skip a volume whose spec cannot be built, and
-// remove only deleted pods', in v1.36.3).
+// remove only deleted pods', in v1.37.2, as in v1.36.3).
 //
 // The attachment's name must be the one kube-controller-manager computes
 // from the replacement's handle (featuregate.AttachmentName): the proof that

@@ -22,7 +22,7 @@ import (
 // claim Lost (recorded here) and binds it again when the replacement, which
 // names the claim's uid, appears.
 func TestRewriteWithControllerManager(t *testing.T) {
-	s, c := startWithControllerManager(t, testenv.V1_36)
+	s, c := startWithControllerManager(t, testenv.V1_37)
 	ctx := context.Background()
 
 	names := testenv.Seed(t, c, "kcm")

@@ -101,7 +101,7 @@ type onlineCase struct {
 // Kubernetes' own kubelet (kubemark's hollow kubelet: the real volume
 // manager and CSI volume plugin with csi-translation-lib's migration, over a
 // fake runtime and mounter) and kube-controller-manager's attach/detach
-// controller: vSphere on 1.36.3 (every 1.36 component migrates it), RBD on
+// controller: vSphere on 1.37.2 (every 1.37 component migrates it), RBD on
 // 1.30.14 with CSIMigrationRBD (the last release with the plugin). A pod runs
 // on an in-tree PV through the driver; without -online the rewrite refuses
 // it and changes nothing; with -online the PV is replaced under the running
@@ -122,9 +122,9 @@ type onlineCase struct {
 // refused and left as they were. The two releases run side by side: each
 // has servers of its own, and most of the time is the windows' waiting.
 func TestOnlineRewriteWithKubelet(t *testing.T) {
-	t.Run("vSphere on 1.36", func(t *testing.T) {
+	t.Run("vSphere on 1.37", func(t *testing.T) {
 		t.Parallel()
-		onlineRewriteWithKubelet(t, onlineCase{release: testenv.V1_36, driver: plugin.VSphereDriverName, inTree: plugin.VSphereInTreePluginName,
+		onlineRewriteWithKubelet(t, onlineCase{release: testenv.V1_37, driver: plugin.VSphereDriverName, inTree: plugin.VSphereInTreePluginName,
 			source: func(ns string) v1.PersistentVolumeSource {
 				return v1.PersistentVolumeSource{VsphereVolume: &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[vsanDatastore] kubevols/" + ns + ".vmdk", FSType: "ext4"}}
 			}})

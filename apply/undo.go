@@ -109,7 +109,7 @@ func asRefusal(err error) error {
 // migration that still serves their PVs to the minor release that removed
 // them: the RBD and CephFS plugins went in 1.31 (CephFS was never migrated,
 // and RBD's migration went with its plugin). vSphere's in-tree PVs are still
-// served through CSI migration (a 1.36 kubelet mounts them: the online
+// served through CSI migration (a 1.37 kubelet mounts them: the online
 // kubelet test).
 var removedInTree = map[string]int{plugin.RBDInTreePluginName: 31, plugin.CephFSInTreePluginName: 31}
 

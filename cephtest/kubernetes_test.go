@@ -63,9 +63,9 @@ func poll(t testing.TB, d time.Duration, what string, cond func() (bool, string)
 // rewrite is undone and done again before the expansion: `rewrite -apply
 // -undo` gives back the in-tree PV and class as they were stored (the image
 // untouched), and the second rewrite gives the same CSI PV as the first. On
-// 1.36 the undo is refused and changes nothing.
+// 1.37 the undo is refused and changes nothing.
 func TestCephKubernetesChain(t *testing.T) {
-	for _, r := range []testenv.Release{testenv.V1_36, testenv.V1_30} {
+	for _, r := range []testenv.Release{testenv.V1_37, testenv.V1_30} {
 		t.Run(r.Version, func(t *testing.T) { kubernetesChain(t, r) })
 	}
 }
@@ -74,7 +74,7 @@ func kubernetesChain(t testing.TB, release testenv.Release) {
 	c, d := cephEnv(t)
 	ctx := callCtx(t)
 	pool, ns := "kube.rbd-3", "default"
-	if release != testenv.V1_36 {
+	if release != testenv.V1_37 {
 		pool = "kube.rbd-undo"
 	}
 	createPool(t, c, pool)
@@ -154,7 +154,7 @@ func kubernetesChain(t testing.TB, release testenv.Release) {
 		t.Fatal(err)
 	}
 	rewritten := rewriteChain(t, cs, kc, pv.Name, sc.Name)
-	if release == testenv.V1_36 {
+	if release == testenv.V1_37 {
 		// The undo is refused: no kubelet of 1.31 or later mounts an
 		// in-tree RBD PV.
 		out, err := exec.Command(envBin, "rewrite", "-apply", "-undo", "-kubeconfig", kc, pv.Name, "storageclass/"+sc.Name).CombinedOutput()

@@ -14,33 +14,33 @@ import (
 )
 
 // The reference table (shared/reference/featuregates.md), one token per
-// release 1.17 .. 1.36: - unknown, a alpha off, b beta off, B beta on,
+// release 1.17 .. 1.37 (1.37 read from v1.37.2's kube_features.go: none of them): - unknown, a alpha off, b beta off, B beta on,
 // G GA on, L GA locked on, d deprecated off.
 var reference = map[k8sfeaturegate.Feature]string{
-	CSIMigration:                    "B B B B B B B B L L - - - - - - - - - -",
-	CSIMigrationAWS:                 "b b b b b b B B L L - - - - - - - - - -",
-	CSIMigrationGCE:                 "b b b b b b B B L L L - - - - - - - - -",
-	CSIMigrationOpenStack:           "a b b b B B B L L - - - - - - - - - - -",
-	CSIMigrationAzureDisk:           "a a b b b b B G L L - - - - - - - - - -",
-	CSIMigrationAzureFile:           "a a a a b b b B B G L L L - - - - - - -",
-	CSIMigrationvSphere:             "- - b b b b b b B L L L - - - - - - - -",
-	CSIMigrationPortworx:            "- - - - - - a a b b b b b b B B L L L -",
-	CSIMigrationRBD:                 "- - - - - - a a a a a d d d - - - - - -",
-	CSIMigrationAWSComplete:         "a a a a - - - - - - - - - - - - - - - -",
-	CSIMigrationGCEComplete:         "a a a a - - - - - - - - - - - - - - - -",
-	CSIMigrationAzureDiskComplete:   "a a a a - - - - - - - - - - - - - - - -",
-	CSIMigrationAzureFileComplete:   "a a a a - - - - - - - - - - - - - - - -",
-	CSIMigrationOpenStackComplete:   "a a a a - - - - - - - - - - - - - - - -",
-	CSIMigrationvSphereComplete:     "- - b b b - - - - - - - - - - - - - - -",
-	InTreePluginAWSUnregister:       "- - - - a a a a a a a a a a - - - - - -",
-	InTreePluginGCEUnregister:       "- - - - a a a a a a a a a a - - - - - -",
-	InTreePluginAzureDiskUnregister: "- - - - a a a a a a a a a a - - - - - -",
-	InTreePluginAzureFileUnregister: "- - - - a a a a a a a a a a - - - - - -",
-	InTreePluginOpenStackUnregister: "- - - - a a a a a a a a a a - - - - - -",
-	InTreePluginvSphereUnregister:   "- - - - a a a a a a a a a a - - - - - -",
-	InTreePluginRBDUnregister:       "- - - - - - a a a a a d d d - - - - - -",
-	InTreePluginPortworxUnregister:  "- - - - - - a a a a a a a a a a a a a -",
-	CSINodeExpandSecret:             "- - - - - - - - a a B B L L - - - - - -",
+	CSIMigration:                    "B B B B B B B B L L - - - - - - - - - - -",
+	CSIMigrationAWS:                 "b b b b b b B B L L - - - - - - - - - - -",
+	CSIMigrationGCE:                 "b b b b b b B B L L L - - - - - - - - - -",
+	CSIMigrationOpenStack:           "a b b b B B B L L - - - - - - - - - - - -",
+	CSIMigrationAzureDisk:           "a a b b b b B G L L - - - - - - - - - - -",
+	CSIMigrationAzureFile:           "a a a a b b b B B G L L L - - - - - - - -",
+	CSIMigrationvSphere:             "- - b b b b b b B L L L - - - - - - - - -",
+	CSIMigrationPortworx:            "- - - - - - a a b b b b b b B B L L L - -",
+	CSIMigrationRBD:                 "- - - - - - a a a a a d d d - - - - - - -",
+	CSIMigrationAWSComplete:         "a a a a - - - - - - - - - - - - - - - - -",
+	CSIMigrationGCEComplete:         "a a a a - - - - - - - - - - - - - - - - -",
+	CSIMigrationAzureDiskComplete:   "a a a a - - - - - - - - - - - - - - - - -",
+	CSIMigrationAzureFileComplete:   "a a a a - - - - - - - - - - - - - - - - -",
+	CSIMigrationOpenStackComplete:   "a a a a - - - - - - - - - - - - - - - - -",
+	CSIMigrationvSphereComplete:     "- - b b b - - - - - - - - - - - - - - - -",
+	InTreePluginAWSUnregister:       "- - - - a a a a a a a a a a - - - - - - -",
+	InTreePluginGCEUnregister:       "- - - - a a a a a a a a a a - - - - - - -",
+	InTreePluginAzureDiskUnregister: "- - - - a a a a a a a a a a - - - - - - -",
+	InTreePluginAzureFileUnregister: "- - - - a a a a a a a a a a - - - - - - -",
+	InTreePluginOpenStackUnregister: "- - - - a a a a a a a a a a - - - - - - -",
+	InTreePluginvSphereUnregister:   "- - - - a a a a a a a a a a - - - - - - -",
+	InTreePluginRBDUnregister:       "- - - - - - a a a a a d d d - - - - - - -",
+	InTreePluginPortworxUnregister:  "- - - - - - a a a a a a a a a a a a a - -",
+	CSINodeExpandSecret:             "- - - - - - - - a a B B L L - - - - - - -",
 }
 
 func token(spec k8sfeaturegate.FeatureSpec, ok bool) string {
@@ -64,7 +64,7 @@ func token(spec k8sfeaturegate.FeatureSpec, ok bool) string {
 }
 
 func TestGateTable(t *testing.T) {
-	for minor := 17; minor <= 36; minor++ {
+	for minor := 17; minor <= 37; minor++ {
 		fg, err := ForVersion(minor)
 		if err != nil {
 			t.Fatal(err)
@@ -155,6 +155,7 @@ func TestDecisions(t *testing.T) {
 		{29, "", VSphere, true, false, OwnerCSI},
 		{30, "", VSphere, true, true, OwnerCSI},
 		{36, "", VSphere, true, true, OwnerCSI},
+		{37, "", VSphere, true, true, OwnerCSI},
 		{23, "CSIMigrationRBD=true", RBD, true, false, OwnerCSI},
 		{24, "CSIMigrationRBD=true,CSIMigration=false", RBD, false, false, OwnerInTree},
 		{28, "CSIMigrationRBD=true,InTreePluginRBDUnregister=true", RBD, true, true, OwnerCSI},

@@ -128,7 +128,7 @@ var lifecycles = map[k8sfeaturegate.Feature]Lifecycle{
 // MinMinor and MaxMinor bound the releases this package knows.
 const (
 	MinMinor = 14
-	MaxMinor = 36
+	MaxMinor = 37
 )
 
 // AllGates returns every gate name, sorted.

@@ -41,38 +41,44 @@ import (
 )
 
 // KubernetesVersion is the release the API server is built from.
-const KubernetesVersion = "v1.36.3"
+const KubernetesVersion = "v1.37.2"
 
 // Release is a Kubernetes release the tests run: its version and the tools/
 // module its kube-apiserver, kube-controller-manager and hollow kubelet are
-// built from.
+// built from (packages ./kube-apiserver, ./kube-controller-manager and
+// ./hollownode of it).
 type Release struct {
 	Version string
-	// dir is the tools/ module, "" for the default release's modules;
-	// the packages of the three commands in it.
-	dir, apiserver, controllerManager, hollowNode string
+	// dir is the tools/ module.
+	dir string
 }
 
-// Releases the tests run. V1_36 is the default (Start); V1_30 is the last
+// Releases the tests run. V1_37 is the default (Start); V1_30 is the last
 // release with the in-tree RBD plugin and its CSI migration.
 var (
-	V1_36 = Release{Version: KubernetesVersion}
-	V1_30 = Release{Version: "v1.30.14", dir: "kubernetes-1.30", apiserver: "./kube-apiserver", controllerManager: "./kube-controller-manager", hollowNode: "./hollownode"}
+	V1_37 = Release{Version: KubernetesVersion, dir: "kubernetes-1.37"}
+	V1_30 = Release{Version: "v1.30.14", dir: "kubernetes-1.30"}
 )
 
-// binary returns the release's build of the command name (package pkg of
-// its module).
-func (r Release) binary(name, pkg string, log io.Writer) (string, error) {
-	if r.dir == "" {
-		switch name {
-		case "kube-apiserver":
-			return APIServerBinary(log)
-		case "kube-controller-manager":
-			return ControllerManagerBinary(log)
+// envOverride names the variable that overrides the default release's build
+// of each command.
+var envOverride = map[string]string{
+	"kube-apiserver":          "CSIMIGRATE_KUBE_APISERVER",
+	"kube-controller-manager": "CSIMIGRATE_KUBE_CONTROLLER_MANAGER",
+	"hollow-node":             "CSIMIGRATE_HOLLOW_NODE",
+}
+
+// binary returns the release's build of the command name (kube-apiserver,
+// kube-controller-manager or hollow-node): for the default release the path
+// in the command's override variable when set, else the cached build, built
+// when missing.
+func (r Release) binary(name string, log io.Writer) (string, error) {
+	if r == V1_37 {
+		if p := os.Getenv(envOverride[name]); p != "" {
+			return p, nil
 		}
-		return HollowNodeBinary(log)
 	}
-	return binaryOf(name, r.Version, r.dir, pkg, "", log)
+	return binaryOf(name, r, log)
 }
 
 // Server is a running kube-apiserver with its etcd.
@@ -106,59 +112,51 @@ func repoRoot() string {
 // APIServerBinary returns the path of the cached kube-apiserver, building it
 // when missing. CSIMIGRATE_KUBE_APISERVER overrides the path.
 func APIServerBinary(log io.Writer) (string, error) {
-	return binary("kube-apiserver", "CSIMIGRATE_KUBE_APISERVER", log)
+	return V1_37.binary("kube-apiserver", log)
 }
 
 // ControllerManagerBinary returns the path of the cached
 // kube-controller-manager, building it when missing.
 // CSIMIGRATE_KUBE_CONTROLLER_MANAGER overrides the path.
 func ControllerManagerBinary(log io.Writer) (string, error) {
-	return binary("kube-controller-manager", "CSIMIGRATE_KUBE_CONTROLLER_MANAGER", log)
+	return V1_37.binary("kube-controller-manager", log)
 }
 
 // HollowNodeBinary returns the kubemark hollow node (the real kubelet over a
-// fake runtime and mounter) built from tools/kube-controller-manager's
-// hollownode package, $CSIMIGRATE_HOLLOW_NODE, else the cached build.
+// fake runtime and mounter) built from tools/kubernetes-1.37's hollownode
+// package, $CSIMIGRATE_HOLLOW_NODE, else the cached build.
 func HollowNodeBinary(log io.Writer) (string, error) {
-	return binaryOf("hollow-node", KubernetesVersion, "kube-controller-manager", "./hollownode", "CSIMIGRATE_HOLLOW_NODE", log)
+	return V1_37.binary("hollow-node", log)
 }
 
-// binary returns the cached build of a tools/ command of the
-// k8s.io/kubernetes module, building it when missing.
-func binary(name, env string, log io.Writer) (string, error) {
-	return binaryOf(name, KubernetesVersion, name, ".", env, log)
+// packageOf is each command's package in a release's tools/ module.
+var packageOf = map[string]string{
+	"kube-apiserver":          "./kube-apiserver",
+	"kube-controller-manager": "./kube-controller-manager",
+	"hollow-node":             "./hollownode",
 }
 
-// binaryOf returns the cached build of package pkg of the tools/ module
-// dir, named name and version, building it when missing.
-func binaryOf(name, version, dir, pkg, env string, log io.Writer) (string, error) {
-	if p := os.Getenv(env); p != "" {
-		return p, nil
-	}
+// binaryOf returns the cached build of the release's command name, building
+// it when missing, stamped with its release as a released binary is (and as
+// scripts/setup-apiserver builds it), so that clients read its version.
+func binaryOf(name string, r Release, log io.Writer) (string, error) {
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(cache, "csimigrate", name+"-"+version)
+	bin := filepath.Join(cache, "csimigrate", name+"-"+r.Version)
 	if st, err := os.Stat(bin); err == nil && st.Mode().IsRegular() {
 		return bin, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(log, "building %s %s into %s (a cold build takes minutes)\n", name, version, bin)
+	fmt.Fprintf(log, "building %s %s into %s (a cold build takes minutes)\n", name, r.Version, bin)
 	tmp := bin + ".tmp"
-	args := []string{"build", "-o", tmp}
-	if name == "kube-apiserver" {
-		// Stamped with its release, as a released binary is (and as
-		// scripts/setup-apiserver builds it), so that clients read its
-		// version.
-		minor, _, _ := strings.Cut(strings.TrimPrefix(version, "v1."), ".")
-		args = append(args, "-ldflags", "-X k8s.io/component-base/version.gitVersion="+version+
-			" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor="+minor)
-	}
-	cmd := exec.Command("go", append(args, pkg)...)
-	cmd.Dir = filepath.Join(repoRoot(), "tools", dir)
+	minor, _, _ := strings.Cut(strings.TrimPrefix(r.Version, "v1."), ".")
+	cmd := exec.Command("go", "build", "-o", tmp, "-ldflags", "-X k8s.io/component-base/version.gitVersion="+r.Version+
+		" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor="+minor, packageOf[name])
+	cmd.Dir = filepath.Join(repoRoot(), "tools", r.dir)
 	cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
@@ -178,7 +176,7 @@ func freePort() (int, error) {
 
 // Start starts etcd and kube-apiserver in a temporary directory. Stop
 // them with Stop. The token has system:masters rights.
-func Start(log io.Writer) (*Server, error) { return StartRelease(log, V1_36) }
+func Start(log io.Writer) (*Server, error) { return StartRelease(log, V1_37) }
 
 // errExited: a process of the server exited while it was starting (most
 // often a port another test's server took between the choice of the port
@@ -206,7 +204,7 @@ func startRelease(log io.Writer, r Release) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcd not found (install Debian's etcd-server, or run scripts/setup-apiserver): %w", err)
 	}
-	apiserver, err := r.binary("kube-apiserver", r.apiserver, log)
+	apiserver, err := r.binary("kube-apiserver", log)
 	if err != nil {
 		return nil, err
 	}
@@ -262,6 +260,10 @@ func startRelease(log io.Writer, r Release) (*Server, error) {
 	}
 	if err := s.spawn("kube-apiserver", apiserver,
 		"--etcd-servers="+etcdURL, "--secure-port="+strconv.Itoa(ports[2]), "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		// 1.37 refuses a loopback advertise address to the endpoint
+		// reconciler of the kubernetes Service; nothing here needs its
+		// endpoints.
+		"--endpoint-reconciler-type=none",
 		"--cert-dir="+filepath.Join(dir, "certs"), "--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file="+pubFile, "--service-account-signing-key-file="+keyFile, "--token-auth-file="+tokenFile,
 		"--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24", "--enable-priority-and-fairness=false",
@@ -447,7 +449,7 @@ func (s *Server) StartControllerManagerWith(log io.Writer, featureGates string, 
 // --attach-detach-reconcile-sync-period).
 func (s *Server) StartControllerManagerFlags(log io.Writer, flags []string, controllers ...string) error {
 	r := s.release
-	bin, err := r.binary("kube-controller-manager", r.controllerManager, log)
+	bin, err := r.binary("kube-controller-manager", log)
 	if err != nil {
 		return err
 	}
@@ -477,7 +479,7 @@ func (s *Server) StartControllerManagerFlags(log io.Writer, flags []string, cont
 // (where plugins_registry is) once the Node is Ready; Stop stops it first.
 func (s *Server) StartHollowNode(log io.Writer, node, featureGates string) (string, error) {
 	r := s.release
-	bin, err := r.binary("hollow-node", r.hollowNode, log)
+	bin, err := r.binary("hollow-node", log)
 	if err != nil {
 		return "", err
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/csimigrate/csimigrate/testenv"
 )
 
-// What the undo refuses, on Kubernetes 1.36 without controllers: RBD and
+// What the undo refuses, on Kubernetes 1.37 without controllers: RBD and
 // CephFS (whose in-tree plugins 1.31 removed) are left as CSI PVs while the
 // vSphere PV is undone; a CSI PV csimigrate did not create is not a target;
 // a PV in use; a PV whose rewrite is in progress; a PV rewritten without
@@ -61,16 +61,16 @@ func TestUndoRefusals(t *testing.T) {
 
 	out, _, code = undo()
 	if code != exitBlocked {
-		t.Errorf("undo on 1.36: exit %d, want %d:\n%s", code, exitBlocked, out)
+		t.Errorf("undo on 1.37: exit %d, want %d:\n%s", code, exitBlocked, out)
 	}
 	for _, n := range []string{"ref-rbd", "ref-rbd-static", "ref-cephfs"} {
-		if !strings.Contains(out, "pv/"+n+": refused, left as it was: the API server is Kubernetes 1.36, and 1.31 removed the in-tree plugin") {
+		if !strings.Contains(out, "pv/"+n+": refused, left as it was: the API server is Kubernetes 1.37, and 1.31 removed the in-tree plugin") {
 			t.Errorf("%s not refused for the release:\n%s", n, out)
 		}
 		unchanged(t, c, before[n])
 		noState(t, c, n)
 	}
-	if !strings.Contains(out, "storageclass/rbd-ref: refused, left as it was: the API server is Kubernetes 1.36") {
+	if !strings.Contains(out, "storageclass/rbd-ref: refused, left as it was: the API server is Kubernetes 1.37") {
 		t.Errorf("the RBD class was not refused:\n%s", out)
 	}
 	if diff := cmp.Diff(csiClass, class()); diff != "" {

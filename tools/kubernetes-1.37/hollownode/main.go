@@ -1,4 +1,4 @@
-// Command hollownode is Kubernetes' kubemark hollow kubelet (v1.36.3, from
+// Command hollownode is Kubernetes' kubemark hollow kubelet (v1.37.2, from
 // the k8s.io/kubernetes module kube-controller-manager is built from): the
 // real kubelet (volume manager, CSI volume plugin with csi-translation-lib's
 // migration, plugin registration) over kubemark's fake container runtime,

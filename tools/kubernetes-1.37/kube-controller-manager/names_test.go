@@ -18,7 +18,7 @@ import (
 
 // uniqueName is the volume name the kubelet's volume manager and the
 // attach/detach controller track for a PV, computed by Kubernetes' own code
-// (v1.36.3): the CSI plugin's GetVolumeName through
+// (v1.37.2): the CSI plugin's GetVolumeName through
 // GetUniqueVolumeNameFromSpec.
 func uniqueName(t *rapid.T, pv *v1.PersistentVolume) v1.UniqueVolumeName {
 	p := csiplugin.ProbeVolumePlugins()[0]
@@ -31,7 +31,7 @@ func uniqueName(t *rapid.T, pv *v1.PersistentVolume) v1.UniqueVolumeName {
 
 // What csimigrate rewrite -online relies on, for vSphere (the plugin stock
 // kubelets and kube-controller-managers of every release migrate): a running
-// pod's in-tree PV, translated by Kubernetes 1.36's own translator as the
+// pod's in-tree PV, translated by Kubernetes 1.37's own translator as the
 // kubelet and the attach/detach controller do, and the CSI PV the rewrite
 // replaces it with have the same unique volume name and VolumeAttachment
 // name, so nothing is unmounted, attached anew or detached. (RBD: the

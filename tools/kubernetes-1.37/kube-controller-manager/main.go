@@ -1,9 +1,9 @@
 // Command kube-controller-manager is Kubernetes' own controller manager,
-// built from the k8s.io/kubernetes module (v1.36.3, as kube-apiserver) for
+// built from the k8s.io/kubernetes module (v1.37.2, as kube-apiserver) for
 // csimigrate's end-to-end tests: its persistentvolume-binder and protection
-// controllers judge whether claims stay bound through a rewrite. It is its
-// own module, outside the workspace, so the library's dependency graph never
-// sees k8s.io/kubernetes.
+// controllers judge whether claims stay bound through a rewrite. Its module
+// is outside the workspace, so the library's dependency graph never sees
+// k8s.io/kubernetes.
 package main
 
 import (
