@@ -109,30 +109,37 @@ func startControllerServer(t *testing.T) *controllerServer {
 		t.Fatal(err)
 	}
 	applyManifests(t, dyn)
-	ctx := context.Background()
-	tok, err := s.Client.CoreV1().ServiceAccounts("csimigrate-system").CreateToken(ctx, "csimigrate-controller",
+	cs.controlK = serviceAccountKubeconfig(t, s, "csimigrate-system", "csimigrate-controller")
+	return cs
+}
+
+// serviceAccountKubeconfig writes a kubeconfig with a token of the
+// ServiceAccount ns/name.
+func serviceAccountKubeconfig(t *testing.T, s *testenv.Server, ns, name string) string {
+	t.Helper()
+	tok, err := s.Client.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), name,
 		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(3600))}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs.controlK = filepath.Join(t.TempDir(), "controller.kubeconfig")
+	path := filepath.Join(t.TempDir(), name+".kubeconfig")
 	kc := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
 - name: test
   cluster: {server: %q, insecure-skip-tls-verify: true}
 users:
-- name: controller
+- name: %s
   user: {token: %q}
 contexts:
 - name: test
-  context: {cluster: test, user: controller}
+  context: {cluster: test, user: %s}
 current-context: test
-`, s.Config.Host, tok.Status.Token)
-	if err := os.WriteFile(cs.controlK, []byte(kc), 0o600); err != nil {
+`, s.Config.Host, name, tok.Status.Token, name)
+	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return cs
+	return path
 }
 
 // kinds maps the manifests' kinds to their resources (namespaced or not).
@@ -168,11 +175,17 @@ func kustomized(t testing.TB, dir string) []*unstructured.Unstructured {
 		}
 		t.Fatalf("kubectl kustomize %s (Debian's kubectl package): %v %s", dir, err, msg)
 	}
+	return yamlDocs(t, dir, b)
+}
+
+// yamlDocs are the objects of a multi-document YAML stream read from source.
+func yamlDocs(t testing.TB, source string, b []byte) []*unstructured.Unstructured {
+	t.Helper()
 	var out []*unstructured.Unstructured
 	for doc := range strings.SplitSeq(string(b), "\n---\n") {
 		var m map[string]any
 		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
-			t.Fatalf("%s: %v", manifests, err)
+			t.Fatalf("%s: %v", source, err)
 		}
 		if len(m) == 0 {
 			continue
@@ -186,11 +199,22 @@ func kustomized(t testing.TB, dir string) []*unstructured.Unstructured {
 // for the CRD to be established.
 func applyManifests(t testing.TB, dyn dynamic.Interface) {
 	t.Helper()
+	createDocs(t, dyn, manifests, manifestDocs(t))
 	ctx := context.Background()
-	for _, u := range manifestDocs(t) {
+	eventually(t, 30*time.Second, func() error {
+		_, err := dyn.Resource(controller.StatusResource).List(ctx, metav1.ListOptions{})
+		return err
+	})
+}
+
+// createDocs creates every object of docs (read from source) as it is.
+func createDocs(t testing.TB, dyn dynamic.Interface, source string, docs []*unstructured.Unstructured) {
+	t.Helper()
+	ctx := context.Background()
+	for _, u := range docs {
 		k, ok := kinds[u.GetKind()]
 		if !ok {
-			t.Fatalf("%s: kind %s the test does not know", manifests, u.GetKind())
+			t.Fatalf("%s: kind %s the test does not know", source, u.GetKind())
 		}
 		var err error
 		if k.namespaced {
@@ -199,13 +223,9 @@ func applyManifests(t testing.TB, dyn dynamic.Interface) {
 			_, err = dyn.Resource(k.gvr).Create(ctx, u, metav1.CreateOptions{})
 		}
 		if err != nil {
-			t.Fatalf("%s %s: the API server refuses it: %v", u.GetKind(), u.GetName(), err)
+			t.Fatalf("%s: %s %s: the API server refuses it: %v", source, u.GetKind(), u.GetName(), err)
 		}
 	}
-	eventually(t, 30*time.Second, func() error {
-		_, err := dyn.Resource(controller.StatusResource).List(ctx, metav1.ListOptions{})
-		return err
-	})
 }
 
 // eventually retries f until it succeeds or timeout passes.
@@ -575,6 +595,16 @@ func TestControllerConvergesWithRBAC(t *testing.T) {
 // nothing granted that it did not use.
 func checkRBAC(t *testing.T, s *testenv.Server) {
 	t.Helper()
+	checkRBACOf(t, s, controllerUser, manifestDocs(t), map[string]string{
+		"/events patch": "the event recorder patches an Event that repeats (its count) instead of creating it again",
+	})
+}
+
+// checkRBACOf reads the audit log: every request user made was allowed, and
+// the roles of docs grant user nothing it did not use, but for unexercised
+// (each with the reason this test does not take its path).
+func checkRBACOf(t *testing.T, s *testenv.Server, user string, docs []*unstructured.Unstructured, unexercised map[string]string) {
+	t.Helper()
 	f, err := os.Open(s.AuditLog())
 	if err != nil {
 		t.Fatal(err)
@@ -606,7 +636,7 @@ func checkRBAC(t *testing.T, s *testenv.Server) {
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		if e.User.Username != controllerUser || e.Stage != "ResponseComplete" || e.ObjectRef == nil {
+		if e.User.Username != user || e.Stage != "ResponseComplete" || e.ObjectRef == nil {
 			continue
 		}
 		key := rbacKey(e.ObjectRef.APIGroup, e.ObjectRef.Resource, e.ObjectRef.Subresource, e.Verb)
@@ -616,7 +646,7 @@ func checkRBAC(t *testing.T, s *testenv.Server) {
 		}
 	}
 	granted := map[string]bool{}
-	for _, u := range manifestDocs(t) {
+	for _, u := range docs {
 		if u.GetKind() != "ClusterRole" && u.GetKind() != "Role" {
 			continue
 		}
@@ -641,13 +671,9 @@ func checkRBAC(t *testing.T, s *testenv.Server) {
 		usedList = append(usedList, k)
 	}
 	slices.Sort(usedList)
-	t.Logf("the controller's API calls (group/resource verb): %s", strings.Join(usedList, ", "))
+	t.Logf("%s's API calls (group/resource verb): %s", user, strings.Join(usedList, ", "))
 	if len(refused) > 0 {
 		t.Errorf("requests the RBAC of the manifests refused: %s", strings.Join(refused, "; "))
-	}
-	// Granted for a path this test does not take, each with its reason.
-	unexercised := map[string]string{
-		"/events patch": "the event recorder patches an Event that repeats (its count) instead of creating it again",
 	}
 	var extra []string
 	for k := range granted {
@@ -657,7 +683,7 @@ func checkRBAC(t *testing.T, s *testenv.Server) {
 	}
 	slices.Sort(extra)
 	if len(extra) > 0 {
-		t.Errorf("the manifests grant what the controller did not use: %s", strings.Join(extra, ", "))
+		t.Errorf("the roles grant what %s did not use: %s", user, strings.Join(extra, ", "))
 	}
 	for k := range used {
 		if !granted[k] {
