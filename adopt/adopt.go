@@ -288,70 +288,25 @@ func RBD(in RBDInput) (Decision, error) {
 	if pv.Name == "" {
 		return Decision{}, fmt.Errorf("%w: metadata.name is empty: the journal names the volume by its PV's name", ErrNotAdoptable)
 	}
-	// The image is the one the attributes name (the in-tree source's, as
-	// the translation wrote them); the migration handle may resolve to
-	// another (the hazard that keeps such PVs Retain), which the journal
-	// does not inherit: it names the image by name.
-	attrs := pv.Spec.CSI.VolumeAttributes
-	h, err := volumeid.CephCSIReadRBDHandle(pv.Spec.CSI.VolumeHandle)
-	if err != nil && (attrs["imageName"] == "" || attrs["clusterID"] == "") {
-		return Decision{}, fmt.Errorf("%w: spec.csi.volumeHandle %q: %v, and no imageName and clusterID attributes", ErrNotAdoptable, pv.Spec.CSI.VolumeHandle, err)
-	}
-	// A handle Ceph CSI cannot parse is no obstacle: the adoption replaces
-	// it.
-	if img := attrs["imageName"]; img != "" {
-		h.Image = img
-		h.Pool = attrs["pool"]
-	}
-	if h.Pool == "" {
-		h.Pool = "rbd" // the in-tree source's default, as the API server sets it
-	}
-	if id := attrs["clusterID"]; id != "" {
-		h.ClusterID = id
-	}
-	if in.ClusterID != "" {
-		h.ClusterID = in.ClusterID
+	h, err := rbdImageOf(pv, in.ClusterID)
+	if err != nil {
+		return Decision{}, err
 	}
 	d := Decision{Form: FormNative}
-	block := func(why string) { d.Form = FormMigration; d.Why = append(d.Why, why) }
 	if in.RadosNamespace != "" {
-		block(fmt.Sprintf("the Ceph CSI cluster entry %s has RBD rados namespace %q, which the image's migration handle does not name", h.ClusterID, in.RadosNamespace))
+		d.stay(FormMigration, fmt.Sprintf("the Ceph CSI cluster entry %s has RBD rados namespace %q, which the image's migration handle does not name", h.ClusterID, in.RadosNamespace))
 	}
 	if len(in.ReferencedBy) > 0 {
-		block(fmt.Sprintf("PVs %s reference the same image: deleting either would destroy it", strings.Join(in.ReferencedBy, ", ")))
+		d.stay(FormMigration, fmt.Sprintf("PVs %s reference the same image: deleting either would destroy it", strings.Join(in.ReferencedBy, ", ")))
 	}
 	uuid, named := suffixUUID(h.Image)
 	if !named {
 		d.KeepRetain = fmt.Sprintf("image %s/%s does not end in a UUID, and Ceph CSI's delete derives the journal's uuid from the name: it would remove another entry or fail, so the PV keeps reclaim policy Retain", h.Pool, h.Image)
 		uuid = in.UUID
 	}
-	layering := false
-	if in.Image == nil {
-		d.Predicted = true
-		switch {
-		case in.ClassFeatures == nil:
-			d.Why = append(d.Why, "the image's features are not known without reading Ceph: snapshots and clones only if it has layering")
-		case slices.Contains(strings.Split(*in.ClassFeatures, ","), "layering"):
-			layering = true
-		default:
-			d.Why = append(d.Why, fmt.Sprintf("its class's imageFeatures (%q; the in-tree provisioner's default is none) lack layering: no snapshots or clones (layering cannot be added to an existing image)", *in.ClassFeatures))
-		}
-	} else {
-		im := in.Image
-		switch {
-		case im.Name != h.Image || im.Pool != h.Pool:
-			return Decision{}, fmt.Errorf("%w: the image read is %s/%s, the handle names %s/%s", ErrNotAdoptable, im.Pool, im.Name, h.Pool, h.Image)
-		case im.Format != 2:
-			block(fmt.Sprintf("image %s/%s is format %d: Ceph CSI serves only format 2 images as its own", h.Pool, h.Image, im.Format))
-		case im.ID == "":
-			block(fmt.Sprintf("image %s/%s has no id", h.Pool, h.Image))
-		case im.Namespace != "":
-			block(fmt.Sprintf("image %s/%s is in rados namespace %q", h.Pool, h.Image, im.Namespace))
-		}
-		layering = im.HasLayering()
-		if !layering {
-			d.Why = append(d.Why, fmt.Sprintf("image %s/%s lacks the layering feature (%s): no snapshots or clones (it cannot be added to an existing image)", h.Pool, h.Image, strings.Join(im.Features, ",")))
-		}
+	layering, err := d.judgeImage(h, in)
+	if err != nil {
+		return Decision{}, err
 	}
 	if d.Form == FormNative && !named && uuid == "" {
 		return Decision{}, errors.New("adopt: an image whose name does not end in a UUID needs RBDInput.UUID")
@@ -375,6 +330,73 @@ func RBD(in RBDInput) (Decision, error) {
 	}
 	d.PV = out
 	return d, nil
+}
+
+// rbdImageOf is the image an RBD PV names, and the clusterID its native
+// volume ID will name (clusterID when set, else the migration handle's).
+// The image is the one the attributes name (the in-tree source's, as the
+// translation wrote them); the migration handle may resolve to another (the
+// hazard that keeps such PVs Retain), which the journal does not inherit:
+// it names the image by name.
+func rbdImageOf(pv *v1.PersistentVolume, clusterID string) (volumeid.RBDHandle, error) {
+	attrs := pv.Spec.CSI.VolumeAttributes
+	h, err := volumeid.CephCSIReadRBDHandle(pv.Spec.CSI.VolumeHandle)
+	if err != nil && (attrs["imageName"] == "" || attrs["clusterID"] == "") {
+		return h, fmt.Errorf("%w: spec.csi.volumeHandle %q: %v, and no imageName and clusterID attributes", ErrNotAdoptable, pv.Spec.CSI.VolumeHandle, err)
+	}
+	// A handle Ceph CSI cannot parse is no obstacle: the adoption replaces
+	// it.
+	if img := attrs["imageName"]; img != "" {
+		h.Image = img
+		h.Pool = attrs["pool"]
+	}
+	if h.Pool == "" {
+		h.Pool = "rbd" // the in-tree source's default, as the API server sets it
+	}
+	if id := attrs["clusterID"]; id != "" {
+		h.ClusterID = id
+	}
+	if clusterID != "" {
+		h.ClusterID = clusterID
+	}
+	return h, nil
+}
+
+// stay keeps the volume in form (less than native), for why.
+func (d *Decision) stay(form Form, why string) { d.Form = form; d.Why = append(d.Why, why) }
+
+// judgeImage judges the image h names by what Ceph says of it (in.Image),
+// or predicts from its class's features when Ceph was not read; it returns
+// whether the image has layering (snapshots and clones).
+func (d *Decision) judgeImage(h volumeid.RBDHandle, in RBDInput) (bool, error) {
+	if in.Image == nil {
+		d.Predicted = true
+		switch {
+		case in.ClassFeatures == nil:
+			d.Why = append(d.Why, "the image's features are not known without reading Ceph: snapshots and clones only if it has layering")
+		case slices.Contains(strings.Split(*in.ClassFeatures, ","), "layering"):
+			return true, nil
+		default:
+			d.Why = append(d.Why, fmt.Sprintf("its class's imageFeatures (%q; the in-tree provisioner's default is none) lack layering: no snapshots or clones (layering cannot be added to an existing image)", *in.ClassFeatures))
+		}
+		return false, nil
+	}
+	im := in.Image
+	switch {
+	case im.Name != h.Image || im.Pool != h.Pool:
+		return false, fmt.Errorf("%w: the image read is %s/%s, the handle names %s/%s", ErrNotAdoptable, im.Pool, im.Name, h.Pool, h.Image)
+	case im.Format != 2:
+		d.stay(FormMigration, fmt.Sprintf("image %s/%s is format %d: Ceph CSI serves only format 2 images as its own", h.Pool, h.Image, im.Format))
+	case im.ID == "":
+		d.stay(FormMigration, fmt.Sprintf("image %s/%s has no id", h.Pool, h.Image))
+	case im.Namespace != "":
+		d.stay(FormMigration, fmt.Sprintf("image %s/%s is in rados namespace %q", h.Pool, h.Image, im.Namespace))
+	}
+	layering := im.HasLayering()
+	if !layering {
+		d.Why = append(d.Why, fmt.Sprintf("image %s/%s lacks the layering feature (%s): no snapshots or clones (it cannot be added to an existing image)", h.Pool, h.Image, strings.Join(im.Features, ",")))
+	}
+	return layering, nil
 }
 
 // adoptedPV is pv with the native handle and attributes, and what the undo

@@ -116,7 +116,7 @@ func CephFS(in CephFSInput) (Decision, error) {
 	attrs := pv.Spec.CSI.VolumeAttributes
 	root := attrs["rootPath"]
 	d := Decision{Form: FormNative}
-	block := func(why string) { d.Form = FormStatic; d.Why = append(d.Why, why) }
+	block := func(why string) { d.stay(FormStatic, why) }
 	group, name, ok := SubvolumeOf(root)
 	if !ok {
 		block(fmt.Sprintf("path %s is not /volumes/<group>/<name>, where Ceph's volumes module finds a subvolume: it stays a static volume (staged only: no expansion, snapshots, clones or deletion by Ceph CSI)", root))
@@ -134,41 +134,13 @@ func CephFS(in CephFSInput) (Decision, error) {
 		block(fmt.Sprintf("PVs %s name the same path: deleting either would destroy it", strings.Join(in.ReferencedBy, ", ")))
 	}
 	uuid, named := suffixUUID(name)
-	var keep []string
 	if !named {
-		keep = append(keep, fmt.Sprintf("subvolume %s/%s does not end in a UUID, and Ceph CSI's delete derives the journal's uuid from the name: it would remove the subvolume and then fail", group, name))
 		uuid = in.UUID
 	}
-	// Only the volumes of ceph.com/cephfs were ever deleted with their
-	// claims (Kubernetes' CephFS plugin has no deleter): Delete on any
-	// other never removed data, and must not start to.
-	by, recorded := pv.Annotations[plugin.AnnOriginalProvisionedBy]
-	if !recorded {
-		by = pv.Annotations[plugin.AnnProvisionedBy]
-	}
-	if by != plugin.CephFSExternalProvisioner {
-		keep = append(keep, fmt.Sprintf("no provisioner ever deleted this volume (it was not made by %s, and Kubernetes' CephFS plugin deletes nothing): adopted, Ceph CSI would delete the subvolume and its data with the claim; set Delete on the PV to have that", plugin.CephFSExternalProvisioner))
-	}
-	if len(keep) > 0 {
-		d.KeepRetain = strings.Join(keep, "; ") + "; so the PV keeps reclaim policy Retain"
-	}
-	clone := false
-	switch sv := in.Subvolume; {
-	case sv == nil && in.NotSubvolume != "":
-		block(fmt.Sprintf("Ceph's volumes module does not serve %s as subvolume %s of group %s (%s): a directory made by hand has no explicit data-pool layout; an admin can give it one (setfattr -n ceph.dir.layout.pool -v <data pool> on the directory, which changes only where new files go)", root, name, group, in.NotSubvolume))
-	case sv == nil:
-		d.Predicted = true
-		clone = true
-		d.Why = append(d.Why, "whether Ceph's volumes module serves the directory as a subvolume is not known without reading Ceph (a directory made by hand, without an explicit layout, is not)")
-	case sv.Group != group || sv.Name != name:
-		return Decision{}, fmt.Errorf("%w: the subvolume read is %s/%s, the path names %s/%s", ErrNotAdoptable, sv.Group, sv.Name, group, name)
-	case sv.Path != root:
-		block(fmt.Sprintf("Ceph's volumes module places subvolume %s/%s at %s, not at the PV's path %s", group, name, sv.Path, root))
-	default:
-		clone = sv.CanClone()
-		if !clone {
-			d.Why = append(d.Why, fmt.Sprintf("subvolume %s/%s lacks the snapshot-clone feature (%s): no snapshots or clones", group, name, strings.Join(sv.Features, ",")))
-		}
+	d.KeepRetain = cephFSKeepRetain(pv, group, name, named)
+	clone, err := d.judgeSubvolume(in, root, group, name)
+	if err != nil {
+		return Decision{}, err
 	}
 	if d.Form == FormNative && !named && uuid == "" {
 		return Decision{}, errors.New("adopt: a subvolume whose name does not end in a UUID needs CephFSInput.UUID")
@@ -193,6 +165,55 @@ func CephFS(in CephFSInput) (Decision, error) {
 	}
 	d.PV = out
 	return d, nil
+}
+
+// cephFSKeepRetain says why an adopted CephFS PV keeps reclaim policy
+// Retain ("" when Ceph CSI's delete would remove exactly what a provisioner
+// of this volume deleted before).
+func cephFSKeepRetain(pv *v1.PersistentVolume, group, name string, named bool) string {
+	var keep []string
+	if !named {
+		keep = append(keep, fmt.Sprintf("subvolume %s/%s does not end in a UUID, and Ceph CSI's delete derives the journal's uuid from the name: it would remove the subvolume and then fail", group, name))
+	}
+	// Only the volumes of ceph.com/cephfs were ever deleted with their
+	// claims (Kubernetes' CephFS plugin has no deleter): Delete on any
+	// other never removed data, and must not start to.
+	by, recorded := pv.Annotations[plugin.AnnOriginalProvisionedBy]
+	if !recorded {
+		by = pv.Annotations[plugin.AnnProvisionedBy]
+	}
+	if by != plugin.CephFSExternalProvisioner {
+		keep = append(keep, fmt.Sprintf("no provisioner ever deleted this volume (it was not made by %s, and Kubernetes' CephFS plugin deletes nothing): adopted, Ceph CSI would delete the subvolume and its data with the claim; set Delete on the PV to have that", plugin.CephFSExternalProvisioner))
+	}
+	if len(keep) == 0 {
+		return ""
+	}
+	return strings.Join(keep, "; ") + "; so the PV keeps reclaim policy Retain"
+}
+
+// judgeSubvolume judges the directory at root by what Ceph's volumes module
+// says of subvolume group/name (in.Subvolume, in.NotSubvolume), or predicts
+// when Ceph was not read; it returns whether the subvolume can be cloned
+// (snapshots and clones).
+func (d *Decision) judgeSubvolume(in CephFSInput, root, group, name string) (bool, error) {
+	switch sv := in.Subvolume; {
+	case sv == nil && in.NotSubvolume != "":
+		d.stay(FormStatic, fmt.Sprintf("Ceph's volumes module does not serve %s as subvolume %s of group %s (%s): a directory made by hand has no explicit data-pool layout; an admin can give it one (setfattr -n ceph.dir.layout.pool -v <data pool> on the directory, which changes only where new files go)", root, name, group, in.NotSubvolume))
+	case sv == nil:
+		d.Predicted = true
+		d.Why = append(d.Why, "whether Ceph's volumes module serves the directory as a subvolume is not known without reading Ceph (a directory made by hand, without an explicit layout, is not)")
+		return true, nil
+	case sv.Group != group || sv.Name != name:
+		return false, fmt.Errorf("%w: the subvolume read is %s/%s, the path names %s/%s", ErrNotAdoptable, sv.Group, sv.Name, group, name)
+	case sv.Path != root:
+		d.stay(FormStatic, fmt.Sprintf("Ceph's volumes module places subvolume %s/%s at %s, not at the PV's path %s", group, name, sv.Path, root))
+	default:
+		if sv.CanClone() {
+			return true, nil
+		}
+		d.Why = append(d.Why, fmt.Sprintf("subvolume %s/%s lacks the snapshot-clone feature (%s): no snapshots or clones", group, name, strings.Join(sv.Features, ",")))
+	}
+	return false, nil
 }
 
 // previous is what the adoption of a CephFS volume changed besides the

@@ -36,6 +36,7 @@ import (
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/examples/csimigrate/internal/controller"
 	"github.com/csimigrate/csimigrate/plan"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -216,14 +217,7 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 		return err
 	}
 	if o.adopt && o.translation.cephConfig == "" {
-		// The adoption reads the entries the drivers read, as at start
-		// (reading them needs the rights plan -live has; without them,
-		// adopted volumes keep their migration entries).
-		if _, served, err := livePlan(ctx, client, tr, o.translation.drivers); err != nil {
-			logger.Info("Not reading the Ceph CSI drivers' cluster entries: adopted volumes name their migration entries; give -ceph-config to name the drivers' own", "err", err.Error())
-		} else {
-			cephCfg = served
-		}
+		cephCfg = o.servedCephConfig(ctx, client, tr, cephCfg, logger)
 	}
 	var vsphereAccess apply.VSphere
 	if o.vsphere.wanted() {
@@ -253,6 +247,26 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	return o.lead(ctx, leClient, rec, reg, logger, ctrl.Run)
+}
+
+// servedCephConfig is the Ceph CSI cluster config that adopted volumes
+// name their entries from without -ceph-config: the entries the drivers
+// read, as at start. Reading them needs the rights plan -live has; without
+// them it is fallback, and adopted volumes keep their migration entries.
+func (o *controllerOptions) servedCephConfig(ctx context.Context, client kubernetes.Interface, tr *translate.Translator, fallback ceph.ClusterConfig, logger klog.Logger) ceph.ClusterConfig {
+	_, served, err := livePlan(ctx, client, tr, o.translation.drivers)
+	if err != nil {
+		logger.Info("Not reading the Ceph CSI drivers' cluster entries: adopted volumes name their migration entries; give -ceph-config to name the drivers' own", "err", err.Error())
+		return fallback
+	}
+	return served
+}
+
+// lead serves the health and metrics endpoints and runs run while this
+// replica holds the writer Lease; it returns when ctx ends, or with an
+// error when the Lease is lost.
+func (o *controllerOptions) lead(ctx context.Context, leClient kubernetes.Interface, rec record.EventRecorder, reg *prometheus.Registry, logger klog.Logger, run func(context.Context) error) error {
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: apply.LeaseName, Namespace: o.stateNS},
 		Client:     leClient.CoordinationV1(),
@@ -272,7 +286,7 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				logger.Info("Leading: the controller writes", "identity", o.identity)
-				runErr = ctrl.Run(ctx)
+				runErr = run(ctx)
 			},
 			OnStoppedLeading: func() { logger.Info("Not leading: the controller stopped writing", "identity", o.identity) },
 			OnNewLeader: func(id string) {

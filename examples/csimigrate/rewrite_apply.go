@@ -27,55 +27,23 @@ import (
 // targets: the PVs and StorageClasses of the reviewed input, or of the live
 // cluster, narrowed to names.
 func runApply(c *common, tr *translate.Translator, o applyOptions, names []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	client, err := clientFor(c.kubeconfig, c.context, o.qps32, o.burst)
-	if err != nil {
-		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-		return exitUsage
-	}
-	a := &applier{client: client, tr: tr, logger: c.logger(stderr), stateNS: o.stateNS, out: stdout, concurrency: o.concurrency, online: o.online, undo: o.undo}
-	if o.adopt {
-		a.ceph, a.adoptCSI, a.cephfsSecret = o.ceph, o.adoptCSI, o.cephfsSecret
-		if a.cephConfig, err = c.clusterConfig(); err != nil {
-			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-			return exitUsage
-		}
-	}
-	if o.vsphere.wanted() {
-		vc, _, err := o.vsphere.open(context.Background(), client, c.logger(stderr))
-		if err != nil {
-			fmt.Fprintf(stderr, "csimigrate rewrite: vCenter: %v\n", err)
-			return exitInput
-		}
-		defer vc.Close()
-		a.vsphere = vc
+	a, done, code := newApplier(c, tr, o, stdout, stderr)
+	defer done()
+	if code != exitOK {
+		return code
 	}
 	ctx := context.Background()
-	// The replacements name the drivers the cluster has; a backend without
-	// its driver is not rewritten.
-	drivers, err := listDrivers(ctx, client)
-	if err != nil {
-		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-		return exitBlocked
-	}
-	if a.tr, a.blocked, err = driversFor(tr, drivers, c.drivers, stderr); err != nil {
-		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-		return exitUsage
-	}
-	if _, err := a.writer(); err != nil {
-		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-		return exitUsage
-	}
 	targets, classes, code := a.selectTargets(ctx, c, names, stdin, stderr)
 	if code != exitOK {
 		return code
 	}
-	var refused, unserved bool
-	if targets, classes, refused, err = a.withoutBlocked(ctx, targets, classes, stderr); err != nil {
+	targets, classes, refused, err := a.withoutBlocked(ctx, targets, classes, stderr)
+	if err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitBlocked
 	}
-	var served ceph.ClusterConfig
-	if targets, unserved, served, err = a.withCephEntries(ctx, targets, c.drivers, stderr); err != nil {
+	targets, unserved, served, err := a.withCephEntries(ctx, targets, c.drivers, stderr)
+	if err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitBlocked
 	}
@@ -93,7 +61,7 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 	} else {
 		// One writer at a time: the Lease every csimigrate writer holds.
 		var lease *apply.Lease
-		if ctx, lease, err = apply.HoldLease(ctx, client, o.stateNS, o.leaseWait); err != nil {
+		if ctx, lease, err = apply.HoldLease(ctx, a.client, o.stateNS, o.leaseWait); err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return exitBlocked
 		}
@@ -111,6 +79,50 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 		return exitBlocked
 	}
 	return exitOK
+}
+
+// newApplier is the applier of the options: its client, the Ceph and
+// vCenter access -adopt and the vSphere flags ask for, and the drivers the
+// cluster has (a backend without its driver is not rewritten). done closes
+// what it opened, whatever the code; a code other than exitOK is the
+// command's exit status, its reason written to stderr.
+func newApplier(c *common, tr *translate.Translator, o applyOptions, stdout, stderr io.Writer) (a *applier, done func(), code int) {
+	done = func() {}
+	client, err := clientFor(c.kubeconfig, c.context, o.qps32, o.burst)
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return nil, done, exitUsage
+	}
+	a = &applier{client: client, tr: tr, logger: c.logger(stderr), stateNS: o.stateNS, out: stdout, concurrency: o.concurrency, online: o.online, undo: o.undo}
+	if o.adopt {
+		a.ceph, a.adoptCSI, a.cephfsSecret = o.ceph, o.adoptCSI, o.cephfsSecret
+		if a.cephConfig, err = c.clusterConfig(); err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+			return nil, done, exitUsage
+		}
+	}
+	if o.vsphere.wanted() {
+		vc, _, err := o.vsphere.open(context.Background(), client, c.logger(stderr))
+		if err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: vCenter: %v\n", err)
+			return nil, done, exitInput
+		}
+		a.vsphere, done = vc, func() { vc.Close() }
+	}
+	drivers, err := listDrivers(context.Background(), client)
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return nil, done, exitBlocked
+	}
+	if a.tr, a.blocked, err = driversFor(tr, drivers, c.drivers, stderr); err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return nil, done, exitUsage
+	}
+	if _, err := a.writer(); err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return nil, done, exitUsage
+	}
+	return a, done, exitOK
 }
 
 // withCephEntries are the targets whose Ceph CSI driver serves the
