@@ -4,7 +4,7 @@
 //
 // It is a library for kube-controller-manager forks, CSI sidecars and other
 // controllers, with the method set of k8s.io/csi-translation-lib, and a
-// command-line tool (examples/csimigrate) that plans and rewrites a
+// command-line tool (cmd/csimigrate) that plans and rewrites a
 // cluster's in-tree PVs before an upgrade past the release that removed the
 // plugins.
 //

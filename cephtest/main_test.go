@@ -78,7 +78,7 @@ func cephEnv(t testing.TB) (*Cluster, *Drivers) {
 		// that runs it, else built here.
 		if envBin = os.Getenv("CSIMIGRATE_BIN"); envBin == "" {
 			envBin = filepath.Join(envDir, "csimigrate")
-			build := exec.Command("go", "build", "-o", envBin, "github.com/csimigrate/csimigrate/examples/csimigrate")
+			build := exec.Command("go", "build", "-o", envBin, "github.com/csimigrate/csimigrate/cmd/csimigrate")
 			if out, err := build.CombinedOutput(); err != nil {
 				envErr = fmt.Errorf("building the csimigrate command: %v\n%s", err, out)
 				return

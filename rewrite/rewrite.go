@@ -5,7 +5,7 @@
 // which StorageClasses are replaced. It reads and writes nothing: the plan,
 // translate, rewrite -apply and a controller apply the same rules to the
 // objects they hold (the first part of the engine split; see
-// examples/csimigrate).
+// cmd/csimigrate).
 //
 // Every function is pure: it never modifies its arguments (except
 // KeepServedModes, whose purpose is to complete a translation it is given)

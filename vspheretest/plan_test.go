@@ -32,7 +32,7 @@ import (
 // scripts/test builds once, else built here once per test binary (in the
 // repository's workspace).
 var commandBinary = sync.OnceValues(func() (string, error) {
-	return binary("CSIMIGRATE_BIN", "csimigrate", filepath.Join("..", "examples", "csimigrate"), ".", "GOWORK=")
+	return binary("CSIMIGRATE_BIN", "csimigrate", filepath.Join("..", "cmd", "csimigrate"), ".", "GOWORK=")
 })
 
 // csimigrate runs the command and returns its exit code, standard output

@@ -1,4 +1,4 @@
-module github.com/csimigrate/csimigrate/examples/csimigrate
+module github.com/csimigrate/csimigrate/cmd/csimigrate
 
 go 1.26.0
 

@@ -18,7 +18,7 @@ const flagReference = "../../docs/flags.md"
 // flagDoc renders every command's flags as the reference's Markdown.
 func flagDoc() string {
 	var b strings.Builder
-	b.WriteString("# Flags\n\nGenerated from the commands' flag sets (`go test ./examples/csimigrate -run TestFlagReference -update`\n" +
+	b.WriteString("# Flags\n\nGenerated from the commands' flag sets (`go test ./cmd/csimigrate -run TestFlagReference -update`\n" +
 		"rewrites it). Every flag takes one dash or two. What the commands do: [command.md](command.md).\n")
 	for _, c := range []struct {
 		name, summary string
