@@ -98,8 +98,39 @@ func newFlagSet(name, summary string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("csimigrate "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: csimigrate %s [flags]\n\n%s\n\nFlags:\n", name, summary)
-		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "Usage: csimigrate %s [flags]\n\n", name)
+		for _, para := range strings.Split(summary, "\n\n") {
+			fmt.Fprint(fs.Output(), wrap(strings.Join(strings.Fields(para), " "), helpWidth, ""), "\n")
+		}
+		fmt.Fprint(fs.Output(), "Flags:\n")
+		printFlags(fs.Output(), fs)
 	}
 	return fs
+}
+
+// helpWidth is the width help text is wrapped to, so that it fits a
+// terminal.
+const helpWidth = 100
+
+// printFlags prints fs's flags as flag.PrintDefaults does (the flag, the
+// type of its value, its usage, a default that is not the zero value), the
+// usage wrapped to helpWidth columns.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	const indent = "        "
+	fs.VisitAll(func(f *flag.Flag) {
+		typ, usage := flag.UnquoteUsage(f)
+		line := "  -" + f.Name
+		if typ != "" {
+			line += " " + typ
+		}
+		switch {
+		case f.DefValue == "" || f.DefValue == "false" || f.DefValue == "0" || f.DefValue == "0s" || f.DefValue == "[]":
+		case typ == "string":
+			usage += fmt.Sprintf(" (default %q)", f.DefValue)
+		default:
+			usage += fmt.Sprintf(" (default %v)", f.DefValue)
+		}
+		fmt.Fprintln(w, line)
+		fmt.Fprint(w, wrap(indent+strings.Join(strings.Fields(usage), " "), helpWidth, indent))
+	})
 }

@@ -26,8 +26,9 @@ func TestHelpNamesOnlyOwnFlags(t *testing.T) {
 		if len(own) == 0 {
 			t.Fatalf("%s -h lists no flags:\n%s", cmd, help)
 		}
-		// Quoted examples are other programs' command lines.
-		help = regexp.MustCompile(`"[^"\n]*"`).ReplaceAllString(help, "")
+		// Quoted examples are other programs' command lines (wrapped, a quote
+		// may span lines).
+		help = regexp.MustCompile(`"[^"]*"`).ReplaceAllString(help, "")
 		other := false
 		for _, tok := range strings.FieldsFunc(help, func(r rune) bool { return strings.ContainsRune(" \t\n,;:()`\"", r) }) {
 			switch {
@@ -40,6 +41,21 @@ func TestHelpNamesOnlyOwnFlags(t *testing.T) {
 				}
 			default:
 				other = false
+			}
+		}
+	}
+}
+
+// Every line of every command's help fits a terminal of helpWidth columns.
+func TestHelpFitsTerminal(t *testing.T) {
+	for _, cmd := range []string{"plan", "translate", "rewrite", "clusterid", "controller", "dump"} {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{cmd, "-h"}, nil, &stdout, &stderr); code != exitOK {
+			t.Fatalf("%s -h: exit %d", cmd, code)
+		}
+		for i, line := range strings.Split(stderr.String(), "\n") {
+			if len(line) > helpWidth && strings.Contains(strings.TrimSpace(line), " ") {
+				t.Errorf("%s -h, line %d: %d columns, over %d: %q", cmd, i+1, len(line), helpWidth, line)
 			}
 		}
 	}
