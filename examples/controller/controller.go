@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -97,62 +99,28 @@ func readPlan(ctx context.Context, client kubernetes.Interface, tr *translate.Tr
 	pl := plan.New(tr, logger, plan.Options{})
 	core, storage := client.CoreV1(), client.StorageV1()
 	o := metav1.ListOptions{}
-	classes, err := storage.StorageClasses().List(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	drivers, err := storage.CSIDrivers().List(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	nodes, err := storage.CSINodes().List(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	maps, err := core.ConfigMaps("").List(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	claims, err := core.PersistentVolumeClaims("").List(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	pods, err := core.Pods("").List(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	secrets, err := core.Secrets("").List(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	pvs, err := core.PersistentVolumes().List(ctx, o)
-	if err != nil {
-		return nil, err
-	}
 	// What a PV's plan depends on first, the PVs last.
-	for i := range classes.Items {
-		pl.Add(&classes.Items[i])
-	}
-	for i := range drivers.Items {
-		pl.Add(&drivers.Items[i])
-	}
-	for i := range nodes.Items {
-		pl.Add(&nodes.Items[i])
-	}
-	for i := range maps.Items {
-		pl.Add(&maps.Items[i])
-	}
-	for i := range claims.Items {
-		pl.Add(&claims.Items[i])
-	}
-	for i := range pods.Items {
-		pl.Add(&pods.Items[i])
-	}
-	for i := range secrets.Items {
-		pl.Add(&secrets.Items[i])
-	}
-	for i := range pvs.Items {
-		pl.Add(&pvs.Items[i])
+	for _, list := range []func() (runtime.Object, error){
+		func() (runtime.Object, error) { return storage.StorageClasses().List(ctx, o) },
+		func() (runtime.Object, error) { return storage.CSIDrivers().List(ctx, o) },
+		func() (runtime.Object, error) { return storage.CSINodes().List(ctx, o) },
+		func() (runtime.Object, error) { return core.ConfigMaps("").List(ctx, o) },
+		func() (runtime.Object, error) { return core.PersistentVolumeClaims("").List(ctx, o) },
+		func() (runtime.Object, error) { return core.Pods("").List(ctx, o) },
+		func() (runtime.Object, error) { return core.Secrets("").List(ctx, o) },
+		func() (runtime.Object, error) { return core.PersistentVolumes().List(ctx, o) },
+	} {
+		l, err := list()
+		if err != nil {
+			return nil, err
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range items {
+			pl.Add(item)
+		}
 	}
 	return pl.Finish(), nil
 }
