@@ -43,7 +43,7 @@ func TestCephAdoptReviewScript(t *testing.T) {
 	image := "kubernetes-dynamic-pvc-" + NewUUID()
 	before := e.image(t, "pv-script", image, "layering")
 	script := runReviewScript(t, e)
-	for _, want := range []string{"j_write", "J_OBJ='csi.volume." + image[len(image)-36:] + "'", "'csi.imagename=" + image + "'", "J_VERIFY=('rbd' '--conf'"} {
+	for _, want := range []string{"j_write", "J_OBJ=csi.volume." + image[len(image)-36:], "csi.imagename=" + image, "J_VERIFY=(rbd --conf"} {
 		if !strings.Contains(script, want) {
 			t.Errorf("the script lacks %q", want)
 		}
@@ -83,7 +83,7 @@ func TestCephFSAdoptReviewScript(t *testing.T) {
 	e.configure(t)
 	secretArg := "-cephfs-secret=" + cephfsSecretNS + "/" + cephfsSecret
 	script := runReviewScript(t, &e.adoptEnv, secretArg)
-	for _, want := range []string{"J_NS='csi'", "J_VERIFY=('ceph' '--conf'", "'getpath' 'myfs'"} {
+	for _, want := range []string{"J_NS=csi", "J_VERIFY=(ceph --conf", "getpath myfs"} {
 		if !strings.Contains(script, want) {
 			t.Errorf("the script lacks %q", want)
 		}

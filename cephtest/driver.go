@@ -12,6 +12,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/csimigrate/csimigrate/internal/shell"
 )
 
 // The paths Ceph CSI reads and writes whatever its flags say.
@@ -260,9 +262,9 @@ func saveFile(path string) (func() error, error) {
 	case errors.Is(err, os.ErrNotExist):
 		dir := filepath.Dir(path)
 		_, derr := os.Stat(dir)
-		lines := []string{"rm -f " + shellQuote(path)}
+		lines := []string{"rm -f " + shell.Quote(path)}
 		if errors.Is(derr, os.ErrNotExist) {
-			lines = append(lines, "rmdir "+shellQuote(dir))
+			lines = append(lines, "rmdir "+shell.Quote(dir))
 		}
 		if err := reaper.OnDeath(lines...); err != nil {
 			return nil, err
@@ -296,7 +298,7 @@ func saveDir(path string) (func() error, error) {
 		}
 		top = parent
 	}
-	if err := reaper.OnDeath("rm -rf " + shellQuote(top)); err != nil {
+	if err := reaper.OnDeath("rm -rf " + shell.Quote(top)); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(path, 0o700); err != nil {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/csimigrate/csimigrate/internal/shell"
 )
 
 // A test binary that dies (its -timeout's panic, a kill) runs no cleanup.
@@ -115,7 +117,7 @@ func (r *Reaper) Keep(path string, b []byte, mode os.FileMode) (string, error) {
 	if err := os.WriteFile(saved, b, mode); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("cp -p %s %s", shellQuote(saved), shellQuote(path)), nil
+	return fmt.Sprintf("cp -p %s %s", shell.Quote(saved), shell.Quote(path)), nil
 }
 
 // Done tells the reaper that the test binary cleaned up itself, ends it and
@@ -129,5 +131,3 @@ func (r *Reaper) Done() {
 	os.Remove(filepath.Join(r.Root, ".done"))
 	os.Remove(r.Root) // kept logs (CSIMIGRATE_KEEP_CEPH, a failed start) stay
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/csimigrate/csimigrate/adopt"
+	"github.com/csimigrate/csimigrate/internal/shell"
 )
 
 // Errors the tools report, for errors.Is.
@@ -336,14 +337,7 @@ func (t Tools) Write(ctx context.Context, pool, namespace string, op adopt.Op) e
 func (t Tools) Script(pool, namespace string, op adopt.Op) string {
 	argv := t.Command("rados", radosArgs(pool, namespace, op.Args()...)...)
 	for i, a := range argv {
-		argv[i] = shellQuote(a)
+		argv[i] = shell.Quote(a)
 	}
 	return strings.Join(argv, " ")
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/csimigrate/csimigrate/internal/shell"
 )
 
 // The hex dump rados listomapvals prints (Ceph 16.2), with a value that
@@ -47,7 +49,7 @@ func TestCommandAndScript(t *testing.T) {
 	if got != "kubectl exec -n rook-ceph deploy/rook-ceph-tools -- rados --id admin --keyring /etc/ceph/keyring ls" {
 		t.Errorf("command %q", got)
 	}
-	if q := shellQuote("pv 1's"); q != `'pv 1'"'"'s'` {
+	if q := shell.Quote("pv 1's"); q != `'pv 1'"'"'s'` {
 		t.Errorf("quote %s", q)
 	}
 }

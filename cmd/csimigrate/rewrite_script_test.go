@@ -107,7 +107,7 @@ func TestRewriteScriptStorageClasses(t *testing.T) {
 		t.Fatalf("kubectl get: %v", err)
 	}
 	script, stderr, code := runCmd(t, dump.String(), "rewrite", "-f", "-")
-	if code != exitOK || !strings.Contains(script, "rewrite_sc 'gold' 'kubernetes.io/vsphere-volume' 'csi.vsphere.vmware.com' '"+string(sc.UID)+"'") {
+	if code != exitOK || !strings.Contains(script, "rewrite_sc gold kubernetes.io/vsphere-volume csi.vsphere.vmware.com "+string(sc.UID)) {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, script)
 	}
 	yamlOut, _, _ := runCmd(t, dump.String(), "rewrite", "-o", "yaml", "-f", "-")

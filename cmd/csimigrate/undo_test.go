@@ -178,7 +178,7 @@ func TestUndoScriptWithKubectl(t *testing.T) {
 		t.Fatalf("rewrite: exit %d: %s\n%s", code, stderr, out)
 	}
 	script, stderr, code := runCmd(t, "", "rewrite", "-undo", "-live", "-kubeconfig", kc)
-	if code != exitOK || !strings.Contains(script, "rewrite_pv 'script' '' 'Delete'") {
+	if code != exitOK || !strings.Contains(script, "rewrite_pv script '' Delete") {
 		t.Fatalf("rewrite -undo -o script: exit %d: %s\n%s", code, stderr, script)
 	}
 	for range 2 {

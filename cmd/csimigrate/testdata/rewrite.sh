@@ -93,7 +93,7 @@ rewrite_sc() {
 }
 
 # pvc-6f1c2a4e-0d1b-4b53-9a61-2b0c1d9a7e11 -> rbd.csi.ceph.com (reclaim policy after the rewrite: Delete)
-rewrite_pv 'pvc-6f1c2a4e-0d1b-4b53-9a61-2b0c1d9a7e11' 'rbd.csi.ceph.com' 'Delete' 'apiVersion: v1
+rewrite_pv pvc-6f1c2a4e-0d1b-4b53-9a61-2b0c1d9a7e11 rbd.csi.ceph.com Delete 'apiVersion: v1
 kind: PersistentVolume
 metadata:
   annotations:
@@ -148,7 +148,7 @@ status: {}
 '
 
 # legacy-reports -> rbd.csi.ceph.com (reclaim policy after the rewrite: Retain); reclaim policy kept at Retain: Ceph CSI would delete another image
-rewrite_pv 'legacy-reports' 'rbd.csi.ceph.com' 'Retain' 'apiVersion: v1
+rewrite_pv legacy-reports rbd.csi.ceph.com Retain 'apiVersion: v1
 kind: PersistentVolume
 metadata:
   annotations:
@@ -190,7 +190,7 @@ status: {}
 '
 
 # shared-assets -> cephfs.csi.ceph.com (reclaim policy after the rewrite: Retain)
-rewrite_pv 'shared-assets' 'cephfs.csi.ceph.com' 'Retain' 'apiVersion: v1
+rewrite_pv shared-assets cephfs.csi.ceph.com Retain 'apiVersion: v1
 kind: PersistentVolume
 metadata:
   annotations:
@@ -229,7 +229,7 @@ status: {}
 '
 
 # pvc-93b1c7d2-8e4f-4a5b-9c6d-7e8f9a0b1c2d -> csi.vsphere.vmware.com (reclaim policy after the rewrite: Delete)
-rewrite_pv 'pvc-93b1c7d2-8e4f-4a5b-9c6d-7e8f9a0b1c2d' 'csi.vsphere.vmware.com' 'Delete' 'apiVersion: v1
+rewrite_pv pvc-93b1c7d2-8e4f-4a5b-9c6d-7e8f9a0b1c2d csi.vsphere.vmware.com Delete 'apiVersion: v1
 kind: PersistentVolume
 metadata:
   annotations:
@@ -278,7 +278,7 @@ status: {}
 '
 
 # storageclass/ceph-rbd: kubernetes.io/rbd -> rbd.csi.ceph.com (deleted and created again with the same name; its PVs are not affected)
-rewrite_sc 'ceph-rbd' 'kubernetes.io/rbd' 'rbd.csi.ceph.com' '' 'allowVolumeExpansion: true
+rewrite_sc ceph-rbd kubernetes.io/rbd rbd.csi.ceph.com '' 'allowVolumeExpansion: true
 apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata:
@@ -309,7 +309,7 @@ reclaimPolicy: Delete
 '
 
 # storageclass/vsphere-gold: kubernetes.io/vsphere-volume -> csi.vsphere.vmware.com (deleted and created again with the same name; its PVs are not affected)
-rewrite_sc 'vsphere-gold' 'kubernetes.io/vsphere-volume' 'csi.vsphere.vmware.com' '' 'allowedTopologies:
+rewrite_sc vsphere-gold kubernetes.io/vsphere-volume csi.vsphere.vmware.com '' 'allowedTopologies:
 - matchLabelExpressions:
   - key: topology.csi.vmware.com/zone
     values:
