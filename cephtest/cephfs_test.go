@@ -36,31 +36,30 @@ func adminMount(t testing.TB, c *Cluster) string {
 		"--pid_file", filepath.Join(dir, "fuse.pid"), "--admin_socket", filepath.Join(dir, "fuse.asok"), mnt); err != nil {
 		t.Fatal(err)
 	}
-	pidFile := filepath.Join(dir, "fuse.pid")
+	// The pid is read now: ceph-fuse removes its pid file when it exits,
+	// which it may do as soon as it is unmounted.
+	b, err := os.ReadFile(filepath.Join(dir, "fuse.pid"))
+	if err != nil {
+		t.Fatalf("the admin mount's ceph-fuse pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		t.Fatalf("the admin mount's ceph-fuse pid file holds %q", b)
+	}
 	t.Cleanup(func() {
 		if _, err := run(callCtx(t), nil, "umount", mnt); err != nil {
 			t.Errorf("unmounting the admin mount: %v", err)
 		}
-		stopFuse(t, pidFile)
+		stopFuse(t, pid)
 	})
 	return mnt
 }
 
-// stopFuse stops the ceph-fuse daemon of pidFile by its pid: after the
-// unmount it usually exits by itself; one still there after 10 s (seen
-// stuck in its shutdown) is killed.
-func stopFuse(t testing.TB, pidFile string) {
+// stopFuse stops the ceph-fuse daemon pid: after the unmount it usually
+// exits by itself; one still there after 10 s (seen stuck in its shutdown)
+// is killed.
+func stopFuse(t testing.TB, pid int) {
 	t.Helper()
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Errorf("the admin mount's ceph-fuse pid: %v", err)
-		return
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 1 {
-		t.Errorf("the admin mount's ceph-fuse pid file holds %q", b)
-		return
-	}
 	alive := func() bool { return syscall.Kill(pid, 0) == nil }
 	for range 40 {
 		if !alive() {
