@@ -60,12 +60,12 @@ var (
 	V1_30 = Release{Version: "v1.30.14", dir: "kubernetes-1.30"}
 )
 
-// envOverride names the variable that overrides the default release's build
-// of each command.
-var envOverride = map[string]string{
-	"kube-apiserver":          "CSIMIGRATE_KUBE_APISERVER",
-	"kube-controller-manager": "CSIMIGRATE_KUBE_CONTROLLER_MANAGER",
-	"hollow-node":             "CSIMIGRATE_HOLLOW_NODE",
+// commands are the commands of a release's tools/ module: each one's
+// package, and the variable that overrides the default release's build.
+var commands = map[string]struct{ pkg, env string }{
+	"kube-apiserver":          {"./kube-apiserver", "CSIMIGRATE_KUBE_APISERVER"},
+	"kube-controller-manager": {"./kube-controller-manager", "CSIMIGRATE_KUBE_CONTROLLER_MANAGER"},
+	"hollow-node":             {"./hollownode", "CSIMIGRATE_HOLLOW_NODE"},
 }
 
 // binary returns the release's build of the command name (kube-apiserver,
@@ -74,7 +74,7 @@ var envOverride = map[string]string{
 // when missing.
 func (r Release) binary(name string, log io.Writer) (string, error) {
 	if r == V1_37 {
-		if p := os.Getenv(envOverride[name]); p != "" {
+		if p := os.Getenv(commands[name].env); p != "" {
 			return p, nil
 		}
 	}
@@ -129,13 +129,6 @@ func HollowNodeBinary(log io.Writer) (string, error) {
 	return V1_37.binary("hollow-node", log)
 }
 
-// packageOf is each command's package in a release's tools/ module.
-var packageOf = map[string]string{
-	"kube-apiserver":          "./kube-apiserver",
-	"kube-controller-manager": "./kube-controller-manager",
-	"hollow-node":             "./hollownode",
-}
-
 // binaryOf returns the cached build of the release's command name, building
 // it when missing, stamped with its release as a released binary is (and as
 // scripts/setup-apiserver builds it), so that clients read its version.
@@ -155,7 +148,7 @@ func binaryOf(name string, r Release, log io.Writer) (string, error) {
 	tmp := bin + ".tmp"
 	minor, _, _ := strings.Cut(strings.TrimPrefix(r.Version, "v1."), ".")
 	cmd := exec.Command("go", "build", "-o", tmp, "-ldflags", "-X k8s.io/component-base/version.gitVersion="+r.Version+
-		" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor="+minor, packageOf[name])
+		" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor="+minor, commands[name].pkg)
 	cmd.Dir = filepath.Join(repoRoot(), "tools", r.dir)
 	cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = log, log
