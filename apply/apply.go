@@ -94,7 +94,30 @@ type Options struct {
 	// VolumeAttachments and its state from informers' caches (see
 	// Listers).
 	Listers *Listers
+	// Lease is this process's hold on the writer Lease (LeaseName in
+	// StateNamespace): the *Lease HoldLease returns, or a leader
+	// elector's on that Lease as a HolderFunc. A Writer takes no write
+	// unless it holds (ErrNotHolding); without it, it only reviews.
+	Lease Holder
 }
+
+// A Holder is a process's hold on the writer Lease, which keeps csimigrate's
+// writers to one at a time.
+type Holder interface {
+	// Holding reports whether the process holds the writer Lease now.
+	Holding() bool
+}
+
+// HolderFunc is a Holder from a function, as a leader elector's IsLeader.
+type HolderFunc func() bool
+
+// Holding implements Holder.
+func (f HolderFunc) Holding() bool { return f() }
+
+// ErrNotHolding is returned by a Step that would write while the Writer's
+// Holder does not hold the writer Lease (or it has none): nothing is
+// written.
+var ErrNotHolding = errors.New("the writer Lease is not held by this process; nothing was written (one csimigrate writer at a time)")
 
 // ErrWriteLimit is returned when a Writer reached Options.MaxWrites; the
 // objects it left are finished by another run.
@@ -143,8 +166,9 @@ type Target struct {
 // Writer carries out the rewrite (or its undo) against a live cluster.
 // Every Step observes the cluster and takes the next write, so it can be
 // run again after an interruption at any point and converges to the same
-// state. A Writer is safe for concurrent use; hold the writer Lease
-// (HoldLease) around its writes, so that no other csimigrate writes at once.
+// state. A Writer is safe for concurrent use. It writes only while its
+// Options.Lease holds the writer Lease, so that no other csimigrate writes at
+// once.
 type Writer struct {
 	client  kubernetes.Interface
 	tr      *translate.Translator
@@ -189,6 +213,8 @@ type Writer struct {
 	withState map[string]bool
 	// listers answer reads from informers' caches where set.
 	listers Listers
+	// lease must hold before every write (nil: no write is taken).
+	lease Holder
 	// secrets are Secrets read for the checks, by "namespace/name".
 	secrets map[string]cached[*v1.Secret]
 	// fsids are the fsids read at monitor lists (joined by ","), for the
@@ -216,7 +242,8 @@ func New(client kubernetes.Interface, tr *translate.Translator, logger klog.Logg
 		ns = DefaultStateNamespace
 	}
 	a := &Writer{client: client, tr: tr, logger: logger, events: events, stateNS: ns, concurrency: o.Concurrency,
-		online: o.Online, undo: o.Undo, stepLimit: o.MaxWrites, ceph: o.Ceph, cephConfig: o.CephConfig, cephfsSecret: o.CephFSSecret, adopt: o.AdoptCSI, vsphere: o.VSphere}
+		online: o.Online, undo: o.Undo, stepLimit: o.MaxWrites, ceph: o.Ceph, cephConfig: o.CephConfig, cephfsSecret: o.CephFSSecret, adopt: o.AdoptCSI, vsphere: o.VSphere,
+		lease: o.Lease}
 	if o.Listers != nil {
 		a.listers = *o.Listers
 	}
@@ -266,6 +293,9 @@ const cacheFor = 5 * time.Second
 func (a *Writer) step(obj, what string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.lease == nil || !a.lease.Holding() {
+		return fmt.Errorf("%s: %w", obj, ErrNotHolding)
+	}
 	if a.stepLimit > 0 && a.steps >= a.stepLimit {
 		return ErrWriteLimit
 	}

@@ -57,6 +57,11 @@ func newWriter(t testing.TB, c kubernetes.Interface, out *bytes.Buffer, o Option
 		t.Fatal(err)
 	}
 	o.StateNamespace = "kube-system"
+	if o.Lease == nil {
+		// The writer's other rules, one writer per test: the Lease's own
+		// rule has TestWriterWritesOnlyHoldingLease.
+		o.Lease = HolderFunc(func() bool { return true })
+	}
 	w, err := New(c, tr, klog0(), textEvents{out}, o)
 	if err != nil {
 		t.Fatal(err)

@@ -15,15 +15,20 @@ import (
 
 // A controller's reconcile of one PV with the engine: each call takes at
 // most one write and says when to come back; a refusal leaves the PV as it
-// was. The writer Lease keeps other writers (rewrite -apply, a second
-// controller) out while it runs.
+// was. The Writer writes only while the writer Lease holds, which keeps
+// other writers (rewrite -apply, a second controller) out.
 func ExampleWriter_PV() {
-	reconcile := func(ctx context.Context, client kubernetes.Interface, pv string) (requeue time.Duration, err error) {
+	// Once, at start (a leader election on apply.LeaseName, given as an
+	// apply.HolderFunc of its IsLeader, does as well).
+	start := func(ctx context.Context, client kubernetes.Interface) (context.Context, *apply.Lease, error) {
+		return apply.HoldLease(ctx, client, apply.DefaultStateNamespace, time.Minute)
+	}
+	reconcile := func(ctx context.Context, client kubernetes.Interface, lease apply.Holder, pv string) (requeue time.Duration, err error) {
 		tr, err := translate.New()
 		if err != nil {
 			return 0, err
 		}
-		w, err := apply.New(client, tr, klog.FromContext(ctx), apply.NoEvents{}, apply.Options{})
+		w, err := apply.New(client, tr, klog.FromContext(ctx), apply.NoEvents{}, apply.Options{Lease: lease})
 		if err != nil {
 			return 0, err
 		}
@@ -39,5 +44,5 @@ func ExampleWriter_PV() {
 		}
 		return p.RequeueAfter, nil // 0: at once, the next step
 	}
-	_ = reconcile
+	_, _ = start, reconcile
 }

@@ -24,14 +24,19 @@ const LeaseName = "csimigrate-writer"
 // it renews every third of it.
 var writerLeaseDuration = 15 * time.Second
 
-// Lease is this process's hold on the writer Lease.
+// Lease is this process's hold on the writer Lease. It is a Holder: a
+// Writer given it (Options.Lease) writes while it holds.
 type Lease struct {
 	client kubernetes.Interface
 	ns, id string
 	mu     sync.Mutex
 	lease  *coordinationv1.Lease // as last written by us
-	stop   func()
-	done   chan struct{}
+	// renewed is when the Lease was last written by us (taken or
+	// renewed), by this process's clock; released: given up or lost.
+	renewed  time.Time
+	released bool
+	stop     func()
+	done     chan struct{}
 }
 
 // HoldLease takes the writer Lease, waiting up to wait while another
@@ -96,7 +101,7 @@ func HoldLease(ctx context.Context, client kubernetes.Interface, ns string, wait
 		case err != nil:
 			return nil, nil, fmt.Errorf("taking Lease %s/%s: %w", ns, LeaseName, err)
 		}
-		l.lease = got
+		l.lease, l.renewed = got, time.Now()
 		break
 	}
 	runCtx, cancel := context.WithCancel(ctx)
@@ -112,6 +117,9 @@ func HoldLease(ctx context.Context, client kubernetes.Interface, ns string, wait
 				return
 			case <-t.C:
 				if err := l.renew(renewCtx); err != nil && renewCtx.Err() == nil {
+					l.mu.Lock()
+					l.released = true
+					l.mu.Unlock()
 					cancel() // lost: no further write
 					return
 				}
@@ -133,8 +141,21 @@ func (l *Lease) renew(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l.lease = got
+	l.lease, l.renewed = got, time.Now()
 	return nil
+}
+
+// Holding reports whether this process holds the Lease: taken, not
+// released, and written by it within the last two thirds of the lease
+// duration (a renewal stuck for longer is not trusted: another writer may
+// take the Lease once the duration has passed).
+func (l *Lease) Holding() bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lease != nil && !l.released && time.Since(l.renewed) < writerLeaseDuration*2/3
 }
 
 // Holder is the identity this process holds the Lease as.
@@ -147,6 +168,7 @@ func (l *Lease) Release(ctx context.Context) {
 	<-l.done
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.released = true
 	next := l.lease.DeepCopy()
 	empty := ""
 	next.Spec.HolderIdentity = &empty

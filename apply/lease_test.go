@@ -1,16 +1,20 @@
 package apply
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csimigrate/csimigrate/testenv"
+	"github.com/csimigrate/csimigrate/translate"
 )
 
 // startServer starts etcd and kube-apiserver for a test, stopped when it
@@ -65,4 +69,74 @@ func TestWriterLeaseLost(t *testing.T) {
 	if cur, err := leases.Get(ctx, LeaseName, metav1.GetOptions{}); err != nil || *cur.Spec.HolderIdentity != thief {
 		t.Errorf("after release by the writer that lost it: %+v, %v; the thief's hold must stay", cur, err)
 	}
+}
+
+// A Writer writes only while its Lease holds: without a Lease, and with one
+// another writer has taken, its run takes no write (ErrNotHolding: the PVs
+// and the state namespace stay as they were); while it holds, it rewrites.
+func TestWriterWritesOnlyHoldingLease(t *testing.T) {
+	c := startServer(t)
+	ctx := context.Background()
+	defer func(d time.Duration) { writerLeaseDuration = d }(writerLeaseDuration)
+	writerLeaseDuration = 900 * time.Millisecond // renewed every 300 ms
+	tr, err := translate.New(translate.WithNodeExpandSecret(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := func(ns string, lease Holder) {
+		t.Helper()
+		names := testenv.Seed(t, c, ns)
+		before := make([]*v1.PersistentVolume, len(names))
+		for i, n := range names {
+			before[i] = getPV(t, c, n)
+		}
+		var out bytes.Buffer
+		w, err := New(c, tr, klog0(), textEvents{&out}, Options{StateNamespace: "kube-system", Lease: lease})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.PVs(ctx, targetsOf(names)); !errors.Is(err, ErrNotHolding) {
+			t.Fatalf("%s: the run returned %v, want ErrNotHolding\n%s", ns, err, out.String())
+		}
+		for _, pv := range before {
+			unchanged(t, c, pv)
+		}
+		noStateLeft(t, c)
+	}
+	refused("nolease", nil)
+
+	runCtx, l, err := HoldLease(ctx, c, "kube-system", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := testenv.Seed(t, c, "held")
+	if _, out, err := rewritePVs(t, c, Options{Lease: l}, names); err != nil {
+		t.Fatalf("holding the Lease: %v\n%s", err, out)
+	}
+	for _, n := range names {
+		if pv := getPV(t, c, n); pv.Spec.CSI == nil {
+			t.Errorf("pv/%s not rewritten while holding the Lease", n)
+		}
+	}
+
+	leases := c.CoordinationV1().Leases("kube-system")
+	cur, err := leases.Get(ctx, LeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	thief := "thief"
+	cur.Spec.HolderIdentity = &thief
+	if _, err := leases.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-runCtx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the writer's context is not cancelled 5 s after it lost the Lease")
+	}
+	if l.Holding() {
+		t.Fatal("the Lease reports holding after another writer took it")
+	}
+	refused("lost", l)
+	l.Release(ctx)
 }

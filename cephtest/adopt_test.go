@@ -131,6 +131,19 @@ func (e *adoptEnv) image(t testing.TB, pvName, image, features string) *v1.Persi
 // csimigrate runs the command with the env's kubeconfig, Ceph access and
 // cluster map; it returns stdout and fails the test on an exit other than
 // want.
+// writerLease takes the writer Lease on the env's API server for the rest
+// of the test, for the library's writers (the command takes it itself: a
+// test that runs both does not hold it).
+func (e *adoptEnv) writerLease(t testing.TB) *apply.Lease {
+	t.Helper()
+	_, l, err := apply.HoldLease(context.Background(), e.cs, apply.DefaultStateNamespace, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Release(context.Background()) })
+	return l
+}
+
 func (e *adoptEnv) csimigrate(t testing.TB, want int, args ...string) string {
 	t.Helper()
 	serveDriverConfig(t, e.cs)
@@ -394,8 +407,9 @@ func TestCephRBDAdoptUndo(t *testing.T) {
 func TestCephRBDAdoptInterrupted(t *testing.T) {
 	e := newAdoptEnv(t, "kube.adopt-cut")
 	tr, _ := configure(t, e.d, inTreeRBDPV("probe", rbdCase{Monitors: []string{MonitorV1}, Pool: e.pool, Image: "probe"}, "admin", "ceph-admin"))
+	lease := e.writerLease(t)
 	writer := func(undo bool, limit int) *apply.Writer {
-		w, err := apply.New(e.cs, tr, klogDiscard(), nil, apply.Options{Undo: undo, MaxWrites: limit, Ceph: e.tools, CephConfig: e.config})
+		w, err := apply.New(e.cs, tr, klogDiscard(), nil, apply.Options{Undo: undo, MaxWrites: limit, Ceph: e.tools, CephConfig: e.config, Lease: lease})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -580,6 +594,7 @@ func BenchmarkCephRBDAdopt(b *testing.B) {
 		b.StopTimer()
 		var plain, adopted time.Duration
 		e := newAdoptEnv(b, fmt.Sprintf("kube.bench%d", i))
+		lease := e.writerLease(b)
 		tr, _ := configure(b, e.d, inTreeRBDPV("probe", rbdCase{Monitors: []string{MonitorV1}, Pool: e.pool, Image: "probe"}, "admin", "ceph-admin"))
 		for _, withCeph := range []bool{false, true} {
 			var targets []apply.Target
@@ -588,7 +603,7 @@ func BenchmarkCephRBDAdopt(b *testing.B) {
 				e.image(b, name, "kubernetes-dynamic-pvc-"+NewUUID(), "layering")
 				targets = append(targets, apply.Target{Name: name})
 			}
-			o := apply.Options{}
+			o := apply.Options{Lease: lease}
 			if withCeph {
 				o.Ceph, o.CephConfig = e.tools, e.config
 			}

@@ -431,8 +431,9 @@ func TestCephFSAdoptInterrupted(t *testing.T) {
 	}
 	tr := e.configure(t)
 	secret := &v1.SecretReference{Namespace: cephfsSecretNS, Name: cephfsSecret}
+	lease := e.writerLease(t)
 	writer := func(undo bool, limit int) *apply.Writer {
-		w, err := apply.New(e.cs, tr, klogDiscard(), nil, apply.Options{Undo: undo, MaxWrites: limit, Ceph: e.tools, CephConfig: e.config, CephFSSecret: secret})
+		w, err := apply.New(e.cs, tr, klogDiscard(), nil, apply.Options{Undo: undo, MaxWrites: limit, Ceph: e.tools, CephConfig: e.config, CephFSSecret: secret, Lease: lease})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -464,6 +465,7 @@ func BenchmarkCephFSAdopt(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		e := newCephFSAdoptEnv(b)
+		lease := e.writerLease(b)
 		var targets [2][]apply.Target
 		for _, withCeph := range []int{0, 1} {
 			for k := range n {
@@ -477,7 +479,7 @@ func BenchmarkCephFSAdopt(b *testing.B) {
 		tr := e.configure(b)
 		var took [2]time.Duration
 		for _, withCeph := range []int{0, 1} {
-			o := apply.Options{Concurrency: 1}
+			o := apply.Options{Concurrency: 1, Lease: lease}
 			if withCeph == 1 {
 				o.Ceph, o.CephConfig, o.CephFSSecret = e.tools, e.config, &v1.SecretReference{Namespace: cephfsSecretNS, Name: cephfsSecret}
 			}

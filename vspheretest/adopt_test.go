@@ -183,10 +183,16 @@ func TestVSphereAdoptInterruptedAtEveryWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The writer Lease, which every Writer needs to write, for the test.
+	_, lease, err := apply.HoldLease(ctx, srv.Client, apply.DefaultStateNamespace, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lease.Release(context.Background()) })
 	stepAll := func(undo bool) []string {
 		var writes []string
 		for range 100 {
-			w, err := apply.New(srv.Client, tr, logger, nil, apply.Options{VSphere: client, Undo: undo})
+			w, err := apply.New(srv.Client, tr, logger, nil, apply.Options{VSphere: client, Undo: undo, Lease: lease})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -240,14 +241,15 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 	if err := registerBuildInfo(reg, logger); err != nil {
 		return err
 	}
+	held := &leader{}
 	ctrl, err := controller.New(client, dyn, tr, klog.LoggerWithName(logger, "controller"), rec, m, controller.Options{
 		StateNamespace: o.stateNS, Plugins: o.pluginList, PVSelector: o.pvSel, ClassSelector: o.classSel,
 		DryRun: o.dryRun, Online: o.online, Workers: o.workers, Recheck: o.recheck, StatusEvery: o.statusEvery, MaxWrites: o.maxWrites,
-		Ceph: o.cephAccess(), CephConfig: cephCfg, CephFSSecret: o.cephfsRef, VSphere: vsphereAccess})
+		Ceph: o.cephAccess(), CephConfig: cephCfg, CephFSSecret: o.cephfsRef, VSphere: vsphereAccess, Lease: held})
 	if err != nil {
 		return err
 	}
-	return o.lead(ctx, leClient, rec, reg, logger, ctrl.Run)
+	return o.lead(ctx, leClient, rec, reg, logger, held, ctrl.Run)
 }
 
 // servedCephConfig is the Ceph CSI cluster config that adopted volumes
@@ -263,10 +265,22 @@ func (o *controllerOptions) servedCephConfig(ctx context.Context, client kuberne
 	return served
 }
 
+// leader is the writer Lease as this replica's leader election holds it:
+// the apply.Holder the controller's writer checks before each write.
+type leader struct {
+	le atomic.Pointer[leaderelection.LeaderElector]
+}
+
+// Holding implements apply.Holder: the elector leads.
+func (l *leader) Holding() bool {
+	le := l.le.Load()
+	return le != nil && le.IsLeader()
+}
+
 // lead serves the health and metrics endpoints and runs run while this
-// replica holds the writer Lease; it returns when ctx ends, or with an
-// error when the Lease is lost.
-func (o *controllerOptions) lead(ctx context.Context, leClient kubernetes.Interface, rec record.EventRecorder, reg *prometheus.Registry, logger klog.Logger, run func(context.Context) error) error {
+// replica holds the writer Lease (held says so meanwhile); it returns when
+// ctx ends, or with an error when the Lease is lost.
+func (o *controllerOptions) lead(ctx context.Context, leClient kubernetes.Interface, rec record.EventRecorder, reg *prometheus.Registry, logger klog.Logger, held *leader, run func(context.Context) error) error {
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: apply.LeaseName, Namespace: o.stateNS},
 		Client:     leClient.CoordinationV1(),
@@ -300,6 +314,7 @@ func (o *controllerOptions) lead(ctx context.Context, leClient kubernetes.Interf
 		return err
 	}
 	health.SetLeaderElection(le)
+	held.le.Store(le)
 	le.Run(ctx)
 	if ctx.Err() == nil {
 		// Lost the Lease while running: stop, so that the process restarts

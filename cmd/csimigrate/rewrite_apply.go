@@ -59,14 +59,14 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 	if o.dry {
 		err = errors.Join(a.w.DryRunPVs(ctx, targets), a.w.DryRunClasses(ctx, classes))
 	} else {
-		// One writer at a time: the Lease every csimigrate writer holds.
-		var lease *apply.Lease
-		if ctx, lease, err = apply.HoldLease(ctx, a.client, o.stateNS, o.leaseWait); err != nil {
+		// One writer at a time: the Lease every csimigrate writer holds,
+		// which the Writer checks before each write.
+		if ctx, a.lease, err = apply.HoldLease(ctx, a.client, o.stateNS, o.leaseWait); err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return exitBlocked
 		}
 		err = a.applyAll(ctx, targets, classes)
-		lease.Release(context.Background())
+		a.lease.Release(context.Background())
 	}
 	if kept := a.w.Kept(); len(kept) > 0 {
 		fmt.Fprintf(stdout, "%d PersistentVolumes kept at reclaim policy Retain instead of Delete (see above): %s\n", len(kept), strings.Join(kept, ", "))
@@ -314,6 +314,9 @@ type applier struct {
 	blocked blockedDrivers
 
 	w *apply.Writer // built by writer on first use
+	// lease is the writer Lease once taken (nil before: w reviews but does
+	// not write).
+	lease *apply.Lease
 	// steps is how many writes w took, as of its last run.
 	steps int
 }
@@ -324,7 +327,8 @@ func (a *applier) writer() (*apply.Writer, error) {
 		return a.w, nil
 	}
 	w, err := apply.New(a.client, a.tr, a.logger, textEvents{a.out}, apply.Options{StateNamespace: a.stateNS, Undo: a.undo, Online: a.online,
-		Concurrency: a.concurrency, Ceph: a.ceph, CephConfig: a.cephConfig, AdoptCSI: a.adoptCSI, CephFSSecret: a.cephfsSecret, VSphere: a.vsphere})
+		Concurrency: a.concurrency, Ceph: a.ceph, CephConfig: a.cephConfig, AdoptCSI: a.adoptCSI, CephFSSecret: a.cephfsSecret, VSphere: a.vsphere,
+		Lease: apply.HolderFunc(func() bool { return a.lease.Holding() })})
 	a.w = w
 	return w, err
 }

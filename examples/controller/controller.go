@@ -45,14 +45,14 @@ func MigrateAll(ctx context.Context, client kubernetes.Interface, logger klog.Lo
 	if err != nil {
 		return Result{}, err
 	}
-	// One writer at a time: ctx ends if the Lease is lost, so that no write
-	// follows.
+	// One writer at a time: the Writer writes only while the Lease holds,
+	// and ctx ends if it is lost.
 	ctx, lease, err := apply.HoldLease(ctx, client, stateNS, wait)
 	if err != nil {
 		return Result{}, err
 	}
 	defer lease.Release(context.Background())
-	w, err := apply.New(client, tr, logger, apply.NoEvents{}, apply.Options{StateNamespace: stateNS})
+	w, err := apply.New(client, tr, logger, apply.NoEvents{}, apply.Options{StateNamespace: stateNS, Lease: lease})
 	if err != nil {
 		return Result{}, err
 	}

@@ -83,10 +83,14 @@ type Options struct {
 	// vSphere CSI driver's own as it is rewritten: its disk registered as a
 	// First Class Disk, the PV given that ID (apply.Options.VSphere).
 	VSphere apply.VSphere
+	// Lease is the writer Lease as this replica holds it (its leader
+	// election's): the controller writes only while it holds
+	// (apply.Options.Lease); without it, every write is refused.
+	Lease apply.Holder
 }
 
 // Controller is the migration controller. Build it with New, run it with
-// Run while holding the writer Lease.
+// Run while holding the writer Lease (Options.Lease).
 type Controller struct {
 	client kubernetes.Interface
 	dyn    dynamic.Interface
@@ -213,7 +217,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, tr *translate.Trans
 	// higher verbosity. It reads from the informers' caches.
 	notices := &writerEvents{seen: map[string]bool{}, c: c}
 	c.w, err = apply.New(client, tr, logger.V(4), notices, apply.Options{StateNamespace: o.StateNamespace, Online: o.Online, MaxWrites: o.MaxWrites, Listers: listers,
-		Ceph: o.Ceph, CephConfig: o.CephConfig, CephFSSecret: o.CephFSSecret, VSphere: o.VSphere})
+		Ceph: o.Ceph, CephConfig: o.CephConfig, CephFSSecret: o.CephFSSecret, VSphere: o.VSphere, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}

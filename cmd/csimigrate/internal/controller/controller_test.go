@@ -79,11 +79,20 @@ func startWith(t *testing.T, client *fake.Clientset, o Options) *fixture {
 		o.Recheck = 50 * time.Millisecond
 	}
 	o.StatusEvery = 50 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	if o.Lease == nil {
+		// The writer Lease, as the command's leader election takes it.
+		_, lease, err := apply.HoldLease(ctx, client, apply.DefaultStateNamespace, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { lease.Release(context.Background()) })
+		o.Lease = lease
+	}
 	c, err := New(client, dyn, tr, klog.Background().V(100), rec, m, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	f := &fixture{client: client, rec: rec, m: m, c: c, cancel: cancel, done: make(chan error, 1)}
 	go func() { f.done <- c.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-f.done })
@@ -156,6 +165,37 @@ func TestControllerBacksOffAPIErrors(t *testing.T) {
 	if failed != 1 {
 		t.Errorf("%d %s Events for one failing object, want 1 (deduplicated)", failed, ReasonFailed)
 	}
+}
+
+// The controller writes only while it holds the writer Lease: with the
+// Lease held by no one here, the PV stays as it was, with a failure's Event
+// naming the Lease; once it holds, the PV is rewritten.
+func TestControllerWritesOnlyHoldingLease(t *testing.T) {
+	client := fake.NewSimpleClientset(vspherePV("pv1"), driver)
+	var holding atomic.Bool
+	f := startWith(t, client, Options{Lease: apply.HolderFunc(holding.Load)})
+	waitFor(t, "the refused write", func() error {
+		if testutil.ToFloat64(f.m.failures.WithLabelValues("pv")) == 0 {
+			return errors.New("no failure yet")
+		}
+		return nil
+	})
+	got, err := client.CoreV1().PersistentVolumes().Get(context.Background(), "pv1", metav1.GetOptions{})
+	if err != nil || got.Spec.VsphereVolume == nil || len(got.Annotations) != 0 {
+		t.Fatalf("pv1 changed without the Lease: %+v %v", got, err)
+	}
+	if cms, err := client.CoreV1().ConfigMaps(apply.DefaultStateNamespace).List(context.Background(), metav1.ListOptions{}); err != nil || len(cms.Items) != 0 {
+		t.Fatalf("state written without the Lease: %v %v", cms, err)
+	}
+	named := false
+	for _, e := range f.events() {
+		named = named || strings.Contains(e, ReasonFailed) && strings.Contains(e, "writer Lease is not held")
+	}
+	if !named {
+		t.Error("no Failed Event naming the writer Lease")
+	}
+	holding.Store(true)
+	waitFor(t, "the rewrite once holding", func() error { return rewritten(f, "pv1") })
 }
 
 // A refused PV is left exactly as it was; its refusal is an Event once,
