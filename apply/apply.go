@@ -268,13 +268,13 @@ func (a *Writer) Kept() []string {
 // IsSource reports whether a PV is one the Writer's direction replaces.
 func (a *Writer) IsSource(pv *v1.PersistentVolume) bool {
 	kind, _ := a.kindOf(pv)
-	return kind == a.direction().source
+	return kind == a.Direction().Source
 }
 
 // IsSourceClass reports whether a StorageClass is one the Writer's
 // direction replaces (none for the adoption of CSI PVs).
 func (a *Writer) IsSourceClass(sc *storagev1.StorageClass) bool {
-	return !a.adopt && rewrite.ClassKindOf(a.tr, sc) == a.direction().source
+	return !a.adopt && rewrite.ClassKindOf(a.tr, sc) == a.Direction().Source
 }
 
 // cached is a value read from the cluster at a time.
@@ -447,14 +447,14 @@ func dryRunEach(targets []Target, one func(t Target) []error) error {
 // replacement is validated under a temporary name, since the original still
 // exists). It writes nothing.
 func (a *Writer) DryRunPVs(ctx context.Context, targets []Target) error {
-	dir := a.direction()
+	dir := a.Direction()
 	return dryRunEach(targets, func(t Target) []error {
 		cur, err := a.client.CoreV1().PersistentVolumes().Get(ctx, t.Name, metav1.GetOptions{})
 		if err != nil {
 			return []error{fmt.Errorf("pv/%s: %w", t.Name, err)}
 		}
 		if !a.IsSource(cur) {
-			a.note("pv/"+t.Name, "not "+dir.aScope+" PV; nothing to do")
+			a.note("pv/"+t.Name, "not "+dir.AScope+" PV; nothing to do")
 			return nil
 		}
 		if t.UID != "" && cur.UID != t.UID {
@@ -517,7 +517,7 @@ func (a *Writer) dryRunSteps(ctx context.Context, cur, repl *v1.PersistentVolume
 	repl = repl.DeepCopy()
 	repl.Name = "csimigrate-dry-run-" + string(cur.UID)
 	if _, err := pvs.Create(ctx, repl, metav1.CreateOptions{DryRun: dry}); err != nil {
-		errs = append(errs, fmt.Errorf("pv/%s: create %s PV: %w", cur.Name, a.direction().targetWord, err))
+		errs = append(errs, fmt.Errorf("pv/%s: create %s PV: %w", cur.Name, a.Direction().targetWord, err))
 	}
 	return errs
 }
@@ -550,9 +550,9 @@ type Reviewed struct {
 // nothing (the adoption's Ceph reads included: only reads).
 func (a *Writer) Review(ctx context.Context, cur *v1.PersistentVolume) (Reviewed, error) {
 	if cur == nil || !a.IsSource(cur) {
-		return Reviewed{}, fmt.Errorf("not %s PV", a.direction().aScope)
+		return Reviewed{}, fmt.Errorf("not %s PV", a.Direction().AScope)
 	}
-	c, err := a.direction().check(a, ctx, cur)
+	c, err := a.Direction().check(a, ctx, cur)
 	if err != nil {
 		return Reviewed{}, err
 	}

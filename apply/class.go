@@ -46,7 +46,7 @@ func (a *Writer) isSourceClass(sc *storagev1.StorageClass) bool { return a.IsSou
 
 // isTargetClass reports whether a class is what the direction creates.
 func (a *Writer) isTargetClass(sc *storagev1.StorageClass) bool {
-	return rewrite.ClassKindOf(a.tr, sc) == a.direction().target
+	return rewrite.ClassKindOf(a.tr, sc) == a.Direction().target
 }
 
 // observe reads the class and its state and verifies that the state
@@ -80,7 +80,7 @@ func (r *classRun) loadState() error {
 	case r.t.UID != "" && s.UID != r.t.UID:
 		return fmt.Errorf("ConfigMap %s was saved for uid %s, the reviewed StorageClass has uid %s; nothing is created from it", r.where(), s.UID, r.t.UID)
 	case s.Undo != r.a.undo:
-		return &InProgressError{ConfigMap: r.where(), Object: r.obj(), Undo: s.Undo, what: directionOf(s.Undo).what}
+		return &InProgressError{ConfigMap: r.where(), Object: r.obj(), Undo: s.Undo, what: directionOf(s.Undo).What}
 	}
 	r.state = s
 	return nil
@@ -139,7 +139,7 @@ func (a *Writer) classChecks(ctx context.Context, cur *storagev1.StorageClass) (
 }
 
 func (r *classRun) saySave() string {
-	return "save the " + r.a.direction().targetWord + " replacement in ConfigMap " + r.where()
+	return "save the " + r.a.Direction().targetWord + " replacement in ConfigMap " + r.where()
 }
 
 func (r *classRun) save(ctx context.Context) error {
@@ -155,7 +155,7 @@ func (r *classRun) save(ctx context.Context) error {
 func (r *classRun) deleted() bool { return r.cur == nil || !r.a.isSourceClass(r.cur) }
 
 func (r *classRun) sayDelete() string {
-	return "delete the " + r.a.direction().sourceWord + " StorageClass (its PVs are not affected)"
+	return "delete the " + r.a.Direction().sourceWord + " StorageClass (its PVs are not affected)"
 }
 
 func (r *classRun) delete(ctx context.Context) error {
@@ -172,7 +172,7 @@ func (r *classRun) delete(ctx context.Context) error {
 func (r *classRun) created() bool { return r.cur != nil }
 
 func (r *classRun) sayCreate() string {
-	return "create the " + r.a.direction().targetWord + " StorageClass (" + r.state.Replacement.Provisioner + ")"
+	return "create the " + r.a.Direction().targetWord + " StorageClass (" + r.state.Replacement.Provisioner + ")"
 }
 
 func (r *classRun) create(ctx context.Context) error {

@@ -81,18 +81,24 @@ type checks struct {
 	adoption *adoption
 }
 
-// A direction is what a run replaces by what: the rewrite (an in-tree PV by
-// its CSI form) or its undo (a CSI PV csimigrate created by the in-tree PV
-// it came from). Both take pvSteps.
-type direction struct {
-	undo bool
-	// what names the direction in messages, done says what became of a
-	// target, and scope (aScope, with its article) names the targets.
-	what, done    string
-	scope, aScope string
-	// source is the kind of PV it replaces, target the kind it creates;
-	// sourceWord and targetWord name them in the steps printed.
-	source, target         rewrite.Kind
+// A Direction is what a Writer's runs replace by what: the rewrite (an
+// in-tree PV by its CSI form), its undo (a CSI PV csimigrate created by the
+// in-tree PV it came from), the adoption of CSI PVs (a migration-handle or
+// static CephFS PV by the driver's own volume) and its undo. Its words are
+// for messages; every direction takes pvSteps.
+type Direction struct {
+	// Undo: the direction gives back what another one made.
+	Undo bool
+	// What names a run ("a rewrite"), Done what became of its targets
+	// ("rewritten"), Scope the targets ("in-tree"; AScope with its
+	// article).
+	What, Done    string
+	Scope, AScope string
+	// Source is the kind of object it replaces (KindOf, ClassKindOf).
+	Source rewrite.Kind
+	// target is the kind of PV it creates; sourceWord and targetWord
+	// name them in the steps printed.
+	target                 rewrite.Kind
 	sourceWord, targetWord string
 	// check runs every check on the live source PV before the first write
 	// and builds its replacement; a *rewrite.Refusal leaves it as it was.
@@ -103,32 +109,36 @@ type direction struct {
 }
 
 var (
-	adoptDirection = &direction{what: "an adoption", done: "adopted", scope: "migration-handle or static CephFS", aScope: "a migration-handle or static CephFS",
-		source: kindMigrated, target: kindAdopted, sourceWord: "migration-handle", targetWord: "native", check: (*Writer).checkAdopt, build: (*Writer).buildAdopt}
-	unadoptDirection = &direction{undo: true, what: "an undo of an adoption", done: "given back their migration handle or static form", scope: "adopted", aScope: "an adopted",
-		source: kindAdopted, target: kindMigrated, sourceWord: "native", targetWord: "migration-handle", check: (*Writer).checkUnadopt, build: (*Writer).buildUnadopt}
-	rewriteDirection = &direction{what: "a rewrite", done: "rewritten", scope: "in-tree", aScope: "an in-tree", source: rewrite.KindInTree, target: rewrite.KindRewritten,
+	adoptDirection = &Direction{What: "an adoption", Done: "adopted", Scope: "migration-handle or static CephFS", AScope: "a migration-handle or static CephFS",
+		Source: kindMigrated, target: kindAdopted, sourceWord: "migration-handle", targetWord: "native", check: (*Writer).checkAdopt, build: (*Writer).buildAdopt}
+	unadoptDirection = &Direction{Undo: true, What: "an undo of an adoption", Done: "given back their migration handle or static form", Scope: "adopted", AScope: "an adopted",
+		Source: kindAdopted, target: kindMigrated, sourceWord: "native", targetWord: "migration-handle", check: (*Writer).checkUnadopt, build: (*Writer).buildUnadopt}
+	rewriteDirection = &Direction{What: "a rewrite", Done: "rewritten", Scope: "in-tree", AScope: "an in-tree", Source: rewrite.KindInTree, target: rewrite.KindRewritten,
 		sourceWord: "in-tree", targetWord: "CSI", check: (*Writer).check, build: (*Writer).buildRewrite}
-	undoDirection = &direction{undo: true, what: "an undo", done: "undone", scope: "rewritten", aScope: "a rewritten", source: rewrite.KindRewritten, target: rewrite.KindInTree,
+	undoDirection = &Direction{Undo: true, What: "an undo", Done: "undone", Scope: "rewritten", AScope: "a rewritten", Source: rewrite.KindRewritten, target: rewrite.KindInTree,
 		sourceWord: "CSI", targetWord: "in-tree", check: (*Writer).checkUndo, build: (*Writer).buildUndo}
 )
 
-func directionOf(undo bool) *direction {
+// DirectionOf is the direction of a Writer with those Options (Undo,
+// AdoptCSI).
+func DirectionOf(undo, adoptCSI bool) *Direction {
+	if adoptCSI {
+		return adoptionDirectionOf(undo)
+	}
+	return directionOf(undo)
+}
+
+// Direction is the direction of the Writer's runs.
+func (a *Writer) Direction() *Direction { return DirectionOf(a.undo, a.adopt) }
+
+func directionOf(undo bool) *Direction {
 	if undo {
 		return undoDirection
 	}
 	return rewriteDirection
 }
 
-// direction is the direction of the Writer's runs.
-func (a *Writer) direction() *direction {
-	if a.adopt {
-		return adoptionDirectionOf(a.undo)
-	}
-	return directionOf(a.undo)
-}
-
-func adoptionDirectionOf(undo bool) *direction {
+func adoptionDirectionOf(undo bool) *Direction {
 	if undo {
 		return unadoptDirection
 	}
@@ -137,7 +147,7 @@ func adoptionDirectionOf(undo bool) *direction {
 
 // name is how a saved state names the direction ("" for the rewrite and
 // its undo, which the state's Undo tells apart).
-func (d *direction) name() string {
+func (d *Direction) name() string {
 	switch d {
 	case adoptDirection:
 		return "adopt"
@@ -148,7 +158,7 @@ func (d *direction) name() string {
 }
 
 // directionNamed is the direction a saved state names.
-func directionNamed(name string, undo bool) *direction {
+func directionNamed(name string, undo bool) *Direction {
 	switch name {
 	case "adopt", "unadopt":
 		return adoptionDirectionOf(undo)

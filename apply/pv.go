@@ -40,7 +40,7 @@ var pvSteps = []step[*pvRun]{
 // again; anything else (a conflict, a missing object) is read afresh.
 type pvRun struct {
 	a   *Writer
-	dir *direction
+	dir *Direction
 	t   Target
 	// cur is the live PV, nil when there is none; cm the state ConfigMap
 	// and state what it holds, nil when there is none.
@@ -71,7 +71,7 @@ type pvRun struct {
 }
 
 func newPVRun(a *Writer, t Target) *pvRun {
-	return &pvRun{a: a, dir: a.direction(), t: t, haveCM: a.knownNoState(t.Name)}
+	return &pvRun{a: a, dir: a.Direction(), t: t, haveCM: a.knownNoState(t.Name)}
 }
 
 func (r *pvRun) obj() string { return "pv/" + r.t.Name }
@@ -124,13 +124,13 @@ func (r *pvRun) observeJournal(ctx context.Context) error {
 		return nil
 	}
 	j := r.state.Journal
-	if !r.dir.undo {
+	if !r.dir.Undo {
 		var err error
 		if j, err = journalOf(r.state.Replacement); err != nil {
 			return err
 		}
 	}
-	if j == nil || (r.cur == nil) == r.dir.undo {
+	if j == nil || (r.cur == nil) == r.dir.Undo {
 		return nil
 	}
 	st, err := r.a.journalState(ctx, *j)
@@ -158,7 +158,7 @@ func (r *pvRun) loadState() error {
 		return fmt.Errorf("ConfigMap %s was saved for uid %s, the reviewed PV has uid %s; nothing is created from it", r.where(), s.UID, r.t.UID)
 	}
 	if d := directionNamed(s.Direction, s.Undo); d != r.dir {
-		return &InProgressError{ConfigMap: r.where(), Object: r.obj(), Undo: d.undo, Adoption: d == adoptDirection || d == unadoptDirection, what: d.what}
+		return &InProgressError{ConfigMap: r.where(), Object: r.obj(), Undo: d.Undo, Adoption: d == adoptDirection || d == unadoptDirection, what: d.What}
 	}
 	s.cmVersion = r.cm.ResourceVersion
 	r.state = s
@@ -210,7 +210,7 @@ func (r *pvRun) classify() {
 }
 
 // isSource reports whether the live PV is the one this run replaces.
-func (r *pvRun) isSource() bool { return r.cur != nil && r.kind == r.dir.source }
+func (r *pvRun) isSource() bool { return r.cur != nil && r.kind == r.dir.Source }
 
 // Step 1: Retain, the original policy recorded on the PV.
 
@@ -317,7 +317,7 @@ func (r *pvRun) save(ctx context.Context) error {
 	if err != nil {
 		return refuse(rewrite.CodeNotTranslatable, "%v", err)
 	}
-	if change := rewrite.AccessModeChange(r.cur, repl); change != "" && !r.dir.undo {
+	if change := rewrite.AccessModeChange(r.cur, repl); change != "" && !r.dir.Undo {
 		r.a.note(r.obj(), change)
 	}
 	saved, err := r.a.saveState(ctx, r.cur, repl, kept, r.dir)
@@ -410,7 +410,7 @@ func (r *pvRun) unprotect(ctx context.Context) error {
 // Step 5 (an adopted volume): the journal entry written before the PV that
 // names it exists.
 
-func (r *pvRun) journalWritten() bool { return r.journal == nil || r.dir.undo || r.jstate == "written" }
+func (r *pvRun) journalWritten() bool { return r.journal == nil || r.dir.Undo || r.jstate == "written" }
 
 func (r *pvRun) sayJournal() string {
 	return fmt.Sprintf("register %s in Ceph CSI's journal as %s (rados: create %s, its keys, %s %s)", volumeWord(*r.journal),
@@ -462,7 +462,7 @@ func (r *pvRun) create(ctx context.Context) error {
 // Step 6 (the undo of an adopted volume): its journal entry removed once
 // the PV that names it is gone and its replacement exists.
 
-func (r *pvRun) journalRemoved() bool { return r.journal == nil || !r.dir.undo || r.jstate == "absent" }
+func (r *pvRun) journalRemoved() bool { return r.journal == nil || !r.dir.Undo || r.jstate == "absent" }
 
 func (r *pvRun) sayUnjournal() string {
 	return fmt.Sprintf("remove %s's entry from Ceph CSI's journal (rados: rmomapkey %s %s, rm %s)", volumeWord(*r.journal),
@@ -478,7 +478,7 @@ func (r *pvRun) removeJournal(ctx context.Context) error {
 // PV's only once Ceph CSI provably finds exactly its image.
 
 func (r *pvRun) adoptionVerified(ctx context.Context) error {
-	if r.dir.undo {
+	if r.dir.Undo {
 		return nil
 	}
 	if disk, ok, err := adopt.VSphereDiskOf(r.cur); err != nil || ok {

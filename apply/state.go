@@ -193,8 +193,8 @@ func (a *Writer) loadState(cm *v1.ConfigMap) (*rewriteState, error) {
 // saveState stores the state of a PV about to be deleted: its replacement
 // repl, kept (why repl ends with Retain where the PV had Delete), and
 // whether it is an undo's.
-func (a *Writer) saveState(ctx context.Context, cur, repl *v1.PersistentVolume, kept string, dir *direction) (*v1.ConfigMap, error) {
-	undo := dir.undo
+func (a *Writer) saveState(ctx context.Context, cur, repl *v1.PersistentVolume, kept string, dir *Direction) (*v1.ConfigMap, error) {
+	undo := dir.Undo
 	driver, handle, err := a.identity(repl)
 	if err != nil {
 		return nil, refuse(rewrite.CodeNotTranslatable, "the replacement: %v", err)

@@ -86,7 +86,7 @@ func TestStepInEachState(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &Writer{tr: tr, logger: klog0(), undo: tc.undo}
-			r := &pvRun{a: a, dir: a.direction(), t: Target{Name: "pv"}, cur: tc.cur, state: tc.state}
+			r := &pvRun{a: a, dir: a.Direction(), t: Target{Name: "pv"}, cur: tc.cur, state: tc.state}
 			r.classify()
 			if got := nextStep(r); got != tc.want {
 				t.Errorf("next step %q, want %q", got, tc.want)

@@ -145,7 +145,7 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Rea
 		return exitInput
 	}
 	defer c.cleanup()
-	rv := &review{tr: tr, dir: directionOf(undo), script: c.output == "script", stderr: stderr,
+	rv := &review{tr: tr, dir: apply.DirectionOf(undo, false), script: c.output == "script", stderr: stderr,
 		in: &rewriteInputs{classes: map[string]*storagev1.StorageClass{}}, w: bufio.NewWriterSize(stdout, 1<<16)}
 	if err := rv.readInputs(c, stdin); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
@@ -211,7 +211,7 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Rea
 // review writes the steps of the rewrite or undo of each object read.
 type review struct {
 	tr     *translate.Translator
-	dir    *direction
+	dir    *apply.Direction
 	script bool // -o script, else -o yaml
 	in     *rewriteInputs
 	w      *bufio.Writer
@@ -247,10 +247,10 @@ func (rv *review) pv(obj any) {
 	if !ok || rv.werr != nil {
 		return
 	}
-	if kind, _ := rewrite.KindOf(rv.tr, pv); kind != rv.dir.source {
+	if kind, _ := rewrite.KindOf(rv.tr, pv); kind != rv.dir.Source {
 		return
 	}
-	if why := rv.blocked.refusal(pvBackend(pv)); why != "" && !rv.dir.undo {
+	if why := rv.blocked.refusal(pvBackend(pv)); why != "" && !rv.dir.Undo {
 		fmt.Fprintf(rv.stderr, "PersistentVolume %s: %s\n", pv.Name, why)
 		rv.failed = true
 		return
@@ -261,7 +261,7 @@ func (rv *review) pv(obj any) {
 	switch {
 	case rv.writer != nil:
 		p, j, err = rv.reviewed(pv)
-	case rv.dir.undo:
+	case rv.dir.Undo:
 		p, err = undoReview(rv.tr, pv)
 	default:
 		p, err = rv.in.replacement(rv.tr, pv)
@@ -274,7 +274,7 @@ func (rv *review) pv(obj any) {
 	rv.pvs++
 	if rv.script {
 		if j != nil {
-			rv.werr = writeScriptJournalVars(rv.w, rv.ceph, p.CSI, *j, rv.dir.undo)
+			rv.werr = writeScriptJournalVars(rv.w, rv.ceph, p.CSI, *j, rv.dir.Undo)
 		}
 		if rv.werr == nil {
 			rv.werr = writeScriptPV(rv.w, rv.dir, p)
@@ -311,17 +311,17 @@ func (rv *review) reviewed(pv *v1.PersistentVolume) (rewrite.PV, *adopt.Journal,
 
 // class writes the steps for one StorageClass the direction replaces.
 func (rv *review) class(sc *storagev1.StorageClass) {
-	if rv.werr != nil || rewrite.ClassKindOf(rv.tr, sc) != rv.dir.source {
+	if rv.werr != nil || rewrite.ClassKindOf(rv.tr, sc) != rv.dir.Source {
 		return
 	}
-	if why := rv.blocked.refusal(classBackend(sc)); why != "" && !rv.dir.undo {
+	if why := rv.blocked.refusal(classBackend(sc)); why != "" && !rv.dir.Undo {
 		fmt.Fprintf(rv.stderr, "StorageClass %s: %s\n", sc.Name, why)
 		rv.failed = true
 		return
 	}
 	var r *storagev1.StorageClass
 	var err error
-	if rv.dir.undo {
+	if rv.dir.Undo {
 		r, err = rewrite.ClassUndoReplacement(sc)
 	} else {
 		r, err = rewrite.ClassReplacement(rv.tr, klog0(), sc)
@@ -599,9 +599,9 @@ func writeScriptJournalVars(w io.Writer, tools cephtool.Tools, repl *v1.Persiste
 }
 
 // writeScriptHeader writes the script up to its first PV.
-func writeScriptHeader(w io.Writer, dir *direction) {
+func writeScriptHeader(w io.Writer, dir *apply.Direction) {
 	what, article := "rewrite", "a CSI"
-	if dir.undo {
+	if dir.Undo {
 		what, article = "rewrite -undo", "the in-tree"
 	}
 	fmt.Fprintf(w, scriptIntro, what, article)
@@ -609,16 +609,16 @@ func writeScriptHeader(w io.Writer, dir *direction) {
 }
 
 // writeScriptPV writes the call that replaces one PV.
-func writeScriptPV(w io.Writer, dir *direction, p rewrite.PV) error {
+func writeScriptPV(w io.Writer, dir *apply.Direction, p rewrite.PV) error {
 	b, err := yaml.Marshal(p.CSI)
 	if err != nil {
 		return err
 	}
 	driver := p.Driver
-	if dir.undo {
+	if dir.Undo {
 		driver = "" // an in-tree PV has no .spec.csi.driver
 	}
-	fmt.Fprintf(w, "\n# %s -> %s (reclaim policy after the %s: %s)", p.Name, p.Driver, strings.TrimPrefix(strings.TrimPrefix(dir.what, "an "), "a "), p.RestorePolicy)
+	fmt.Fprintf(w, "\n# %s -> %s (reclaim policy after the %s: %s)", p.Name, p.Driver, strings.TrimPrefix(strings.TrimPrefix(dir.What, "an "), "a "), p.RestorePolicy)
 	if p.Hazard != "" {
 		fmt.Fprintf(w, "; %s", p.Hazard)
 	}
@@ -638,9 +638,9 @@ func writeScriptClass(w io.Writer, inTree, r *storagev1.StorageClass) error {
 }
 
 // writeScriptFooter ends the script.
-func writeScriptFooter(w io.Writer, dir *direction, n, classes int) {
+func writeScriptFooter(w io.Writer, dir *apply.Direction, n, classes int) {
 	verb := "rewrote"
-	if dir.undo {
+	if dir.Undo {
 		verb = "undid the rewrite of"
 	}
 	fmt.Fprintf(w, "\necho \"%s %d PersistentVolumes and %d StorageClasses\"\n", verb, n, classes)

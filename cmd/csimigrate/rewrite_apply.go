@@ -244,7 +244,7 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 				scs = append(scs, apply.Target{Name: sc.Name, UID: sc.UID})
 			}
 		}
-		a.say("%d %s PersistentVolumes and %d %s StorageClasses in the reviewed input\n", len(pvs), dir.scope, len(scs), dir.scope)
+		a.say("%d %s PersistentVolumes and %d %s StorageClasses in the reviewed input\n", len(pvs), dir.Scope, len(scs), dir.Scope)
 	} else {
 		var err error
 		if pvs, err = a.w.LiveTargets(ctx); err == nil {
@@ -254,7 +254,7 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return nil, nil, exitBlocked
 		}
-		a.say("%d %s PersistentVolumes and %d %s StorageClasses (or interrupted runs) in the cluster\n", len(pvs), dir.scope, len(scs), dir.scope)
+		a.say("%d %s PersistentVolumes and %d %s StorageClasses (or interrupted runs) in the cluster\n", len(pvs), dir.Scope, len(scs), dir.Scope)
 	}
 	if len(names) == 0 {
 		return pvs, scs, exitOK
@@ -267,7 +267,7 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 		}
 		i := slices.IndexFunc(from, func(t apply.Target) bool { return t.Name == name })
 		if i < 0 {
-			fmt.Fprintf(stderr, "csimigrate rewrite: %s %q is not %s %s of the %s\n", kind, name, dir.aScope, kind, where)
+			fmt.Fprintf(stderr, "csimigrate rewrite: %s %q is not %s %s of the %s\n", kind, name, dir.AScope, kind, where)
 			return nil, nil, exitUsage
 		}
 		*list = append(*list, from[i])
@@ -287,7 +287,7 @@ func (a *applier) applyAll(ctx context.Context, targets, classes []apply.Target)
 		rc, scErr = a.rewriteClasses(ctx, classes)
 	}
 	a.say("%d PersistentVolumes and %d StorageClasses %s or already done, %d refused and left as they were, %d steps taken\n",
-		r.Done, rc.Done, a.direction().done, r.Refused+rc.Refused, a.steps)
+		r.Done, rc.Done, a.direction().Done, r.Refused+rc.Refused, a.steps)
 	return errors.Join(pvErr, scErr)
 }
 
@@ -355,13 +355,8 @@ func (a *applier) rewriteClasses(ctx context.Context, targets []apply.Target) (a
 	return r, err
 }
 
-// direction is the words of the applier's direction.
-func (a *applier) direction() *direction {
-	if a.adoptCSI {
-		return adoptionDirectionOf(a.undo)
-	}
-	return directionOf(a.undo)
-}
+// direction is the applier's direction, for its words.
+func (a *applier) direction() *apply.Direction { return apply.DirectionOf(a.undo, a.adoptCSI) }
 
 // say prints a line of the run's own (a count, a summary).
 func (a *applier) say(format string, args ...any) { fmt.Fprintf(a.out, format, args...) }
