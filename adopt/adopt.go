@@ -439,6 +439,30 @@ func adoptedPV(pv *v1.PersistentVolume, d Decision, im *Image) (*v1.PersistentVo
 	return out, nil
 }
 
+// JournalOf is the entry in Ceph CSI's journal that pv's adoption wrote,
+// which its undo removes; ok is false for a PV without one (not adopted, or
+// an adopted vSphere PV, whose disk stays registered). err is a record that
+// does not parse. pv is not modified.
+func JournalOf(pv *v1.PersistentVolume) (j Journal, ok bool, err error) {
+	if pv == nil || pv.Annotations[AnnJournal] == "" {
+		return Journal{}, false, nil
+	}
+	j, err = journalOf(pv)
+	return j, err == nil, err
+}
+
+// journalOf parses pv's AnnJournal.
+func journalOf(pv *v1.PersistentVolume) (Journal, error) {
+	var j Journal
+	if err := json.Unmarshal([]byte(pv.Annotations[AnnJournal]), &j); err != nil {
+		return Journal{}, fmt.Errorf("annotation %s: %w", AnnJournal, err)
+	}
+	if j.UUID == "" || j.Pool == "" || j.VolName == "" {
+		return Journal{}, fmt.Errorf("annotation %s: the journal entry lacks its uuid, pool or volume name", AnnJournal)
+	}
+	return j, nil
+}
+
 // Unadopted is the PV an adopted PV replaced: its migration handle and
 // attributes back, the adoption's annotations gone, and the journal entry
 // the adoption wrote (to remove; none for a vSphere PV, whose disk stays
@@ -460,11 +484,8 @@ func Unadopted(pv *v1.PersistentVolume) (prev *v1.PersistentVolume, j Journal, o
 	if err := json.Unmarshal([]byte(pv.Annotations[AnnAdoptedAttributes]), &attrs); err != nil {
 		return nil, Journal{}, true, fmt.Errorf("annotation %s: %w", AnnAdoptedAttributes, err)
 	}
-	if err := json.Unmarshal([]byte(pv.Annotations[AnnJournal]), &j); err != nil {
-		return nil, Journal{}, true, fmt.Errorf("annotation %s: %w", AnnJournal, err)
-	}
-	if j.UUID == "" || j.Pool == "" || j.VolName == "" {
-		return nil, Journal{}, true, fmt.Errorf("annotation %s: the journal entry lacks its uuid, pool or volume name", AnnJournal)
+	if j, err = journalOf(pv); err != nil {
+		return nil, Journal{}, true, err
 	}
 	prev = pv.DeepCopy()
 	prev.Spec.CSI.VolumeHandle = handle

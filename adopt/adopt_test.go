@@ -109,6 +109,12 @@ func TestRBD(t *testing.T) {
 			if diff := cmp.Diff(tc.in.PV, back); diff != "" {
 				t.Errorf("Unadopted does not give the PV back:\n%s", diff)
 			}
+			if jo, ok, err := adopt.JournalOf(d.PV); err != nil || !ok || jo != d.Journal {
+				t.Errorf("JournalOf the adopted PV: %+v %t %v, want %+v", jo, ok, err, d.Journal)
+			}
+			if _, ok, err := adopt.JournalOf(tc.in.PV); ok || err != nil {
+				t.Errorf("JournalOf the PV before the adoption: %t %v", ok, err)
+			}
 			want := []string{"create csi.volume." + uuid, "setomapval csi.volume." + uuid + " csi.imageid 10226b8b4567",
 				"setomapval csi.volume." + uuid + " csi.imagename " + tc.image, "setomapval csi.volume." + uuid + " csi.volname pv1",
 				"setomapval csi.volumes.default csi.volume.pv1 " + uuid}

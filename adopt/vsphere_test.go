@@ -67,6 +67,9 @@ func TestVSphere(t *testing.T) {
 	if err != nil || !adopted {
 		t.Fatalf("Unadopted: %v %v", adopted, err)
 	}
+	if _, ok, err := adopt.JournalOf(d.PV); ok || err != nil {
+		t.Errorf("JournalOf an adopted vSphere PV: %t %v; its disk stays registered, no journal entry", ok, err)
+	}
 	if diff := cmp.Diff(orig, prev); diff != "" {
 		t.Errorf("Unadopted does not give the input back (-want +got):\n%s", diff)
 	}

@@ -12,14 +12,12 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/apply/cephtool"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
-	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
@@ -362,26 +360,6 @@ func (a *Writer) adminSecretMissing(ctx context.Context) (string, error) {
 			strings.Join(missing, " and "), slices.Sorted(maps.Keys(data))), nil
 	}
 	return "", nil
-}
-
-// rewriteFor is the rewrite's replacement of an in-tree PV (rewrite.Rewrite);
-// for an image the adoption registers, without the migration handle's
-// hazards: the journal names the image, not the handle, so Ceph CSI's
-// delete finds exactly it.
-func (a *Writer) rewriteFor(cur *v1.PersistentVolume, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim, adopting bool) (rewrite.PV, error) {
-	if !adopting {
-		return rewrite.Rewrite(a.tr, a.logger, cur, sc, pvc)
-	}
-	csi, err := a.tr.TranslateInTreePVToCSI(a.logger, cur)
-	if err != nil {
-		return rewrite.PV{}, err
-	}
-	// An adopted subvolume is deleted by Ceph CSI, as the provisioner that
-	// made it did: the static volume's Retain does not apply.
-	findings := slices.DeleteFunc(a.tr.CheckPV(cur), func(f plugin.Finding) bool {
-		return f.Code == rbd.FindingHandleResolvesElsewhere || f.Code == cephfs.FindingNeverDeleted
-	})
-	return rewrite.Replacement(a.tr, a.logger, cur, csi, findings, sc, pvc)
 }
 
 // summary says what the adoption makes of the volume, on one line.

@@ -251,7 +251,7 @@ func (a *Writer) check(ctx context.Context, cur *v1.PersistentVolume) (*checks, 
 		return nil, err
 	}
 	if ad != nil && ad.why == "" {
-		if r, err = a.rewriteFor(cur, sc, pvc, true); err != nil {
+		if r, err = rewrite.RewriteAdopted(a.tr, a.logger, cur, sc, pvc); err != nil {
 			return nil, refuse(rewrite.CodeNotTranslatable, "%v", err)
 		}
 	}

@@ -168,7 +168,11 @@ func directionNamed(name string, undo bool) *Direction {
 
 // buildRewrite is the CSI replacement of an in-tree PV.
 func (a *Writer) buildRewrite(cur *v1.PersistentVolume, c *checks) (*v1.PersistentVolume, string, error) {
-	r, err := a.rewriteFor(cur, c.sc, c.pvc, c.adoption != nil && c.adoption.why == "")
+	rewriteOf := rewrite.Rewrite
+	if c.adoption != nil && c.adoption.why == "" {
+		rewriteOf = rewrite.RewriteAdopted
+	}
+	r, err := rewriteOf(a.tr, a.logger, cur, c.sc, c.pvc)
 	if err != nil {
 		return nil, "", err
 	}

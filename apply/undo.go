@@ -21,7 +21,7 @@ func (a *Writer) checkUndo(ctx context.Context, cur *v1.PersistentVolume) (*chec
 	if err != nil {
 		return nil, err
 	}
-	in, err := a.undoReplacement(cur)
+	in, err := rewrite.UndoReplacement(a.tr, cur)
 	if err != nil {
 		return nil, asRefusal(err)
 	}
@@ -79,22 +79,8 @@ func (a *Writer) checkUndo(ctx context.Context, cur *v1.PersistentVolume) (*chec
 
 // buildUndo is the in-tree replacement of a CSI PV csimigrate created.
 func (a *Writer) buildUndo(cur *v1.PersistentVolume, _ *checks) (*v1.PersistentVolume, string, error) {
-	in, err := a.undoReplacement(cur)
+	in, err := rewrite.UndoReplacement(a.tr, cur)
 	return in, "", err
-}
-
-// undoReplacement is the in-tree PV a CSI PV csimigrate created goes back
-// to; an adopted PV's is that of its form before the adoption (handle,
-// attributes, secret references and annotations as they were).
-func (a *Writer) undoReplacement(cur *v1.PersistentVolume) (*v1.PersistentVolume, error) {
-	prev, _, adopted, err := adopt.Unadopted(cur)
-	if err != nil {
-		return nil, err
-	}
-	if !adopted {
-		prev = cur
-	}
-	return rewrite.UndoReplacement(a.tr, prev)
 }
 
 // asRefusal makes err a refusal unless it is one.

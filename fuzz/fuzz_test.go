@@ -441,6 +441,7 @@ func FuzzRewriteRules(f *testing.F) {
 			_, _ = rewrite.KindOf(tr, &pv)
 			_, _ = rewrite.UndoReplacement(tr, &pv)
 			_, _ = rewrite.Rewrite(tr, logger, &pv, nil, nil)
+			_, _ = rewrite.RewriteAdopted(tr, logger, &pv, nil, nil)
 			needs := rewrite.SecretNeeds(&pv, out)
 			_ = rewrite.AccessModeChange(&pv, out)
 			if out != nil {
@@ -522,6 +523,7 @@ func FuzzAdopt(f *testing.F) {
 			t.Fatalf("input modified:\n%s", diff)
 		}
 		_, _, _, _ = adopt.Unadopted(&pv)
+		_, _, _ = adopt.JournalOf(&pv)
 		if err != nil || d.PV == nil {
 			return
 		}

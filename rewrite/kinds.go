@@ -15,6 +15,8 @@ import (
 
 	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/plugins/cephfs"
+	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -81,6 +83,26 @@ func Rewrite(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolu
 	if err != nil {
 		return PV{}, err
 	}
+	return replacement(tr, logger, pv, csi, findings, inTree, sc, pvc)
+}
+
+// RewriteAdopted is Rewrite for an in-tree PV whose volume its rewrite
+// adopts into Ceph CSI's journal (package adopt): the replacement of a
+// driver's own volume, without the migration handle's hazards. The journal
+// names the image, not the handle, so Ceph CSI's delete finds exactly it;
+// an adopted subvolume is deleted by Ceph CSI as the provisioner that made
+// it was, so the static volume's Retain does not apply.
+func RewriteAdopted(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolume, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (PV, error) {
+	if tr == nil || pv == nil {
+		return PV{}, errors.New("no translator or no PV")
+	}
+	csi, findings, inTree, err := tr.TranslateAndCheckPV(logger, pv)
+	if err != nil {
+		return PV{}, err
+	}
+	findings = slices.DeleteFunc(findings, func(f plugin.Finding) bool {
+		return f.Code == rbd.FindingHandleResolvesElsewhere || f.Code == cephfs.FindingNeverDeleted
+	})
 	return replacement(tr, logger, pv, csi, findings, inTree, sc, pvc)
 }
 

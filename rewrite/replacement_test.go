@@ -115,3 +115,54 @@ func TestReplacementProperty(t *testing.T) {
 		}
 	})
 }
+
+// The adopted rewrite keeps Delete where only the migration handle's or the
+// static volume's hazard kept Retain (the adopted volume is the driver's
+// own, which it deletes), keeps every other reason, and is the rewrite
+// otherwise.
+func TestRewriteAdopted(t *testing.T) {
+	tr, err := translate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "rbd"}, Provisioner: "ceph.com/rbd",
+		Parameters: map[string]string{"monitors": "10.0.0.1:6789", "adminId": "kube", "adminSecretName": "admin", "adminSecretNamespace": "sys"}}
+	elsewhere := rbdPV("", &v1.SecretReference{Name: "s", Namespace: "ns"})
+	elsewhere.Spec.RBD.RBDImage = "static"
+	for _, tc := range []struct {
+		name             string
+		pv               *v1.PersistentVolume
+		sc               *storagev1.StorageClass
+		rewrite, adopted v1.PersistentVolumeReclaimPolicy
+	}{
+		{"RBD whose handle resolves elsewhere", elsewhere, class, v1.PersistentVolumeReclaimRetain, v1.PersistentVolumeReclaimDelete},
+		{"CephFS", cephFSPV(nil), nil, v1.PersistentVolumeReclaimRetain, v1.PersistentVolumeReclaimDelete},
+		{"RBD without class", rbdPV("", &v1.SecretReference{Name: "s", Namespace: "ns"}), nil, v1.PersistentVolumeReclaimRetain, v1.PersistentVolumeReclaimRetain},
+		{"RBD of a ceph.com/rbd class", rbdPV("", &v1.SecretReference{Name: "s", Namespace: "ns"}), class, v1.PersistentVolumeReclaimDelete, v1.PersistentVolumeReclaimDelete},
+	} {
+		pv := tc.pv.DeepCopy()
+		pv.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimDelete
+		before := pv.DeepCopy()
+		r, err := rewrite.Rewrite(tr, logger, pv, tc.sc, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		a, err := rewrite.RewriteAdopted(tr, logger, pv, tc.sc, nil)
+		if err != nil {
+			t.Fatalf("%s: adopted: %v", tc.name, err)
+		}
+		if r.RestorePolicy != tc.rewrite || a.RestorePolicy != tc.adopted {
+			t.Errorf("%s: restore %s rewritten, %s adopted; want %s, %s", tc.name, r.RestorePolicy, a.RestorePolicy, tc.rewrite, tc.adopted)
+		}
+		r.CSI.Annotations[rewrite.AnnReclaimPolicy], a.CSI.Annotations[rewrite.AnnReclaimPolicy] = "", ""
+		if diff := cmp.Diff(r.CSI, a.CSI); diff != "" {
+			t.Errorf("%s: the adopted rewrite differs beyond the policy (-rewrite +adopted):\n%s", tc.name, diff)
+		}
+		if diff := cmp.Diff(before, pv); diff != "" {
+			t.Errorf("%s: the PV was modified:\n%s", tc.name, diff)
+		}
+	}
+	if _, err := rewrite.RewriteAdopted(nil, logger, nil, nil, nil); err == nil {
+		t.Error("nil input accepted")
+	}
+}

@@ -15,7 +15,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/csimigrate/csimigrate/adopt"
@@ -340,16 +339,13 @@ func (rv *review) class(sc *storagev1.StorageClass) {
 }
 
 // undoReview is the undo of a CSI PV csimigrate created, for review: its
-// in-tree replacement in the field CSI.
+// in-tree replacement (the engine's) in the field CSI. A PV adopted into
+// Ceph CSI's journal is reviewed with Ceph access, as its undo removes the
+// entry.
 func undoReview(tr *translate.Translator, pv *v1.PersistentVolume) (rewrite.PV, error) {
-	if prev, j, adopted, err := adopt.Unadopted(pv); adopted && j.UUID == "" {
-		// An adopted vSphere PV: its datastore path back, nothing to
-		// remove (the disk stays registered).
-		if err != nil {
-			return rewrite.PV{}, err
-		}
-		pv = prev
-	} else if adopted {
+	if j, ok, err := adopt.JournalOf(pv); err != nil {
+		return rewrite.PV{}, err
+	} else if ok {
 		return rewrite.PV{}, fmt.Errorf("its volume was adopted into Ceph CSI's journal (%s in pool %s), and the undo removes that entry: review it with -live -adopt and the Ceph access flags", j.Object(), j.Pool)
 	}
 	in, err := rewrite.UndoReplacement(tr, pv)
@@ -358,16 +354,6 @@ func undoReview(tr *translate.Translator, pv *v1.PersistentVolume) (rewrite.PV, 
 	}
 	policy := v1.PersistentVolumeReclaimPolicy(in.Annotations[rewrite.AnnReclaimPolicy])
 	return rewrite.PV{Name: pv.Name, Driver: plugin.InTreeNameOfPV(in), OriginalPolicy: pv.Spec.PersistentVolumeReclaimPolicy, RestorePolicy: policy, CSI: in}, nil
-}
-
-// replacement builds the CSI PV that replaces an in-tree PV
-// (rewrite.Replacement of its translation and findings).
-func replacement(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolume, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (rewrite.PV, error) {
-	csi, err := tr.TranslateInTreePVToCSI(logger, pv)
-	if err != nil {
-		return rewrite.PV{}, err
-	}
-	return rewrite.Replacement(tr, logger, pv, csi, tr.CheckPV(pv), sc, pvc)
 }
 
 // scriptIntro starts the review script; its verbs are the direction's.
@@ -696,7 +682,7 @@ func (in *rewriteInputs) replacement(tr *translate.Translator, pv *v1.Persistent
 	if c := pv.Spec.ClaimRef; c != nil && in.claims != nil {
 		pvc = in.claims[claimKey(c.Namespace, c.Name)]
 	}
-	return replacement(tr, klog0(), pv, in.classes[pv.Spec.StorageClassName], pvc)
+	return rewrite.Rewrite(tr, klog0(), pv, in.classes[pv.Spec.StorageClassName], pvc)
 }
 
 func quoteAll(s []string) []string {
