@@ -18,10 +18,8 @@ import (
 	"github.com/csimigrate/csimigrate/apply/cephtool"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
-	"github.com/csimigrate/csimigrate/plugins/vsphere"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
-	"github.com/csimigrate/csimigrate/volumeid"
 )
 
 // Ceph is what the adoption of RBD images and CephFS subvolumes reads from
@@ -75,63 +73,10 @@ func newUUID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
-// volumeKeyOf is the cluster, pool and image a Ceph RBD PV of any form
-// names, or the path a CephFS PV of any form names (any cluster and file
-// system: a false match only keeps a volume from adoption), for finding
-// the PVs that share a volume.
-func volumeKeyOf(pv *v1.PersistentVolume) (string, bool) {
-	switch {
-	case pv.Spec.CephFS != nil:
-		return "cephfs:" + cephfs.RootPath(pv.Spec.CephFS.Path), true
-	case pv.Spec.CSI != nil && plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver) == plugin.CephFSInTreePluginName:
-		a := pv.Spec.CSI.VolumeAttributes
-		if p := a["rootPath"]; p != "" {
-			return "cephfs:" + p, true
-		}
-		if p := a["subvolumePath"]; p != "" {
-			return "cephfs:" + p, true
-		}
-		return "", false
-	case pv.Spec.VsphereVolume != nil:
-		return "vsphere:" + vsphere.CanonicalVolumePath(pv.Spec.VsphereVolume.VolumePath), true
-	case isVSphere(pv):
-		if from := pv.Annotations[adopt.AnnAdoptedFrom]; from != "" {
-			return "vsphere:" + from, true
-		}
-		return "vsphere:" + pv.Spec.CSI.VolumeHandle, true
-	case pv.Spec.RBD != nil:
-		h, _ := volumeid.NewRBDHandle(pv.Spec.RBD.CephMonitors, pv.Spec.RBD.RBDPool, pv.Spec.RBD.RBDImage)
-		pool := pv.Spec.RBD.RBDPool
-		if pool == "" {
-			pool = "rbd"
-		}
-		return h.ClusterID + "/" + pool + "/" + pv.Spec.RBD.RBDImage, true
-	case pv.Spec.CSI != nil && plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver) == plugin.RBDInTreePluginName:
-		a := pv.Spec.CSI.VolumeAttributes
-		cluster, pool, image := a["clusterID"], a["pool"], a["imageName"]
-		if h, err := volumeid.CephCSIReadRBDHandle(pv.Spec.CSI.VolumeHandle); err == nil {
-			if image == "" {
-				image, pool = h.Image, h.Pool
-			}
-			if cluster == "" {
-				cluster = h.ClusterID
-			}
-		}
-		if image == "" {
-			return "", false
-		}
-		if pool == "" {
-			pool = "rbd"
-		}
-		return cluster + "/" + pool + "/" + image, true
-	}
-	return "", false
-}
-
 // sharers are the other PVs that name the same image as pv (listed once
 // per cacheFor, as the checks' other lists).
 func (a *Writer) sharers(ctx context.Context, pv *v1.PersistentVolume) ([]string, error) {
-	key, ok := volumeKeyOf(pv)
+	key, ok := rewrite.VolumeKey(pv)
 	if !ok {
 		return nil, nil
 	}
@@ -148,7 +93,7 @@ func (a *Writer) sharers(ctx context.Context, pv *v1.PersistentVolume) ([]string
 				return nil, err
 			}
 			for i := range page.Items {
-				if k, ok := volumeKeyOf(&page.Items[i]); ok {
+				if k, ok := rewrite.VolumeKey(&page.Items[i]); ok {
 					list = append(list, page.Items[i].Name+"="+k)
 				}
 			}

@@ -442,6 +442,7 @@ func FuzzRewriteRules(f *testing.F) {
 			_, _ = rewrite.UndoReplacement(tr, &pv)
 			_, _ = rewrite.Rewrite(tr, logger, &pv, nil, nil)
 			_, _ = rewrite.RewriteAdopted(tr, logger, &pv, nil, nil)
+			_, _ = rewrite.VolumeKey(&pv)
 			needs := rewrite.SecretNeeds(&pv, out)
 			_ = rewrite.AccessModeChange(&pv, out)
 			if out != nil {

@@ -155,9 +155,9 @@ const (
 type Planner struct {
 	opts Options
 	tr   *translate.Translator
-	// cephVolumes maps an RBD image ("clusterID/pool/image") or a CephFS
-	// path ("cephfs:" and the path) to the indexes of the volumes naming it.
-	cephVolumes map[string][]int
+	// byVolume maps a volume (rewrite.VolumeKey: an RBD image, a CephFS
+	// path, a vSphere disk) to the indexes of the volumes naming it.
+	byVolume map[string][]int
 	// subvolume reads CephFS subvolumes (nil: predicted from the path).
 	subvolume func(fs, group, name string) (*adopt.Subvolume, string, error)
 	// groups are the subvolume groups of CephFS volumes, by index.
@@ -287,7 +287,7 @@ type Options struct {
 // New returns a Planner that translates with tr and logs to logger. It reads
 // every object (PhaseAll) until SetPhase says otherwise.
 func New(tr *translate.Translator, logger klog.Logger, opts Options) *Planner {
-	return &Planner{opts: opts, vsphereKeys: opts.VSphereKeys, rbdImage: opts.RBDImage, subvolume: opts.CephFSSubvolume, cephVolumes: map[string][]int{}, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}}, podsByClaim: map[string][]string{},
+	return &Planner{opts: opts, vsphereKeys: opts.VSphereKeys, rbdImage: opts.RBDImage, subvolume: opts.CephFSSubvolume, byVolume: map[string][]int{}, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}}, podsByClaim: map[string][]string{},
 		secrets: map[string]*v1.Secret{}, clusters: map[string]ceph.ClusterEntry{},
 		claims: map[string]*v1.PersistentVolumeClaim{}, classes: map[string]*storagev1.StorageClass{}, owners: map[string]string{},
 		plugins: map[string]bool{}, inlineCapacity: rewrite.DefaultInlineCapacity,
@@ -484,9 +484,7 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 			d.Why = append([]string{"reading the image from Ceph: " + readErr.Error()}, d.Why...)
 		}
 		vp.Form, vp.Features, vp.FormWhy = string(d.Form), featureNames(d.Features), d.Why
-		if key := out.Spec.CSI.VolumeAttributes["clusterID"] + "/" + out.Spec.CSI.VolumeAttributes["pool"] + "/" + out.Spec.CSI.VolumeAttributes["imageName"]; p.cephVolumes != nil {
-			p.cephVolumes[key] = append(p.cephVolumes[key], len(p.plan.Volumes))
-		}
+		p.sameVolume(pv)
 		if d.KeepRetain != "" {
 			vp.FormWhy = append(vp.FormWhy, d.KeepRetain)
 		}
@@ -501,10 +499,7 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 		vp.Form = string(adopt.FormNative)
 		vp.Features = featureNames(adopt.VSphereFeatures(adopt.FormNative))
 		vp.FormWhy = []string{vSphereNativeWhy}
-		if p.cephVolumes != nil {
-			key := "vsphere:" + out.Spec.CSI.VolumeHandle
-			p.cephVolumes[key] = append(p.cephVolumes[key], len(p.plan.Volumes))
-		}
+		p.sameVolume(pv)
 		if p.opts.VCenter != nil {
 			blockers, why := p.vsphereDisk("spec.vsphereVolume", pv.Spec.VsphereVolume)
 			vp.Findings = append(vp.Findings, blockers...)
@@ -561,10 +556,7 @@ func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 		d.Why = append([]string{"reading the subvolume from Ceph: " + readErr.Error()}, d.Why...)
 	}
 	vp.Form, vp.Features, vp.FormWhy = string(d.Form), featureNames(d.Features), d.Why
-	if p.cephVolumes != nil {
-		key := "cephfs:" + attrs["rootPath"]
-		p.cephVolumes[key] = append(p.cephVolumes[key], len(p.plan.Volumes))
-	}
+	p.sameVolume(pv)
 	if d.Form != adopt.FormNative {
 		return
 	}
@@ -946,11 +938,19 @@ func (p *Planner) Finish() *Plan {
 	return plan
 }
 
+// sameVolume records that the volume planned next is the one pv names
+// (rewrite.VolumeKey), for shareImages.
+func (p *Planner) sameVolume(pv *v1.PersistentVolume) {
+	if key, ok := rewrite.VolumeKey(pv); ok && p.byVolume != nil {
+		p.byVolume[key] = append(p.byVolume[key], len(p.plan.Volumes))
+	}
+}
+
 // shareImages gives an image (or a CephFS path) more than one PV names its
 // migration handle (or its static form): the rewrite does not adopt it,
 // since deleting either PV would destroy it.
 func (p *Planner) shareImages(plan *Plan) {
-	for _, idx := range p.cephVolumes {
+	for _, idx := range p.byVolume {
 		if len(idx) < 2 {
 			continue
 		}
