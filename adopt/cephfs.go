@@ -125,7 +125,7 @@ func CephFS(in CephFSInput) (Decision, error) {
 	}
 	d.Group, d.Subvolume = group, name
 	if in.ClusterID == "" {
-		block(fmt.Sprintf("Ceph CSI's cluster config has no entry with cephFS.subvolumeGroup %q for the monitors of clusterID %s: Ceph CSI's journal does not record a volume's group, the entry decides it (csimigrate plan prints the entry to add)", group, attrs["clusterID"]))
+		block(fmt.Sprintf("Ceph CSI's cluster config has no entry with cephFS.subvolumeGroup %q for the monitors of clusterID %s: Ceph CSI's journal does not record a volume's group, the entry decides it (an entry with that group for the cluster serves it)", group, attrs["clusterID"]))
 	}
 	if in.Secret == nil || in.Secret.Name == "" {
 		block("no Secret with adminID and adminKey for Ceph CSI's CephFS driver was given: it stages, expands and deletes its own volumes with those")

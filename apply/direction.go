@@ -40,7 +40,7 @@ func adoptionKindOf(pv *v1.PersistentVolume) (rewrite.Kind, string) {
 	case pv.Annotations[adopt.AnnJournal] != "" && pv.Annotations[adopt.AnnAdoptedCSI] != "":
 		return kindAdopted, ""
 	case pv.Annotations[adopt.AnnJournal] != "":
-		return rewrite.KindOther, "adopted when it was rewritten from an in-tree PV (rewrite -apply -undo gives that back)"
+		return rewrite.KindOther, "adopted when it was rewritten from an in-tree PV (the undo of the rewrite gives that back)"
 	case plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver) == plugin.CephFSInTreePluginName:
 		if a := pv.Spec.CSI.VolumeAttributes; a["staticVolume"] == "true" && a["rootPath"] != "" {
 			return kindMigrated, ""

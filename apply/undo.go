@@ -112,7 +112,7 @@ func (a *Writer) inTreeServed(plugin string) error {
 	}
 	if minor >= removed {
 		return &rewrite.Refusal{Code: rewrite.CodePluginRemoved, Reason: fmt.Sprintf("the API server is Kubernetes 1.%d, and 1.%d removed the in-tree plugin %s: no kubelet would mount the in-tree PV", minor, removed, plugin),
-			Remedy: "keep the CSI PV and fix the driver's setup (csimigrate plan lists the Ceph CSI config map and the Secrets it needs)"}
+			Remedy: "keep the CSI PV and fix the driver's setup: the Ceph CSI cluster entry and the Secrets the PV names"}
 	}
 	return nil
 }

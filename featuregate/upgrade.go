@@ -2,6 +2,8 @@ package featuregate
 
 import (
 	"fmt"
+
+	"github.com/csimigrate/csimigrate/plugin"
 )
 
 // UpgradeSteps returns, for a cluster at Kubernetes 1.minor, the ordered
@@ -20,7 +22,7 @@ func UpgradeSteps(minor int, p PluginGates) []string {
 	case p.Project:
 		out = append(out, fmt.Sprintf("%s: Kubernetes never migrated it; components built with csimigrate migrate it with this project's gate %s (default on); stored PVs must be rewritten as CSI PVs before 1.%d, which removes the in-tree plugin", name, p.Migration, p.InTreeRemovedIn))
 	case p.TranslationRemovedIn != 0 && minor >= p.TranslationRemovedIn:
-		out = append(out, fmt.Sprintf("%s: 1.%d neither has the in-tree plugin nor translates it: rewrite the stored PVs as %s PVs (csimigrate rewrite); they do not mount until then", name, minor, p.Driver))
+		out = append(out, fmt.Sprintf("%s: 1.%d neither has the in-tree plugin nor translates it: rewrite the stored PVs as %s PVs; they do not mount until then", name, minor, p.Driver))
 	case MigrationEnabled(fg, minor, p) && !known(fg, p.Migration):
 		what := "migration is GA and always on"
 		if minor >= p.InTreeRemovedIn {
@@ -36,16 +38,24 @@ func UpgradeSteps(minor int, p PluginGates) []string {
 			out = append(out, fmt.Sprintf("%s: %s is locked on in 1.%d: install %s before upgrading to it", name, p.Migration, minor, p.Driver))
 		default:
 			out = append(out,
-				fmt.Sprintf("%s: install %s on every node and create what `csimigrate plan` lists (Ceph CSI config map, secrets)", name, p.Driver),
+				fmt.Sprintf("%s: install %s on every node, with what its volumes need (%s)", name, p.Driver, driverNeeds(p)),
 				fmt.Sprintf("%s: set %s=true on kube-controller-manager (and kube-apiserver, kube-scheduler)%s", name, p.Migration, csiMigrationToo(minor)),
 				fmt.Sprintf("%s: node by node: drain, set %s=true on the kubelet, uncordon (the kubelet lists the plugin in CSINode annotation %s)", name, p.Migration, AnnMigratedPlugins),
 				fmt.Sprintf("%s: when every node is migrated: set %s=true on the control plane and the kubelets", name, p.Unregister))
 		}
 		if p.InTreeRemovedIn != 0 && minor < p.InTreeRemovedIn {
-			out = append(out, fmt.Sprintf("%s: before upgrading to 1.%d (no in-tree plugin), rewrite the stored in-tree PVs as CSI PVs (csimigrate rewrite)", name, p.InTreeRemovedIn))
+			out = append(out, fmt.Sprintf("%s: before upgrading to 1.%d (no in-tree plugin), rewrite the stored in-tree PVs as CSI PVs", name, p.InTreeRemovedIn))
 		}
 	}
 	return out
+}
+
+// driverNeeds names what the driver of p's volumes needs besides itself.
+func driverNeeds(p PluginGates) string {
+	if p.InTreeName == plugin.VSphereInTreePluginName {
+		return "its vCenter configuration"
+	}
+	return "the Ceph CSI cluster entry and the Secrets the volumes name"
 }
 
 func csiMigrationToo(minor int) string {

@@ -96,8 +96,8 @@ type InlinePlan struct {
 	Via        []string `json:"via,omitempty"`
 	Migratable bool     `json:"migratable"`
 	Reason     string   `json:"reason,omitempty"`
-	// Claim is the name of the PV and claim that `csimigrate translate`
-	// prints to replace the volume.
+	// Claim is the name of the PV and claim of the volume's translation
+	// (rewrite.NewInlineForm) that replace it.
 	Claim string `json:"claim,omitempty"`
 }
 
@@ -531,7 +531,7 @@ const vSphereNativeWhy = "when adopted (the adoption registers the disk as a Fir
 // the config map the plan prints; static otherwise.
 func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 	attrs := out.Spec.CSI.VolumeAttributes
-	in := adopt.CephFSInput{PV: out, Secret: &v1.SecretReference{Namespace: "-", Name: "-cephfs-secret"}, UUID: "00000000-0000-4000-8000-000000000000"}
+	in := adopt.CephFSInput{PV: out, Secret: &v1.SecretReference{Namespace: "the-adoption", Name: "cephfs-admin-secret"}, UUID: "00000000-0000-4000-8000-000000000000"}
 	var readErr error
 	if group, name, ok := adopt.SubvolumeOf(attrs["rootPath"]); ok {
 		e := ceph.CephFSGroupEntry(ceph.EntryFor(pv.Spec.CephFS.Monitors), group)
@@ -580,7 +580,7 @@ func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 func (p *Planner) rewriteRefusal(pv *v1.PersistentVolume) *plugin.Finding {
 	refused := func(err error) *plugin.Finding {
 		return &plugin.Finding{Code: FindingRewriteRefuses, Severity: plugin.SeverityBlocker, Field: "PersistentVolume " + pv.Name,
-			Message: "csimigrate rewrite would refuse it: " + reasonOf(err), Remedy: remedyOf(err), Action: actionOf(err), Object: objectOf(err)}
+			Message: "the rewrite would refuse it: " + reasonOf(err), Remedy: remedyOf(err), Action: actionOf(err), Object: objectOf(err)}
 	}
 	if err := rewrite.ObjectRefusal(pv); err != nil {
 		return refused(err)
@@ -632,8 +632,8 @@ func (p *Planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.
 		// CheckPV's blockers are reported already (the caller asks only
 		// without them); what is left is the class's provisioner secret.
 		return []plugin.Finding{{Code: FindingRewriteRefuses, Severity: plugin.SeverityBlocker, Field: "spec.storageClassName",
-			Message: "csimigrate rewrite would refuse it: " + err.Error(),
-			Remedy:  "fix the provisioner secret parameters (csi.storage.k8s.io/provisioner-secret-name and -namespace) of StorageClass " + pv.Spec.StorageClassName}}
+			Message: "the rewrite would refuse it: " + err.Error(),
+			Remedy:  "fix the provisioner secret parameters (csi.storage.k8s.io/provisioner-secret-name and csi.storage.k8s.io/provisioner-secret-namespace) of StorageClass " + pv.Spec.StorageClassName}}
 	}
 	var found []plugin.Finding
 	if change := rewrite.AccessModeChange(pv, r.CSI); change != "" {
@@ -781,7 +781,7 @@ func (p *Planner) planInline(w *rewrite.Workload, vol *v1.Volume, plugin string)
 	if vol.VsphereVolume != nil {
 		why = "the vSphere CSI driver does not support inline volumes after migration"
 	}
-	ip.Reason = why + "; a pod's volumes cannot be changed: create the PV and claim `csimigrate translate` prints (" + ip.Claim +
+	ip.Reason = why + "; a pod's volumes cannot be changed: create the PV and claim of its translation (" + ip.Claim +
 		") and change the " + w.Kind + " to use the claim"
 	form := rewrite.NewInlineForm(p.tr, p.logger, w, vol, ip.Claim, p.inlineCapacity, InlineRemedy)
 	if form.InTree == nil {
@@ -1168,9 +1168,9 @@ func (p *Planner) settleTemplates() {
 		i := slices.IndexFunc(p.plan.StorageClasses, func(s StorageClassPlan) bool { return s.Name == class })
 		t.Migratable = i >= 0 && p.plan.StorageClasses[i].Migratable
 		if t.Migratable {
-			t.Reason = "new replicas' claims are provisioned by class " + class + ", which csimigrate rewrite replaces by its CSI form (same name): nothing to change in the StatefulSet"
+			t.Reason = "new replicas' claims are provisioned by class " + class + ", which the rewrite replaces by its CSI form (same name): nothing to change in the StatefulSet"
 		} else {
-			t.Reason = "new replicas' claims would be provisioned by class " + class + ", which cannot be translated (see STORAGE CLASSES): scaling up fails after the upgrade"
+			t.Reason = "new replicas' claims would be provisioned by class " + class + ", which cannot be translated (the class's findings say why): scaling up fails after the upgrade"
 			p.plan.Blocked = true
 		}
 		out = append(out, t)

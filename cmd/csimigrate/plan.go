@@ -342,7 +342,11 @@ func writePlanTable(out io.Writer, p *plan.Plan, wide bool) error {
 	forms.write(w, wide, "WHY")
 	inline := table{title: "\nINLINE VOLUMES (in pods and workloads' pod templates)", columns: []string{"WORKLOAD", "VOLUME", "PLUGIN", "MIGRATABLE", "ALSO IN"}}
 	for _, v := range p.InlineVolumes {
-		inline.add([]string{v.Workload, v.Volume, v.Plugin, yesNo(v.Migratable), dash(strings.Join(v.Via, ", "))}, [2]string{v.Volume, v.Reason})
+		reason := v.Reason
+		if v.Claim != "" {
+			reason += " (csimigrate translate prints them)"
+		}
+		inline.add([]string{v.Workload, v.Volume, v.Plugin, yesNo(v.Migratable), dash(strings.Join(v.Via, ", "))}, [2]string{v.Volume, reason})
 	}
 	inline.write(w, wide, "REASON")
 	templates := table{title: "\nCLAIM TEMPLATES (StatefulSets' volumeClaimTemplates of in-tree classes)", columns: []string{"STATEFULSET", "TEMPLATE", "CLASS", "MIGRATABLE"}}

@@ -694,9 +694,13 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugin.Finding {
 				"(reclaim policy Retain first, delete the PV object, create it again with the same name and claimRef; the image is kept and the claim binds to it again)"})
 	}
 	if u := src.RadosUser; u != "" && u != defaultUser {
-		out = append(out, plugin.Finding{Code: FindingNonAdminUser, Severity: plugin.SeverityWarning, Field: "spec.rbd.user",
+		f := plugin.Finding{Code: FindingNonAdminUser, Severity: plugin.SeverityWarning, Field: "spec.rbd.user",
 			Message: "RADOS user \"" + u + "\" is not carried into the CSI request: Ceph CSI takes the user from the secret's adminId field and defaults to admin",
-			Remedy:  "add adminId: " + u + " to the Secret the PV references (csimigrate plan lists it under SECRETS)"})
+			Remedy:  "add adminId: " + u + " to the Secret the PV references"}
+		if ferr == nil && ref != nil {
+			f.Action, f.Object = plugin.ActionCreateSecret, "Secret "+ref.Namespace+"/"+ref.Name
+		}
+		out = append(out, f)
 	}
 	return out
 }

@@ -709,7 +709,7 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugin.Finding {
 			if hasTopologyKey(na, k) && k != p.opts.Topology.zone() && k != p.opts.Topology.region() {
 				out = append(out, plugin.Finding{Code: FindingTopologyKeyUnused, Severity: plugin.SeverityWarning, Field: "spec.nodeAffinity",
 					Message: fmt.Sprintf("node affinity uses %q, which the configured driver topology keys (%s, %s) do not report; pods may not schedule", k, p.opts.Topology.zone(), p.opts.Topology.region()),
-					Remedy:  "translate with the topology keys the driver reports, its [Labels] topology-categories (csimigrate: -vsphere-topology-categories)"})
+					Remedy:  "translate with the topology keys the driver reports, its [Labels] topology-categories", Action: plugin.ActionSetVSphereTopology})
 			}
 		}
 	}
