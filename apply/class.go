@@ -80,7 +80,7 @@ func (r *classRun) loadState() error {
 	case r.t.UID != "" && s.UID != r.t.UID:
 		return fmt.Errorf("ConfigMap %s was saved for uid %s, the reviewed StorageClass has uid %s; nothing is created from it", r.where(), s.UID, r.t.UID)
 	case s.Undo != r.a.undo:
-		return &InProgressError{ConfigMap: r.where(), Object: r.obj(), Undo: s.Undo, what: directionOf(s.Undo).What}
+		return &InProgressError{ConfigMap: r.where(), Object: r.obj(), Run: directionOf(s.Undo)}
 	}
 	r.state = s
 	return nil

@@ -87,8 +87,10 @@ type checks struct {
 // static CephFS PV by the driver's own volume) and its undo. Its words are
 // for messages; every direction takes pvSteps.
 type Direction struct {
-	// Undo: the direction gives back what another one made.
-	Undo bool
+	// Undo: the direction gives back what another one made; AdoptCSI:
+	// it adopts CSI PVs, or with Undo gives them their former form back
+	// (Options.AdoptCSI).
+	Undo, AdoptCSI bool
 	// What names a run ("a rewrite"), Done what became of its targets
 	// ("rewritten"), Scope the targets ("in-tree"; AScope with its
 	// article).
@@ -109,9 +111,9 @@ type Direction struct {
 }
 
 var (
-	adoptDirection = &Direction{What: "an adoption", Done: "adopted", Scope: "migration-handle or static CephFS", AScope: "a migration-handle or static CephFS",
+	adoptDirection = &Direction{AdoptCSI: true, What: "an adoption", Done: "adopted", Scope: "migration-handle or static CephFS", AScope: "a migration-handle or static CephFS",
 		Source: kindMigrated, target: kindAdopted, sourceWord: "migration-handle", targetWord: "native", check: (*Writer).checkAdopt, build: (*Writer).buildAdopt}
-	unadoptDirection = &Direction{Undo: true, What: "an undo of an adoption", Done: "given back their migration handle or static form", Scope: "adopted", AScope: "an adopted",
+	unadoptDirection = &Direction{Undo: true, AdoptCSI: true, What: "an undo of an adoption", Done: "given back their migration handle or static form", Scope: "adopted", AScope: "an adopted",
 		Source: kindAdopted, target: kindMigrated, sourceWord: "native", targetWord: "migration-handle", check: (*Writer).checkUnadopt, build: (*Writer).buildUnadopt}
 	rewriteDirection = &Direction{What: "a rewrite", Done: "rewritten", Scope: "in-tree", AScope: "an in-tree", Source: rewrite.KindInTree, target: rewrite.KindRewritten,
 		sourceWord: "in-tree", targetWord: "CSI", check: (*Writer).check, build: (*Writer).buildRewrite}

@@ -158,7 +158,7 @@ func (r *pvRun) loadState() error {
 		return fmt.Errorf("ConfigMap %s was saved for uid %s, the reviewed PV has uid %s; nothing is created from it", r.where(), s.UID, r.t.UID)
 	}
 	if d := directionNamed(s.Direction, s.Undo); d != r.dir {
-		return &InProgressError{ConfigMap: r.where(), Object: r.obj(), Undo: d.Undo, Adoption: d == adoptDirection || d == unadoptDirection, what: d.What}
+		return &InProgressError{ConfigMap: r.where(), Object: r.obj(), Run: d}
 	}
 	s.cmVersion = r.cm.ResourceVersion
 	r.state = s

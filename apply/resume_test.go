@@ -128,7 +128,7 @@ func TestWriterResumeRefusesChangedCluster(t *testing.T) {
 		pv := getPV(t, c, "prog")
 		_, out, err := rewritePVs(t, c, Options{Undo: true}, []string{"prog"})
 		var ip *InProgressError
-		if !errors.As(err, &ip) || ip.Undo || ip.Object != "pv/prog" || !strings.Contains(err.Error(), "holds a rewrite of pv/prog in progress; finish it first") {
+		if !errors.As(err, &ip) || ip.Run != DirectionOf(false, false) || ip.Object != "pv/prog" || !strings.Contains(err.Error(), "holds a rewrite of pv/prog in progress; finish it first") {
 			t.Errorf("undo during a rewrite: %v\n%s", err, out)
 		}
 		unchanged(t, c, pv)

@@ -232,17 +232,16 @@ func StateOf(cm *v1.ConfigMap) (kind, name string, ok bool) {
 // InProgressError: an object's saved state belongs to a run in the other
 // direction (a rewrite's state met by an undo, or the other way round, or
 // an adoption's): nothing is done with it until that run is finished.
-// Programs name the run to finish in their own terms.
+// Programs name the run to finish in their own terms (Run).
 type InProgressError struct {
 	// ConfigMap is the state, "namespace/name"; Object the object,
 	// "pv/NAME" or "storageclass/NAME".
 	ConfigMap, Object string
-	// Undo and Adoption say which run it is.
-	Undo, Adoption bool
-	what           string
+	// Run is the direction of the run in progress.
+	Run *Direction
 }
 
 // Error names the run in the engine's words.
 func (e *InProgressError) Error() string {
-	return fmt.Sprintf("ConfigMap %s holds %s of %s in progress; finish it first, nothing is done with it here", e.ConfigMap, e.what, e.Object)
+	return fmt.Sprintf("ConfigMap %s holds %s of %s in progress; finish it first, nothing is done with it here", e.ConfigMap, e.Run.What, e.Object)
 }

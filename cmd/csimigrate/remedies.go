@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/csimigrate/csimigrate/apply"
@@ -91,22 +92,31 @@ func commandError(err error) string {
 		return strings.Join(lines, "\n")
 	}
 	text := err.Error()
+	// The error's own words, from the data of the refusal or state it
+	// wraps, after the context the wrapping added.
 	var ref *rewrite.Refusal
-	if errors.As(err, &ref) && ref.Action != "" && ref.Remedy != "" {
-		text = strings.Replace(text, ref.Remedy, commandRemedy(ref.Action, ref.Object, ref.Remedy), 1)
-	}
 	var ip *apply.InProgressError
-	if errors.As(err, &ip) {
-		run := "csimigrate rewrite -apply"
-		switch {
-		case ip.Adoption && ip.Undo:
-			run = "csimigrate rewrite -apply -undo -adopt -adopt-csi"
-		case ip.Adoption:
-			run = "csimigrate rewrite -apply -adopt -adopt-csi"
-		case ip.Undo:
-			run = "csimigrate rewrite -apply -undo"
+	switch {
+	case errors.As(err, &ref) && ref.Action != "" && ref.Remedy != "":
+		if context, ok := strings.CutSuffix(text, ref.Error()); ok {
+			return context + refusalText(ref)
 		}
-		text = strings.Replace(text, "finish it first,", "finish it first ("+run+"),", 1)
+	case errors.As(err, &ip) && ip.Run != nil:
+		if context, ok := strings.CutSuffix(text, ip.Error()); ok {
+			return context + fmt.Sprintf("ConfigMap %s holds %s of %s in progress; finish it first (%s), nothing is done with it here", ip.ConfigMap, ip.Run.What, ip.Object, directionCommand(ip.Run))
+		}
 	}
 	return text
+}
+
+// directionCommand is the command that runs a direction.
+func directionCommand(d *apply.Direction) string {
+	run := "csimigrate rewrite -apply"
+	if d.Undo {
+		run += " -undo"
+	}
+	if d.AdoptCSI {
+		run += " -adopt -adopt-csi"
+	}
+	return run
 }

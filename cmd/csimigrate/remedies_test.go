@@ -2,13 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/rewrite"
 )
 
 // flagWord finds a command-line flag in a text: " -online", "(-live".
@@ -97,6 +101,34 @@ func TestEngineNamesNoFlags(t *testing.T) {
 		}
 		if got := commandRemedy(a, "Secrets", "ENGINE"); len(engineFlags(got)) == 0 && !strings.Contains(got, "csimigrate") {
 			t.Errorf("action %s: the command's words %q name none of its flags or commands", a, got)
+		}
+	}
+}
+
+// The writer's errors in the command's words, built from the refusal's or
+// the state's data after the context the wrapping added: a refusal's remedy
+// by its action, a run in progress with the command that finishes it;
+// joined errors one per line; other errors as they are.
+func TestCommandError(t *testing.T) {
+	ref := &rewrite.Refusal{Code: rewrite.CodeSecretMissing, Reason: "Secret ns/ceph is missing", Remedy: "create it",
+		Action: plugin.ActionCreateSecret, Object: "Secret ns/ceph"}
+	inProgress := func(undo, adoptCSI bool) error {
+		return fmt.Errorf("pv/a: %w", &apply.InProgressError{ConfigMap: "kube-system/s", Object: "pv/a", Run: apply.DirectionOf(undo, adoptCSI)})
+	}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("pv/a: %w", ref), "pv/a: Secret ns/ceph is missing; create it (csimigrate plan lists it under SECRETS)"},
+		{inProgress(false, false), "pv/a: ConfigMap kube-system/s holds a rewrite of pv/a in progress; finish it first (csimigrate rewrite -apply), nothing is done with it here"},
+		{inProgress(true, false), "pv/a: ConfigMap kube-system/s holds an undo of pv/a in progress; finish it first (csimigrate rewrite -apply -undo), nothing is done with it here"},
+		{inProgress(false, true), "pv/a: ConfigMap kube-system/s holds an adoption of pv/a in progress; finish it first (csimigrate rewrite -apply -adopt -adopt-csi), nothing is done with it here"},
+		{inProgress(true, true), "pv/a: ConfigMap kube-system/s holds an undo of an adoption of pv/a in progress; finish it first (csimigrate rewrite -apply -undo -adopt -adopt-csi), nothing is done with it here"},
+		{errors.Join(errors.New("one"), fmt.Errorf("pv/b: %w", ref)), "one\npv/b: Secret ns/ceph is missing; create it (csimigrate plan lists it under SECRETS)"},
+		{errors.New("the API server said no"), "the API server said no"},
+	} {
+		if got := commandError(tc.err); got != tc.want {
+			t.Errorf("commandError(%q):\n got %q\nwant %q", tc.err, got, tc.want)
 		}
 	}
 }
