@@ -79,7 +79,7 @@ func (a *Writer) inUseRefusal(ctx context.Context, cur, inTree *v1.PersistentVol
 	}
 	if !a.online {
 		return true, &rewrite.Refusal{Code: rewrite.CodeInUse, Reason: fmt.Sprintf("in use by pods %s of claim %s/%s", strings.Join(names, ", "), c.Namespace, c.Name),
-			Remedy: "stop them first, or rewrite it online where the plugin is already migrated on their nodes", Action: plugin.ActionStopPods, Object: "PersistentVolumeClaim " + c.Namespace + "/" + c.Name}
+			Remedy: "stop them first, or rewrite it online where the plugin is already migrated on their nodes", Action: plugin.ActionStopPods, ActsOn: "PersistentVolumeClaim " + c.Namespace + "/" + c.Name}
 	}
 	if err := a.onlineSafe(ctx, inTree, driver, handle, pods); err != nil {
 		return true, refuse(rewrite.CodeInUse, "in use by pods %s of claim %s/%s, and not safe online: %v", strings.Join(names, ", "), c.Namespace, c.Name, err)
@@ -296,7 +296,7 @@ func (a *Writer) secretRefusal(ctx context.Context, cur *v1.PersistentVolume, r 
 			code = rewrite.CodeSecretMissing
 		}
 		return &rewrite.Refusal{Code: code, Reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), %s", ref, strings.Join(need.Uses, ", "), problem), Remedy: remedy,
-			Action: plugin.ActionCreateSecret, Object: "Secret " + ref}
+			Action: plugin.ActionCreateSecret, ActsOn: "Secret " + ref}
 	}
 	return nil
 }

@@ -125,7 +125,7 @@ func ChooseDrivers(installed []string, read bool, chosen map[string]string) []Dr
 		default:
 			c.Blocker = &plugin.Finding{Code: FindingCSIDriverAmbiguous, Severity: plugin.SeverityBlocker, Field: "CSIDriver " + strings.Join(names, ", "),
 				Message: fmt.Sprintf("%d drivers for %s volumes are installed (%s): which one serves the migrated volumes is a choice to make, not to guess", len(names), inTree, strings.Join(names, ", ")),
-				Remedy:  "choose the driver the migrated volumes use", Action: plugin.ActionChooseDriver, Object: inTree}
+				Remedy:  "choose the driver the migrated volumes use", Action: plugin.ActionChooseDriver, ActsOn: inTree}
 		}
 		out = append(out, c)
 	}
@@ -166,7 +166,7 @@ func (d *clusterDrivers) check(inTree string) *plugin.Finding {
 		d.notCheckedPlugin[inTree] = true
 		return &plugin.Finding{Code: FindingCSIDriversNotChecked, Severity: plugin.SeverityBlocker, Field: "CSIDriver",
 			Message: "the input has no CSIDrivers: whether " + d.driverName(inTree) + " (or a driver of another name for " + inTree + ") is installed is not checked",
-			Remedy:  reasonCSIDriversRemedy, Action: plugin.ActionGiveInput, Object: "CSIDrivers"}
+			Remedy:  reasonCSIDriversRemedy, Action: plugin.ActionGiveInput, ActsOn: "CSIDrivers"}
 	}
 	for _, c := range d.choices {
 		if c.InTree == inTree {
@@ -187,7 +187,7 @@ func (d *clusterDrivers) notChecked() *plugin.Finding {
 	return &plugin.Finding{Code: FindingCSIDriversNotChecked, Severity: plugin.SeverityBlocker, Field: "CSIDriver",
 		Message: "the input has no CSIDrivers: whether the drivers of " + strings.Join(slices.Sorted(maps.Keys(d.notCheckedPlugin)), ", ") +
 			" volumes are installed, and under which names, is not checked",
-		Remedy: reasonCSIDriversRemedy, Action: plugin.ActionGiveInput, Object: "CSIDrivers"}
+		Remedy: reasonCSIDriversRemedy, Action: plugin.ActionGiveInput, ActsOn: "CSIDrivers"}
 }
 
 // nodePluginMissing are the findings of the nodes, among those the pods

@@ -580,7 +580,7 @@ func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 func (p *Planner) rewriteRefusal(pv *v1.PersistentVolume) *plugin.Finding {
 	refused := func(err error) *plugin.Finding {
 		return &plugin.Finding{Code: FindingRewriteRefuses, Severity: plugin.SeverityBlocker, Field: "PersistentVolume " + pv.Name,
-			Message: "the rewrite would refuse it: " + reasonOf(err), Remedy: remedyOf(err), Action: actionOf(err), Object: objectOf(err)}
+			Message: "the rewrite would refuse it: " + reasonOf(err), Remedy: remedyOf(err), Action: actionOf(err), ActsOn: actsOnOf(err)}
 	}
 	if err := rewrite.ObjectRefusal(pv); err != nil {
 		return refused(err)
@@ -595,7 +595,7 @@ func (p *Planner) rewriteRefusal(pv *v1.PersistentVolume) *plugin.Finding {
 				Remedy: "reclaim it (delete the image by hand, then the PV), or re-bind it: clear spec.claimRef.uid and create a claim with spec.volumeName " + pv.Name})
 		}
 		return &plugin.Finding{Code: FindingClaimNotChecked, Severity: plugin.SeverityBlocker, Field: "spec.claimRef",
-			Message: reasonClaimNotChecked, Remedy: remedyClaimNotChecked, Action: plugin.ActionGiveInput, Object: "PersistentVolumeClaims"}
+			Message: reasonClaimNotChecked, Remedy: remedyClaimNotChecked, Action: plugin.ActionGiveInput, ActsOn: "PersistentVolumeClaims"}
 	}
 	pvc, found := p.claims[claimKey(c.Namespace, c.Name)]
 	if !found {
@@ -686,11 +686,11 @@ func remedyOf(err error) string {
 	return "see the message; the rewrite leaves the PV as it is"
 }
 
-// objectOf is the object a refusal's remedy acts on ("" for none).
-func objectOf(err error) string {
+// actsOnOf is what a refusal's remedy acts on ("" for none).
+func actsOnOf(err error) string {
 	var r *rewrite.Refusal
 	if errors.As(err, &r) {
-		return r.Object
+		return r.ActsOn
 	}
 	return ""
 }
@@ -1033,7 +1033,7 @@ func (p *Planner) settleSecrets(plan *Plan) {
 		unchecked = slices.Compact(unchecked)
 		plan.Hazards = append(plan.Hazards, plugin.Finding{Code: FindingSecretsNotChecked, Severity: plugin.SeverityBlocker, Field: "Secret",
 			Message: fmt.Sprintf("the input has no Secrets: the %d the migrated volumes and classes need (%s) are not checked", len(unchecked), strings.Join(first(unchecked, 5), ", ")),
-			Remedy:  "give the secrets too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml, or read them from the cluster; values are never printed", Action: plugin.ActionGiveInput, Object: "Secrets"})
+			Remedy:  "give the secrets too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml, or read them from the cluster; values are never printed", Action: plugin.ActionGiveInput, ActsOn: "Secrets"})
 		plan.Blocked = true
 	}
 	for _, k := range slices.Sorted(maps.Keys(secretPlans)) {
@@ -1189,7 +1189,7 @@ func (p *Planner) classBlocked(name, why string) {
 
 // secretMissing reports a Secret that is not in the input.
 func (p *Planner) secretMissing(ref, why string) {
-	p.plan.Hazards = append(p.plan.Hazards, plugin.Finding{Code: FindingSecretMissing, Severity: plugin.SeverityBlocker, Field: "Secret " + ref,
+	p.plan.Hazards = append(p.plan.Hazards, plugin.Finding{Code: FindingSecretMissing, Severity: plugin.SeverityBlocker, Object: "Secret " + ref,
 		Message: "Secret " + ref + " is not in the input: " + why, Remedy: "create it (the plan's Secrets list its fields), or give it in the input"})
 	p.plan.Blocked = true
 }
@@ -1239,7 +1239,7 @@ func (p *Planner) planSecret(need secretNeed, add func(SecretPlan)) {
 		if !ok {
 			code = FindingSecretMissing
 		}
-		v.Findings = append(v.Findings, plugin.Finding{Code: code, Severity: plugin.SeverityBlocker, Field: "Secret " + ref,
+		v.Findings = append(v.Findings, plugin.Finding{Code: code, Severity: plugin.SeverityBlocker, Object: "Secret " + ref,
 			Message: p.intern(msg), Remedy: p.intern(remedy)})
 		if v.Migratable || v.Reason == "" {
 			v.Migratable = false
@@ -1256,7 +1256,7 @@ func (p *Planner) planSecret(need secretNeed, add func(SecretPlan)) {
 		if !ok {
 			code = FindingSecretMissing
 		}
-		p.plan.Hazards = append(p.plan.Hazards, plugin.Finding{Code: code, Severity: plugin.SeverityBlocker, Field: "StorageClass " + need.class, Message: msg, Remedy: remedy})
+		p.plan.Hazards = append(p.plan.Hazards, plugin.Finding{Code: code, Severity: plugin.SeverityBlocker, Object: "StorageClass " + need.class, Message: msg, Remedy: remedy})
 		why := "its admin secret " + ref + " " + problem
 		for _, f := range fixes {
 			why = fmt.Sprintf("Ceph CSI would provision as client.admin: add %s: %s to Secret %s", f.Field, f.Value, ref)

@@ -265,13 +265,13 @@ func (p *Planner) settleVCenter(plan *Plan) {
 		check.VCenterVersion = env.Version
 	}
 	if v, err := envcheck.ParseVersion(env.Version); err == nil && !v.AtLeast(MinMigrationVersion) {
-		hazard(plugin.Finding{Code: FindingVCenterTooOld, Severity: plugin.SeverityBlocker, Field: "vCenter",
+		hazard(plugin.Finding{Code: FindingVCenterTooOld, Severity: plugin.SeverityBlocker, Object: "vCenter",
 			Message: fmt.Sprintf("vCenter %s is older than %s (7.0 Update 1), which vSphere CSI migration needs", env.Version, MinMigrationVersion),
 			Remedy:  "upgrade vCenter to 7.0 Update 1 or later before migrating"})
 	}
 	for _, n := range p.nodes {
 		if n.UUID == "" {
-			hazard(plugin.Finding{Code: FindingVSphereNodeVM, Severity: plugin.SeverityWarning, Field: "Node " + n.Node,
+			hazard(plugin.Finding{Code: FindingVSphereNodeVM, Severity: plugin.SeverityWarning, Object: "Node " + n.Node,
 				Message: "node " + n.Node + " has no vsphere:// providerID: its virtual machine is not checked, and the driver cannot attach volumes to it",
 				Remedy:  "run the vSphere cloud provider (it sets the providerID) on the node, or keep vSphere volumes off it"})
 			report.Nodes = append(report.Nodes, n)
@@ -279,7 +279,7 @@ func (p *Planner) settleVCenter(plan *Plan) {
 		}
 		vm, ok := env.VMs[n.UUID]
 		if !ok {
-			hazard(plugin.Finding{Code: FindingVSphereNodeVM, Severity: plugin.SeverityBlocker, Field: "Node " + n.Node,
+			hazard(plugin.Finding{Code: FindingVSphereNodeVM, Severity: plugin.SeverityBlocker, Object: "Node " + n.Node,
 				Message: fmt.Sprintf("node %s's virtual machine (BIOS UUID %s) is not in vCenter: the driver cannot attach volumes to it", n.Node, n.UUID),
 				Remedy:  "check the node's providerID and the driver's vCenter and datacenters"})
 			report.Nodes = append(report.Nodes, n)
@@ -290,8 +290,6 @@ func (p *Planner) settleVCenter(plan *Plan) {
 		check.VMs = append(check.VMs, vm)
 	}
 	for _, f := range envcheck.Check(check) {
-		f.Field = f.Object
-		f.Object = ""
 		f.Remedy = envRemedy[f.Code]
 		hazard(f)
 	}

@@ -159,15 +159,17 @@ func TestPlanVCenterEnvironment(t *testing.T) {
 		csiNode("n1", "other.csi"), vspherePV("a", "[ds1] a.vmdk", ""))
 	var got []string
 	for _, h := range p.Hazards {
-		got = append(got, h.Code+" "+h.Field+" "+string(h.Severity))
+		got = append(got, h.Code+" "+h.Object+" "+h.Field+" "+string(h.Severity))
 	}
+	// The object at fault is Object (the command's HAZARDS column), the
+	// field within it Field.
 	want := []string{
-		"VCenterTooOldForMigration vCenter Blocker",
-		"VSphereNodeVM Node n3 Blocker",
-		"VSphereNodeVM Node n4 Warning",
-		"check_deprecated_hw_version vm/vm-2 Blocker",
-		"check_deprecated_vcenter vcenter Warning",
-		"VSphereDriverMissing CSINode Blocker",
+		"VCenterTooOldForMigration vCenter  Blocker",
+		"VSphereNodeVM Node n3  Blocker",
+		"VSphereNodeVM Node n4  Warning",
+		"check_deprecated_hw_version vm/vm-2  Blocker",
+		"check_deprecated_vcenter vcenter  Warning",
+		"VSphereDriverMissing  CSINode Blocker",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("hazards (-want +got):\n%s", diff)

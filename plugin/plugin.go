@@ -114,7 +114,7 @@ type Finding struct {
 	// Severity says whether the finding blocks the migration.
 	Severity Severity `json:"severity"`
 	// Object names the object at fault when it is not the one checked,
-	// e.g. "node/n1" or "host/esx1".
+	// e.g. "node/n1", "host/esx1", "Secret ns/name", "vCenter".
 	Object string `json:"object,omitempty"`
 	// Field is the path of the field at fault, e.g. "spec.rbd.image".
 	Field string `json:"field,omitempty"`
@@ -124,9 +124,11 @@ type Finding struct {
 	// words, which name no program's commands or flags.
 	Remedy string `json:"remedy,omitempty"`
 	// Action is the remedy as data, when a program may word it with its
-	// own commands and flags ("" when Remedy says all); Object names what
-	// it acts on.
+	// own commands and flags ("" when Remedy says all); ActsOn names what
+	// it acts on (the input's kind, a Secret, an in-tree plugin), which may
+	// be another object than Object.
 	Action Action `json:"action,omitempty"`
+	ActsOn string `json:"actsOn,omitempty"`
 }
 
 // Action is what a remedy asks an administrator to do, as data: each

@@ -72,9 +72,9 @@ type Refusal struct {
 	// which name no program's commands or flags.
 	Remedy string `json:"remedy,omitempty"`
 	// Action is the remedy as data (plugin.Action), for a program to word
-	// with its own commands and flags; Object names what it acts on.
+	// with its own commands and flags; ActsOn names what it acts on.
 	Action plugin.Action `json:"action,omitempty"`
-	Object string        `json:"object,omitempty"`
+	ActsOn string        `json:"actsOn,omitempty"`
 }
 
 // Error is the reason and the remedy.

@@ -112,7 +112,7 @@ spec:
 	// The default VM hardware version of vcsim, vmx-13, is below what the
 	// driver needs.
 	if !slices.ContainsFunc(p.Hazards, func(h plugin.Finding) bool {
-		return h.Code == "check_deprecated_hw_version" && h.Field == "vm/DC0_H0_VM0"
+		return h.Code == "check_deprecated_hw_version" && h.Object == "vm/DC0_H0_VM0"
 	}) {
 		t.Errorf("hazards %+v lack the node VM's hardware version", p.Hazards)
 	}
@@ -275,7 +275,7 @@ func checkEnvironment(t *testing.T, p *plan.Plan) {
 	t.Helper()
 	var envCodes []string
 	for _, h := range p.Hazards {
-		envCodes = append(envCodes, h.Code+" "+h.Field)
+		envCodes = append(envCodes, h.Code+" "+h.Object)
 	}
 	if !slices.Contains(envCodes, "check_deprecated_hw_version vm/DC0_H0_VM1") || slices.Contains(envCodes, "check_deprecated_hw_version vm/DC0_H0_VM0") {
 		t.Errorf("hazards %v: want DC0_H0_VM1's hardware version, not DC0_H0_VM0's", envCodes)

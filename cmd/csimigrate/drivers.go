@@ -54,7 +54,7 @@ func (b blockedDrivers) refusal(inTree string) string {
 	if f == nil {
 		return ""
 	}
-	return f.Message + "; " + commandRemedy(f.Action, f.Object, f.Remedy)
+	return f.Message + "; " + commandRemedy(f.Action, f.ActsOn, f.Remedy)
 }
 
 // driversFor is tr translating to the drivers of set (chosen: -driver),

@@ -213,11 +213,9 @@ type hazard struct {
 func planHazards(p *plan.Plan) []hazard {
 	var hazards []hazard
 	for _, f := range p.Hazards {
-		obj := "cluster"
-		for _, prefix := range []string{"Secret ", "StorageClass ", "Node ", "vm/", "host/", "vCenter", "vcenter"} {
-			if strings.HasPrefix(f.Field, prefix) {
-				obj = f.Field
-			}
+		obj := f.Object
+		if obj == "" {
+			obj = "cluster"
 		}
 		hazards = append(hazards, hazard{obj, f})
 	}

@@ -68,13 +68,13 @@ func localizePlan(p *plan.Plan) {
 
 func localizeFinding(f *plugin.Finding) {
 	if f.Action != "" {
-		f.Remedy = commandRemedy(f.Action, f.Object, f.Remedy)
+		f.Remedy = commandRemedy(f.Action, f.ActsOn, f.Remedy)
 	}
 }
 
 // refusalText is a refusal's reason and remedy in the command's words.
 func refusalText(r *rewrite.Refusal) string {
-	remedy := commandRemedy(r.Action, r.Object, r.Remedy)
+	remedy := commandRemedy(r.Action, r.ActsOn, r.Remedy)
 	if remedy == "" {
 		return r.Reason
 	}

@@ -111,7 +111,7 @@ func TestEngineNamesNoFlags(t *testing.T) {
 // joined errors one per line; other errors as they are.
 func TestCommandError(t *testing.T) {
 	ref := &rewrite.Refusal{Code: rewrite.CodeSecretMissing, Reason: "Secret ns/ceph is missing", Remedy: "create it",
-		Action: plugin.ActionCreateSecret, Object: "Secret ns/ceph"}
+		Action: plugin.ActionCreateSecret, ActsOn: "Secret ns/ceph"}
 	inProgress := func(undo, adoptCSI bool) error {
 		return fmt.Errorf("pv/a: %w", &apply.InProgressError{ConfigMap: "kube-system/s", Object: "pv/a", Run: apply.DirectionOf(undo, adoptCSI)})
 	}

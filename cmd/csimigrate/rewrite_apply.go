@@ -142,7 +142,7 @@ func (a *applier) withCephEntries(ctx context.Context, pvs []apply.Target, drive
 	for _, v := range result.Volumes {
 		for _, f := range v.Findings {
 			if f.Code == plan.FindingCephClusterEntryMissing || f.Code == plan.FindingCephCSIConfigNotFound {
-				why[v.Name] = f.Message + "; " + commandRemedy(f.Action, f.Object, f.Remedy)
+				why[v.Name] = f.Message + "; " + commandRemedy(f.Action, f.ActsOn, f.Remedy)
 			}
 		}
 	}

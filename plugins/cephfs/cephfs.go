@@ -605,7 +605,7 @@ func (p *Plugin) checkSecret(pv *v1.PersistentVolume) []plugin.Finding {
 	return []plugin.Finding{{Code: FindingCSISecret, Severity: plugin.SeverityWarning, Field: "spec.cephfs.secretRef",
 		Message: "Ceph CSI stages static CephFS volumes with userID/userKey; the migrated PV references the derived secret " + ref.Namespace + "/" + ref.Name,
 		Remedy: "before migrating, create Secret " + ref.Namespace + "/" + ref.Name + " with userID: " + userOrAdmin(pv.Spec.CephFS.User) + " and userKey: the key of Secret " +
-			ref.Namespace + "/" + pv.Spec.CephFS.SecretRef.Name, Action: plugin.ActionCreateSecret, Object: "Secret " + ref.Namespace + "/" + ref.Name}}
+			ref.Namespace + "/" + pv.Spec.CephFS.SecretRef.Name, Action: plugin.ActionCreateSecret, ActsOn: "Secret " + ref.Namespace + "/" + ref.Name}}
 }
 
 func userOrAdmin(u string) string {

@@ -698,7 +698,7 @@ func (p *Plugin) CheckPV(pv *v1.PersistentVolume) []plugin.Finding {
 			Message: "RADOS user \"" + u + "\" is not carried into the CSI request: Ceph CSI takes the user from the secret's adminId field and defaults to admin",
 			Remedy:  "add adminId: " + u + " to the Secret the PV references"}
 		if ferr == nil && ref != nil {
-			f.Action, f.Object = plugin.ActionCreateSecret, "Secret "+ref.Namespace+"/"+ref.Name
+			f.Action, f.ActsOn = plugin.ActionCreateSecret, "Secret "+ref.Namespace+"/"+ref.Name
 		}
 		out = append(out, f)
 	}

@@ -709,7 +709,7 @@ var remedies = map[plugin.Action]func(object, engine string) string{
 // remedyOf is a refusal's remedy in the controller's words.
 func remedyOf(r *rewrite.Refusal) string {
 	if word, ok := remedies[r.Action]; ok {
-		return word(r.Object, r.Remedy)
+		return word(r.ActsOn, r.Remedy)
 	}
 	return r.Remedy
 }
