@@ -11,6 +11,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plugin"
@@ -223,84 +224,6 @@ func (a *Writer) claimStillThere(ctx context.Context, s *rewriteState) error {
 	return nil
 }
 
-// check runs every check on a live in-tree PV before the first write to it
-// and returns what it read, with the PV's replacement; a refusal says why
-// the PV is left alone.
-func (a *Writer) check(ctx context.Context, cur *v1.PersistentVolume) (*checks, error) {
-	pvc, err := a.claimChecks(ctx, cur)
-	if err != nil {
-		return nil, err
-	}
-	sc, err := a.storageClass(ctx, cur)
-	if err != nil {
-		return nil, err
-	}
-	r, err := rewrite.Rewrite(a.tr, a.logger, cur, sc, pvc)
-	if err != nil {
-		return nil, refuse(rewrite.CodeNotTranslatable, "%v", err)
-	}
-	if err := a.secretRefusal(ctx, cur, r); err != nil {
-		return nil, err
-	}
-	inUse, err := a.inUseRefusal(ctx, cur, cur, r.CSI.Spec.CSI.Driver, r.CSI.Spec.CSI.VolumeHandle)
-	if err != nil {
-		return nil, err
-	}
-	ad, err := a.adoptionOf(ctx, cur, r.CSI, inUse)
-	if err != nil {
-		return nil, err
-	}
-	if ad != nil && ad.why == "" {
-		if r, err = rewrite.RewriteAdopted(a.tr, a.logger, cur, sc, pvc); err != nil {
-			return nil, refuse(rewrite.CodeNotTranslatable, "%v", err)
-		}
-	}
-	repl, kept, err := a.adopted(r.CSI, r.KeptRetain(), ad)
-	if err != nil {
-		return nil, refuse(rewrite.CodeNotTranslatable, "%v", err)
-	}
-	if ad != nil {
-		a.note("pv/"+cur.Name, ad.summary(repl))
-	}
-	return &checks{uid: cur.UID, sc: sc, pvc: pvc, repl: repl, kept: kept, adoption: ad}, nil
-}
-
-// secretRefusal is why the rewrite leaves an in-tree Ceph PV alone for the
-// secrets its replacement r makes Ceph CSI read (the deletion secret of one
-// that ends with reclaim policy Delete included): each must exist with what
-// the driver reads, as the user of the in-tree source (secrets.CephCSISecretReady,
-// the rule the plan applies). A PV rewritten before its secret is ready would
-// not stage, expand or delete. Values are never read into anything printed.
-func (a *Writer) secretRefusal(ctx context.Context, cur *v1.PersistentVolume, r rewrite.PV) error {
-	needs := rewrite.SecretNeeds(cur, r.CSI)
-	if need, ok := r.DeletionNeed(); ok {
-		needs = append(needs, need)
-	}
-	for _, need := range needs {
-		ref := need.Key()
-		s, err := a.secret(ctx, need.Namespace, need.Name)
-		if err != nil {
-			return fmt.Errorf("reading Secret %s, which Ceph CSI reads for the rewritten PV (%s): %w", ref, strings.Join(need.Uses, ", "), err)
-		}
-		action, problem, fixes := rewrite.Judge(need, s)
-		if action == "" {
-			continue
-		}
-		fields, _ := need.Fields(action)
-		remedy := fmt.Sprintf("%s it: %s", action, strings.Join(fields, ", "))
-		for _, f := range fixes {
-			remedy = fmt.Sprintf("add %s: %s to Secret %s", f.Field, f.Value, ref)
-		}
-		code := rewrite.CodeSecretNotReady
-		if s == nil {
-			code = rewrite.CodeSecretMissing
-		}
-		return &rewrite.Refusal{Code: code, Reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), %s", ref, strings.Join(need.Uses, ", "), problem), Remedy: remedy,
-			Action: plugin.ActionCreateSecret, ActsOn: "Secret " + ref}
-	}
-	return nil
-}
-
 // secret reads a Secret for the checks (nil when there is none), reusing
 // one read less than cacheFor ago: PVs that share a Secret are checked
 // with one read. Its values only decide the checks' verdicts.
@@ -333,4 +256,19 @@ func readThrough[T any](a *Writer, m *map[string]cached[T], key string, read fun
 	(*m)[key] = cached[T]{v, at}
 	a.mu.Unlock()
 	return v, nil
+}
+
+// checks is what the checks before the first write to a PV read, and the
+// replacement they built.
+type checks struct {
+	uid types.UID
+	sc  *storagev1.StorageClass
+	pvc *v1.PersistentVolumeClaim
+	// repl is the replacement; kept says why it ends with Retain where the
+	// PV had Delete ("" when it keeps the policy).
+	repl *v1.PersistentVolume
+	kept string
+	// adoption is what the checks decided for an RBD image or a CephFS
+	// subvolume (nil without Ceph access, or for another plugin).
+	adoption *adoption
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 
 	v1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/plugin"
@@ -64,21 +62,6 @@ func (a *Writer) identity(pv *v1.PersistentVolume) (driver, handle string, err e
 		return "", "", errors.New("no CSI source")
 	}
 	return pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle, nil
-}
-
-// checks is what the checks before the first write to a PV read, and the
-// replacement they built.
-type checks struct {
-	uid types.UID
-	sc  *storagev1.StorageClass
-	pvc *v1.PersistentVolumeClaim
-	// repl is the replacement; kept says why it ends with Retain where the
-	// PV had Delete ("" when it keeps the policy).
-	repl *v1.PersistentVolume
-	kept string
-	// adoption is what the checks decided for an RBD image or a CephFS
-	// subvolume (nil without Ceph access, or for another plugin).
-	adoption *adoption
 }
 
 // A Direction is what a Writer's runs replace by what: the rewrite (an
@@ -166,17 +149,4 @@ func directionNamed(name string, undo bool) *Direction {
 		return adoptionDirectionOf(undo)
 	}
 	return directionOf(undo)
-}
-
-// buildRewrite is the CSI replacement of an in-tree PV.
-func (a *Writer) buildRewrite(cur *v1.PersistentVolume, c *checks) (*v1.PersistentVolume, string, error) {
-	rewriteOf := rewrite.Rewrite
-	if c.adoption != nil && c.adoption.why == "" {
-		rewriteOf = rewrite.RewriteAdopted
-	}
-	r, err := rewriteOf(a.tr, a.logger, cur, c.sc, c.pvc)
-	if err != nil {
-		return nil, "", err
-	}
-	return a.adopted(r.CSI, r.KeptRetain(), c.adoption)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -245,3 +246,25 @@ type InProgressError struct {
 func (e *InProgressError) Error() string {
 	return fmt.Sprintf("ConfigMap %s holds %s of %s in progress; finish it first, nothing is done with it here", e.ConfigMap, e.Run.What, e.Object)
 }
+
+// ClassStateName is the name of the ConfigMap, in the state namespace,
+// that holds a StorageClass's replacement while it is being replaced.
+func ClassStateName(sc string) string { return stateNameWith("csimigrate-rewrite-sc-", sc) }
+
+// scState is what a run saves before it deletes a StorageClass (a class's
+// parameters and provisioner cannot be updated): the replacement and what
+// proves on resuming that it still applies.
+type scState struct {
+	StorageClass string `json:"storageClass"`
+	// Undo says the state is an undo's: the class deleted is a CSI class
+	// csimigrate created, the replacement the in-tree class it replaced.
+	Undo            bool                    `json:"undo,omitempty"`
+	UID             types.UID               `json:"uid"`
+	ResourceVersion string                  `json:"resourceVersion"`
+	Replacement     *storagev1.StorageClass `json:"replacement"`
+}
+
+const (
+	// stateLabelSC names the StorageClass a state ConfigMap belongs to.
+	stateLabelSC = "csimigrate.io/rewrite-of-storageclass"
+)

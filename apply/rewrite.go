@@ -1,0 +1,102 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/rewrite"
+	v1 "k8s.io/api/core/v1"
+)
+
+// check runs every check on a live in-tree PV before the first write to it
+// and returns what it read, with the PV's replacement; a refusal says why
+// the PV is left alone.
+func (a *Writer) check(ctx context.Context, cur *v1.PersistentVolume) (*checks, error) {
+	pvc, err := a.claimChecks(ctx, cur)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := a.storageClass(ctx, cur)
+	if err != nil {
+		return nil, err
+	}
+	r, err := rewrite.Rewrite(a.tr, a.logger, cur, sc, pvc)
+	if err != nil {
+		return nil, refuse(rewrite.CodeNotTranslatable, "%v", err)
+	}
+	if err := a.secretRefusal(ctx, cur, r); err != nil {
+		return nil, err
+	}
+	inUse, err := a.inUseRefusal(ctx, cur, cur, r.CSI.Spec.CSI.Driver, r.CSI.Spec.CSI.VolumeHandle)
+	if err != nil {
+		return nil, err
+	}
+	ad, err := a.adoptionOf(ctx, cur, r.CSI, inUse)
+	if err != nil {
+		return nil, err
+	}
+	if ad != nil && ad.why == "" {
+		if r, err = rewrite.RewriteAdopted(a.tr, a.logger, cur, sc, pvc); err != nil {
+			return nil, refuse(rewrite.CodeNotTranslatable, "%v", err)
+		}
+	}
+	repl, kept, err := a.adopted(r.CSI, r.KeptRetain(), ad)
+	if err != nil {
+		return nil, refuse(rewrite.CodeNotTranslatable, "%v", err)
+	}
+	if ad != nil {
+		a.note("pv/"+cur.Name, ad.summary(repl))
+	}
+	return &checks{uid: cur.UID, sc: sc, pvc: pvc, repl: repl, kept: kept, adoption: ad}, nil
+}
+
+// secretRefusal is why the rewrite leaves an in-tree Ceph PV alone for the
+// secrets its replacement r makes Ceph CSI read (the deletion secret of one
+// that ends with reclaim policy Delete included): each must exist with what
+// the driver reads, as the user of the in-tree source (secrets.CephCSISecretReady,
+// the rule the plan applies). A PV rewritten before its secret is ready would
+// not stage, expand or delete. Values are never read into anything printed.
+func (a *Writer) secretRefusal(ctx context.Context, cur *v1.PersistentVolume, r rewrite.PV) error {
+	needs := rewrite.SecretNeeds(cur, r.CSI)
+	if need, ok := r.DeletionNeed(); ok {
+		needs = append(needs, need)
+	}
+	for _, need := range needs {
+		ref := need.Key()
+		s, err := a.secret(ctx, need.Namespace, need.Name)
+		if err != nil {
+			return fmt.Errorf("reading Secret %s, which Ceph CSI reads for the rewritten PV (%s): %w", ref, strings.Join(need.Uses, ", "), err)
+		}
+		action, problem, fixes := rewrite.Judge(need, s)
+		if action == "" {
+			continue
+		}
+		fields, _ := need.Fields(action)
+		remedy := fmt.Sprintf("%s it: %s", action, strings.Join(fields, ", "))
+		for _, f := range fixes {
+			remedy = fmt.Sprintf("add %s: %s to Secret %s", f.Field, f.Value, ref)
+		}
+		code := rewrite.CodeSecretNotReady
+		if s == nil {
+			code = rewrite.CodeSecretMissing
+		}
+		return &rewrite.Refusal{Code: code, Reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), %s", ref, strings.Join(need.Uses, ", "), problem), Remedy: remedy,
+			Action: plugin.ActionCreateSecret, ActsOn: "Secret " + ref}
+	}
+	return nil
+}
+
+// buildRewrite is the CSI replacement of an in-tree PV.
+func (a *Writer) buildRewrite(cur *v1.PersistentVolume, c *checks) (*v1.PersistentVolume, string, error) {
+	rewriteOf := rewrite.Rewrite
+	if c.adoption != nil && c.adoption.why == "" {
+		rewriteOf = rewrite.RewriteAdopted
+	}
+	r, err := rewriteOf(a.tr, a.logger, cur, c.sc, c.pvc)
+	if err != nil {
+		return nil, "", err
+	}
+	return a.adopted(r.CSI, r.KeptRetain(), c.adoption)
+}
