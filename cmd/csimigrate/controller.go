@@ -63,25 +63,12 @@ type controllerOptions struct {
 	retryPeriod   time.Duration
 	qps           float64
 	burst         int
-	adopt         bool
-	ceph          cephToolFlags
-	cephfsSecret  string
-	// vsphere reaches vCenter to adopt vSphere disks (-adopt with
-	// -vsphere-conf or -vsphere-secret).
-	vsphere vsphereFlags
+	// adoptFlags: -adopt, Ceph's tools, -cephfs-secret and vCenter.
+	adoptFlags
 
 	// Completed:
 	pvSel, classSel labels.Selector
 	pluginList      []string
-	cephfsRef       *v1.SecretReference
-}
-
-// cephAccess is the Ceph access of -adopt (nil without it).
-func (o *controllerOptions) cephAccess() apply.Ceph {
-	if !o.adopt {
-		return nil
-	}
-	return o.ceph.tools
 }
 
 const controllerSummary = `Runs the migration in the cluster: replaces in-tree StorageClasses once their CSI driver is
@@ -100,7 +87,7 @@ func (o *controllerOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.pvSelector, "pv-selector", "", "label selector of the PVs in scope (default: all)")
 	fs.StringVar(&o.classSelector, "class-selector", "", "label selector of the StorageClasses in scope (default: all)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "only report: send each object's writes with server-side dry run and say in an Event what would be done")
-	fs.BoolVar(&o.online, "online", false, "rewrite PVs that running pods use, where the kubelet of every such pod's node and kube-controller-manager already handle the plugin as CSI")
+	fs.BoolVar(&o.online, "online", false, onlineUsage)
 	fs.IntVar(&o.workers, "workers", 2, "objects worked on at once, per kind")
 	fs.DurationVar(&o.recheck, "recheck", time.Minute, "how soon a blocked, in-use or waiting object is looked at again")
 	fs.DurationVar(&o.statusEvery, "status-every", 5*time.Second, "how often the status object and the gauges are brought up to date")
@@ -112,10 +99,7 @@ func (o *controllerOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to take or renew the Lease")
 	fs.Float64Var(&o.qps, "qps", 50, "the client's request rate limit towards the API server, per second")
 	fs.IntVar(&o.burst, "burst", 100, "the client's burst above -qps")
-	fs.BoolVar(&o.adopt, "adopt", false, "make each in-tree RBD volume (and, with -cephfs-secret, each CephFS volume) one of Ceph CSI's own as it is rewritten: registered in Ceph CSI's journal where it can be (snapshots, clones), read and written with Ceph's own tools (rbd, rados, ceph), as rewrite -apply -adopt does; deploy/overlays/adopt-ceph shows how the Ceph configuration and keyring reach the controller; with -vsphere-conf or -vsphere-secret, each in-tree vSphere volume too: its disk registered as a First Class Disk and CNS volume, the PV given that ID (snapshots)")
-	o.ceph.register(fs, "-adopt")
-	o.vsphere.register(fs, false)
-	fs.StringVar(&o.cephfsSecret, "cephfs-secret", "", "with -adopt: namespace/name of the Secret with adminID and adminKey that Ceph CSI's CephFS driver reads for its own volumes; adopted CephFS volumes name it. Without it CephFS volumes stay static")
+	o.adoptFlags.register(fs, "", ", as rewrite -apply -adopt does; deploy/overlays/adopt-ceph shows how the Ceph configuration and keyring reach the controller")
 }
 
 // complete fills in what the flags leave to defaults.
@@ -123,7 +107,9 @@ func (o *controllerOptions) complete(fs *flag.FlagSet) error {
 	if err := noArgs(fs.Args()); err != nil {
 		return err
 	}
-	o.vsphere.complete(fs)
+	if err := o.adoptFlags.complete(fs); err != nil {
+		return err
+	}
 	var err error
 	if o.pvSel, err = labels.Parse(o.pvSelector); err != nil {
 		return fmt.Errorf("-pv-selector %q: %w", o.pvSelector, err)
@@ -135,13 +121,6 @@ func (o *controllerOptions) complete(fs *flag.FlagSet) error {
 		if p = strings.TrimSpace(p); p != "" {
 			o.pluginList = append(o.pluginList, p)
 		}
-	}
-	if o.cephfsSecret != "" {
-		ref, err := secretRef(o.cephfsSecret)
-		if err != nil {
-			return fmt.Errorf("-cephfs-secret %q: %w", o.cephfsSecret, err)
-		}
-		o.cephfsRef = ref
 	}
 	if o.identity == "" {
 		host, _ := os.Hostname()
@@ -166,12 +145,8 @@ func (o *controllerOptions) validate() error {
 			o.leaseDuration, o.renewDeadline, o.retryPeriod)
 	case o.stateNS == "":
 		return errors.New("-state-namespace must not be empty")
-	case !o.adopt && (o.ceph.given() || o.cephfsSecret != ""):
-		return errors.New("-ceph-conf, -ceph-id, -ceph-keyring, -ceph-command-prefix and -cephfs-secret only with -adopt")
-	case !o.adopt && o.vsphere.wanted():
-		return errors.New("-vsphere-conf and -vsphere-secret only with -adopt")
 	}
-	return nil
+	return o.adoptFlags.validate()
 }
 
 func runController(args []string, stderr io.Writer) int {
@@ -245,7 +220,7 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 	ctrl, err := controller.New(client, dyn, tr, klog.LoggerWithName(logger, "controller"), rec, m, controller.Options{
 		StateNamespace: o.stateNS, Plugins: o.pluginList, PVSelector: o.pvSel, ClassSelector: o.classSel,
 		DryRun: o.dryRun, Online: o.online, Workers: o.workers, Recheck: o.recheck, StatusEvery: o.statusEvery, MaxWrites: o.maxWrites,
-		Ceph: o.cephAccess(), CephConfig: cephCfg, CephFSSecret: o.cephfsRef, VSphere: vsphereAccess, Lease: held})
+		Ceph: o.cephAccess(), CephConfig: cephCfg, CephFSSecret: o.cephfsSecret, VSphere: vsphereAccess, Lease: held})
 	if err != nil {
 		return err
 	}

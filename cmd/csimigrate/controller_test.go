@@ -844,7 +844,7 @@ func TestKustomizeOverlaysAccepted(t *testing.T) {
 			for _, m := range ctr.VolumeMounts {
 				mounts[m.Name] = m.MountPath
 			}
-			if o.dryRun || o.pvSelector == "" || !o.adopt || o.ceph.tools.Keyring != "/etc/ceph/keyring" || o.translation.cephConfig != "/etc/ceph-csi-config/config.json" ||
+			if o.dryRun || o.pvSelector == "" || !o.adopt || o.cephFlags.tools.Keyring != "/etc/ceph/keyring" || o.translation.cephConfig != "/etc/ceph-csi-config/config.json" ||
 				mounts["ceph"] != "/etc/ceph" || mounts["ceph-csi-config"] != "/etc/ceph-csi-config" || len(pod.Volumes) != 3 {
 				t.Errorf("adopt-ceph: arguments %q, mounts %v, volumes %v: want adoption with the mounted configuration, on labelled objects", ctr.Args, mounts, pod.Volumes)
 			}

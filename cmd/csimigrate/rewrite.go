@@ -33,14 +33,12 @@ type rewriteOptions struct {
 	applyOptions
 	doApply bool
 	qps     float64
-	// cephFlags reach Ceph's tools for -adopt; cephfsSecretRef is
-	// -cephfs-secret as given.
-	cephFlags       cephToolFlags
-	cephfsSecretRef string
-	names           []string
-	// applyOnly names the flags given that only -apply takes.
-	applyOnly []string
-	tr        *translate.Translator
+	names   []string
+	// applyFlags are the flags only -apply takes (as registered);
+	// applyOnly those of them given.
+	applyFlags map[string]bool
+	applyOnly  []string
+	tr         *translate.Translator
 }
 
 const rewriteSummary = "Replaces each in-tree PV by a CSI PV of the same name without losing its claim or its data: set\n" +
@@ -64,39 +62,46 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func (o *rewriteOptions) register(fs *flag.FlagSet) {
 	o.common.register(fs, "script", "yaml")
 	fs.BoolVar(&o.doApply, "apply", false, "carry out the rewrite against the cluster of -kubeconfig")
-	fs.BoolVar(&o.undo, "undo", false, "replace the CSI PVs and StorageClasses csimigrate's rewrite created by the in-tree ones they replaced (the review, or with -apply the undo itself)")
-	fs.BoolVar(&o.dry, "dry-run", false, "with -apply: use the API server's server-side dry run")
-	fs.StringVar(&o.stateNS, "state-namespace", "kube-system", "with -apply: namespace of the ConfigMaps that hold replacements between steps")
-	fs.IntVar(&o.concurrency, "concurrency", 8, "with -apply: how many PVs to rewrite at once (each PV's steps stay in order)")
-	fs.Float64Var(&o.qps, "qps", 100, "with -apply: the client's request rate limit towards the API server, per second")
-	fs.IntVar(&o.burst, "burst", 200, "with -apply: the client's burst above -qps")
-	fs.DurationVar(&o.leaseWait, "lease-wait", 30*time.Second, "with -apply: how long to wait while another csimigrate writer holds the Lease "+apply.LeaseName+" in -state-namespace")
-	fs.BoolVar(&o.online, "online", false, "with -apply: rewrite PVs that running pods use, where the kubelet of every such pod's node and kube-controller-manager already handle the plugin as CSI")
-	fs.BoolVar(&o.adopt, "adopt", false, "with -apply: register each in-tree RBD PV's image (and, with -cephfs-secret, each CephFS PV's subvolume) in Ceph CSI's journal where it can be, so that the PV becomes one of Ceph CSI's own volumes (snapshots, clones); with -undo, undo such PVs too (their entries removed). Reads and writes Ceph with its own tools (rbd, rados, ceph). With -vsphere-conf or -vsphere-secret, each in-tree vSphere PV too: its disk registered as a First Class Disk and CNS volume in vCenter, the PV given that ID as handle (snapshots)")
-	fs.StringVar(&o.cephfsSecretRef, "cephfs-secret", "", "with -adopt: namespace/name of the Secret with adminID and adminKey that Ceph CSI's CephFS driver reads for its own volumes (the one its StorageClass names); adopted CephFS volumes name it for staging, expansion and deletion. Without it CephFS volumes stay static")
-	fs.BoolVar(&o.adoptCSI, "adopt-csi", false, "with -apply -adopt: adopt the CSI PVs of rbd.csi.ceph.com that carry a migration handle (an earlier rewrite's, or Kubernetes' own migration's), and the static CSI PVs of cephfs.csi.ceph.com (with -cephfs-secret), instead of rewriting in-tree PVs; with -undo, give such adopted PVs their migration handle or static form back")
-	o.cephFlags.register(fs, "-adopt")
-	o.vsphere.register(fs, false)
+	fs.BoolVar(&o.writer.Undo, "undo", false, "replace the CSI PVs and StorageClasses csimigrate's rewrite created by the in-tree ones they replaced (the review, or with -apply the undo itself)")
+	// The flags only -apply takes: what is registered here.
+	o.applyFlags = registered(fs, func() {
+		fs.BoolVar(&o.dry, "dry-run", false, "with -apply: use the API server's server-side dry run")
+		fs.StringVar(&o.writer.StateNamespace, "state-namespace", apply.DefaultStateNamespace, "with -apply: namespace of the ConfigMaps that hold replacements between steps")
+		fs.IntVar(&o.writer.Concurrency, "concurrency", 8, "with -apply: how many PVs to rewrite at once (each PV's steps stay in order)")
+		fs.Float64Var(&o.qps, "qps", 100, "with -apply: the client's request rate limit towards the API server, per second")
+		fs.IntVar(&o.burst, "burst", 200, "with -apply: the client's burst above -qps")
+		fs.DurationVar(&o.leaseWait, "lease-wait", 30*time.Second, "with -apply: how long to wait while another csimigrate writer holds the Lease "+apply.LeaseName+" in -state-namespace")
+		fs.BoolVar(&o.writer.Online, "online", false, "with -apply: "+onlineUsage)
+		fs.BoolVar(&o.writer.AdoptCSI, "adopt-csi", false, "with -apply -adopt: adopt the CSI PVs of rbd.csi.ceph.com that carry a migration handle (an earlier rewrite's, or Kubernetes' own migration's), and the static CSI PVs of cephfs.csi.ceph.com (with -cephfs-secret), instead of rewriting in-tree PVs; with -undo, give such adopted PVs their migration handle or static form back")
+	})
+	o.adoptFlags.register(fs, "with -apply: ", "; with -undo, undo such PVs too (their entries removed)")
+}
+
+// registered runs register and names the flags it added to fs.
+func registered(fs *flag.FlagSet, register func()) map[string]bool {
+	before := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { before[f.Name] = true })
+	register()
+	added := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if !before[f.Name] {
+			added[f.Name] = true
+		}
+	})
+	return added
 }
 
 func (o *rewriteOptions) complete(fs *flag.FlagSet) error {
 	o.names = fs.Args()
 	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "dry-run", "state-namespace", "concurrency", "qps", "burst", "online", "lease-wait", "adopt-csi":
+		if o.applyFlags[f.Name] {
 			o.applyOnly = append(o.applyOnly, "-"+f.Name)
 		}
 	})
-	o.ceph = o.cephFlags.tools
-	o.vsphere.complete(fs)
-	o.qps32 = float32(o.qps)
-	if o.cephfsSecretRef != "" {
-		ref, err := secretRef(o.cephfsSecretRef)
-		if err != nil {
-			return fmt.Errorf("-cephfs-secret %q: %w", o.cephfsSecretRef, err)
-		}
-		o.cephfsSecret = ref
+	if err := o.adoptFlags.complete(fs); err != nil {
+		return err
 	}
+	o.qps32 = float32(o.qps)
 	var err error
 	o.tr, err = o.translator()
 	return err
@@ -111,16 +116,18 @@ func (o *rewriteOptions) validate() error {
 		// The review of an adoption takes -adopt and the Ceph flags: its
 		// Ceph-side writes are in the script.
 		return fmt.Errorf("%s only with -apply (without it, rewrite prints the steps for review)", strings.Join(append(o.applyOnly, quoteAll(o.names)...), ", "))
-	case !o.adopt && (o.adoptCSI || o.cephFlags.given() || o.cephfsSecret != nil):
-		return errors.New("-adopt-csi, -ceph-conf, -ceph-id, -ceph-keyring, -ceph-command-prefix and -cephfs-secret only with -adopt")
-	case !(o.adopt && o.doApply) && o.vsphere.wanted():
+	case o.writer.AdoptCSI && !o.adopt:
+		return o.adoptFlags.validate("-adopt-csi")
+	case !o.adopt && o.adoptFlags.validate() != nil:
+		return o.adoptFlags.validate()
+	case o.adopt && !o.doApply && o.vsphere.wanted():
 		return errors.New("-vsphere-conf and -vsphere-secret only with -apply -adopt")
 	case !o.doApply && o.adopt && !o.live:
 		return errors.New("-adopt in a review needs -live: the adoption's checks read the cluster and Ceph, as -apply does")
 	case o.doApply && o.live:
 		return errors.New("-apply reads the live cluster itself; give -f for reviewed input, or neither")
-	case o.doApply && (o.concurrency < 1 || o.qps <= 0 || o.burst < 1):
-		return fmt.Errorf("-concurrency %d, -qps %g, -burst %d: want each at least 1", o.concurrency, o.qps, o.burst)
+	case o.doApply && (o.writer.Concurrency < 1 || o.qps <= 0 || o.burst < 1):
+		return fmt.Errorf("-concurrency %d, -qps %g, -burst %d: want each at least 1", o.writer.Concurrency, o.qps, o.burst)
 	}
 	return nil
 }
@@ -138,7 +145,7 @@ func (o *rewriteOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
 // written as it is read, so memory does not grow with the number of PVs.
 // Standard input is kept in a temporary file for that.
 func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Reader, stdout, stderr io.Writer) int {
-	undo := o.undo
+	undo := o.writer.Undo
 	if err := c.spoolStdin(stdin); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitInput
@@ -169,10 +176,10 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Rea
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return exitUsage
 		}
-		rv.ceph = o.ceph
+		rv.ceph = o.cephFlags.tools
 		// What it decides (adopted or why not) goes to stderr, beside the
 		// script.
-		if rv.writer, err = apply.New(client, rv.tr, c.logger(stderr), textEvents{stderr}, apply.Options{Undo: undo, Ceph: o.ceph, CephConfig: cfg, CephFSSecret: o.cephfsSecret}); err != nil {
+		if rv.writer, err = apply.New(client, rv.tr, c.logger(stderr), textEvents{stderr}, apply.Options{Undo: undo, Ceph: o.cephFlags.tools, CephConfig: cfg, CephFSSecret: o.cephfsSecret}); err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return exitUsage
 		}

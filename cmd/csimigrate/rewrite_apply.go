@@ -9,14 +9,12 @@ import (
 	"strings"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/apply"
-	"github.com/csimigrate/csimigrate/apply/cephtool"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
@@ -50,7 +48,7 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 	refused = refused || unserved
 	if o.adopt && c.cephConfig == "" && len(served.Entries()) > 0 {
 		// The adoption reads the entries the drivers read.
-		a.cephConfig, a.w = served, nil
+		a.opts.CephConfig, a.w = served, nil
 		if _, err := a.writer(); err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return exitUsage
@@ -61,7 +59,7 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 	} else {
 		// One writer at a time: the Lease every csimigrate writer holds,
 		// which the Writer checks before each write.
-		if ctx, a.lease, err = apply.HoldLease(ctx, a.client, o.stateNS, o.leaseWait); err != nil {
+		if ctx, a.lease, err = apply.HoldLease(ctx, a.client, o.writer.StateNamespace, o.leaseWait); err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return exitBlocked
 		}
@@ -93,10 +91,13 @@ func newApplier(c *common, tr *translate.Translator, o applyOptions, stdout, std
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return nil, done, exitUsage
 	}
-	a = &applier{client: client, tr: tr, logger: c.logger(stderr), stateNS: o.stateNS, out: stdout, concurrency: o.concurrency, online: o.online, undo: o.undo}
+	// The writer's options as the flags bound them, with the access they
+	// ask for.
+	a = &applier{client: client, tr: tr, logger: c.logger(stderr), out: stdout, opts: o.writer}
+	a.opts.AdoptCSI = o.adopt && o.writer.AdoptCSI
 	if o.adopt {
-		a.ceph, a.adoptCSI, a.cephfsSecret = o.ceph, o.adoptCSI, o.cephfsSecret
-		if a.cephConfig, err = c.clusterConfig(); err != nil {
+		a.opts.Ceph, a.opts.CephFSSecret = o.cephFlags.tools, o.cephfsSecret
+		if a.opts.CephConfig, err = c.clusterConfig(); err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return nil, done, exitUsage
 		}
@@ -107,7 +108,7 @@ func newApplier(c *common, tr *translate.Translator, o applyOptions, stdout, std
 			fmt.Fprintf(stderr, "csimigrate rewrite: vCenter: %v\n", err)
 			return nil, done, exitInput
 		}
-		a.vsphere, done = vc, func() { vc.Close() }
+		a.opts.VSphere, done = vc, func() { vc.Close() }
 	}
 	drivers, err := listDrivers(context.Background(), client)
 	if err != nil {
@@ -131,7 +132,7 @@ func newApplier(c *common, tr *translate.Translator, o applyOptions, stdout, std
 // others are reported and left as they are. An undo needs no entry. served
 // are the entries the Ceph CSI drivers read (the RBD driver's first).
 func (a *applier) withCephEntries(ctx context.Context, pvs []apply.Target, drivers map[string]string, stderr io.Writer) (kept []apply.Target, refused bool, served ceph.ClusterConfig, err error) {
-	if a.undo || len(pvs) == 0 {
+	if a.opts.Undo || len(pvs) == 0 {
 		return pvs, false, served, nil
 	}
 	result, served, err := livePlan(ctx, a.client, a.tr, drivers)
@@ -177,7 +178,7 @@ func livePlan(ctx context.Context, client kubernetes.Interface, tr *translate.Tr
 // the others are reported and left as they are (only a rewrite needs the
 // driver; an undo does not).
 func (a *applier) withoutBlocked(ctx context.Context, pvs, scs []apply.Target, stderr io.Writer) (keptPVs, keptSCs []apply.Target, refused bool, err error) {
-	if len(a.blocked) == 0 || a.undo {
+	if len(a.blocked) == 0 || a.opts.Undo {
 		return pvs, scs, false, nil
 	}
 	pvBackendOf := func(name string) (string, error) {
@@ -294,22 +295,13 @@ func (a *applier) applyAll(ctx context.Context, targets, classes []apply.Target)
 // applier is rewrite -apply's writer (package apply) with the command's
 // options and its output.
 type applier struct {
-	client      kubernetes.Interface
-	tr          *translate.Translator
-	logger      klog.Logger
-	stateNS     string
-	out         io.Writer
-	concurrency int
-	online      bool
-	undo        bool
-	// ceph, when set, adopts RBD images (cephConfig: the cluster entries).
-	ceph       apply.Ceph
-	cephConfig ceph.ClusterConfig
-	adoptCSI   bool
-	// cephfsSecret is the admin Secret adopted CephFS volumes name.
-	cephfsSecret *v1.SecretReference
-	// vsphere, when set, adopts vSphere disks.
-	vsphere apply.VSphere
+	client kubernetes.Interface
+	tr     *translate.Translator
+	logger klog.Logger
+	out    io.Writer
+	// opts are the writer's options: the flags' (bound to them), the Ceph
+	// and vCenter access -adopt asks for, and the cluster entries.
+	opts apply.Options
 	// blocked are the backends the cluster has no (chosen) driver for.
 	blocked blockedDrivers
 
@@ -326,9 +318,9 @@ func (a *applier) writer() (*apply.Writer, error) {
 	if a.w != nil {
 		return a.w, nil
 	}
-	w, err := apply.New(a.client, a.tr, a.logger, textEvents{a.out}, apply.Options{StateNamespace: a.stateNS, Undo: a.undo, Online: a.online,
-		Concurrency: a.concurrency, Ceph: a.ceph, CephConfig: a.cephConfig, AdoptCSI: a.adoptCSI, CephFSSecret: a.cephfsSecret, VSphere: a.vsphere,
-		Lease: apply.HolderFunc(func() bool { return a.lease.Holding() })})
+	o := a.opts
+	o.Lease = apply.HolderFunc(func() bool { return a.lease.Holding() })
+	w, err := apply.New(a.client, a.tr, a.logger, textEvents{a.out}, o)
 	a.w = w
 	return w, err
 }
@@ -356,7 +348,9 @@ func (a *applier) rewriteClasses(ctx context.Context, targets []apply.Target) (a
 }
 
 // direction is the applier's direction, for its words.
-func (a *applier) direction() *apply.Direction { return apply.DirectionOf(a.undo, a.adoptCSI) }
+func (a *applier) direction() *apply.Direction {
+	return apply.DirectionOf(a.opts.Undo, a.opts.AdoptCSI)
+}
 
 // say prints a line of the run's own (a count, a summary).
 func (a *applier) say(format string, args ...any) { fmt.Fprintf(a.out, format, args...) }
@@ -373,26 +367,16 @@ func (e textEvents) Refused(obj string, r *rewrite.Refusal) {
 
 // applyOptions are the flags of rewrite -apply.
 type applyOptions struct {
-	dry         bool
-	stateNS     string
-	concurrency int
-	qps32       float32
-	burst       int
-	online      bool
-	undo        bool
+	// writer are the writer's options the flags bind to (-state-namespace,
+	// -concurrency, -online, -undo, -adopt-csi).
+	writer apply.Options
+	dry    bool
+	qps32  float32
+	burst  int
 	// leaseWait is how long to wait for the writer Lease.
 	leaseWait time.Duration
-	// adopt registers RBD images in Ceph CSI's journal, reaching Ceph with
-	// its tools as ceph says.
-	adopt bool
-	// adoptCSI adopts CSI PVs with migration handles instead (or, with
-	// undo, gives adopted ones their handle back).
-	adoptCSI bool
-	ceph     cephtool.Tools
-	// cephfsSecret is -cephfs-secret: the admin Secret adopted CephFS
-	// volumes name (nil: CephFS volumes stay static).
-	cephfsSecret *v1.SecretReference
-	// vsphere, with -adopt and -vsphere-conf or -vsphere-secret, reaches
-	// vCenter to adopt vSphere disks.
-	vsphere vsphereFlags
+	// adoptFlags: -adopt registers RBD images (and CephFS subvolumes) in
+	// Ceph CSI's journal, reaching Ceph with its tools, and vSphere disks
+	// as First Class Disks.
+	adoptFlags
 }
