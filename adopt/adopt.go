@@ -238,6 +238,10 @@ type RBDInput struct {
 	// UUID is the journal uuid for an image whose name does not end in a
 	// UUID (the caller draws one and keeps it); ignored otherwise.
 	UUID string
+	// FormOnly decides the form alone, as a plan does before the run: the
+	// UUID the run would draw is not needed, and no volume ID, journal
+	// entry or PV is built.
+	FormOnly bool
 	// Instance is Ceph CSI's --instanceid; "" means DefaultInstance.
 	Instance string
 }
@@ -265,6 +269,17 @@ type Decision struct {
 	// Subvolume is the CephFS subvolume's group and name ("" for RBD, or a
 	// path that names none).
 	Group, Subvolume string
+	// native are notes on what the native form would serve (layering, a
+	// prediction), which join Why only when the form is native.
+	native []string
+}
+
+// settle joins the notes on the native form to Why when that is the form.
+func (d *Decision) settle() {
+	if d.Form == FormNative {
+		d.Why = append(d.Why, d.native...)
+	}
+	d.native = nil
 }
 
 // suffixUUID is the image name's last 36 characters when they are a UUID.
@@ -308,15 +323,16 @@ func RBD(in RBDInput) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
-	if d.Form == FormNative && !named && uuid == "" {
+	if d.Form == FormNative && !named && uuid == "" && !in.FormOnly {
 		return Decision{}, errors.New("adopt: an image whose name does not end in a UUID needs RBDInput.UUID")
 	}
 	d.Features = FeaturesOf(d.Form, layering)
+	d.settle()
 	if d.Form != FormNative {
 		d.KeepRetain = ""
 		return d, nil
 	}
-	if d.Predicted {
+	if d.Predicted || in.FormOnly {
 		return d, nil
 	}
 	d.VolumeID = volumeid.CephCSIVolumeID{Version: 1, ClusterID: h.ClusterID, Location: in.Image.PoolID, ObjectUUID: uuid}
@@ -373,11 +389,11 @@ func (d *Decision) judgeImage(h volumeid.RBDHandle, in RBDInput) (bool, error) {
 		d.Predicted = true
 		switch {
 		case in.ClassFeatures == nil:
-			d.Why = append(d.Why, "the image's features are not known without reading Ceph: snapshots and clones only if it has layering")
+			d.native = append(d.native, "the image's features are not known without reading Ceph: snapshots and clones only if it has layering")
 		case slices.Contains(strings.Split(*in.ClassFeatures, ","), "layering"):
 			return true, nil
 		default:
-			d.Why = append(d.Why, fmt.Sprintf("its class's imageFeatures (%q; the in-tree provisioner's default is none) lack layering: no snapshots or clones (layering cannot be added to an existing image)", *in.ClassFeatures))
+			d.native = append(d.native, fmt.Sprintf("its class's imageFeatures (%q; the in-tree provisioner's default is none) lack layering: no snapshots or clones (layering cannot be added to an existing image)", *in.ClassFeatures))
 		}
 		return false, nil
 	}
@@ -394,7 +410,7 @@ func (d *Decision) judgeImage(h volumeid.RBDHandle, in RBDInput) (bool, error) {
 	}
 	layering := im.HasLayering()
 	if !layering {
-		d.Why = append(d.Why, fmt.Sprintf("image %s/%s lacks the layering feature (%s): no snapshots or clones (it cannot be added to an existing image)", h.Pool, h.Image, strings.Join(im.Features, ",")))
+		d.native = append(d.native, fmt.Sprintf("image %s/%s lacks the layering feature (%s): no snapshots or clones (it cannot be added to an existing image)", h.Pool, h.Image, strings.Join(im.Features, ",")))
 	}
 	return layering, nil
 }

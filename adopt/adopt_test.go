@@ -2,6 +2,7 @@ package adopt_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -171,6 +172,15 @@ func TestRBDProperty(t *testing.T) {
 		d, err := adopt.RBD(adopt.RBDInput{PV: pv, Image: im, UUID: uuid})
 		if diff := cmp.Diff(before, pv); diff != "" {
 			rt.Fatalf("input modified:\n%s", diff)
+		}
+		// The form alone, as a plan decides it without the run's uuid, is
+		// the run's form, with nothing built.
+		f, ferr := adopt.RBD(adopt.RBDInput{PV: pv, Image: im, FormOnly: true})
+		if (ferr == nil) != (err == nil) {
+			rt.Fatalf("FormOnly: %v, the run: %v", ferr, err)
+		}
+		if err == nil && (f.PV != nil || f.Journal != (adopt.Journal{}) || f.Form != d.Form || !slices.Equal(f.Features, d.Features) || !slices.Equal(f.Why, d.Why) || f.KeepRetain != d.KeepRetain) {
+			rt.Fatalf("FormOnly decided %+v, the run %+v", f, d)
 		}
 		if err != nil || d.PV == nil {
 			return

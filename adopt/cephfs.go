@@ -98,6 +98,11 @@ type CephFSInput struct {
 	UUID string
 	// Instance is Ceph CSI's --instanceid; "" means DefaultInstance.
 	Instance string
+	// FormOnly decides the form alone, as a plan does before the run, for
+	// an adoption given the admin Secret (Secret is not read): the UUID
+	// the run would draw is not needed, and no volume ID, journal entry or
+	// PV is built.
+	FormOnly bool
 }
 
 // CephFS decides what a migrated static CephFS volume becomes: native when
@@ -127,7 +132,7 @@ func CephFS(in CephFSInput) (Decision, error) {
 	if in.ClusterID == "" {
 		block(fmt.Sprintf("Ceph CSI's cluster config has no entry with cephFS.subvolumeGroup %q for the monitors of clusterID %s: Ceph CSI's journal does not record a volume's group, the entry decides it (an entry with that group for the cluster serves it)", group, attrs["clusterID"]))
 	}
-	if in.Secret == nil || in.Secret.Name == "" {
+	if !in.FormOnly && (in.Secret == nil || in.Secret.Name == "") {
 		block("no Secret with adminID and adminKey for Ceph CSI's CephFS driver was given: it stages, expands and deletes its own volumes with those")
 	}
 	if len(in.ReferencedBy) > 0 {
@@ -142,15 +147,16 @@ func CephFS(in CephFSInput) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
-	if d.Form == FormNative && !named && uuid == "" {
+	if d.Form == FormNative && !named && uuid == "" && !in.FormOnly {
 		return Decision{}, errors.New("adopt: a subvolume whose name does not end in a UUID needs CephFSInput.UUID")
 	}
 	d.Features = FeaturesOf(d.Form, clone)
+	d.settle()
 	if d.Form != FormNative {
 		d.KeepRetain = ""
 		return d, nil
 	}
-	if d.Predicted {
+	if d.Predicted || in.FormOnly {
 		return d, nil
 	}
 	sv := in.Subvolume
@@ -201,7 +207,7 @@ func (d *Decision) judgeSubvolume(in CephFSInput, root, group, name string) (boo
 		d.stay(FormStatic, fmt.Sprintf("Ceph's volumes module does not serve %s as subvolume %s of group %s (%s): a directory made by hand has no explicit data-pool layout; an admin can give it one (setfattr -n ceph.dir.layout.pool -v <data pool> on the directory, which changes only where new files go)", root, name, group, in.NotSubvolume))
 	case sv == nil:
 		d.Predicted = true
-		d.Why = append(d.Why, "whether Ceph's volumes module serves the directory as a subvolume is not known without reading Ceph (a directory made by hand, without an explicit layout, is not)")
+		d.native = append(d.native, "whether Ceph's volumes module serves the directory as a subvolume is not known without reading Ceph (a directory made by hand, without an explicit layout, is not)")
 		return true, nil
 	case sv.Group != group || sv.Name != name:
 		return false, fmt.Errorf("%w: the subvolume read is %s/%s, the path names %s/%s", ErrNotAdoptable, sv.Group, sv.Name, group, name)
@@ -211,7 +217,7 @@ func (d *Decision) judgeSubvolume(in CephFSInput, root, group, name string) (boo
 		if sv.CanClone() {
 			return true, nil
 		}
-		d.Why = append(d.Why, fmt.Sprintf("subvolume %s/%s lacks the snapshot-clone feature (%s): no snapshots or clones", group, name, strings.Join(sv.Features, ",")))
+		d.native = append(d.native, fmt.Sprintf("subvolume %s/%s lacks the snapshot-clone feature (%s): no snapshots or clones", group, name, strings.Join(sv.Features, ",")))
 	}
 	return false, nil
 }

@@ -2,6 +2,7 @@ package adopt_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -203,6 +204,21 @@ func TestCephFSProperty(t *testing.T) {
 		d, err := adopt.CephFS(in)
 		if diff := cmp.Diff(before, pv); diff != "" {
 			rt.Fatalf("input modified:\n%s", diff)
+		}
+		// The form alone, as a plan decides it without the run's uuid and
+		// Secret, is the run's form with the Secret given, with nothing
+		// built.
+		fin := in
+		fin.FormOnly, fin.UUID, fin.Secret = true, "", nil
+		f, ferr := adopt.CephFS(fin)
+		withSecret := in
+		withSecret.Secret = &v1.SecretReference{Namespace: "ns", Name: "s"}
+		ds, serr := adopt.CephFS(withSecret)
+		if (ferr == nil) != (serr == nil) {
+			rt.Fatalf("FormOnly: %v, the run with the Secret: %v", ferr, serr)
+		}
+		if serr == nil && (f.PV != nil || f.Journal != (adopt.Journal{}) || f.Form != ds.Form || !slices.Equal(f.Features, ds.Features) || !slices.Equal(f.Why, ds.Why)) {
+			rt.Fatalf("FormOnly decided %+v, the run with the Secret %+v", f, ds)
 		}
 		if err != nil || d.PV == nil {
 			return

@@ -156,8 +156,11 @@ type Planner struct {
 	opts Options
 	tr   *translate.Translator
 	// byVolume maps a volume (rewrite.VolumeKey: an RBD image, a CephFS
-	// path, a vSphere disk) to the indexes of the volumes naming it.
+	// path, a vSphere disk) to the indexes of the volumes naming it;
+	// decide, by index, decides a volume's form again (package adopt's
+	// rules) once the other PVs naming it are known.
 	byVolume map[string][]int
+	decide   map[int]func(referencedBy []string) (adopt.Decision, error)
 	// subvolume reads CephFS subvolumes (nil: predicted from the path).
 	subvolume func(fs, group, name string) (*adopt.Subvolume, string, error)
 	// groups are the subvolume groups of CephFS volumes, by index.
@@ -467,7 +470,7 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 			}
 			features = &f
 		}
-		in := adopt.RBDInput{PV: out, ClassFeatures: features, UUID: "00000000-0000-4000-8000-000000000000"}
+		in := adopt.RBDInput{PV: out, ClassFeatures: features, FormOnly: true}
 		var readErr error
 		if p.rbdImage != nil {
 			pool := pv.Spec.RBD.RBDPool
@@ -476,15 +479,21 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 			}
 			in.Image, readErr = p.rbdImage(pool, pv.Spec.RBD.RBDImage)
 		}
-		d, err := adopt.RBD(in)
+		decide := func(referencedBy []string) (adopt.Decision, error) {
+			in := in
+			in.ReferencedBy = referencedBy
+			d, err := adopt.RBD(in)
+			if readErr != nil {
+				d.Why = append([]string{"reading the image from Ceph: " + readErr.Error()}, d.Why...)
+			}
+			return d, err
+		}
+		d, err := decide(nil)
 		if err != nil {
 			return
 		}
-		if readErr != nil {
-			d.Why = append([]string{"reading the image from Ceph: " + readErr.Error()}, d.Why...)
-		}
 		vp.Form, vp.Features, vp.FormWhy = string(d.Form), featureNames(d.Features), d.Why
-		p.sameVolume(pv)
+		p.sameVolume(pv, decide)
 		if d.KeepRetain != "" {
 			vp.FormWhy = append(vp.FormWhy, d.KeepRetain)
 		}
@@ -496,10 +505,16 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 	case pv.Spec.CephFS != nil && out.Spec.CSI != nil:
 		p.cephFSForm(vp, pv, out)
 	case pv.Spec.VsphereVolume != nil && out.Spec.CSI != nil:
-		vp.Form = string(adopt.FormNative)
-		vp.Features = featureNames(adopt.VSphereFeatures(adopt.FormNative))
+		decide := func(referencedBy []string) (adopt.Decision, error) {
+			return adopt.VSphere(adopt.VSphereInput{PV: out, ReferencedBy: referencedBy})
+		}
+		d, err := decide(nil)
+		if err != nil {
+			return
+		}
+		vp.Form, vp.Features = string(d.Form), featureNames(d.Features)
 		vp.FormWhy = []string{vSphereNativeWhy}
-		p.sameVolume(pv)
+		p.sameVolume(pv, decide)
 		if p.opts.VCenter != nil {
 			blockers, why := p.vsphereDisk("spec.vsphereVolume", pv.Spec.VsphereVolume)
 			vp.Findings = append(vp.Findings, blockers...)
@@ -531,7 +546,9 @@ const vSphereNativeWhy = "when adopted (the adoption registers the disk as a Fir
 // the config map the plan prints; static otherwise.
 func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 	attrs := out.Spec.CSI.VolumeAttributes
-	in := adopt.CephFSInput{PV: out, Secret: &v1.SecretReference{Namespace: "the-adoption", Name: "cephfs-admin-secret"}, UUID: "00000000-0000-4000-8000-000000000000"}
+	// The form when adopted with the admin Secret, which the plan cannot
+	// know will be given: the rules decide the form alone.
+	in := adopt.CephFSInput{PV: out, FormOnly: true}
 	var readErr error
 	if group, name, ok := adopt.SubvolumeOf(attrs["rootPath"]); ok {
 		e := ceph.CephFSGroupEntry(ceph.EntryFor(pv.Spec.CephFS.Monitors), group)
@@ -548,15 +565,21 @@ func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 			in.Subvolume, in.NotSubvolume, readErr = p.subvolume(attrs["fsName"], group, name)
 		}
 	}
-	d, err := adopt.CephFS(in)
+	decide := func(referencedBy []string) (adopt.Decision, error) {
+		in := in
+		in.ReferencedBy = referencedBy
+		d, err := adopt.CephFS(in)
+		if readErr != nil {
+			d.Why = append([]string{"reading the subvolume from Ceph: " + readErr.Error()}, d.Why...)
+		}
+		return d, err
+	}
+	d, err := decide(nil)
 	if err != nil {
 		return
 	}
-	if readErr != nil {
-		d.Why = append([]string{"reading the subvolume from Ceph: " + readErr.Error()}, d.Why...)
-	}
 	vp.Form, vp.Features, vp.FormWhy = string(d.Form), featureNames(d.Features), d.Why
-	p.sameVolume(pv)
+	p.sameVolume(pv, decide)
 	if d.Form != adopt.FormNative {
 		return
 	}
@@ -939,42 +962,43 @@ func (p *Planner) Finish() *Plan {
 }
 
 // sameVolume records that the volume planned next is the one pv names
-// (rewrite.VolumeKey), for shareImages.
-func (p *Planner) sameVolume(pv *v1.PersistentVolume) {
+// (rewrite.VolumeKey), and how its form is decided, for shareImages.
+func (p *Planner) sameVolume(pv *v1.PersistentVolume, decide func(referencedBy []string) (adopt.Decision, error)) {
 	if key, ok := rewrite.VolumeKey(pv); ok && p.byVolume != nil {
-		p.byVolume[key] = append(p.byVolume[key], len(p.plan.Volumes))
+		idx := len(p.plan.Volumes)
+		p.byVolume[key] = append(p.byVolume[key], idx)
+		if p.decide == nil {
+			p.decide = map[int]func([]string) (adopt.Decision, error){}
+		}
+		p.decide[idx] = decide
 	}
 }
 
-// shareImages gives an image (or a CephFS path) more than one PV names its
-// migration handle (or its static form): the rewrite does not adopt it,
-// since deleting either PV would destroy it.
+// shareImages decides again, by package adopt's rules, the form of each
+// volume more than one PV names (its image, path or disk): the adoption
+// leaves it, since deleting either PV would destroy it.
 func (p *Planner) shareImages(plan *Plan) {
 	for _, idx := range p.byVolume {
 		if len(idx) < 2 {
 			continue
 		}
-		var names []string
 		for _, i := range idx {
-			names = append(names, plan.Volumes[i].Name)
-		}
-		for _, i := range idx {
+			var others []string
+			for _, j := range idx {
+				if j != i {
+					others = append(others, plan.Volumes[j].Name)
+				}
+			}
+			d, err := p.decide[i](others)
+			if err != nil {
+				continue
+			}
 			v := &plan.Volumes[i]
-			if v.Plugin == plugin.VSphereInTreePluginName {
-				v.Form = string(adopt.FormMigration)
-				v.Features = featureNames(adopt.VSphereFeatures(adopt.FormMigration))
-				v.FormWhy = append([]string{fmt.Sprintf("PVs %s name the same disk: deleting either would destroy it, so the adoption leaves it", strings.Join(names, ", "))}, v.FormWhy[1:]...)
-				continue
+			why := d.Why
+			if v.Plugin == plugin.VSphereInTreePluginName && len(v.FormWhy) > 1 {
+				why = append(why, v.FormWhy[1:]...) // what vCenter said of the disk
 			}
-			if v.Plugin == plugin.CephFSInTreePluginName {
-				v.Form = string(adopt.FormStatic)
-				v.Features = []string{string(adopt.FeatureStage)}
-				v.FormWhy = []string{fmt.Sprintf("PVs %s name the same path: deleting either would destroy it, so the adoption leaves it", strings.Join(names, ", "))}
-				continue
-			}
-			v.Form = string(adopt.FormMigration)
-			v.Features = []string{string(adopt.FeatureStage), string(adopt.FeatureExpand), string(adopt.FeatureDelete)}
-			v.FormWhy = []string{fmt.Sprintf("PVs %s name the same image: deleting either would destroy it, so the adoption leaves it", strings.Join(names, ", "))}
+			v.Form, v.Features, v.FormWhy = string(d.Form), featureNames(d.Features), why
 		}
 	}
 }

@@ -255,3 +255,54 @@ func TestPlanSecretsNotGiven(t *testing.T) {
 		t.Errorf("classes %+v: want the class not migratable, its admin Secret not checked", r.StorageClasses)
 	}
 }
+
+// A volume more than one PV names (an RBD image, a CephFS path, a vSphere
+// disk) is not adopted, by the adoption's own rules: each PV's form is the
+// migration handle (static for CephFS), with the rule's reason naming the
+// other PV; a volume one PV names keeps the native form.
+func TestPlanSharedVolumesNotAdopted(t *testing.T) {
+	p := planner(t)
+	p.SetPhase(plan.PhasePVs)
+	const image = "kubernetes-dynamic-pvc-0b3c5a4e-6f1d-11ec-9f4b-0242ac110002"
+	for _, name := range []string{"rbd-a", "rbd-b"} {
+		pv := rbdPV(name, "", "ceph")
+		pv.Spec.RBD.RBDImage = image
+		p.Add(pv)
+	}
+	p.Add(rbdPV("rbd-alone", "", "ceph"))
+	for _, name := range []string{"fs-a", "fs-b"} {
+		p.Add(&v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.PersistentVolumeSpec{
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}, PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource: v1.PersistentVolumeSource{CephFS: &v1.CephFSPersistentVolumeSource{Monitors: []string{testMonitor},
+				Path: "/volumes/csi/csi-vol-" + image[len("kubernetes-dynamic-pvc-"):], User: "admin", SecretRef: &v1.SecretReference{Namespace: "ns", Name: "ceph"}}}}})
+	}
+	for _, name := range []string{"vs-a", "vs-b"} {
+		p.Add(&v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.PersistentVolumeSpec{
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource: v1.PersistentVolumeSource{VsphereVolume: &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[ds] kubevols/shared.vmdk"}}}})
+	}
+	report := p.Finish()
+	got := map[string]string{}
+	for _, v := range report.Volumes {
+		got[v.Name] = v.Form + " " + strings.Join(v.Features, ",") + " | " + strings.Join(v.FormWhy, " | ")
+	}
+	for name, want := range map[string][]string{
+		"rbd-a":     {"migration-handle stage,expand,delete | ", "PVs rbd-b reference the same image"},
+		"rbd-b":     {"migration-handle stage,expand,delete | ", "PVs rbd-a reference the same image"},
+		"fs-a":      {"static stage | ", "PVs fs-b name the same path"},
+		"fs-b":      {"static stage | ", "PVs fs-a name the same path"},
+		"vs-a":      {"migration-handle publish,expand,delete | ", "PVs vs-b name the same disk"},
+		"vs-b":      {"migration-handle publish,expand,delete | ", "PVs vs-a name the same disk"},
+		"rbd-alone": {"native "},
+	} {
+		for _, w := range want {
+			if !strings.Contains(got[name], w) {
+				t.Errorf("%s: %q, want it to contain %q", name, got[name], w)
+			}
+		}
+	}
+	// What only the native form would serve is not said of the others.
+	if strings.Contains(got["rbd-a"], "layering") || !strings.Contains(got["rbd-alone"], "layering") {
+		t.Errorf("the layering note: shared %q, alone %q; want it only for the native form", got["rbd-a"], got["rbd-alone"])
+	}
+}
