@@ -600,3 +600,27 @@ func (p *Planner) joinDeployments(plan *Plan) {
 		}
 	}
 }
+
+// settleCephConfig plans where each Ceph CSI driver reads its cluster
+// entries, and blocks the volumes and classes whose entry it does not
+// serve yet (or, where the input does not show its config, whose entry is
+// not checked).
+func (p *Planner) settleCephConfig(plan *Plan) {
+	configs, volumes, classes := p.cephConfig.settle(p.drivers.driverName, p.opts.CephCSINamespace)
+	plan.CephCSIConfig = configs
+	p.joinDeployments(plan)
+	for _, i := range slices.Sorted(maps.Keys(volumes)) {
+		v, f := &plan.Volumes[i], volumes[i]
+		v.Findings = append(v.Findings, f)
+		if v.Migratable {
+			v.Migratable, v.Reason = false, f.Message
+		}
+		plan.Blocked = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(classes)) {
+		if i := slices.IndexFunc(plan.StorageClasses, func(s StorageClassPlan) bool { return s.Name == name }); i >= 0 && plan.StorageClasses[i].Migratable {
+			f := classes[name]
+			p.classBlocked(name, f.Message+"; "+f.Remedy)
+		}
+	}
+}

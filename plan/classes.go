@@ -1,0 +1,90 @@
+package plan
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/plugins/rbd"
+	"github.com/csimigrate/csimigrate/plugins/vsphere"
+	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/secrets"
+	storagev1 "k8s.io/api/storage/v1"
+)
+
+func (p *Planner) addStorageClass(sc *storagev1.StorageClass) {
+	if !rewrite.TranslatableClass(p.tr, sc) {
+		return
+	}
+	in := rewrite.InTreeClass(sc)
+	p.plugins[in.Provisioner] = true
+	sp := StorageClassPlan{Name: sc.Name, From: sc.Provisioner}
+	if sc.Provisioner == plugin.CephFSExternalProvisioner {
+		sp.Reason = p.cephFSProvisionerClass(sc)
+		p.plan.StorageClasses = append(p.plan.StorageClasses, sp)
+		p.plan.Blocked = true
+		return
+	}
+	out, err := p.tr.TranslateInTreeStorageClassToCSI(p.logger, in.Provisioner, in)
+	if err != nil {
+		sp.Reason = err.Error()
+		p.plan.Blocked = true
+	} else {
+		sp.Migratable, sp.To = true, out.Provisioner
+		var notes []string
+		if in != sc {
+			notes = append(notes, sc.Provisioner+" (retired, outside Kubernetes) creates in-tree "+in.Provisioner+" PVs, which no kubelet mounts from 1.31; its parameters are the in-tree plugin's and translate as such")
+		}
+		if d := out.Annotations[rbd.AnnDroppedParameters]; d != "" {
+			notes = append(notes, "parameters without a Ceph CSI counterpart are dropped: "+d)
+		}
+		sp.Reason = strings.Join(notes, "; ")
+		if mons := out.Parameters["monitors"]; mons != "" && in.Provisioner == rbd.PluginName {
+			e := ceph.ClusterEntry{ClusterID: out.Parameters["clusterID"], Monitors: strings.Split(mons, ",")}
+			p.clusters[e.ClusterID] = e
+			p.cephConfig.need(in.Provisioner, e, -1, sc.Name)
+		}
+		if in.Provisioner == rbd.PluginName {
+			// Ceph CSI reads the migration user from the admin secret's
+			// adminId, never from the class's parameter.
+			if ref, user, err := rewrite.ClassAdminSecret(out); err == nil && ref != nil {
+				p.secretNeeds = append(p.secretNeeds, secretNeed{SecretNeed: rewrite.SecretNeed{Namespace: ref.Namespace, Name: ref.Name, Driver: secrets.CephRBDDriver,
+					User: user, Uses: []string{string(secrets.Provisioner), string(secrets.NodeStage), string(secrets.ControllerExpand)}}, volume: -1, class: sc.Name})
+			}
+		}
+	}
+	if f := p.drivers.check(in.Provisioner); f != nil && sp.Migratable {
+		// The class's needs are planned all the same (its secrets), but
+		// nothing would provision for it.
+		sp.Migratable, sp.Reason = false, f.Message+"; "+f.Remedy
+		p.plan.Blocked = true
+	}
+	p.plan.StorageClasses = append(p.plan.StorageClasses, sp)
+	if sp.Migratable && in.Provisioner == vsphere.PluginName && p.opts.VCenter != nil {
+		p.vsphereClass(in)
+	}
+}
+
+// cephFSProvisionerClass is the reason a ceph.com/cephfs class cannot be
+// replaced automatically, with what its CSI replacement needs.
+func (p *Planner) cephFSProvisionerClass(sc *storagev1.StorageClass) string {
+	why := sc.Provisioner + " (retired, outside Kubernetes) creates in-tree CephFS PVs (one directory and one Ceph user per claim), which no kubelet mounts from 1.31, and it has no CSI counterpart csimigrate can derive: Ceph CSI's CephFS provisioner needs the file system's name (fsName) and an admin secret with adminID/adminKey"
+	clusterID := "<clusterID>"
+	if mons := sc.Parameters["monitors"]; mons != "" {
+		e := ceph.EntryFor(strings.Split(mons, ","))
+		p.clusters[e.ClusterID] = e
+		clusterID = e.ClusterID
+	}
+	return why + "; delete the class and create it again with the same name, provisioner cephfs.csi.ceph.com and parameters clusterID: " + clusterID +
+		", fsName: <your file system>, csi.storage.k8s.io/provisioner-secret-name/-namespace and node-stage-secret-name/-namespace naming such a secret"
+}
+
+// classBlocked marks an in-tree class as not migratable, for why.
+func (p *Planner) classBlocked(name, why string) {
+	if i := slices.IndexFunc(p.plan.StorageClasses, func(s StorageClassPlan) bool { return s.Name == name }); i >= 0 {
+		p.plan.StorageClasses[i].Migratable = false
+		p.plan.StorageClasses[i].Reason = why
+	}
+	p.plan.Blocked = true
+}

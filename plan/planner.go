@@ -1,0 +1,315 @@
+package plan
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/csimigrate/csimigrate/adopt"
+	"github.com/csimigrate/csimigrate/featuregate"
+	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/plugins/vsphere"
+	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/translate"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+)
+
+func claimKey(ns, name string) string { return ns + "/" + name }
+
+// Phase says which objects a Planner reads: the PVs are planned after
+// everything else has been read (claims, classes, secrets), in a second
+// pass over the input, or last in a single pass when the source lists them
+// last (a live cluster).
+type Phase int
+
+// Phases.
+const (
+	PhaseAll    Phase = iota // every object, PVs last
+	PhaseOthers              // everything but PVs
+	PhasePVs                 // PVs only
+)
+
+// Planner builds a Plan from objects as they arrive, so that a dump of any
+// size is planned in memory proportional to the report and to the claims
+// and classes: a PV is translated, checked and dropped; what depends on
+// objects that may come later (pods using a claim, the secrets a volume
+// needs) is kept as a small record and settled in finish. Secret values are
+// never kept: only whether "key" is set and the adminId.
+type Planner struct {
+	opts Options
+	tr   *translate.Translator
+	// byVolume maps a volume (rewrite.VolumeKey: an RBD image, a CephFS
+	// path, a vSphere disk) to the indexes of the volumes naming it;
+	// decide, by index, decides a volume's form again (package adopt's
+	// rules) once the other PVs naming it are known.
+	byVolume map[string][]int
+	decide   map[int]func(referencedBy []string) (adopt.Decision, error)
+	// subvolume reads CephFS subvolumes (nil: predicted from the path).
+	subvolume func(fs, group, name string) (*adopt.Subvolume, string, error)
+	// groups are the subvolume groups of CephFS volumes, by index.
+	groups map[int]string
+	// rbdImage reads an RBD image from Ceph (nil: the forms are predicted).
+	rbdImage    func(pool, name string) (*adopt.Image, error)
+	logger      klog.Logger
+	plan        *Plan
+	phase       Phase
+	podsByClaim map[string][]string
+	secrets     map[string]*v1.Secret // slim: no values
+	sawSecrets  bool
+	// claims are slim claims (metadata and volumeName) by namespace/name.
+	claims       map[string]*v1.PersistentVolumeClaim
+	sawClaims    bool
+	classes      map[string]*storagev1.StorageClass
+	defaultClass string
+	clusters     map[string]ceph.ClusterEntry
+	// secretNeeds are the secrets the migrated volumes and classes make
+	// the Ceph CSI drivers read, settled in finish against the input's.
+	secretNeeds []secretNeed
+	// vsphereKeys are the translation's CSI topology keys.
+	vsphereKeys []string
+	// drivers are the input's CSI drivers and where their node plugins
+	// run; pendingClasses the in-tree classes read before the drivers are
+	// settled (at the first PV, or in Finish); podNode the node of each
+	// running pod ("namespace/name").
+	drivers        clusterDrivers
+	cephConfig     cephConfigInput
+	pendingClasses []*storagev1.StorageClass
+	podNode        map[string]string
+	// owners maps "Kind/namespace/name" of every workload read to its
+	// controller's "Kind/name"; inline holds the inline volumes found,
+	// settled by owner in finish; templates the StatefulSets' claim
+	// templates.
+	owners    map[string]string
+	inline    []inlineFound
+	templates []ClaimTemplatePlan
+	// messages holds interned finding messages (see intern).
+	messages map[string]string
+	// plugins are the in-tree plugins the input uses.
+	plugins map[string]bool
+	// inlineCapacity is the size of PVs made for inline volumes.
+	inlineCapacity resource.Quantity
+	// nodes are the Nodes read, with their vSphere VM's UUID (with
+	// Options.VCenter); sawCSINodes and vsphereDriver say whether CSINodes
+	// were read and one runs the vSphere CSI driver.
+	nodes                      []NodeVM
+	sawCSINodes, vsphereDriver bool
+}
+
+func first(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// Options are what a Planner is told beyond its translator.
+type Options struct {
+	// VSphereKeys are the CSI topology keys the translation writes, to
+	// check against what nodes' vSphere drivers report (CSINode).
+	VSphereKeys []string
+	// RBDImage, when set, reads an RBD image from Ceph (the command's Ceph
+	// access): the plan then says what each in-tree RBD image becomes as
+	// rewrite -apply -adopt will decide it, instead of predicting it from
+	// its class. It must not modify anything.
+	RBDImage func(pool, name string) (*adopt.Image, error)
+	// CephFSSubvolume, when set, reads a CephFS subvolume from Ceph (fs ""
+	// the only file system): the plan then says whether Ceph's volumes
+	// module serves each in-tree CephFS path as a subvolume (notServed says
+	// why not) instead of predicting it from the path. It must not modify
+	// anything but what Ceph's volumes module itself records on a first
+	// look at a legacy subvolume.
+	CephFSSubvolume func(fs, group, name string) (sv *adopt.Subvolume, notServed string, err error)
+	// CephFSID, when set, reads the fsid of the Ceph cluster at monitors
+	// (the command's Ceph access): the plan then says which entry of the
+	// driver's deployment an adopted volume's ID will name, as rewrite
+	// -apply -adopt decides it (adopt.JoinDeployment).
+	CephFSID func(monitors []string) (string, error)
+	// KubernetesMinor is the cluster's Kubernetes minor version, for the
+	// feature-gate steps of the plugins its objects use
+	// (featuregate.MinMinor to featuregate.MaxMinor; 0: none).
+	KubernetesMinor int
+	// CephConfigWarnings are what the Ceph CSI cluster config given to the
+	// translator accepts but Ceph CSI would not serve
+	// (ceph.ClusterConfig.Warnings): cluster-wide hazards.
+	CephConfigWarnings []string
+	// CephCSINamespace, when set, is the namespace of the Ceph CSI
+	// drivers' config map, for an input that has Ceph CSI config maps in
+	// several namespaces and not the drivers' pods that tell which one
+	// each reads.
+	CephCSINamespace string
+	// VCenter, when set, reads vCenter: the plan then judges the
+	// environment (vCenter and ESXi versions, the nodes' virtual machines,
+	// found by their Nodes' providerID), each in-tree vSphere volume (its
+	// datastore, disk, storage policy and registration) and class (its
+	// datastore and storage policy) by what vCenter has.
+	VCenter VCenter
+	// VSphereMappings are the vSphere CSI driver's migration mappings
+	// (CnsVSphereVolumeMigration: volume path to volume ID), nil when not
+	// read.
+	VSphereMappings map[string]string
+	// Drivers are the CSI drivers the administrator chose, by in-tree
+	// plugin name, where the cluster has more than one for a backend.
+	// Otherwise the plan uses the one driver of each backend its input's
+	// CSIDrivers have (plugin.InTreeNameOfDriver), and blocks the volumes
+	// of a backend with none.
+	Drivers map[string]string
+}
+
+// New returns a Planner that translates with tr and logs to logger. It reads
+// every object (PhaseAll) until SetPhase says otherwise.
+func New(tr *translate.Translator, logger klog.Logger, opts Options) *Planner {
+	return &Planner{opts: opts, vsphereKeys: opts.VSphereKeys, rbdImage: opts.RBDImage, subvolume: opts.CephFSSubvolume, byVolume: map[string][]int{}, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}}, podsByClaim: map[string][]string{},
+		secrets: map[string]*v1.Secret{}, clusters: map[string]ceph.ClusterEntry{},
+		claims: map[string]*v1.PersistentVolumeClaim{}, classes: map[string]*storagev1.StorageClass{}, owners: map[string]string{},
+		plugins: map[string]bool{}, inlineCapacity: rewrite.DefaultInlineCapacity,
+		drivers: clusterDrivers{chosen: opts.Drivers}, podNode: map[string]string{}}
+}
+
+// settleDrivers decides, once the CSIDrivers are read (the PVs come
+// last), which driver each backend's volumes go to, translates with
+// those names from then on, and plans the classes read so far.
+func (p *Planner) settleDrivers() {
+	if p.drivers.resolved {
+		return
+	}
+	p.drivers.resolve()
+	if names := DriverNames(p.drivers.choices); len(names) > 0 {
+		tr, err := p.tr.WithDriverNames(names)
+		if err != nil {
+			// A name no driver of the backend can have: the plan keeps
+			// the upstream names and says why.
+			p.plan.Hazards = append(p.plan.Hazards, plugin.Finding{Code: FindingCSIDriverMissing, Severity: plugin.SeverityBlocker, Field: "CSIDriver",
+				Message: err.Error(), Remedy: "choose an installed driver of the backend"})
+			p.plan.Blocked = true
+		} else {
+			p.tr = tr
+		}
+	}
+	for _, sc := range p.pendingClasses {
+		p.addStorageClass(sc)
+	}
+	p.pendingClasses = nil
+}
+
+// SetPhase says which objects Add reads from now on.
+func (p *Planner) SetPhase(ph Phase) { p.phase = ph }
+
+// Plugins are the in-tree plugins the objects read use.
+func (p *Planner) Plugins() map[string]bool { return maps.Clone(p.plugins) }
+
+// Add reads one object: a PV, claim, StorageClass, CSIDriver, CSINode,
+// Secret (only the fields the checks read are kept, never a key), Pod or
+// workload, a ConfigMap that may hold Ceph CSI's cluster entries, or the
+// ceph-csi-operator's Driver, ClientProfile and CephConnection (as
+// *unstructured.Unstructured); others are ignored.
+func (p *Planner) Add(obj any) {
+	if pv, ok := obj.(*v1.PersistentVolume); ok {
+		if p.phase != PhaseOthers {
+			p.addPV(pv)
+		}
+		return
+	}
+	if p.phase == PhasePVs {
+		return
+	}
+	if w, ok := rewrite.WorkloadOf(obj); ok {
+		p.addWorkload(w)
+		return
+	}
+	switch o := obj.(type) {
+	case *v1.PersistentVolumeClaim:
+		p.sawClaims = true
+		p.claims[claimKey(o.Namespace, o.Name)] = &v1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name, UID: o.UID, Annotations: o.Annotations, DeletionTimestamp: o.DeletionTimestamp},
+			Spec:       v1.PersistentVolumeClaimSpec{VolumeName: o.Spec.VolumeName}}
+	case *storagev1.StorageClass:
+		p.classes[o.Name] = o
+		if o.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
+			p.defaultClass = o.Name
+		}
+		if p.drivers.resolved {
+			p.addStorageClass(o)
+		} else {
+			p.pendingClasses = append(p.pendingClasses, o)
+		}
+	case *v1.Node:
+		p.addNode(o)
+	case *storagev1.CSIDriver:
+		p.drivers.add(o)
+		p.cephConfig.addObject(o)
+	case *v1.ConfigMap, *unstructured.Unstructured:
+		p.cephConfig.addObject(o)
+	case *storagev1.CSINode:
+		p.sawCSINodes = true
+		p.drivers.add(o)
+		if slices.ContainsFunc(o.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == vsphere.DriverName }) {
+			p.vsphereDriver = true
+		}
+	case *v1.Secret:
+		p.sawSecrets = true
+		p.secrets[claimKey(o.Namespace, o.Name)] = slimSecret(o)
+	}
+}
+
+// Finish settles what depended on later objects and returns the plan.
+func (p *Planner) Finish() *Plan {
+	p.settleDrivers()
+	plan := p.plan
+	if f := p.drivers.notChecked(); f != nil {
+		plan.Hazards = append(plan.Hazards, *f)
+		plan.Blocked = true
+	}
+	p.shareImages(plan)
+	p.markInUse(plan)
+	p.settleInline()
+	p.settleSecrets(plan)
+	p.settleTemplates()
+	for _, id := range slices.Sorted(maps.Keys(p.clusters)) {
+		plan.CephClusters = append(plan.CephClusters, p.clusters[id])
+	}
+	p.settleVCenter(plan)
+	p.settleCephConfig(plan)
+	p.addNotices(plan)
+	return plan
+}
+
+// addNotices adds what concerns the migration beyond each volume's
+// translation: a volume in use, the Ceph config's warnings, and the
+// feature-gate steps of the plugins in use.
+func (p *Planner) addNotices(plan *Plan) {
+	for i := range plan.Volumes {
+		if v := &plan.Volumes[i]; len(v.InUseBy) > 0 {
+			v.Findings = append(v.Findings, plugin.Finding{Code: FindingVolumeInUse, Severity: plugin.SeverityWarning, Field: "claim " + v.Claim,
+				Message: "in use by " + strings.Join(v.InUseBy, ", ") + "; the rewrite refuses a PV in use while its pods run (unless it is rewritten online, where the plugin is already migrated on their nodes)",
+				Remedy:  "stop the pods (scale their workloads to zero) before the rewrite deletes and recreates the PV object; data is kept"})
+		}
+	}
+	for _, w := range p.opts.CephConfigWarnings {
+		plan.Hazards = append(plan.Hazards, plugin.Finding{Code: FindingCephConfigEntry, Severity: plugin.SeverityWarning, Field: "Ceph CSI config.json",
+			Message: w, Remedy: "fix or remove the entry in Ceph CSI's config map; volumes of other clusterIDs are not affected"})
+	}
+	if m := p.opts.KubernetesMinor; m != 0 {
+		var steps []string
+		for _, pl := range featuregate.Plugins {
+			if !p.plugins[pl.InTreeName] {
+				continue
+			}
+			if d := p.drivers.driverName(pl.InTreeName); d != pl.Driver && !pl.Project {
+				// Kubernetes' own migration routes to the upstream name only.
+				steps = append(steps, fmt.Sprintf("%s: the cluster's driver is %s, and Kubernetes' CSI migration (%s) routes only to %s: no feature gate migrates these volumes here; rewrite the stored PVs as %s PVs before upgrading to 1.%d, which removes the in-tree plugin",
+					pl.InTreeName, d, pl.Migration, pl.Driver, d, pl.InTreeRemovedIn))
+				continue
+			}
+			steps = append(steps, featuregate.UpgradeSteps(m, pl)...)
+		}
+		plan.FeatureGates = steps
+	}
+}

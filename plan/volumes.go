@@ -1,0 +1,275 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/csimigrate/csimigrate/adopt"
+	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/secrets"
+	v1 "k8s.io/api/core/v1"
+)
+
+func (p *Planner) addPV(pv *v1.PersistentVolume) {
+	name := plugin.InTreeNameOfPV(pv)
+	if name == "" {
+		return
+	}
+	p.settleDrivers()
+	p.plugins[name] = true
+	vp := VolumePlan{Name: pv.Name, Plugin: name}
+	if pv.Spec.ClaimRef != nil {
+		vp.Claim = claimKey(pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name)
+	}
+	idx := len(p.plan.Volumes)
+	if !p.tr.IsPVMigratable(pv) {
+		vp.Reason = "no migration plugin registered for " + name
+		p.plan.Volumes = append(p.plan.Volumes, vp)
+		p.plan.Blocked = true
+		return
+	}
+	vp.Driver, _ = p.tr.GetCSINameFromInTreeName(name)
+	// Without CSIDrivers in the input the volume is not ready, and the
+	// plan's hazard says what to give, once.
+	driverNotChecked := p.drivers.check(name)
+	if f := driverNotChecked; f != nil && f.Code != FindingCSIDriversNotChecked {
+		vp.Findings = append(vp.Findings, *f)
+		driverNotChecked = nil
+	}
+	checked := p.tr.CheckPV(pv)
+	for _, f := range checked {
+		if p.sawSecrets && secretWarnings[f.Code] {
+			// The secrets are in the input: finish judges them instead.
+			continue
+		}
+		vp.Findings = append(vp.Findings, f)
+	}
+	out, err := p.tr.TranslateInTreePVToCSI(p.logger, pv)
+	if err != nil {
+		vp.Reason = err.Error()
+	} else {
+		vp.Migratable = true
+		vp.Handle = out.Spec.CSI.VolumeHandle
+		p.form(&vp, pv, out)
+		if pv.Spec.VsphereVolume != nil {
+			vp.Findings = append(vp.Findings, p.drivers.topologyFindings(out, p.vsphereKeys)...)
+		}
+	}
+	// What rewrite -apply refuses, by the same rules.
+	if why := p.rewriteRefusal(pv); why != nil {
+		vp.Findings = append(vp.Findings, *why)
+	}
+	p.needs(pv, out, err, idx)
+	if err == nil && !slices.ContainsFunc(vp.Findings, func(f plugin.Finding) bool { return f.Severity == plugin.SeverityBlocker }) {
+		// The replacement is built from out and the findings, not translated again.
+		vp.Findings = append(vp.Findings, p.rewriteChanges(pv, out, checked, idx)...)
+	}
+	for _, f := range vp.Findings {
+		if f.Severity == plugin.SeverityBlocker {
+			vp.Migratable = false
+			if vp.Reason == "" {
+				vp.Reason = f.Message
+			}
+		}
+	}
+	if f := driverNotChecked; f != nil && vp.Migratable {
+		vp.Migratable, vp.Reason = false, f.Message
+	}
+	if !vp.Migratable {
+		p.plan.Blocked = true
+	}
+	p.plan.Volumes = append(p.plan.Volumes, vp)
+}
+
+// rewriteRefusal is the finding for what makes rewrite -apply refuse the
+// PV (objectRefusal, claimRefusal), or for claims the input lacks.
+func (p *Planner) rewriteRefusal(pv *v1.PersistentVolume) *plugin.Finding {
+	refused := func(err error) *plugin.Finding {
+		return &plugin.Finding{Code: FindingRewriteRefuses, Severity: plugin.SeverityBlocker, Field: "PersistentVolume " + pv.Name,
+			Message: "the rewrite would refuse it: " + reasonOf(err), Remedy: remedyOf(err), Action: actionOf(err), ActsOn: actsOnOf(err)}
+	}
+	if err := rewrite.ObjectRefusal(pv); err != nil {
+		return refused(err)
+	}
+	c := pv.Spec.ClaimRef
+	if c == nil {
+		return nil
+	}
+	if !p.sawClaims && c.UID != "" {
+		if pv.Status.Phase == v1.VolumeReleased {
+			return refused(&rewrite.Refusal{Code: rewrite.CodeClaimGone, Reason: fmt.Sprintf("its claim %s/%s is gone (the PV is Released)", c.Namespace, c.Name),
+				Remedy: "reclaim it (delete the image by hand, then the PV), or re-bind it: clear spec.claimRef.uid and create a claim with spec.volumeName " + pv.Name})
+		}
+		return &plugin.Finding{Code: FindingClaimNotChecked, Severity: plugin.SeverityBlocker, Field: "spec.claimRef",
+			Message: reasonClaimNotChecked, Remedy: remedyClaimNotChecked, Action: plugin.ActionGiveInput, ActsOn: "PersistentVolumeClaims"}
+	}
+	pvc, found := p.claims[claimKey(c.Namespace, c.Name)]
+	if !found {
+		pvc = nil
+	}
+	if err := rewrite.ClaimRefusal(pv, pvc); err != nil {
+		return refused(err)
+	}
+	return nil
+}
+
+// The finding of a bound PV whose claim the input lacks (the same strings
+// for every PV: a dump of PVs alone has one per PV).
+const (
+	reasonClaimNotChecked = "the input has no PersistentVolumeClaims: whether the claim exists and is bound to this PV (the rewrite requires it) is not checked"
+	remedyClaimNotChecked = "give the claims too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml, or read them from the cluster"
+)
+
+// rewriteChanges are the findings for what the rewrite changes beyond the
+// translated source: a reclaim policy kept at Retain.
+// out is pv's translation and checked its findings (rewrite -apply's
+// replacement is built from them, not translated again).
+func (p *Planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.Finding, idx int) []plugin.Finding {
+	var pvc *v1.PersistentVolumeClaim
+	if c := pv.Spec.ClaimRef; c != nil {
+		pvc = p.claims[claimKey(c.Namespace, c.Name)]
+	}
+	sc := p.classes[pv.Spec.StorageClassName]
+	r, err := rewrite.Replacement(p.tr, p.logger, pv, out, checked, sc, pvc)
+	if need, ok := r.DeletionNeed(); ok && err == nil {
+		p.secretNeeds = append(p.secretNeeds, secretNeed{SecretNeed: need, volume: idx})
+	}
+	if err != nil {
+		// CheckPV's blockers are reported already (the caller asks only
+		// without them); what is left is the class's provisioner secret.
+		return []plugin.Finding{{Code: FindingRewriteRefuses, Severity: plugin.SeverityBlocker, Field: "spec.storageClassName",
+			Message: "the rewrite would refuse it: " + err.Error(),
+			Remedy:  "fix the provisioner secret parameters (csi.storage.k8s.io/provisioner-secret-name and csi.storage.k8s.io/provisioner-secret-namespace) of StorageClass " + pv.Spec.StorageClassName}}
+	}
+	var found []plugin.Finding
+	if change := rewrite.AccessModeChange(pv, r.CSI); change != "" {
+		found = append(found, plugin.Finding{Code: FindingAccessModesChanged, Severity: plugin.SeverityWarning, Field: "spec.accessModes",
+			Message: p.intern("the rewritten PV's " + change), Remedy: "nothing to do if the volume's pods run on one node at a time; otherwise keep the PV in-tree and move its data to a volume of a driver that serves those modes"})
+	}
+	if r.KeptRetain() == "" {
+		return found
+	}
+	msg := strings.Join(r.KeptWhy, "; ")
+	remedy := "delete the volume by hand when it is released"
+	if r.NoDeletionSecret {
+		remedy += "; or give the PV's StorageClass with its provisioner secret in the input (or set annotations " + secrets.AnnDeletionSecretName + " and " + secrets.AnnDeletionSecretNamespace + " on the PV) so that the driver can delete it"
+	}
+	return append(found, plugin.Finding{Code: FindingReclaimKept, Severity: plugin.SeverityWarning, Field: "spec.persistentVolumeReclaimPolicy",
+		Message: p.intern(fmt.Sprintf("the rewritten PV keeps reclaim policy %s instead of %s: %s", r.RestorePolicy, r.OriginalPolicy, msg)),
+		Remedy:  p.intern(remedy)})
+}
+
+// reasonOf is the reason of a rewrite refusal, without its remedy.
+func reasonOf(err error) string {
+	var r *rewrite.Refusal
+	if errors.As(err, &r) {
+		return r.Reason
+	}
+	return err.Error()
+}
+
+// intern returns one copy of each distinct message, so that a finding
+// many PVs share is kept once.
+func (p *Planner) intern(msg string) string {
+	if m, ok := p.messages[msg]; ok {
+		return m
+	}
+	if p.messages == nil {
+		p.messages = map[string]string{}
+	}
+	if len(p.messages) < 1000 {
+		p.messages[msg] = msg
+	}
+	return msg
+}
+
+// remedyOf is the remedy of a rewrite refusal.
+func remedyOf(err error) string {
+	var r *rewrite.Refusal
+	if errors.As(err, &r) && r.Remedy != "" {
+		return r.Remedy
+	}
+	return "see the message; the rewrite leaves the PV as it is"
+}
+
+// actsOnOf is what a refusal's remedy acts on ("" for none).
+func actsOnOf(err error) string {
+	var r *rewrite.Refusal
+	if errors.As(err, &r) {
+		return r.ActsOn
+	}
+	return ""
+}
+
+// actionOf is the action of a refusal's remedy ("" for none).
+func actionOf(err error) plugin.Action {
+	var r *rewrite.Refusal
+	if errors.As(err, &r) {
+		return r.Action
+	}
+	return ""
+}
+
+// needs records the Ceph cluster entry and the secrets the translation of
+// pv (out, or err) makes a Ceph CSI driver read; volume is its index in the
+// plan, -1 for the PV form of an inline volume.
+func (p *Planner) needs(pv *v1.PersistentVolume, out *v1.PersistentVolume, err error, volume int) {
+	var e ceph.ClusterEntry
+	switch {
+	case pv.Spec.RBD != nil:
+		e = p.addCluster(pv.Spec.RBD.CephMonitors)
+	case pv.Spec.CephFS != nil:
+		e = p.addCluster(pv.Spec.CephFS.Monitors)
+	default:
+		return
+	}
+	if err == nil && out != nil && out.Spec.CSI != nil {
+		if id := out.Spec.CSI.VolumeAttributes["clusterID"]; id != "" {
+			e.ClusterID = id
+		}
+	}
+	p.cephConfig.need(plugin.InTreeNameOfPV(pv), e, volume, "")
+	if err != nil {
+		return
+	}
+	for _, n := range rewrite.SecretNeeds(pv, out) {
+		p.secretNeeds = append(p.secretNeeds, secretNeed{SecretNeed: n, volume: volume})
+	}
+}
+
+func (p *Planner) addCluster(mons []string) ceph.ClusterEntry {
+	e := ceph.EntryFor(mons)
+	p.clusters[e.ClusterID] = e
+	return e
+}
+
+// markInUse names the pods that use each volume, and says why a volume
+// that could be native is adopted only once they stop.
+func (p *Planner) markInUse(plan *Plan) {
+	for i := range plan.Volumes {
+		if c := plan.Volumes[i].Claim; c != "" {
+			plan.Volumes[i].InUseBy = p.podsByClaim[c]
+			if v := &plan.Volumes[i]; v.Driver != "" {
+				for _, f := range p.drivers.nodePluginMissing(v.Driver, v.InUseBy, p.podNode) {
+					v.Findings = append(v.Findings, f)
+					v.Migratable = false
+					if v.Reason == "" {
+						v.Reason = f.Message
+					}
+					plan.Blocked = true
+				}
+			}
+			if v := &plan.Volumes[i]; len(v.InUseBy) > 0 && v.Form == string(adopt.FormNative) {
+				if v.Plugin == plugin.CephFSInTreePluginName {
+					v.FormWhy = append(v.FormWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (rewritten online while in use, it is a static volume until an adoption of CSI PVs adopts it unused)")
+				} else {
+					v.FormWhy = append(v.FormWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (rewritten online, it gets its migration handle, and an adoption of CSI PVs adopts it when unused)")
+				}
+			}
+		}
+	}
+}
