@@ -50,27 +50,38 @@ func HoldLease(ctx context.Context, client kubernetes.Interface, ns string, wait
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	l := &Lease{client: client, ns: ns, id: fmt.Sprintf("csimigrate-%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b)), done: make(chan struct{})}
-	leases := client.CoordinationV1().Leases(ns)
-	deadline := time.Now().Add(wait)
+	if err := l.take(ctx, time.Now().Add(wait)); err != nil {
+		return nil, nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	renewCtx, stop := context.WithCancel(context.Background())
+	l.stop = func() { stop(); cancel() }
+	go l.keep(renewCtx, cancel)
+	return runCtx, l, nil
+}
+
+// take writes the Lease as ours: created when there is none, taken over
+// when it has no holder or its holder stopped renewing, else waited for
+// until deadline.
+func (l *Lease) take(ctx context.Context, deadline time.Time) error {
+	leases := l.client.CoordinationV1().Leases(l.ns)
 	var seenRV string
 	var seenAt time.Time
 	for {
 		cur, err := getOrNil(leases.Get(ctx, LeaseName, metav1.GetOptions{}))
 		if err != nil {
-			return nil, nil, fmt.Errorf("reading Lease %s/%s: %w", ns, LeaseName, err)
+			return fmt.Errorf("reading Lease %s/%s: %w", l.ns, LeaseName, err)
 		}
 		now := metav1.NewMicroTime(time.Now())
 		secs := int32((writerLeaseDuration + time.Second - 1) / time.Second) // at least 1: the API server refuses 0
 		mine := coordinationv1.LeaseSpec{HolderIdentity: &l.id, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now}
 		var got *coordinationv1.Lease
-		holder := ""
 		switch {
 		case cur == nil:
-			got, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName, Namespace: ns,
+			got, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName, Namespace: l.ns,
 				Labels: map[string]string{"app.kubernetes.io/managed-by": "csimigrate"}}, Spec: mine}, metav1.CreateOptions{})
 		default:
 			if h := cur.Spec.HolderIdentity; h != nil && *h != "" && *h != l.id {
-				holder = *h
 				dur := writerLeaseDuration
 				if d := cur.Spec.LeaseDurationSeconds; d != nil && *d > 0 {
 					dur = time.Duration(*d) * time.Second
@@ -80,12 +91,12 @@ func HoldLease(ctx context.Context, client kubernetes.Interface, ns string, wait
 				}
 				if time.Since(seenAt) <= dur {
 					if time.Now().After(deadline) {
-						return nil, nil, fmt.Errorf("another writer holds Lease %s/%s (holder %s): only one csimigrate writes at a time; nothing was written: run again when it is done (a holder that stops renewing is taken over after %s without a change)",
-							ns, LeaseName, holder, dur)
+						return fmt.Errorf("another writer holds Lease %s/%s (holder %s): only one csimigrate writes at a time; nothing was written: run again when it is done (a holder that stops renewing is taken over after %s without a change)",
+							l.ns, LeaseName, *h, dur)
 					}
 					select {
 					case <-ctx.Done():
-						return nil, nil, ctx.Err()
+						return ctx.Err()
 					case <-time.After(500 * time.Millisecond):
 					}
 					continue
@@ -99,34 +110,36 @@ func HoldLease(ctx context.Context, client kubernetes.Interface, ns string, wait
 		case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
 			continue
 		case err != nil:
-			return nil, nil, fmt.Errorf("taking Lease %s/%s: %w", ns, LeaseName, err)
+			return fmt.Errorf("taking Lease %s/%s: %w", l.ns, LeaseName, err)
 		}
+		l.mu.Lock()
 		l.lease, l.renewed = got, time.Now()
-		break
+		l.mu.Unlock()
+		return nil
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	renewCtx, stop := context.WithCancel(context.Background())
-	l.stop = func() { stop(); cancel() }
-	go func() {
-		defer close(l.done)
-		t := time.NewTicker(writerLeaseDuration / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-renewCtx.Done():
+}
+
+// keep renews the Lease every third of its duration until ctx ends; when
+// a renewal fails, the Lease is lost: lost is called, so that no write
+// follows.
+func (l *Lease) keep(ctx context.Context, lost func()) {
+	defer close(l.done)
+	t := time.NewTicker(writerLeaseDuration / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := l.renew(ctx); err != nil && ctx.Err() == nil {
+				l.mu.Lock()
+				l.released = true
+				l.mu.Unlock()
+				lost()
 				return
-			case <-t.C:
-				if err := l.renew(renewCtx); err != nil && renewCtx.Err() == nil {
-					l.mu.Lock()
-					l.released = true
-					l.mu.Unlock()
-					cancel() // lost: no further write
-					return
-				}
 			}
 		}
-	}()
-	return runCtx, l, nil
+	}
 }
 
 // renew writes a new renewTime on the Lease as last written by us: a
