@@ -51,20 +51,7 @@ func TestWriterLeaseLost(t *testing.T) {
 		t.Errorf("a second writer: %v; want a refusal naming the holder", err)
 	}
 	// Another writer takes it: the holder's next renewal conflicts.
-	cur, err = leases.Get(ctx, LeaseName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	thief := "thief"
-	cur.Spec.HolderIdentity = &thief
-	if _, err := leases.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-runCtx.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the writer's context is not cancelled 5 s after it lost the Lease")
-	}
+	thief := steal(t, c, runCtx)
 	l.Release(ctx)
 	if cur, err := leases.Get(ctx, LeaseName, metav1.GetOptions{}); err != nil || *cur.Spec.HolderIdentity != thief {
 		t.Errorf("after release by the writer that lost it: %+v, %v; the thief's hold must stay", cur, err)
@@ -119,6 +106,20 @@ func TestWriterWritesOnlyHoldingLease(t *testing.T) {
 		}
 	}
 
+	steal(t, c, runCtx)
+	if l.Holding() {
+		t.Fatal("the Lease reports holding after another writer took it")
+	}
+	refused("lost", l)
+	l.Release(ctx)
+}
+
+// steal has another writer take the Lease and waits for the holder's
+// context (runCtx) to end, as its next renewal conflicts; it returns the
+// thief's identity.
+func steal(t *testing.T, c kubernetes.Interface, runCtx context.Context) string {
+	t.Helper()
+	ctx := context.Background()
 	leases := c.CoordinationV1().Leases("kube-system")
 	cur, err := leases.Get(ctx, LeaseName, metav1.GetOptions{})
 	if err != nil {
@@ -134,9 +135,5 @@ func TestWriterWritesOnlyHoldingLease(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the writer's context is not cancelled 5 s after it lost the Lease")
 	}
-	if l.Holding() {
-		t.Fatal("the Lease reports holding after another writer took it")
-	}
-	refused("lost", l)
-	l.Release(ctx)
+	return thief
 }

@@ -36,21 +36,14 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 			}
 			in.Image, readErr = p.rbdImage(pool, pv.Spec.RBD.RBDImage)
 		}
-		decide := func(referencedBy []string) (adopt.Decision, error) {
+		d, ok := p.decideForm(vp, pv, deciding(func(refs []string) (adopt.Decision, error) {
 			in := in
-			in.ReferencedBy = referencedBy
-			d, err := adopt.RBD(in)
-			if readErr != nil {
-				d.Why = append([]string{"reading the image from Ceph: " + readErr.Error()}, d.Why...)
-			}
-			return d, err
-		}
-		d, err := decide(nil)
-		if err != nil {
+			in.ReferencedBy = refs
+			return adopt.RBD(in)
+		}, "image", readErr))
+		if !ok {
 			return
 		}
-		vp.Form, vp.Features, vp.FormWhy = string(d.Form), featureNames(d.Features), d.Why
-		p.sameVolume(pv, decide)
 		if d.KeepRetain != "" {
 			vp.FormWhy = append(vp.FormWhy, d.KeepRetain)
 		}
@@ -62,22 +55,46 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 	case pv.Spec.CephFS != nil && out.Spec.CSI != nil:
 		p.cephFSForm(vp, pv, out)
 	case pv.Spec.VsphereVolume != nil && out.Spec.CSI != nil:
-		decide := func(referencedBy []string) (adopt.Decision, error) {
-			return adopt.VSphere(adopt.VSphereInput{PV: out, ReferencedBy: referencedBy})
-		}
-		d, err := decide(nil)
-		if err != nil {
+		if _, ok := p.decideForm(vp, pv, func(refs []string) (adopt.Decision, error) {
+			return adopt.VSphere(adopt.VSphereInput{PV: out, ReferencedBy: refs})
+		}); !ok {
 			return
 		}
-		vp.Form, vp.Features = string(d.Form), featureNames(d.Features)
 		vp.FormWhy = []string{vSphereNativeWhy}
-		p.sameVolume(pv, decide)
 		if p.opts.VCenter != nil {
 			blockers, why := p.vsphereDisk("spec.vsphereVolume", pv.Spec.VsphereVolume)
 			vp.Findings = append(vp.Findings, blockers...)
 			vp.FormWhy = append(vp.FormWhy, why...)
 		}
 	}
+}
+
+// A decider decides a volume's form by package adopt's rules, given the
+// other PVs that name the same volume.
+type decider func(referencedBy []string) (adopt.Decision, error)
+
+// deciding is rule with what reading Ceph's what (the image, the
+// subvolume) failed with, if it did, first among the reasons.
+func deciding(rule decider, what string, readErr error) decider {
+	return func(referencedBy []string) (adopt.Decision, error) {
+		d, err := rule(referencedBy)
+		if readErr != nil {
+			d.Why = append([]string{"reading the " + what + " from Ceph: " + readErr.Error()}, d.Why...)
+		}
+		return d, err
+	}
+}
+
+// decideForm gives vp the form decide decides alone, and records pv's
+// volume for shareImages; ok is false when the rules do not apply.
+func (p *Planner) decideForm(vp *VolumePlan, pv *v1.PersistentVolume, decide decider) (adopt.Decision, bool) {
+	d, err := decide(nil)
+	if err != nil {
+		return adopt.Decision{}, false
+	}
+	vp.Form, vp.Features, vp.FormWhy = string(d.Form), featureNames(d.Features), d.Why
+	p.sameVolume(pv, decide)
+	return d, true
 }
 
 // featureNames are features as strings.
@@ -122,21 +139,14 @@ func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 			in.Subvolume, in.NotSubvolume, readErr = p.subvolume(attrs["fsName"], group, name)
 		}
 	}
-	decide := func(referencedBy []string) (adopt.Decision, error) {
+	d, ok := p.decideForm(vp, pv, deciding(func(refs []string) (adopt.Decision, error) {
 		in := in
-		in.ReferencedBy = referencedBy
-		d, err := adopt.CephFS(in)
-		if readErr != nil {
-			d.Why = append([]string{"reading the subvolume from Ceph: " + readErr.Error()}, d.Why...)
-		}
-		return d, err
-	}
-	d, err := decide(nil)
-	if err != nil {
+		in.ReferencedBy = refs
+		return adopt.CephFS(in)
+	}, "subvolume", readErr))
+	if !ok {
 		return
 	}
-	vp.Form, vp.Features, vp.FormWhy = string(d.Form), featureNames(d.Features), d.Why
-	p.sameVolume(pv, decide)
 	if d.Form != adopt.FormNative {
 		return
 	}
@@ -157,12 +167,12 @@ func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 
 // sameVolume records that the volume planned next is the one pv names
 // (rewrite.VolumeKey), and how its form is decided, for shareImages.
-func (p *Planner) sameVolume(pv *v1.PersistentVolume, decide func(referencedBy []string) (adopt.Decision, error)) {
+func (p *Planner) sameVolume(pv *v1.PersistentVolume, decide decider) {
 	if key, ok := rewrite.VolumeKey(pv); ok && p.byVolume != nil {
 		idx := len(p.plan.Volumes)
 		p.byVolume[key] = append(p.byVolume[key], idx)
 		if p.decide == nil {
-			p.decide = map[int]func([]string) (adopt.Decision, error){}
+			p.decide = map[int]decider{}
 		}
 		p.decide[idx] = decide
 	}

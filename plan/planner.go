@@ -51,7 +51,7 @@ type Planner struct {
 	// decide, by index, decides a volume's form again (package adopt's
 	// rules) once the other PVs naming it are known.
 	byVolume map[string][]int
-	decide   map[int]func(referencedBy []string) (adopt.Decision, error)
+	decide   map[int]decider
 	// subvolume reads CephFS subvolumes (nil: predicted from the path).
 	subvolume func(fs, group, name string) (*adopt.Subvolume, string, error)
 	// groups are the subvolume groups of CephFS volumes, by index.
