@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
 	v1 "k8s.io/api/core/v1"
 )
@@ -25,6 +27,9 @@ func (a *Writer) check(ctx context.Context, cur *v1.PersistentVolume) (*checks, 
 	r, err := rewrite.Rewrite(a.tr, a.logger, cur, sc, pvc)
 	if err != nil {
 		return nil, refuse(rewrite.CodeNotTranslatable, "%v", err)
+	}
+	if err := a.cephEntryRefusal(ctx, cur, r.CSI); err != nil {
+		return nil, err
 	}
 	if err := a.secretRefusal(ctx, cur, r); err != nil {
 		return nil, err
@@ -99,4 +104,36 @@ func (a *Writer) buildRewrite(cur *v1.PersistentVolume, c *checks) (*v1.Persiste
 		return nil, "", err
 	}
 	return a.adopted(r.CSI, r.KeptRetain(), c.adoption)
+}
+
+// cephEntryRefusal is why the rewrite leaves an in-tree Ceph PV alone while
+// the Ceph CSI driver does not serve the cluster entry its replacement repl
+// names (rewrite.CephEntryNeeded): the driver would not mount it.
+func (a *Writer) cephEntryRefusal(ctx context.Context, cur, repl *v1.PersistentVolume) error {
+	if a.cephServed == nil {
+		return nil
+	}
+	e, ok := rewrite.CephEntryNeeded(cur, repl)
+	if !ok {
+		return nil
+	}
+	a.mu.Lock()
+	served, fresh := a.served.v, time.Since(a.served.at) < cacheFor
+	a.mu.Unlock()
+	if !fresh {
+		at := time.Now()
+		var err error
+		if served, err = a.cephServed(ctx); err != nil {
+			return fmt.Errorf("reading the cluster entries Ceph CSI serves: %w", err)
+		}
+		a.mu.Lock()
+		a.served = cached[ceph.ClusterConfig]{served, at}
+		a.mu.Unlock()
+	}
+	if _, err := served.Lookup(e.ClusterID); err != nil {
+		return &rewrite.Refusal{Code: rewrite.CodeCephEntryMissing,
+			Reason: fmt.Sprintf("Ceph CSI does not serve cluster entry %s (monitors %s), which the migrated volume names (%v): the driver would not mount it", e.ClusterID, strings.Join(e.Monitors, ","), err),
+			Remedy: "add the entry where the cluster's Ceph CSI deployment reads its config, in the form that lasts there", Action: plugin.ActionAddCephEntry, ActsOn: e.ClusterID}
+	}
+	return nil
 }

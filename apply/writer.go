@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -78,6 +79,13 @@ type Options struct {
 	// VolumeAttachments and its state from informers' caches (see
 	// Listers).
 	Listers *Listers
+	// CephServed, when set, reads the cluster entries the Ceph CSI drivers
+	// serve now (as the plan locates them for the cluster's deployment);
+	// the rewrite then leaves an in-tree RBD or CephFS PV as it is while
+	// the entry its migrated form names is not among them
+	// (rewrite.CodeCephEntryMissing). It is read at most once per few
+	// seconds.
+	CephServed func(ctx context.Context) (ceph.ClusterConfig, error)
 	// Lease is this process's hold on the writer Lease (LeaseName in
 	// StateNamespace): the *Lease HoldLease returns, or a leader
 	// elector's on that Lease as a HolderFunc. A Writer takes no write
@@ -199,6 +207,10 @@ type Writer struct {
 	listers Listers
 	// lease must hold before every write (nil: no write is taken).
 	lease Holder
+	// cephServed reads the served Ceph CSI cluster entries (nil: not
+	// checked); served is its last answer.
+	cephServed func(ctx context.Context) (ceph.ClusterConfig, error)
+	served     cached[ceph.ClusterConfig]
 	// secrets are Secrets read for the checks, by "namespace/name".
 	secrets map[string]cached[*v1.Secret]
 	// fsids are the fsids read at monitor lists (joined by ","), for the
@@ -227,7 +239,7 @@ func New(client kubernetes.Interface, tr *translate.Translator, logger klog.Logg
 	}
 	a := &Writer{client: client, tr: tr, logger: logger, events: events, stateNS: ns, concurrency: o.Concurrency,
 		online: o.Online, undo: o.Undo, stepLimit: o.MaxWrites, ceph: o.Ceph, cephConfig: o.CephConfig, cephfsSecret: o.CephFSSecret, adopt: o.AdoptCSI, vsphere: o.VSphere,
-		lease: o.Lease}
+		lease: o.Lease, cephServed: o.CephServed}
 	if o.Listers != nil {
 		a.listers = *o.Listers
 	}

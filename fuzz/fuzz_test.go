@@ -443,6 +443,7 @@ func FuzzRewriteRules(f *testing.F) {
 			_, _ = rewrite.Rewrite(tr, logger, &pv, nil, nil)
 			_, _ = rewrite.RewriteAdopted(tr, logger, &pv, nil, nil)
 			_, _ = rewrite.VolumeKey(&pv)
+			_, _ = rewrite.CephEntryNeeded(&pv, out)
 			needs := rewrite.SecretNeeds(&pv, out)
 			_ = rewrite.AccessModeChange(&pv, out)
 			if out != nil {

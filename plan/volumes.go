@@ -218,20 +218,15 @@ func actionOf(err error) plugin.Action {
 // pv (out, or err) makes a Ceph CSI driver read; volume is its index in the
 // plan, -1 for the PV form of an inline volume.
 func (p *Planner) needs(pv *v1.PersistentVolume, out *v1.PersistentVolume, err error, volume int) {
-	var e ceph.ClusterEntry
-	switch {
-	case pv.Spec.RBD != nil:
-		e = p.addCluster(pv.Spec.RBD.CephMonitors)
-	case pv.Spec.CephFS != nil:
-		e = p.addCluster(pv.Spec.CephFS.Monitors)
-	default:
+	translated := out
+	if err != nil {
+		translated = nil
+	}
+	e, ok := rewrite.CephEntryNeeded(pv, translated)
+	if !ok {
 		return
 	}
-	if err == nil && out != nil && out.Spec.CSI != nil {
-		if id := out.Spec.CSI.VolumeAttributes["clusterID"]; id != "" {
-			e.ClusterID = id
-		}
-	}
+	p.addCluster(e.Monitors)
 	p.cephConfig.need(plugin.InTreeNameOfPV(pv), e, volume, "")
 	if err != nil {
 		return

@@ -155,8 +155,12 @@ const (
 	// fields the remedy names (the plan lists them).
 	ActionCreateSecret Action = "CreateSecret"
 	// ActionChooseDriver: the cluster has more than one CSI driver for the
-	// in-tree plugin of Object; choose the one its volumes go to.
+	// in-tree plugin of ActsOn; choose the one its volumes go to.
 	ActionChooseDriver Action = "ChooseDriver"
+	// ActionAddCephEntry: add the Ceph CSI cluster entry of ActsOn (a
+	// clusterID) where the cluster's Ceph CSI deployment reads its config,
+	// in the form that lasts there.
+	ActionAddCephEntry Action = "AddCephEntry"
 )
 
 // Errors that every plugin and the translator wrap, for errors.Is.

@@ -61,6 +61,9 @@ const (
 	// CodeNotAdoptable: the volume cannot become one of its CSI driver's
 	// own (package adopt says why).
 	CodeNotAdoptable Code = "NotAdoptable"
+	// CodeCephEntryMissing: the Ceph CSI driver does not serve the cluster
+	// entry the migrated volume names: it would not mount it.
+	CodeCephEntryMissing Code = "CephEntryMissing"
 )
 
 // Refusal is an object a rewrite leaves exactly as it was: a code, the

@@ -14,12 +14,14 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -217,10 +219,11 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 		return err
 	}
 	held := &leader{}
+	cephServed := o.cephServed(ctx, client, tr, logger)
 	ctrl, err := controller.New(client, dyn, tr, klog.LoggerWithName(logger, "controller"), rec, m, controller.Options{
 		StateNamespace: o.stateNS, Plugins: o.pluginList, PVSelector: o.pvSel, ClassSelector: o.classSel,
 		DryRun: o.dryRun, Online: o.online, Workers: o.workers, Recheck: o.recheck, StatusEvery: o.statusEvery, MaxWrites: o.maxWrites,
-		Ceph: o.cephAccess(), CephConfig: cephCfg, CephFSSecret: o.cephfsSecret, VSphere: vsphereAccess, Lease: held})
+		Ceph: o.cephAccess(), CephConfig: cephCfg, CephFSSecret: o.cephfsSecret, VSphere: vsphereAccess, Lease: held, CephServed: cephServed})
 	if err != nil {
 		return err
 	}
@@ -238,6 +241,59 @@ func (o *controllerOptions) servedCephConfig(ctx context.Context, client kuberne
 		return fallback
 	}
 	return served
+}
+
+// cephServed reads, at most once per -recheck, the cluster entries the Ceph
+// CSI drivers serve, as plan -live locates them, so that each Ceph volume
+// waits until the entry it names is served; nil (not checked, said in the
+// log) when this ServiceAccount may not list all that plan -live reads.
+func (o *controllerOptions) cephServed(ctx context.Context, client kubernetes.Interface, tr *translate.Translator, logger klog.Logger) func(context.Context) (ceph.ClusterConfig, error) {
+	missing, err := liveUnreadable(ctx, client)
+	if err != nil || len(missing) > 0 {
+		logger.Info("Not checking that Ceph CSI serves each volume's cluster entry: this ServiceAccount cannot list what csimigrate plan -live reads to find it; grant it those to have Ceph volumes wait for their entry",
+			"cannotList", missing, "err", err)
+		return nil
+	}
+	var mu sync.Mutex
+	var last ceph.ClusterConfig
+	var at time.Time
+	return func(ctx context.Context) (ceph.ClusterConfig, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !at.IsZero() && time.Since(at) < o.recheck {
+			return last, nil
+		}
+		_, served, err := livePlan(ctx, client, tr, o.translation.drivers)
+		if err != nil {
+			return ceph.ClusterConfig{}, err
+		}
+		last, at = served, time.Now()
+		return served, nil
+	}
+}
+
+// liveUnreadable names the kinds plan -live lists (without Secrets and
+// Nodes) that client may not list, as the API server answers
+// SelfSubjectAccessReviews.
+func liveUnreadable(ctx context.Context, client kubernetes.Interface) ([]string, error) {
+	groups := map[string]string{"storageclasses": "storage.k8s.io", "csidrivers": "storage.k8s.io", "csinodes": "storage.k8s.io",
+		"deployments": "apps", "statefulsets": "apps", "daemonsets": "apps", "replicasets": "apps", "jobs": "batch", "cronjobs": "batch"}
+	var missing []string
+	for _, l := range liveListers(client, false, false) {
+		resource, group, _ := strings.Cut(l.what, ".")
+		if group == "" {
+			group = groups[resource]
+		}
+		r, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "list", Group: group, Resource: resource}}}, metav1.CreateOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if !r.Status.Allowed {
+			missing = append(missing, l.what)
+		}
+	}
+	return missing, nil
 }
 
 // leader is the writer Lease as this replica's leader election holds it:

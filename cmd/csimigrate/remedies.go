@@ -40,6 +40,9 @@ var commandRemedies = map[plugin.Action]func(object, engine string) string{
 	plugin.ActionChooseDriver: func(object, engine string) string {
 		return engine + ": name it with -driver " + object + "=DRIVER"
 	},
+	plugin.ActionAddCephEntry: func(_, engine string) string {
+		return engine + " (csimigrate plan -live prints it, as the deployment keeps it)"
+	},
 	plugin.ActionCreateSecret: func(_, engine string) string {
 		return engine + " (csimigrate plan lists it under SECRETS)"
 	},

@@ -139,6 +139,9 @@ func (a *applier) withCephEntries(ctx context.Context, pvs []apply.Target, drive
 	if err != nil {
 		return nil, false, served, err
 	}
+	// The writer checks each PV against the same entries before its first
+	// write to it.
+	a.opts.CephServed, a.w = func(context.Context) (ceph.ClusterConfig, error) { return served, nil }, nil
 	why := map[string]string{}
 	for _, v := range result.Volumes {
 		for _, f := range v.Findings {

@@ -83,6 +83,10 @@ type Options struct {
 	// vSphere CSI driver's own as it is rewritten: its disk registered as a
 	// First Class Disk, the PV given that ID (apply.Options.VSphere).
 	VSphere apply.VSphere
+	// CephServed reads the cluster entries the Ceph CSI drivers serve
+	// (apply.Options.CephServed): a Ceph volume waits until its entry is
+	// served. nil: not checked.
+	CephServed func(ctx context.Context) (ceph.ClusterConfig, error)
 	// Lease is the writer Lease as this replica holds it (its leader
 	// election's): the controller writes only while it holds
 	// (apply.Options.Lease); without it, every write is refused.
@@ -217,7 +221,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, tr *translate.Trans
 	// higher verbosity. It reads from the informers' caches.
 	notices := &writerEvents{seen: map[string]bool{}, c: c}
 	c.w, err = apply.New(client, tr, logger.V(4), notices, apply.Options{StateNamespace: o.StateNamespace, Online: o.Online, MaxWrites: o.MaxWrites, Listers: listers,
-		Ceph: o.Ceph, CephConfig: o.CephConfig, CephFSSecret: o.CephFSSecret, VSphere: o.VSphere, Lease: o.Lease})
+		Ceph: o.Ceph, CephConfig: o.CephConfig, CephFSSecret: o.CephFSSecret, VSphere: o.VSphere, Lease: o.Lease, CephServed: o.CephServed})
 	if err != nil {
 		return nil, err
 	}
@@ -703,6 +707,9 @@ var remedies = map[plugin.Action]func(object, engine string) string{
 	},
 	plugin.ActionCreateSecret: func(_, engine string) string {
 		return engine + " (csimigrate plan lists it under SECRETS)"
+	},
+	plugin.ActionAddCephEntry: func(_, engine string) string {
+		return engine + " (csimigrate plan -live prints it, as the deployment keeps it); the controller rewrites the volume once the driver serves it"
 	},
 }
 

@@ -26,6 +26,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
 )
@@ -336,6 +337,53 @@ func TestControllerNoticesAsEvents(t *testing.T) {
 	if err != nil || got.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
 		t.Errorf("the rewritten PV: %+v, %v; want reclaim policy Retain", got, err)
 	}
+}
+
+// A Ceph volume waits while Ceph CSI does not serve the cluster entry its
+// migrated form names: left as it was, with the refusal's Event naming the
+// entry; once the entry is served, it is rewritten.
+func TestControllerWaitsForCephEntry(t *testing.T) {
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pv1", Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/rbd"}},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain,
+			ClaimRef:                      &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "ns", Name: "data", UID: "uid-data"},
+			PersistentVolumeSource: v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.0.0.1:6789"},
+				RBDImage: "kubernetes-dynamic-pvc-0b3c5a4e-6f1d-11ec-9f4b-0242ac110002", RBDPool: "rbd", SecretRef: &v1.SecretReference{Namespace: "ns", Name: "ceph"}}},
+		},
+		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeBound},
+	}
+	claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data", UID: "uid-data"},
+		Spec:   v1.PersistentVolumeClaimSpec{VolumeName: "pv1", AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}},
+		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}}
+	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ceph"}, Data: map[string][]byte{"key": []byte("AQD8P0ZmAAAAABAAa2V5LW9mLXRoZS10ZXN0cw==")}}
+	var served atomic.Bool
+	entry := ceph.EntryFor([]string{"10.0.0.1:6789"})
+	o := Options{Recheck: 20 * time.Millisecond, CephServed: func(context.Context) (ceph.ClusterConfig, error) {
+		if served.Load() {
+			return ceph.NewClusterConfig(entry), nil
+		}
+		return ceph.NewClusterConfig(), nil
+	}}
+	f := start(t, o, pv, claim, secret, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "rbd.csi.ceph.com"}})
+	var events []string
+	waitFor(t, "the refusal", func() error {
+		events = append(events, f.events()...)
+		for _, e := range events {
+			if strings.Contains(e, string(rewrite.CodeCephEntryMissing)) && strings.Contains(e, entry.ClusterID) && strings.Contains(e, "csimigrate plan -live prints it") {
+				return nil
+			}
+		}
+		return errors.New("no CephEntryMissing Event naming the entry yet")
+	})
+	got, err := f.client.CoreV1().PersistentVolumes().Get(context.Background(), "pv1", metav1.GetOptions{})
+	if err != nil || got.Spec.RBD == nil || len(got.Annotations) != 1 {
+		t.Fatalf("pv1 changed while its entry is not served: %+v %v", got, err)
+	}
+	served.Store(true)
+	waitFor(t, "the rewrite once the entry is served", func() error { return rewritten(f, "pv1") })
 }
 
 // An in-tree class is replaced after its in-tree PVs in scope, as rewrite
