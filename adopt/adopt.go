@@ -326,21 +326,31 @@ func RBD(in RBDInput) (Decision, error) {
 	if d.Form == FormNative && !named && uuid == "" && !in.FormOnly {
 		return Decision{}, errors.New("adopt: an image whose name does not end in a UUID needs RBDInput.UUID")
 	}
-	d.Features = FeaturesOf(d.Form, layering)
+	return d.finish(layering, in.FormOnly, func() (volumeid.CephCSIVolumeID, Journal) {
+		return volumeid.CephCSIVolumeID{Version: 1, ClusterID: h.ClusterID, Location: in.Image.PoolID, ObjectUUID: uuid},
+			Journal{Pool: h.Pool, Instance: in.Instance, UUID: uuid, ImageName: h.Image, ImageID: in.Image.ID, VolName: pv.Name}
+	}, func(d Decision) (*v1.PersistentVolume, error) { return adoptedPV(pv, d, in.Image) })
+}
+
+// finish ends a decision once its form is judged: its features (full:
+// snapshots and clones too) and the notes on the native form; for a native
+// volume the run adopts (Ceph read, not formOnly), the volume ID and
+// journal entry native gives, and the PV build makes of them.
+func (d Decision) finish(full, formOnly bool, native func() (volumeid.CephCSIVolumeID, Journal), build func(Decision) (*v1.PersistentVolume, error)) (Decision, error) {
+	d.Features = FeaturesOf(d.Form, full)
 	d.settle()
 	if d.Form != FormNative {
 		d.KeepRetain = ""
 		return d, nil
 	}
-	if d.Predicted || in.FormOnly {
+	if d.Predicted || formOnly {
 		return d, nil
 	}
-	d.VolumeID = volumeid.CephCSIVolumeID{Version: 1, ClusterID: h.ClusterID, Location: in.Image.PoolID, ObjectUUID: uuid}
+	d.VolumeID, d.Journal = native()
 	if err := d.VolumeID.Validate(); err != nil {
 		return Decision{}, fmt.Errorf("the native volume ID: %w", err)
 	}
-	d.Journal = Journal{Pool: h.Pool, Instance: in.Instance, UUID: uuid, ImageName: h.Image, ImageID: in.Image.ID, VolName: pv.Name}
-	out, err := adoptedPV(pv, d, in.Image)
+	out, err := build(d)
 	if err != nil {
 		return Decision{}, err
 	}

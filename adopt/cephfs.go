@@ -150,27 +150,11 @@ func CephFS(in CephFSInput) (Decision, error) {
 	if d.Form == FormNative && !named && uuid == "" && !in.FormOnly {
 		return Decision{}, errors.New("adopt: a subvolume whose name does not end in a UUID needs CephFSInput.UUID")
 	}
-	d.Features = FeaturesOf(d.Form, clone)
-	d.settle()
-	if d.Form != FormNative {
-		d.KeepRetain = ""
-		return d, nil
-	}
-	if d.Predicted || in.FormOnly {
-		return d, nil
-	}
 	sv := in.Subvolume
-	d.VolumeID = volumeid.CephCSIVolumeID{Version: 1, ClusterID: in.ClusterID, Location: sv.FSCID, ObjectUUID: uuid}
-	if err := d.VolumeID.Validate(); err != nil {
-		return Decision{}, fmt.Errorf("the native volume ID: %w", err)
-	}
-	d.Journal = Journal{Pool: sv.MetadataPool, Namespace: JournalNamespaceCephFS, Instance: in.Instance, UUID: uuid, ImageName: name, VolName: pv.Name}
-	out, err := adoptedCephFSPV(pv, d, sv, *in.Secret)
-	if err != nil {
-		return Decision{}, err
-	}
-	d.PV = out
-	return d, nil
+	return d.finish(clone, in.FormOnly, func() (volumeid.CephCSIVolumeID, Journal) {
+		return volumeid.CephCSIVolumeID{Version: 1, ClusterID: in.ClusterID, Location: sv.FSCID, ObjectUUID: uuid},
+			Journal{Pool: sv.MetadataPool, Namespace: JournalNamespaceCephFS, Instance: in.Instance, UUID: uuid, ImageName: name, VolName: pv.Name}
+	}, func(d Decision) (*v1.PersistentVolume, error) { return adoptedCephFSPV(pv, d, sv, *in.Secret) })
 }
 
 // cephFSKeepRetain says why an adopted CephFS PV keeps reclaim policy
