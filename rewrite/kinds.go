@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/adopt"
+	"github.com/csimigrate/csimigrate/internal/pvcopy"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
@@ -146,7 +147,7 @@ func UndoReplacement(tr *translate.Translator, cur *v1.PersistentVolume) (*v1.Pe
 	if err != nil {
 		return nil, fmt.Errorf("the volume has no in-tree form: %w", err)
 	}
-	cleanPV(in)
+	pvcopy.ClearServerFields(in)
 	keepClaimRef(in, cur)
 	dropServedModes(in)
 	in.Finalizers = nil

@@ -7,9 +7,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/internal/pvcopy"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/secrets"
@@ -140,7 +140,7 @@ func replacement(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Persi
 	if len(blockers) > 0 {
 		return PV{}, errors.New(strings.Join(blockers, "; "))
 	}
-	csi = cleanPV(csi.DeepCopy())
+	csi = pvcopy.ClearServerFields(csi.DeepCopy())
 	if csi.Spec.ClaimRef != nil && pv.Spec.ClaimRef != nil {
 		// The binder wrote it; the undo gives it back.
 		csi.Spec.ClaimRef.ResourceVersion = pv.Spec.ClaimRef.ResourceVersion
@@ -225,25 +225,4 @@ func ProvisionerSecret(tr *translate.Translator, logger klog.Logger, pv *v1.Pers
 		name = pv.Name
 	}
 	return secrets.Resolve(secrets.Provisioner, params, secrets.Claim{PVName: name, PVC: pvc})
-}
-
-// cleanPV clears what the API server sets on a PV (metadata it owns, the
-// status, the claimRef's resourceVersion), so that it can be created. It
-// modifies and returns pv.
-func cleanPV(pv *v1.PersistentVolume) *v1.PersistentVolume {
-	if pv == nil {
-		return nil
-	}
-	pv.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"}
-	pv.ResourceVersion, pv.UID, pv.Generation = "", "", 0
-	//lint:ignore SA1019 clearing the deprecated field is the point
-	pv.SelfLink = ""
-	pv.CreationTimestamp = metav1.Time{}
-	pv.DeletionTimestamp, pv.DeletionGracePeriodSeconds = nil, nil
-	pv.ManagedFields = nil
-	pv.Status = v1.PersistentVolumeStatus{}
-	if pv.Spec.ClaimRef != nil {
-		pv.Spec.ClaimRef.ResourceVersion = ""
-	}
-	return pv
 }

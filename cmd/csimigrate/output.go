@@ -5,25 +5,9 @@ import (
 	"fmt"
 	"io"
 
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
-
-// cleanPV prepares a translated PV for creation: server-set fields cleared.
-func cleanPV(pv *v1.PersistentVolume) *v1.PersistentVolume {
-	pv.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"}
-	pv.ResourceVersion, pv.UID, pv.Generation = "", "", 0
-	clearSelfLink(&pv.ObjectMeta)
-	pv.CreationTimestamp = metav1.Time{}
-	pv.DeletionTimestamp, pv.DeletionGracePeriodSeconds = nil, nil
-	pv.ManagedFields = nil
-	pv.Status = v1.PersistentVolumeStatus{}
-	if pv.Spec.ClaimRef != nil {
-		pv.Spec.ClaimRef.ResourceVersion = ""
-	}
-	return pv
-}
 
 func writeYAML(w io.Writer, objs ...any) error {
 	for _, o := range objs {

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/internal/pvcopy"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
@@ -132,7 +133,7 @@ func (s *translateSink) Add(obj any) {
 		if change := rewrite.AccessModeChange(o, csi); change != "" {
 			fmt.Fprintf(s.stderr, "PersistentVolume %s: %s\n", o.Name, change)
 		}
-		s.emit(cleanPV(csi))
+		s.emit(pvcopy.ClearServerFields(csi))
 	case *storagev1.StorageClass:
 		if !translatableClass(s.tr, o) {
 			return
@@ -197,7 +198,7 @@ func (s *translateSink) addWorkload(w *rewrite.Workload) {
 			s.failed = true
 			continue
 		}
-		cleanPV(csi)
+		pvcopy.ClearServerFields(csi)
 		csi.Annotations = setAnn(csi.Annotations, annInlineOf, w.ID()+" volume "+vol.Name)
 		s.emit(csi)
 		s.emit(rewrite.InlineClaim(csi, w.Namespace))

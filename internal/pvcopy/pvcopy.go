@@ -192,3 +192,24 @@ func cloneMap(m map[string]string, extra int) map[string]string {
 	}
 	return out
 }
+
+// ClearServerFields clears what the API server sets on a PV (metadata it owns, the
+// status, the claimRef's resourceVersion), so that it can be created. It
+// modifies and returns pv.
+func ClearServerFields(pv *v1.PersistentVolume) *v1.PersistentVolume {
+	if pv == nil {
+		return nil
+	}
+	pv.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"}
+	pv.ResourceVersion, pv.UID, pv.Generation = "", "", 0
+	//lint:ignore SA1019 clearing the deprecated field is the point
+	pv.SelfLink = ""
+	pv.CreationTimestamp = metav1.Time{}
+	pv.DeletionTimestamp, pv.DeletionGracePeriodSeconds = nil, nil
+	pv.ManagedFields = nil
+	pv.Status = v1.PersistentVolumeStatus{}
+	if pv.Spec.ClaimRef != nil {
+		pv.Spec.ClaimRef.ResourceVersion = ""
+	}
+	return pv
+}
