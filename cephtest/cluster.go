@@ -132,6 +132,12 @@ func StartCluster(ctx context.Context, fs bool) (_ *Cluster, err error) {
 		}
 	}
 	fsid := newUUID()
+	// The monitor refuses to start (exit status 28, ENOSPC) when its file
+	// system has 5% or less space available, and warns under 30%: a cold
+	// run of the test command filled this machine's disk to 95% once (its
+	// Go build cache and the peers' builds). The test cluster keeps almost
+	// nothing on disk (a memstore OSD, a small monitor store), so neither
+	// threshold applies to it.
 	conf := fmt.Sprintf(`[global]
 fsid = %[1]s
 mon host = [v2:%[3]s,v1:%[4]s]
@@ -144,6 +150,8 @@ osd pool default pg autoscale mode = off
 mon allow pool size one = true
 mon allow pool delete = true
 mon warn on pool no redundancy = false
+mon data avail crit = 0
+mon data avail warn = 0
 osd crush chooseleaf type = 0
 ms bind ipv6 = false
 osd objectstore = memstore
