@@ -140,8 +140,11 @@ func (a *applier) withCephEntries(ctx context.Context, pvs []apply.Target, drive
 		return nil, false, served, err
 	}
 	// The writer checks each PV against the same entries before its first
-	// write to it.
+	// write to it: built again with them.
 	a.opts.CephServed, a.w = func(context.Context) (ceph.ClusterConfig, error) { return served, nil }, nil
+	if _, err := a.writer(); err != nil {
+		return nil, false, served, err
+	}
 	why := map[string]string{}
 	for _, v := range result.Volumes {
 		for _, f := range v.Findings {
