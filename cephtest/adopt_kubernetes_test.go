@@ -143,9 +143,11 @@ func adoptByRewrite(t *testing.T, s *testenv.Server, kc, conf, cfgFile, pv, sc s
 // adoptByController runs csimigrate controller -adopt (owned by the test's
 // server, stopped with it) and waits for it to have rewritten the PV and
 // replaced the class; the driver's CSIDriver object, which the controller
-// waits for, is registered first.
+// waits for, is registered first, and the config the driver reads is served
+// (the controller waits for each Ceph volume's entry there).
 func adoptByController(t *testing.T, srv *testenv.Server, kc, conf, cfgFile, pv, sc string) {
 	ctx := context.Background()
+	serveDriverConfig(t, srv.Client)
 	if _, err := srv.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: plugin.RBDDriverName}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
