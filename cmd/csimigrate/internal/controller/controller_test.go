@@ -168,6 +168,28 @@ func TestControllerBacksOffAPIErrors(t *testing.T) {
 	}
 }
 
+// boundRBD is an in-tree RBD PV pv1 bound to claim ns/data, with those
+// access modes and reclaim policy, and the Secret ns/ceph it names.
+func boundRBD(mode v1.PersistentVolumeAccessMode, policy v1.PersistentVolumeReclaimPolicy) (*v1.PersistentVolume, *v1.PersistentVolumeClaim, *v1.Secret) {
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pv1", Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/rbd"}},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []v1.PersistentVolumeAccessMode{mode},
+			PersistentVolumeReclaimPolicy: policy,
+			ClaimRef:                      &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "ns", Name: "data", UID: "uid-data"},
+			PersistentVolumeSource: v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.0.0.1:6789"},
+				RBDImage: "kubernetes-dynamic-pvc-0b3c5a4e-6f1d-11ec-9f4b-0242ac110002", RBDPool: "rbd", SecretRef: &v1.SecretReference{Namespace: "ns", Name: "ceph"}}},
+		},
+		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeBound},
+	}
+	claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data", UID: "uid-data"},
+		Spec:   v1.PersistentVolumeClaimSpec{VolumeName: "pv1", AccessModes: []v1.PersistentVolumeAccessMode{mode}},
+		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}}
+	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ceph"}, Data: map[string][]byte{"key": []byte("AQD8P0ZmAAAAABAAa2V5LW9mLXRoZS10ZXN0cw==")}}
+	return pv, claim, secret
+}
+
 // The controller writes only while it holds the writer Lease: with the
 // Lease held by no one here, the PV stays as it was, with a failure's Event
 // naming the Lease; once it holds, the PV is rewritten.
@@ -293,23 +315,8 @@ func TestControllerDoneWithoutListedPV(t *testing.T) {
 // file system is narrowed to ReadWriteOnce; each is an Event on the PV and
 // on its claim, once.
 func TestControllerNoticesAsEvents(t *testing.T) {
-	pv := &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: "pv1", Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/rbd"}},
-		Spec: v1.PersistentVolumeSpec{
-			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteMany},
-			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
-			StorageClassName:              "gone",
-			ClaimRef:                      &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "ns", Name: "data", UID: "uid-data"},
-			PersistentVolumeSource: v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.0.0.1:6789"},
-				RBDImage: "kubernetes-dynamic-pvc-0b3c5a4e-6f1d-11ec-9f4b-0242ac110002", RBDPool: "rbd", SecretRef: &v1.SecretReference{Namespace: "ns", Name: "ceph"}}},
-		},
-		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeBound},
-	}
-	claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data", UID: "uid-data"},
-		Spec:   v1.PersistentVolumeClaimSpec{VolumeName: "pv1", AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}},
-		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}}
-	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ceph"}, Data: map[string][]byte{"key": []byte("AQD8P0ZmAAAAABAAa2V5LW9mLXRoZS10ZXN0cw==")}}
+	pv, claim, secret := boundRBD(v1.ReadWriteMany, v1.PersistentVolumeReclaimDelete)
+	pv.Spec.StorageClassName = "gone"
 	f := start(t, Options{Recheck: 20 * time.Millisecond}, pv, claim, secret, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "rbd.csi.ceph.com"}})
 	var events []string
 	waitFor(t, "the rewrite", func() error {
@@ -343,22 +350,7 @@ func TestControllerNoticesAsEvents(t *testing.T) {
 // migrated form names: left as it was, with the refusal's Event naming the
 // entry; once the entry is served, it is rewritten.
 func TestControllerWaitsForCephEntry(t *testing.T) {
-	pv := &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: "pv1", Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/rbd"}},
-		Spec: v1.PersistentVolumeSpec{
-			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain,
-			ClaimRef:                      &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "ns", Name: "data", UID: "uid-data"},
-			PersistentVolumeSource: v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.0.0.1:6789"},
-				RBDImage: "kubernetes-dynamic-pvc-0b3c5a4e-6f1d-11ec-9f4b-0242ac110002", RBDPool: "rbd", SecretRef: &v1.SecretReference{Namespace: "ns", Name: "ceph"}}},
-		},
-		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeBound},
-	}
-	claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data", UID: "uid-data"},
-		Spec:   v1.PersistentVolumeClaimSpec{VolumeName: "pv1", AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}},
-		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}}
-	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ceph"}, Data: map[string][]byte{"key": []byte("AQD8P0ZmAAAAABAAa2V5LW9mLXRoZS10ZXN0cw==")}}
+	pv, claim, secret := boundRBD(v1.ReadWriteOnce, v1.PersistentVolumeReclaimRetain)
 	var served atomic.Bool
 	entry := ceph.EntryFor([]string{"10.0.0.1:6789"})
 	o := Options{Recheck: 20 * time.Millisecond, CephServed: func(context.Context) (ceph.ClusterConfig, error) {
