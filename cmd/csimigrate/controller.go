@@ -250,7 +250,7 @@ func (o *controllerOptions) servedCephConfig(ctx context.Context, client kuberne
 func (o *controllerOptions) cephServed(ctx context.Context, client kubernetes.Interface, tr *translate.Translator, logger klog.Logger) func(context.Context) (ceph.ClusterConfig, error) {
 	missing, err := liveUnreadable(ctx, client)
 	if err != nil || len(missing) > 0 {
-		logger.Info("Not checking that Ceph CSI serves each volume's cluster entry: this ServiceAccount cannot list what csimigrate plan -live reads to find it; grant it those to have Ceph volumes wait for their entry",
+		logger.Info("Not checking that Ceph CSI serves each volume's cluster entry: this ServiceAccount cannot list what csimigrate plan -live reads to find it; bind ClusterRole csimigrate-plan (deploy/command-rbac.yaml) to it to have Ceph volumes wait for their entry",
 			"cannotList", missing, "err", err)
 		return nil
 	}
