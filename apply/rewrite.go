@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/csimigrate/csimigrate/plugin"
-	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
 	v1 "k8s.io/api/core/v1"
 )
@@ -117,18 +115,9 @@ func (a *Writer) cephEntryRefusal(ctx context.Context, cur, repl *v1.PersistentV
 	if !ok {
 		return nil
 	}
-	a.mu.Lock()
-	served, fresh := a.served.v, time.Since(a.served.at) < cacheFor
-	a.mu.Unlock()
-	if !fresh {
-		at := time.Now()
-		var err error
-		if served, err = a.cephServed(ctx); err != nil {
-			return fmt.Errorf("reading the cluster entries Ceph CSI serves: %w", err)
-		}
-		a.mu.Lock()
-		a.served = cached[ceph.ClusterConfig]{served, at}
-		a.mu.Unlock()
+	served, err := a.cephServed(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the cluster entries Ceph CSI serves: %w", err)
 	}
 	if _, err := served.Lookup(e.ClusterID); err != nil {
 		return &rewrite.Refusal{Code: rewrite.CodeCephEntryMissing,

@@ -83,8 +83,8 @@ type Options struct {
 	// serve now (as the plan locates them for the cluster's deployment);
 	// the rewrite then leaves an in-tree RBD or CephFS PV as it is while
 	// the entry its migrated form names is not among them
-	// (rewrite.CodeCephEntryMissing). It is read at most once per few
-	// seconds.
+	// (rewrite.CodeCephEntryMissing). It is called before each such PV's
+	// first write: one that reads the cluster caches what it read.
 	CephServed func(ctx context.Context) (ceph.ClusterConfig, error)
 	// Lease is this process's hold on the writer Lease (LeaseName in
 	// StateNamespace): the *Lease HoldLease returns, or a leader
@@ -208,9 +208,8 @@ type Writer struct {
 	// lease must hold before every write (nil: no write is taken).
 	lease Holder
 	// cephServed reads the served Ceph CSI cluster entries (nil: not
-	// checked); served is its last answer.
+	// checked).
 	cephServed func(ctx context.Context) (ceph.ClusterConfig, error)
-	served     cached[ceph.ClusterConfig]
 	// secrets are Secrets read for the checks, by "namespace/name".
 	secrets map[string]cached[*v1.Secret]
 	// fsids are the fsids read at monitor lists (joined by ","), for the

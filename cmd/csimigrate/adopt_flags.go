@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -64,7 +65,7 @@ func (f *adoptFlags) complete(fs *flag.FlagSet) error {
 func (f *adoptFlags) validate(also ...string) error {
 	switch {
 	case !f.adopt && (len(also) > 0 || f.cephFlags.given() || f.cephfsSecret != nil):
-		return errors.New(joinFlags(append(also, "-ceph-conf", "-ceph-id", "-ceph-keyring", "-ceph-command-prefix", "-cephfs-secret")) + " only with -adopt")
+		return errors.New(strings.Join(append(also, "-ceph-conf", "-ceph-id", "-ceph-keyring", "-ceph-command-prefix"), ", ") + " and -cephfs-secret only with -adopt")
 	case !f.adopt && f.vsphere.wanted():
 		return errors.New("-vsphere-conf and -vsphere-secret only with -adopt")
 	}
@@ -77,19 +78,4 @@ func (f *adoptFlags) cephAccess() apply.Ceph {
 		return nil
 	}
 	return f.cephFlags.tools
-}
-
-// joinFlags names flags as a list: "-a, -b and -c".
-func joinFlags(names []string) string {
-	switch len(names) {
-	case 0:
-		return ""
-	case 1:
-		return names[0]
-	}
-	s := names[0]
-	for _, n := range names[1 : len(names)-1] {
-		s += ", " + n
-	}
-	return s + " and " + names[len(names)-1]
 }

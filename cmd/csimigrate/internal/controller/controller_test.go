@@ -26,6 +26,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
@@ -317,7 +318,7 @@ func TestControllerDoneWithoutListedPV(t *testing.T) {
 func TestControllerNoticesAsEvents(t *testing.T) {
 	pv, claim, secret := boundRBD(v1.ReadWriteMany, v1.PersistentVolumeReclaimDelete)
 	pv.Spec.StorageClassName = "gone"
-	f := start(t, Options{Recheck: 20 * time.Millisecond}, pv, claim, secret, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "rbd.csi.ceph.com"}})
+	f := start(t, Options{Recheck: 20 * time.Millisecond}, pv, claim, secret, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: plugin.RBDDriverName}})
 	var events []string
 	waitFor(t, "the rewrite", func() error {
 		events = append(events, f.events()...)
@@ -359,7 +360,7 @@ func TestControllerWaitsForCephEntry(t *testing.T) {
 		}
 		return ceph.NewClusterConfig(), nil
 	}}
-	f := start(t, o, pv, claim, secret, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "rbd.csi.ceph.com"}})
+	f := start(t, o, pv, claim, secret, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: plugin.RBDDriverName}})
 	var events []string
 	waitFor(t, "the refusal", func() error {
 		events = append(events, f.events()...)
@@ -398,7 +399,7 @@ func TestControllerClassAfterPVs(t *testing.T) {
 				RBDImage: "kubernetes-dynamic-pvc-0b3c5a4e-6f1d-11ec-9f4b-0242ac110002", RBDPool: "rbd", SecretRef: &v1.SecretReference{Namespace: "kube-system", Name: "ceph-admin"}}},
 		},
 	}
-	f := start(t, Options{Recheck: 20 * time.Millisecond}, class, admin, pv, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "rbd.csi.ceph.com"}})
+	f := start(t, Options{Recheck: 20 * time.Millisecond}, class, admin, pv, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: plugin.RBDDriverName}})
 	var events []string
 	waitFor(t, "the class waiting for its PV", func() error {
 		events = append(events, f.events()...)
