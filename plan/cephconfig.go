@@ -541,7 +541,8 @@ func stringsAny(s []string) []any {
 // which clusterID its volume ID will name (adopt.JoinDeployment): an entry
 // of its driver's own deployment where one serves its Ceph cluster, else
 // its migration entry.
-func (p *Planner) joinDeployments(plan *Plan) {
+func (p *Planner) joinDeployments(plan *Plan) []volumeNote {
+	var notes []volumeNote
 	var fsidOf func([]string) (string, error)
 	if readFSID := p.opts.CephFSID; readFSID != nil {
 		type read struct {
@@ -570,8 +571,7 @@ func (p *Planner) joinDeployments(plan *Plan) {
 		for _, id := range slices.Sorted(maps.Keys(needs)) {
 			n := needs[id]
 			for _, vi := range n.volumes {
-				v := &plan.Volumes[vi]
-				if v.Form != string(adopt.FormNative) {
+				if plan.Volumes[vi].Form != string(adopt.FormNative) {
 					continue
 				}
 				own := id
@@ -584,38 +584,36 @@ func (p *Planner) joinDeployments(plan *Plan) {
 					in.FSID, readErr = fsidOf(n.entry.Monitors)
 				}
 				j := adopt.JoinDeployment(in)
-				v.AdoptClusterID = own
+				n := volumeNote{volume: vi, adoptClusterID: own}
 				switch {
 				case j.ClusterID != "":
-					v.AdoptClusterID = j.ClusterID
-					v.FormWhy = append(v.FormWhy, fmt.Sprintf("adopted, its volume ID names clusterID %s, the entry of %s's deployment for the same Ceph cluster (same fsid): a volume of that deployment, which needs no migration entry afterwards", j.ClusterID, driver))
+					n.adoptClusterID = j.ClusterID
+					n.formWhy = append(n.formWhy, fmt.Sprintf("adopted, its volume ID names clusterID %s, the entry of %s's deployment for the same Ceph cluster (same fsid): a volume of that deployment, which needs no migration entry afterwards", j.ClusterID, driver))
 				case len(j.Unread) > 0:
-					v.FormWhy = append(v.FormWhy, fmt.Sprintf("adopted, its volume ID names clusterID %s of %s's deployment if that entry's monitors reach the same Ceph cluster (the adoption compares fsids), else the migration entry %s", j.Unread[0], driver, own))
+					n.formWhy = append(n.formWhy, fmt.Sprintf("adopted, its volume ID names clusterID %s of %s's deployment if that entry's monitors reach the same Ceph cluster (the adoption compares fsids), else the migration entry %s", j.Unread[0], driver, own))
 				case readErr != nil:
-					v.FormWhy = append(v.FormWhy, fmt.Sprintf("adopted, its volume ID names the migration entry %s: the volume's Ceph cluster was not read (%v)", own, readErr))
+					n.formWhy = append(n.formWhy, fmt.Sprintf("adopted, its volume ID names the migration entry %s: the volume's Ceph cluster was not read (%v)", own, readErr))
 				case len(j.Why) > 0:
-					v.FormWhy = append(v.FormWhy, fmt.Sprintf("adopted, its volume ID names the migration entry %s: no entry of %s's deployment serves it (%s)", own, driver, strings.Join(j.Why, "; ")))
+					n.formWhy = append(n.formWhy, fmt.Sprintf("adopted, its volume ID names the migration entry %s: no entry of %s's deployment serves it (%s)", own, driver, strings.Join(j.Why, "; ")))
 				}
+				notes = append(notes, n)
 			}
 		}
 	}
+	return notes
 }
 
 // settleCephConfig plans where each Ceph CSI driver reads its cluster
 // entries, and blocks the volumes and classes whose entry it does not
 // serve yet (or, where the input does not show its config, whose entry is
-// not checked).
-func (p *Planner) settleCephConfig(plan *Plan) {
+// not checked). Which clusterID adopted volumes name, and which volumes
+// it blocks, it returns.
+func (p *Planner) settleCephConfig(plan *Plan) []volumeNote {
 	configs, volumes, classes := p.cephConfig.settle(p.drivers.driverName, p.opts.CephCSINamespace)
 	plan.CephCSIConfig = configs
-	p.joinDeployments(plan)
+	notes := p.joinDeployments(plan)
 	for _, i := range slices.Sorted(maps.Keys(volumes)) {
-		v, f := &plan.Volumes[i], volumes[i]
-		v.Findings = append(v.Findings, f)
-		if v.Migratable {
-			v.Migratable, v.Reason = false, f.Message
-		}
-		plan.Blocked = true
+		notes = append(notes, blockedBy(i, volumes[i]))
 	}
 	for _, name := range slices.Sorted(maps.Keys(classes)) {
 		if i := slices.IndexFunc(plan.StorageClasses, func(s StorageClassPlan) bool { return s.Name == name }); i >= 0 && plan.StorageClasses[i].Migratable {
@@ -623,4 +621,5 @@ func (p *Planner) settleCephConfig(plan *Plan) {
 			p.classBlocked(name, f.Message+"; "+f.Remedy)
 		}
 	}
+	return notes
 }

@@ -161,6 +161,24 @@ func TestPlanNodePlugin(t *testing.T) {
 	}
 }
 
+// A volume blocked by two phases shows the first one's reason (the node
+// plugin, found before the secrets are judged) and both findings.
+func TestPlanFirstReasonShown(t *testing.T) {
+	pv := rbdPV("a", "admin", "missing")
+	pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: "data", UID: "u1"}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}, Spec: v1.PodSpec{NodeName: "n1", Volumes: []v1.Volume{{Name: "v",
+		VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}}
+	claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data", UID: "u1"}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: "a"}}
+	r := driverPlan(t, plan.Options{}, csiDriver(rookRBD), cephConfig(testMonitor), secret("other", "key", "x"), pod, claim, csiNode("n1"), pv)
+	v := r.Volumes[0]
+	if diff := cmp.Diff([]string{plan.FindingNodePluginMissing, plan.FindingSecretMissing, plan.FindingVolumeInUse}, codes(v)); diff != "" {
+		t.Fatalf("findings (-want +got):\n%s", diff)
+	}
+	if v.Migratable || !r.Blocked || v.Reason != v.Findings[0].Message {
+		t.Errorf("migratable %v, plan blocked %v, reason %q, want the node plugin's %q", v.Migratable, r.Blocked, v.Reason, v.Findings[0].Message)
+	}
+}
+
 // vSphere without zones (the driver reports no topology keys, no PV has
 // zone labels) is not blocked; a PV with zone labels is, where no node's
 // driver reports the keys; an input without vSphere volumes gets no

@@ -181,7 +181,8 @@ func (p *Planner) sameVolume(pv *v1.PersistentVolume, decide decider) {
 // shareImages decides again, by package adopt's rules, the form of each
 // volume more than one PV names (its image, path or disk): the adoption
 // leaves it, since deleting either PV would destroy it.
-func (p *Planner) shareImages(plan *Plan) {
+func (p *Planner) shareImages(plan *Plan) []volumeNote {
+	var notes []volumeNote
 	for _, idx := range p.byVolume {
 		if len(idx) < 2 {
 			continue
@@ -197,12 +198,13 @@ func (p *Planner) shareImages(plan *Plan) {
 			if err != nil {
 				continue
 			}
-			v := &plan.Volumes[i]
+			v := plan.Volumes[i]
 			why := d.Why
 			if v.Plugin == plugin.VSphereInTreePluginName && len(v.FormWhy) > 1 {
 				why = append(why, v.FormWhy[1:]...) // what vCenter said of the disk
 			}
-			v.Form, v.Features, v.FormWhy = string(d.Form), featureNames(d.Features), why
+			notes = append(notes, volumeNote{volume: i, form: &formNote{form: string(d.Form), features: featureNames(d.Features), why: why}})
 		}
 	}
+	return notes
 }

@@ -173,6 +173,9 @@ func TestPlanProperty(t *testing.T) {
 					rt.Fatalf("%s is migratable with a blocker %+v", v.Name, f)
 				}
 			}
+			if !v.Migratable && (v.Reason == "" || !r.Blocked) {
+				rt.Fatalf("%s is not migratable with reason %q, plan blocked %v", v.Name, v.Reason, r.Blocked)
+			}
 		}
 		if diff := cmp.Diff(before, objs); diff != "" {
 			rt.Fatalf("input modified:\n%s", diff)

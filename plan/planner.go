@@ -267,31 +267,37 @@ func (p *Planner) Finish() *Plan {
 		plan.Hazards = append(plan.Hazards, *f)
 		plan.Blocked = true
 	}
-	p.shareImages(plan)
-	p.markInUse(plan)
+	annotate(plan, p.shareImages(plan))
+	annotate(plan, p.markInUse(plan))
 	p.settleInline()
-	p.settleSecrets(plan)
+	annotate(plan, p.settleSecrets(plan))
 	p.settleTemplates()
 	for _, id := range slices.Sorted(maps.Keys(p.clusters)) {
 		plan.CephClusters = append(plan.CephClusters, p.clusters[id])
 	}
 	p.settleVCenter(plan)
-	p.settleCephConfig(plan)
+	annotate(plan, p.settleCephConfig(plan))
+	annotate(plan, inUseWarnings(plan))
 	p.addNotices(plan)
 	return plan
 }
 
-// addNotices adds what concerns the migration beyond each volume's
-// translation: a volume in use, the Ceph config's warnings, and the
-// feature-gate steps of the plugins in use.
-func (p *Planner) addNotices(plan *Plan) {
-	for i := range plan.Volumes {
-		if v := &plan.Volumes[i]; len(v.InUseBy) > 0 {
-			v.Findings = append(v.Findings, plugin.Finding{Code: FindingVolumeInUse, Severity: plugin.SeverityWarning, Field: "claim " + v.Claim,
+// inUseWarnings warn of each volume in use what the rewrite does with it.
+func inUseWarnings(plan *Plan) []volumeNote {
+	var notes []volumeNote
+	for i, v := range plan.Volumes {
+		if len(v.InUseBy) > 0 {
+			notes = append(notes, volumeNote{volume: i, findings: []plugin.Finding{{Code: FindingVolumeInUse, Severity: plugin.SeverityWarning, Field: "claim " + v.Claim,
 				Message: "in use by " + strings.Join(v.InUseBy, ", ") + "; the rewrite refuses a PV in use while its pods run (unless it is rewritten online, where the plugin is already migrated on their nodes)",
-				Remedy:  "stop the pods (scale their workloads to zero) before the rewrite deletes and recreates the PV object; data is kept"})
+				Remedy:  "stop the pods (scale their workloads to zero) before the rewrite deletes and recreates the PV object; data is kept"}}})
 		}
 	}
+	return notes
+}
+
+// addNotices adds what concerns the migration beyond the volumes: the
+// Ceph config's warnings and the feature-gate steps of the plugins in use.
+func (p *Planner) addNotices(plan *Plan) {
 	for _, w := range p.opts.CephConfigWarnings {
 		plan.Hazards = append(plan.Hazards, plugin.Finding{Code: FindingCephConfigEntry, Severity: plugin.SeverityWarning, Field: "Ceph CSI config.json",
 			Message: w, Remedy: "fix or remove the entry in Ceph CSI's config map; volumes of other clusterIDs are not affected"})

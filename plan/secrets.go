@@ -24,8 +24,9 @@ type secretNeed struct {
 }
 
 // settleSecrets plans the Secrets the volumes and classes need, once each,
-// and blocks the plan when the input has none to check.
-func (p *Planner) settleSecrets(plan *Plan) {
+// blocks the plan when the input has none to check, and returns what it
+// concludes of the volumes that need them.
+func (p *Planner) settleSecrets(plan *Plan) []volumeNote {
 	secretPlans := map[string]*SecretPlan{}
 	add := func(sp SecretPlan) {
 		k := sp.Namespace + "/" + sp.Name + "/" + sp.Action
@@ -36,6 +37,7 @@ func (p *Planner) settleSecrets(plan *Plan) {
 		secretPlans[k] = &sp
 	}
 	var unchecked []string
+	var notes []volumeNote
 	for _, need := range p.secretNeeds {
 		if !p.sawSecrets {
 			unchecked = append(unchecked, need.Key())
@@ -43,7 +45,9 @@ func (p *Planner) settleSecrets(plan *Plan) {
 				unchecked = append(unchecked, need.From)
 			}
 		}
-		p.planSecret(need, add)
+		if n, ok := p.planSecret(need, add); ok {
+			notes = append(notes, n)
+		}
 	}
 	if len(unchecked) > 0 {
 		slices.Sort(unchecked)
@@ -56,6 +60,7 @@ func (p *Planner) settleSecrets(plan *Plan) {
 	for _, k := range slices.Sorted(maps.Keys(secretPlans)) {
 		plan.Secrets = append(plan.Secrets, *secretPlans[k])
 	}
+	return notes
 }
 
 // secretMissing reports a Secret that is not in the input.
@@ -69,29 +74,29 @@ func (p *Planner) secretMissing(ref, why string) {
 // CSI driver will read it (secrets.CephCSISecretReady, the rule rewrite
 // -apply applies too), lists what to create or change under SECRETS, and
 // blocks the volume or class until the secret is ready: a PV rewritten
-// before would not mount, expand or delete.
-func (p *Planner) planSecret(need secretNeed, add func(SecretPlan)) {
+// before would not mount, expand or delete. ok says whether it concludes
+// anything of a volume (n).
+func (p *Planner) planSecret(need secretNeed, add func(SecretPlan)) (n volumeNote, ok bool) {
 	ref := need.Key()
 	what := "migrated volumes"
 	if need.class != "" {
 		what = "StorageClass " + need.class + " (provisioning, expansion and deletion)"
 	}
-	s, ok := p.secrets[ref]
+	s, found := p.secrets[ref]
 	if !p.sawSecrets {
-		p.secretNotChecked(need, what, add)
-		return
+		return p.secretNotChecked(need, what, add)
 	}
 	if need.From != "" {
 		if _, ok := p.secrets[need.From]; !ok {
 			p.secretMissing(need.From, "the CephFS secret "+ref+" is made from it")
 		}
 	}
-	if !ok {
+	if !found {
 		s = nil
 	}
 	action, problem, fixes := rewrite.Judge(need.SecretNeed, s)
 	if action == "" {
-		return
+		return volumeNote{}, false
 	}
 	fields, reason := need.Fields(action)
 	for _, f := range fixes {
@@ -105,18 +110,12 @@ func (p *Planner) planSecret(need secretNeed, add func(SecretPlan)) {
 	msg := fmt.Sprintf("Secret %s, which Ceph CSI reads for %s (%s), %s", ref, what, strings.Join(need.Uses, ", "), problem)
 	p.plan.Blocked = true
 	if need.volume >= 0 {
-		v := &p.plan.Volumes[need.volume]
 		code := FindingSecretNotReady
-		if !ok {
+		if !found {
 			code = FindingSecretMissing
 		}
-		v.Findings = append(v.Findings, plugin.Finding{Code: code, Severity: plugin.SeverityBlocker, Object: "Secret " + ref,
-			Message: p.intern(msg), Remedy: p.intern(remedy)})
-		if v.Migratable || v.Reason == "" {
-			v.Migratable = false
-			v.Reason = p.intern("Secret " + ref + " " + problem)
-		}
-		return
+		return volumeNote{volume: need.volume, findings: []plugin.Finding{{Code: code, Severity: plugin.SeverityBlocker, Object: "Secret " + ref,
+			Message: p.intern(msg), Remedy: p.intern(remedy)}}, block: p.intern("Secret " + ref + " " + problem)}, true
 	}
 	if need.class != "" {
 		code := FindingSecretNotReady
@@ -124,7 +123,7 @@ func (p *Planner) planSecret(need secretNeed, add func(SecretPlan)) {
 			code = FindingClassSecretNeedsAdminId
 			msg = fmt.Sprintf("the class's adminId is %q, but Ceph CSI reads the migration user only from the admin secret's adminId and defaults to admin: provisioning would connect as client.admin with %s's key and fail", need.User, need.User)
 		}
-		if !ok {
+		if !found {
 			code = FindingSecretMissing
 		}
 		p.plan.Hazards = append(p.plan.Hazards, plugin.Finding{Code: code, Severity: plugin.SeverityBlocker, Object: "StorageClass " + need.class, Message: msg, Remedy: remedy})
@@ -133,16 +132,17 @@ func (p *Planner) planSecret(need secretNeed, add func(SecretPlan)) {
 			why = fmt.Sprintf("Ceph CSI would provision as client.admin: add %s: %s to Secret %s", f.Field, f.Value, ref)
 		}
 		p.classBlocked(need.class, why)
-		return
+		return volumeNote{}, false
 	}
 	// The PV form of an inline volume: its own plan says what it needs.
+	return volumeNote{}, false
 }
 
 // secretNotChecked lists a secret the input could not show (it has no
 // Secrets) for checking. Ready means checked: a volume or class whose
 // Secret could not be judged is not called migratable (the hazard
 // SecretsNotChecked says what to give).
-func (p *Planner) secretNotChecked(need secretNeed, what string, add func(SecretPlan)) {
+func (p *Planner) secretNotChecked(need secretNeed, what string, add func(SecretPlan)) (volumeNote, bool) {
 	ref := need.Key()
 	fields, _ := need.Fields("create")
 	add(SecretPlan{Namespace: need.Namespace, Name: need.Name, Action: "check", Fields: fields, From: need.From,
@@ -150,13 +150,11 @@ func (p *Planner) secretNotChecked(need secretNeed, what string, add func(Secret
 	why := "Secret " + ref + " not checked: the input has no Secrets"
 	switch {
 	case need.volume >= 0:
-		if v := &p.plan.Volumes[need.volume]; v.Migratable {
-			v.Migratable = false
-			v.Reason = p.intern(why)
-		}
+		return volumeNote{volume: need.volume, block: p.intern(why)}, true
 	case need.class != "":
 		p.classBlocked(need.class, "its admin "+strings.ToLower(why[:1])+why[1:])
 	}
+	return volumeNote{}, false
 }
 
 // secretWarnings are the plugins' secret warnings, which the plan replaces

@@ -242,29 +242,32 @@ func (p *Planner) addCluster(mons []string) ceph.ClusterEntry {
 	return e
 }
 
-// markInUse names the pods that use each volume, and says why a volume
+// markInUse names the pods that use each volume, blocks a volume whose
+// pods run where its driver's node plugin does not, and says why a volume
 // that could be native is adopted only once they stop.
-func (p *Planner) markInUse(plan *Plan) {
-	for i := range plan.Volumes {
-		if c := plan.Volumes[i].Claim; c != "" {
-			plan.Volumes[i].InUseBy = p.podsByClaim[c]
-			if v := &plan.Volumes[i]; v.Driver != "" {
-				for _, f := range p.drivers.nodePluginMissing(v.Driver, v.InUseBy, p.podNode) {
-					v.Findings = append(v.Findings, f)
-					v.Migratable = false
-					if v.Reason == "" {
-						v.Reason = f.Message
-					}
-					plan.Blocked = true
-				}
-			}
-			if v := &plan.Volumes[i]; len(v.InUseBy) > 0 && v.Form == string(adopt.FormNative) {
-				if v.Plugin == plugin.CephFSInTreePluginName {
-					v.FormWhy = append(v.FormWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (rewritten online while in use, it is a static volume until an adoption of CSI PVs adopts it unused)")
-				} else {
-					v.FormWhy = append(v.FormWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (rewritten online, it gets its migration handle, and an adoption of CSI PVs adopts it when unused)")
+func (p *Planner) markInUse(plan *Plan) []volumeNote {
+	var notes []volumeNote
+	for i, v := range plan.Volumes {
+		if v.Claim == "" {
+			continue
+		}
+		n := volumeNote{volume: i, inUseBy: p.podsByClaim[v.Claim]}
+		if v.Driver != "" {
+			for _, f := range p.drivers.nodePluginMissing(v.Driver, n.inUseBy, p.podNode) {
+				n.findings = append(n.findings, f)
+				if n.block == "" {
+					n.block = f.Message
 				}
 			}
 		}
+		if len(n.inUseBy) > 0 && v.Form == string(adopt.FormNative) {
+			if v.Plugin == plugin.CephFSInTreePluginName {
+				n.formWhy = append(n.formWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (rewritten online while in use, it is a static volume until an adoption of CSI PVs adopts it unused)")
+			} else {
+				n.formWhy = append(n.formWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (rewritten online, it gets its migration handle, and an adoption of CSI PVs adopts it when unused)")
+			}
+		}
+		notes = append(notes, n)
 	}
+	return notes
 }
