@@ -23,6 +23,9 @@ import (
 // Job, CronJob or ReplicationController.
 type Workload struct {
 	Kind, Namespace, Name string
+	// APIVersion is the kind's group and version ("apps/v1"), which
+	// objects listed from a cluster come without.
+	APIVersion string
 	Spec                  *v1.PodSpec
 	// Owner is the controller owning it ("Kind/name", same namespace), ""
 	// when none.
@@ -49,25 +52,25 @@ func WorkloadOf(obj any) (*Workload, bool) {
 	var meta *metav1.ObjectMeta
 	switch o := obj.(type) {
 	case *v1.Pod:
-		w = Workload{Kind: "Pod", Spec: &o.Spec, Finished: o.Status.Phase == v1.PodSucceeded || o.Status.Phase == v1.PodFailed}
+		w = Workload{Kind: "Pod", APIVersion: "v1", Spec: &o.Spec, Finished: o.Status.Phase == v1.PodSucceeded || o.Status.Phase == v1.PodFailed}
 		meta = &o.ObjectMeta
 	case *appsv1.Deployment:
-		w, meta = Workload{Kind: "Deployment", Spec: &o.Spec.Template.Spec}, &o.ObjectMeta
+		w, meta = Workload{Kind: "Deployment", APIVersion: "apps/v1", Spec: &o.Spec.Template.Spec}, &o.ObjectMeta
 	case *appsv1.StatefulSet:
-		w, meta = Workload{Kind: "StatefulSet", Spec: &o.Spec.Template.Spec, ClaimTemplates: o.Spec.VolumeClaimTemplates}, &o.ObjectMeta
+		w, meta = Workload{Kind: "StatefulSet", APIVersion: "apps/v1", Spec: &o.Spec.Template.Spec, ClaimTemplates: o.Spec.VolumeClaimTemplates}, &o.ObjectMeta
 	case *appsv1.DaemonSet:
-		w, meta = Workload{Kind: "DaemonSet", Spec: &o.Spec.Template.Spec}, &o.ObjectMeta
+		w, meta = Workload{Kind: "DaemonSet", APIVersion: "apps/v1", Spec: &o.Spec.Template.Spec}, &o.ObjectMeta
 	case *appsv1.ReplicaSet:
-		w, meta = Workload{Kind: "ReplicaSet", Spec: &o.Spec.Template.Spec}, &o.ObjectMeta
+		w, meta = Workload{Kind: "ReplicaSet", APIVersion: "apps/v1", Spec: &o.Spec.Template.Spec}, &o.ObjectMeta
 	case *batchv1.Job:
-		w, meta = Workload{Kind: "Job", Spec: &o.Spec.Template.Spec}, &o.ObjectMeta
+		w, meta = Workload{Kind: "Job", APIVersion: "batch/v1", Spec: &o.Spec.Template.Spec}, &o.ObjectMeta
 	case *batchv1.CronJob:
-		w, meta = Workload{Kind: "CronJob", Spec: &o.Spec.JobTemplate.Spec.Template.Spec}, &o.ObjectMeta
+		w, meta = Workload{Kind: "CronJob", APIVersion: "batch/v1", Spec: &o.Spec.JobTemplate.Spec.Template.Spec}, &o.ObjectMeta
 	case *v1.ReplicationController:
 		if o.Spec.Template == nil {
 			return nil, false
 		}
-		w, meta = Workload{Kind: "ReplicationController", Spec: &o.Spec.Template.Spec}, &o.ObjectMeta
+		w, meta = Workload{Kind: "ReplicationController", APIVersion: "v1", Spec: &o.Spec.Template.Spec}, &o.ObjectMeta
 	default:
 		return nil, false
 	}

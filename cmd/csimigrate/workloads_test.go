@@ -1,8 +1,15 @@
 package main
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -51,4 +58,51 @@ func FuzzInlineClaimName(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A workload's copy with claims, for every kind (listed from a cluster,
+// without TypeMeta): its apiVersion and kind set, the server's metadata and
+// the status cleared, the volume replaced by the claim, the original left
+// as it was.
+func TestWithClaimsEveryKind(t *testing.T) {
+	meta := metav1.ObjectMeta{Namespace: "ns", Name: "w", UID: "u1", ResourceVersion: "7", Generation: 3}
+	tmpl := v1.PodTemplateSpec{Spec: v1.PodSpec{Volumes: []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{RBD: &v1.RBDVolumeSource{RBDImage: "img", ReadOnly: true}}}}}}
+	for _, tc := range []struct {
+		obj        runtime.Object
+		apiVersion string
+	}{
+		{&v1.Pod{ObjectMeta: meta, Spec: tmpl.Spec, Status: v1.PodStatus{Phase: v1.PodRunning}}, "v1"},
+		{&v1.ReplicationController{ObjectMeta: meta, Spec: v1.ReplicationControllerSpec{Template: &tmpl}, Status: v1.ReplicationControllerStatus{Replicas: 1}}, "v1"},
+		{&appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Template: tmpl}, Status: appsv1.DeploymentStatus{Replicas: 1}}, "apps/v1"},
+		{&appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Template: tmpl}, Status: appsv1.StatefulSetStatus{Replicas: 1}}, "apps/v1"},
+		{&appsv1.DaemonSet{ObjectMeta: meta, Spec: appsv1.DaemonSetSpec{Template: tmpl}, Status: appsv1.DaemonSetStatus{NumberReady: 1}}, "apps/v1"},
+		{&appsv1.ReplicaSet{ObjectMeta: meta, Spec: appsv1.ReplicaSetSpec{Template: tmpl}, Status: appsv1.ReplicaSetStatus{Replicas: 1}}, "apps/v1"},
+		{&batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{Template: tmpl}, Status: batchv1.JobStatus{Active: 1}}, "batch/v1"},
+		{&batchv1.CronJob{ObjectMeta: meta, Spec: batchv1.CronJobSpec{JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tmpl}}},
+			Status: batchv1.CronJobStatus{Active: []v1.ObjectReference{{Name: "j"}}}}, "batch/v1"},
+	} {
+		before := tc.obj.DeepCopyObject()
+		w, ok := rewrite.WorkloadOf(tc.obj)
+		if !ok {
+			t.Fatalf("%T is not a workload", tc.obj)
+		}
+		got := withClaims(w, map[int]string{0: "w-data"}).(runtime.Object)
+		nw, _ := rewrite.WorkloadOf(got)
+		if gvk := got.GetObjectKind().GroupVersionKind(); gvk.GroupVersion().String() != tc.apiVersion || gvk.Kind != w.Kind {
+			t.Errorf("%s: apiVersion %q kind %q, want %q %q", w.Kind, gvk.GroupVersion(), gvk.Kind, tc.apiVersion, w.Kind)
+		}
+		if m := nw.Meta; m.UID != "" || m.ResourceVersion != "" || m.Generation != 0 || m.Name != "w" {
+			t.Errorf("%s: metadata %+v", w.Kind, m)
+		}
+		if status := reflect.ValueOf(got).Elem().FieldByName("Status"); !status.IsZero() {
+			t.Errorf("%s: status %+v kept", w.Kind, status.Interface())
+		}
+		want := v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "w-data", ReadOnly: true}}
+		if diff := cmp.Diff(want, nw.Spec.Volumes[0].VolumeSource); diff != "" {
+			t.Errorf("%s: volume (-want +got):\n%s", w.Kind, diff)
+		}
+		if diff := cmp.Diff(before, tc.obj); diff != "" {
+			t.Errorf("%s: original modified:\n%s", w.Kind, diff)
+		}
+	}
 }

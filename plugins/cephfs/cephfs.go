@@ -35,6 +35,7 @@
 package cephfs
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -128,15 +129,7 @@ func (p *Plugin) GetInTreePluginName() string { return PluginName }
 
 // GetCSIPluginName returns the CSI driver name: Options.DriverName, by
 // default DriverName.
-func (p *Plugin) GetCSIPluginName() string { return p.driver() }
-
-// driver is the CSI driver name: Options.DriverName, or DriverName.
-func (p *Plugin) driver() string {
-	if p.opts.DriverName != "" {
-		return p.opts.DriverName
-	}
-	return DriverName
-}
+func (p *Plugin) GetCSIPluginName() string { return cmp.Or(p.opts.DriverName, DriverName) }
 
 // CanSupport reports whether pv has a cephfs source.
 func (p *Plugin) CanSupport(pv *v1.PersistentVolume) bool { return pv != nil && pv.Spec.CephFS != nil }
@@ -346,7 +339,7 @@ func (p *Plugin) inlineCSISource(name string, fp func() *field.Path, s source, c
 	var attrs [4]overrides.Attribute
 	blk := &inlineBlock{stage: v.stage}
 	blk.csi = v1.CSIPersistentVolumeSource{
-		Driver:             p.driver(),
+		Driver:             p.GetCSIPluginName(),
 		VolumeHandle:       v.handle,
 		ReadOnly:           v.readOnly,
 		VolumeAttributes:   overrides.AttributeMap(v.attributes(attrs[:0])),
@@ -401,7 +394,7 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 		out = pvcopy.Into(&blk.pv, pv, extra)
 	}
 	blk.csi = v1.CSIPersistentVolumeSource{
-		Driver:             p.driver(),
+		Driver:             p.GetCSIPluginName(),
 		VolumeHandle:       v.handle,
 		ReadOnly:           v.readOnly,
 		NodeStageSecretRef: &blk.stage,
@@ -433,7 +426,7 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 // attribute or the cluster config, else the error matches
 // plugin.ErrMissingInformation. pv is not modified.
 func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
-	c, err := check.CSISource(pv, p.driver())
+	c, err := check.CSISource(pv, p.GetCSIPluginName())
 	if err != nil {
 		return nil, err
 	}
@@ -526,7 +519,7 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 	}
 	fs := v1.PersistentVolumeFilesystem
 	return &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: p.driver() + "-" + csi.VolumeHandle},
+		ObjectMeta: metav1.ObjectMeta{Name: p.GetCSIPluginName() + "-" + csi.VolumeHandle},
 		Spec: v1.PersistentVolumeSpec{
 			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: csi},
 			AccessModes:            []v1.PersistentVolumeAccessMode{v1.ReadWriteMany},

@@ -47,6 +47,7 @@
 package rbd
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -166,15 +167,7 @@ func (p *Plugin) GetInTreePluginName() string { return PluginName }
 
 // GetCSIPluginName returns the CSI driver name: Options.DriverName, by
 // default DriverName.
-func (p *Plugin) GetCSIPluginName() string { return p.driver() }
-
-// driver is the CSI driver name: Options.DriverName, or DriverName.
-func (p *Plugin) driver() string {
-	if p.opts.DriverName != "" {
-		return p.opts.DriverName
-	}
-	return DriverName
-}
+func (p *Plugin) GetCSIPluginName() string { return cmp.Or(p.opts.DriverName, DriverName) }
 
 // CanSupport reports whether pv has an RBD source.
 func (p *Plugin) CanSupport(pv *v1.PersistentVolume) bool {
@@ -325,7 +318,7 @@ func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVol
 	rec.RemoveFrom(out)
 	csi := &blk.csi
 	*csi = v1.CSIPersistentVolumeSource{
-		Driver:       p.driver(),
+		Driver:       p.GetCSIPluginName(),
 		VolumeHandle: f.VolumeHandle,
 		FSType:       f.FSType,
 		ReadOnly:     f.ReadOnly,
@@ -373,7 +366,7 @@ type reverseBlock struct {
 // TranslateCSIPVToInTree translates a PV of rbd.csi.ceph.com back to
 // spec.rbd. pv is not modified.
 func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
-	c, err := check.CSISource(pv, p.driver())
+	c, err := check.CSISource(pv, p.GetCSIPluginName())
 	if err != nil {
 		return nil, err
 	}
@@ -493,7 +486,7 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 		pool = defaultPool
 	}
 	csi := &v1.CSIPersistentVolumeSource{
-		Driver:       p.driver(),
+		Driver:       p.GetCSIPluginName(),
 		VolumeHandle: src.RBDImage,
 		FSType:       src.FSType,
 		ReadOnly:     src.ReadOnly,
@@ -511,7 +504,7 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 	}
 	fs := v1.PersistentVolumeFilesystem
 	return &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: p.driver() + "-" + src.RBDImage},
+		ObjectMeta: metav1.ObjectMeta{Name: p.GetCSIPluginName() + "-" + src.RBDImage},
 		Spec: v1.PersistentVolumeSpec{
 			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: csi},
 			AccessModes:            accessModeFor(src.ReadOnly),
@@ -632,7 +625,7 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 	shallow := *sc
 	shallow.Parameters = nil
 	out := shallow.DeepCopy()
-	out.Provisioner = p.driver()
+	out.Provisioner = p.GetCSIPluginName()
 	out.Parameters = params
 	if dropped > 0 {
 		m := make(map[string]string, dropped)

@@ -33,6 +33,7 @@
 package vsphere
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -208,15 +209,7 @@ func (p *Plugin) GetInTreePluginName() string { return PluginName }
 
 // GetCSIPluginName returns the CSI driver name: Options.DriverName, by
 // default DriverName.
-func (p *Plugin) GetCSIPluginName() string { return p.driver() }
-
-// driver is the CSI driver name: Options.DriverName, or DriverName.
-func (p *Plugin) driver() string {
-	if p.opts.DriverName != "" {
-		return p.opts.DriverName
-	}
-	return DriverName
-}
+func (p *Plugin) GetCSIPluginName() string { return cmp.Or(p.opts.DriverName, DriverName) }
 
 // CanSupport reports whether pv has a vsphereVolume source.
 func (p *Plugin) CanSupport(pv *v1.PersistentVolume) bool {
@@ -337,7 +330,7 @@ func (p *Plugin) TranslateInTreePVToCSI(_ klog.Logger, pv *v1.PersistentVolume) 
 	out := pvcopy.Into(&blk.pv, pv, extra)
 	rec.RemoveFrom(out)
 	blk.csi = v1.CSIPersistentVolumeSource{
-		Driver:       p.driver(),
+		Driver:       p.GetCSIPluginName(),
 		VolumeHandle: f.VolumeHandle,
 		FSType:       f.FSType,
 	}
@@ -447,7 +440,7 @@ type reverseBlock struct {
 // the error matches plugin.ErrMissingInformation (an empty volumePath would
 // be rejected by the API server). pv is not modified.
 func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
-	c, err := check.CSISource(pv, p.driver())
+	c, err := check.CSISource(pv, p.GetCSIPluginName())
 	if err != nil {
 		return nil, err
 	}
@@ -542,10 +535,10 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 	}
 	fs := v1.PersistentVolumeFilesystem
 	return &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: p.driver() + "-" + src.VolumePath},
+		ObjectMeta: metav1.ObjectMeta{Name: p.GetCSIPluginName() + "-" + src.VolumePath},
 		Spec: v1.PersistentVolumeSpec{
 			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{
-				Driver: p.driver(), VolumeHandle: CanonicalVolumePath(src.VolumePath), FSType: src.FSType, VolumeAttributes: attrs,
+				Driver: p.GetCSIPluginName(), VolumeHandle: CanonicalVolumePath(src.VolumePath), FSType: src.FSType, VolumeAttributes: attrs,
 			}},
 			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
 			VolumeMode:  &fs,
@@ -652,7 +645,7 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, sc *storage.Sto
 	shallow := *sc
 	shallow.Parameters, shallow.AllowedTopologies = nil, nil
 	out := shallow.DeepCopy()
-	out.Provisioner = p.driver()
+	out.Provisioner = p.GetCSIPluginName()
 	out.Parameters = params
 	if len(sc.AllowedTopologies) > 0 {
 		zone, region := p.opts.Topology.zone(), p.opts.Topology.region()
