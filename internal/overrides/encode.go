@@ -100,6 +100,9 @@ func appendOverrides(dst []byte, o *overrides) []byte {
 		member("fsType")
 		dst = appendJSONString(dst, o.fsType)
 	}
+	// The two maps below are written out alike, not through one helper
+	// taking funcs: with one, dst escaped to the heap (measured: 2 more
+	// allocations and 1 KB more per reverse translation).
 	if len(o.attrs) > 0 {
 		member("volumeAttributes")
 		dst = append(dst, '{')
