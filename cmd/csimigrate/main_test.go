@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	"github.com/csimigrate/csimigrate/plugin"
@@ -405,7 +406,7 @@ type RewritePlan struct {
 // buildRewrite prepares the replacement of every migratable in-tree PV of
 // an inventory.
 func buildRewrite(inv *Inventory, tr *translate.Translator) (*RewritePlan, []error) {
-	in := &rewriteInputs{classes: map[string]*storagev1.StorageClass{}, claims: map[string]*v1.PersistentVolumeClaim{}}
+	in := &rewriteInputs{classes: map[string]*storagev1.StorageClass{}, claims: map[types.NamespacedName]*v1.PersistentVolumeClaim{}}
 	for _, sc := range inv.StorageClasses {
 		in.addClass(sc)
 	}

@@ -22,8 +22,6 @@ import (
 	"github.com/csimigrate/csimigrate/translate"
 )
 
-func claimKey(ns, name string) string { return ns + "/" + name }
-
 // planOptions are plan's flags.
 type planOptions struct {
 	common

@@ -15,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	"github.com/csimigrate/csimigrate/adopt"
@@ -243,7 +244,7 @@ func (rv *review) readInputs(c *common, stdin io.Reader) error {
 	if !rv.in.needClaims(rv.tr) {
 		return nil
 	}
-	rv.in.claims = map[string]*v1.PersistentVolumeClaim{}
+	rv.in.claims = map[types.NamespacedName]*v1.PersistentVolumeClaim{}
 	return c.read(stdin, io.Discard, sinkFunc(rv.in.addClaim))
 }
 
@@ -648,8 +649,8 @@ func (f sinkFunc) Add(obj any) { f(obj) }
 type rewriteInputs struct {
 	drivers driverSet
 	classes map[string]*storagev1.StorageClass
-	order   []string                             // class names in input order
-	claims  map[string]*v1.PersistentVolumeClaim // nil: not needed
+	order   []string                                           // class names in input order
+	claims  map[types.NamespacedName]*v1.PersistentVolumeClaim // nil: not needed
 }
 
 func (in *rewriteInputs) addClass(obj any) {
@@ -663,7 +664,7 @@ func (in *rewriteInputs) addClass(obj any) {
 // addClaim keeps what a secret template can read of a claim.
 func (in *rewriteInputs) addClaim(obj any) {
 	if pvc, ok := obj.(*v1.PersistentVolumeClaim); ok {
-		in.claims[claimKey(pvc.Namespace, pvc.Name)] = &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
+		in.claims[types.NamespacedName{Namespace: pvc.Namespace, Name: pvc.Name}] = &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
 			Name: pvc.Name, Namespace: pvc.Namespace, Annotations: pvc.Annotations}}
 	}
 }
@@ -687,7 +688,7 @@ func (in *rewriteInputs) needClaims(tr *translate.Translator) bool {
 func (in *rewriteInputs) replacement(tr *translate.Translator, pv *v1.PersistentVolume) (rewrite.PV, error) {
 	var pvc *v1.PersistentVolumeClaim
 	if c := pv.Spec.ClaimRef; c != nil && in.claims != nil {
-		pvc = in.claims[claimKey(c.Namespace, c.Name)]
+		pvc = in.claims[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}]
 	}
 	return rewrite.Rewrite(tr, klog0(), pv, in.classes[pv.Spec.StorageClassName], pvc)
 }
