@@ -266,27 +266,11 @@ type forwardBlock struct {
 // TranslateInTreePVToCSI translates a PV with spec.rbd to one with spec.csi
 // for rbd.csi.ceph.com. pv is not modified.
 func (p *Plugin) TranslateInTreePVToCSI(logger klog.Logger, pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
-	if pv == nil || pv.Spec.RBD == nil {
-		return nil, check.InTreePV(pv, "rbd", "an RBD volume source")
+	if err := validInTreePV(pv); err != nil {
+		return nil, err
 	}
 	src := pv.Spec.RBD
-	if len(src.CephMonitors) == 0 || src.RBDImage == "" {
-		return nil, plugin.Invalid("PersistentVolume", pv.Name, validateSource(field.NewPath("spec", "rbd"), src.CephMonitors, src.RBDImage)...)
-	}
-	if src.SecretRef != nil && src.SecretRef.Namespace == "" {
-		if _, ferr := cephpv.InTreeSecretRef(src.SecretRef, cephpv.ClaimNamespace(pv), field.NewPath("spec", "rbd", "secretRef")); ferr != nil {
-			return nil, plugin.Invalid("PersistentVolume", pv.Name, ferr)
-		}
-	}
-	var handle, clusterID string
-	if pv.Annotations[AnnVolumeHandle] == "" {
-		h, hazard := volumeid.NewRBDHandle(src.CephMonitors, src.RBDPool, src.RBDImage)
-		handle, clusterID = h.String(), h.ClusterID
-		if hazard != nil {
-			logger.Info("Migrated RBD volume has a handle that Ceph CSI resolves to another image; keep its reclaim policy Retain",
-				"pv", pv.Name, "image", src.RBDImage, "pool", src.RBDPool, "handle", handle)
-		}
-	}
+	handle, clusterID := composedHandle(logger, pv)
 	var rec overrides.Recorded
 	if err := rec.Read(pv); err != nil {
 		return nil, err
@@ -363,6 +347,42 @@ type reverseBlock struct {
 	ref v1.SecretReference
 }
 
+// validInTreePV checks what the forward translation reads of pv's RBD
+// source: monitors, an image, and a namespace for its secret reference.
+func validInTreePV(pv *v1.PersistentVolume) error {
+	if pv == nil || pv.Spec.RBD == nil {
+		return check.InTreePV(pv, "rbd", "an RBD volume source")
+	}
+	src := pv.Spec.RBD
+	if len(src.CephMonitors) == 0 || src.RBDImage == "" {
+		return plugin.Invalid("PersistentVolume", pv.Name, validateSource(field.NewPath("spec", "rbd"), src.CephMonitors, src.RBDImage)...)
+	}
+	if src.SecretRef != nil && src.SecretRef.Namespace == "" {
+		if _, ferr := cephpv.InTreeSecretRef(src.SecretRef, cephpv.ClaimNamespace(pv), field.NewPath("spec", "rbd", "secretRef")); ferr != nil {
+			return plugin.Invalid("PersistentVolume", pv.Name, ferr)
+		}
+	}
+	return nil
+}
+
+// composedHandle is the migration handle, and its clusterID, that the
+// forward translation composes for pv's image ("" when pv is annotated
+// with the handle to keep). It logs a handle Ceph CSI resolves to another
+// image.
+func composedHandle(logger klog.Logger, pv *v1.PersistentVolume) (handle, clusterID string) {
+	if pv.Annotations[AnnVolumeHandle] != "" {
+		return "", ""
+	}
+	src := pv.Spec.RBD
+	h, hazard := volumeid.NewRBDHandle(src.CephMonitors, src.RBDPool, src.RBDImage)
+	handle = h.String()
+	if hazard != nil {
+		logger.Info("Migrated RBD volume has a handle that Ceph CSI resolves to another image; keep its reclaim policy Retain",
+			"pv", pv.Name, "image", src.RBDImage, "pool", src.RBDPool, "handle", handle)
+	}
+	return handle, h.ClusterID
+}
+
 // TranslateCSIPVToInTree translates a PV of rbd.csi.ceph.com back to
 // spec.rbd. pv is not modified.
 func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.PersistentVolume, error) {
@@ -371,23 +391,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		return nil, err
 	}
 	attrs := c.VolumeAttributes
-	image := attrs[attrImageName]
-	pool, hasPool := attrs[attrPool]
-	clusterID := attrs[attrClusterID]
-	if image == "" || !hasPool || clusterID == "" {
-		// What the attributes lack, a migration handle may name.
-		if parsed, err := volumeid.ParseRBDHandle(c.VolumeHandle); err == nil {
-			if image == "" {
-				image = parsed.Image
-			}
-			if !hasPool {
-				pool = parsed.Pool
-			}
-			if clusterID == "" {
-				clusterID = parsed.ClusterID
-			}
-		}
-	}
+	image, pool, clusterID := imageOf(c)
 	if image == "" {
 		return nil, plugin.Invalid("PersistentVolume", pv.Name, field.Required(field.NewPath("spec", "csi", "volumeAttributes").Key(attrImageName),
 			"the RBD image name is needed: set the imageName attribute, or use a migration handle"))
@@ -431,30 +435,7 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		return nil, plugin.Invalid("PersistentVolume", pv.Name, field.Invalid(
 			field.NewPath("metadata", "annotations").Key(plugin.AnnAccessModes), out.Annotations[plugin.AnnAccessModes], err.Error()))
 	}
-	// A handle a forward translation would not compose (a volume Ceph CSI
-	// provisioned, or a handle annotated before) is recorded as upstream
-	// records it, so that components on csi-translation-lib agree. The
-	// forward translation of the result then gives c.VolumeHandle either way.
-	// The handle and clusterID the forward translation composes, when known.
-	var fwdHandle, fwdClusterID string
-	if ann := out.Annotations[AnnVolumeHandle]; ann != c.VolumeHandle {
-		// Every composed handle starts "mig_mons-"; others (a Ceph CSI
-		// volume ID) differ without composing.
-		var h volumeid.RBDHandle
-		var buf [256]byte
-		if ann == "" && strings.HasPrefix(c.VolumeHandle, "mig_mons-") {
-			h, _ = volumeid.NewRBDHandle(mons, pool, image)
-		}
-		if h.ClusterID != "" && string(h.AppendTo(buf[:0])) == c.VolumeHandle {
-			fwdHandle, fwdClusterID = c.VolumeHandle, h.ClusterID
-		} else {
-			annot.Set(out, AnnVolumeHandle, c.VolumeHandle)
-			annot.Set(out, AnnClusterID, attrs[attrClusterID])
-			annot.Set(out, AnnJournalPool, attrs[attrJournalPool])
-			annot.Set(out, AnnImageFeatures, attrs[attrImageFeatures])
-			annot.Set(out, AnnImageFormat, attrs[attrImageFormat])
-		}
-	}
+	fwdHandle, fwdClusterID := recordHandle(out, c, mons, pool, image)
 	var fattrs [9]overrides.Attribute
 	f, fa := p.forwardOf(out, fwdHandle, fwdClusterID, fattrs[:0])
 	f.Attributes = fa
@@ -462,6 +443,59 @@ func (p *Plugin) TranslateCSIPVToInTree(pv *v1.PersistentVolume) (*v1.Persistent
 		return nil, err
 	}
 	return out, nil
+}
+
+// imageOf is the image, pool and clusterID of a CSI source: its
+// attributes, and what they lack, a migration handle may name.
+func imageOf(c *v1.CSIPersistentVolumeSource) (image, pool, clusterID string) {
+	attrs := c.VolumeAttributes
+	image = attrs[attrImageName]
+	pool, hasPool := attrs[attrPool]
+	clusterID = attrs[attrClusterID]
+	if image == "" || !hasPool || clusterID == "" {
+		if parsed, err := volumeid.ParseRBDHandle(c.VolumeHandle); err == nil {
+			if image == "" {
+				image = parsed.Image
+			}
+			if !hasPool {
+				pool = parsed.Pool
+			}
+			if clusterID == "" {
+				clusterID = parsed.ClusterID
+			}
+		}
+	}
+	return image, pool, clusterID
+}
+
+// recordHandle records in out, the reverse translation of c, a handle a
+// forward translation would not compose (a volume Ceph CSI provisioned, or
+// a handle annotated before) as upstream records it, so that components on
+// csi-translation-lib agree; the forward translation of out then gives
+// c.VolumeHandle either way. It returns the handle and clusterID the
+// forward translation composes, when known.
+func recordHandle(out *v1.PersistentVolume, c *v1.CSIPersistentVolumeSource, mons []string, pool, image string) (handle, clusterID string) {
+	ann := out.Annotations[AnnVolumeHandle]
+	if ann == c.VolumeHandle {
+		return "", ""
+	}
+	// Every composed handle starts "mig_mons-"; others (a Ceph CSI volume
+	// ID) differ without composing.
+	var h volumeid.RBDHandle
+	var buf [256]byte
+	if ann == "" && strings.HasPrefix(c.VolumeHandle, "mig_mons-") {
+		h, _ = volumeid.NewRBDHandle(mons, pool, image)
+	}
+	if h.ClusterID != "" && string(h.AppendTo(buf[:0])) == c.VolumeHandle {
+		return c.VolumeHandle, h.ClusterID
+	}
+	attrs := c.VolumeAttributes
+	annot.Set(out, AnnVolumeHandle, c.VolumeHandle)
+	annot.Set(out, AnnClusterID, attrs[attrClusterID])
+	annot.Set(out, AnnJournalPool, attrs[attrJournalPool])
+	annot.Set(out, AnnImageFeatures, attrs[attrImageFeatures])
+	annot.Set(out, AnnImageFormat, attrs[attrImageFormat])
+	return "", ""
 }
 
 // TranslateInTreeInlineVolumeToCSI translates a pod's inline rbd volume to a
@@ -550,11 +584,44 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 	if sc == nil {
 		return nil, plugin.Invalid("StorageClass", "", field.Required(field.NewPath("storageClass"), "a StorageClass is required"))
 	}
-	fp := func() *field.Path { return field.NewPath("parameters") }
 	var given [len(scKeys)]scparams.Param
-	errs := scparams.Match(given[:], sc.Parameters, scKeys[:], fp)
-	dropped := 0
-	for i, g := range &given {
+	dropped, errs := matchClass(&given, sc.Parameters)
+	if len(errs) > 0 {
+		return nil, plugin.Invalid("StorageClass", sc.Name, errs...)
+	}
+	kinds := len(secretKinds)
+	if p.opts.DisableNodeExpandSecret {
+		kinds--
+	}
+	shallow := *sc
+	shallow.Parameters = nil
+	out := shallow.DeepCopy()
+	out.Provisioner = p.GetCSIPluginName()
+	out.Parameters = classParams(&given, secretKinds[:kinds])
+	if dropped > 0 {
+		m := make(map[string]string, dropped)
+		for _, i := range [...]int{scUserID, scUserSecretName, scUserSecretNamespace, scKeyring} {
+			if g := given[i]; g.Set() {
+				m[g.Key] = g.Value
+			}
+		}
+		logger.Info("In-tree RBD StorageClass parameters have no Ceph CSI counterpart and are not translated; the node-stage secret is the admin secret",
+			"storageClass", sc.Name, "parameters", slices.Sorted(maps.Keys(m)))
+		b, _ := json.Marshal(m)
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[AnnDroppedParameters] = string(b)
+	}
+	return out, nil
+}
+
+// matchClass reads an in-tree class's parameters into given and checks
+// them; dropped counts those Ceph CSI has no counterpart for.
+func matchClass(given *[len(scKeys)]scparams.Param, parameters map[string]string) (dropped int, errs field.ErrorList) {
+	fp := func() *field.Path { return field.NewPath("parameters") }
+	errs = scparams.Match(given[:], parameters, scKeys[:], fp)
+	for i, g := range given {
 		switch {
 		case !g.Set():
 		case i == scImageFormat:
@@ -572,16 +639,15 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 	if given[scAdminSecretName].Value == "" {
 		errs = append(errs, field.Required(fp().Key("adminSecretName"), "the name of the Ceph admin secret is required"))
 	}
-	if len(errs) > 0 {
-		return nil, plugin.Invalid("StorageClass", sc.Name, errs...)
-	}
-	kinds := len(secretKinds)
-	if p.opts.DisableNodeExpandSecret {
-		kinds--
-	}
+	return dropped, errs
+}
+
+// classParams are the Ceph CSI class parameters of the in-tree ones given,
+// with the admin secret for each of kinds.
+func classParams(given *[len(scKeys)]scparams.Param, kinds []secrets.Keys) map[string]string {
 	// Sized exactly: a map that grows on its last insert costs a rehash.
-	size := 2 + 2*kinds // migration, pool; the secret names and namespaces
-	for i, g := range &given {
+	size := 2 + 2*len(kinds) // migration, pool; the secret names and namespaces
+	for i, g := range given {
 		switch {
 		case !g.Set():
 		case i == scMonitors:
@@ -593,7 +659,7 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 	params := make(map[string]string, size)
 	params[attrMigration] = "true"
 	params[attrPool] = defaultPool
-	for i, g := range &given {
+	for i, g := range given {
 		if !g.Set() {
 			continue
 		}
@@ -618,31 +684,11 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 	if g := given[scAdminSecretNamespace]; g.Set() {
 		ns = g.Value
 	}
-	for _, keys := range secretKinds[:kinds] {
+	for _, keys := range kinds {
 		params[keys.Name] = given[scAdminSecretName].Value
 		params[keys.Namespace] = ns
 	}
-	shallow := *sc
-	shallow.Parameters = nil
-	out := shallow.DeepCopy()
-	out.Provisioner = p.GetCSIPluginName()
-	out.Parameters = params
-	if dropped > 0 {
-		m := make(map[string]string, dropped)
-		for _, i := range [...]int{scUserID, scUserSecretName, scUserSecretNamespace, scKeyring} {
-			if g := given[i]; g.Set() {
-				m[g.Key] = g.Value
-			}
-		}
-		logger.Info("In-tree RBD StorageClass parameters have no Ceph CSI counterpart and are not translated; the node-stage secret is the admin secret",
-			"storageClass", sc.Name, "parameters", slices.Sorted(maps.Keys(m)))
-		b, _ := json.Marshal(m)
-		if out.Annotations == nil {
-			out.Annotations = map[string]string{}
-		}
-		out.Annotations[AnnDroppedParameters] = string(b)
-	}
-	return out, nil
+	return params
 }
 
 // Finding codes reported by CheckPV.

@@ -603,33 +603,12 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, sc *storage.Sto
 			}
 			params["datastore-migrationparam"] = v
 		case "diskformat":
-			switch v {
-			case "thin":
-			case "zeroedthick", "eagerzeroedthick":
-				if !p.opts.AllowUnsupportedParameters {
-					errs = append(errs, field.Invalid(fp().Key(k), v, ReasonRejectedByDriver+": only \"thin\" is accepted; "+
-						"use a storage policy with thick provisioning (storagepolicyname) instead"))
-				}
-			default:
-				errs = append(errs, field.NotSupported(fp().Key(k), v, []string{"thin", "zeroedthick", "eagerzeroedthick"}))
-			}
+			errs = p.diskFormatErrors(errs, fp, k, v)
 			params["diskformat-migrationparam"] = v
-		default:
-			r := vsanRanges[lk]
-			n, err := strconv.Atoi(v)
-			if err != nil || n < r[0] || (r[1] >= 0 && n > r[1]) {
-				want := fmt.Sprintf("an integer from %d to %d", r[0], r[1])
-				if r[1] < 0 {
-					want = fmt.Sprintf("an integer of at least %d", r[0])
-				}
-				errs = append(errs, field.Invalid(fp().Key(k), v, "must be "+want))
-			}
+		default: // a vSAN capability
+			errs = p.vsanErrors(errs, fp, k, lk, v)
 			if firstVSAN == "" || k < firstVSAN {
 				firstVSAN = k
-			}
-			if !p.opts.AllowUnsupportedParameters {
-				errs = append(errs, field.Invalid(fp().Key(k), v, ReasonRejectedByDriver+": vSAN capabilities are not accepted; "+
-					"create a vSAN storage policy with this capability and set storagepolicyname instead"))
 			}
 			params[lk+"-migrationparam"] = v
 		}
@@ -659,6 +638,44 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(_ klog.Logger, sc *storage.Sto
 		out.AllowedTopologies = topo
 	}
 	return out, nil
+}
+
+// diskFormatErrors appends to errs what is wrong with the diskformat v of
+// an in-tree class (parameter k under fp): the driver accepts only thin
+// (unless Options.AllowUnsupportedParameters).
+func (p *Plugin) diskFormatErrors(errs field.ErrorList, fp func() *field.Path, k, v string) field.ErrorList {
+	switch v {
+	case "thin":
+	case "zeroedthick", "eagerzeroedthick":
+		if !p.opts.AllowUnsupportedParameters {
+			errs = append(errs, field.Invalid(fp().Key(k), v, ReasonRejectedByDriver+": only \"thin\" is accepted; "+
+				"use a storage policy with thick provisioning (storagepolicyname) instead"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(fp().Key(k), v, []string{"thin", "zeroedthick", "eagerzeroedthick"}))
+	}
+	return errs
+}
+
+// vsanErrors appends to errs what is wrong with the value v of an in-tree
+// class's vSAN capability lk (parameter k under fp): a value out of its
+// range, and that the driver accepts none (unless
+// Options.AllowUnsupportedParameters).
+func (p *Plugin) vsanErrors(errs field.ErrorList, fp func() *field.Path, k, lk, v string) field.ErrorList {
+	r := vsanRanges[lk]
+	n, err := strconv.Atoi(v)
+	if err != nil || n < r[0] || (r[1] >= 0 && n > r[1]) {
+		want := fmt.Sprintf("an integer from %d to %d", r[0], r[1])
+		if r[1] < 0 {
+			want = fmt.Sprintf("an integer of at least %d", r[0])
+		}
+		errs = append(errs, field.Invalid(fp().Key(k), v, "must be "+want))
+	}
+	if !p.opts.AllowUnsupportedParameters {
+		errs = append(errs, field.Invalid(fp().Key(k), v, ReasonRejectedByDriver+": vSAN capabilities are not accepted; "+
+			"create a vSAN storage policy with this capability and set storagepolicyname instead"))
+	}
+	return errs
 }
 
 // Finding codes reported by CheckPV.
