@@ -99,20 +99,8 @@ func cachedBinary(env, name, version string) (string, error) {
 // fails when a Ceph tool is missing, when Ceph's default monitor ports are
 // taken, or when the cluster is not healthy within two minutes.
 func StartCluster(ctx context.Context, fs bool) (_ *Cluster, err error) {
-	if os.Geteuid() != 0 {
-		return nil, errors.New("the Ceph test environment runs as root (Ceph CSI writes /etc/ceph and /tmp/csi)")
-	}
-	for _, tool := range []string{"ceph-mon", "ceph-mgr", "ceph-osd", "ceph-authtool", "monmaptool", "ceph", "rbd"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return nil, fmt.Errorf("%s not found: run scripts/setup-ceph (Debian's Ceph packages): %w", tool, err)
-		}
-	}
-	for _, addr := range []string{MonitorV1, MonitorV2} {
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			return nil, fmt.Errorf("the Ceph monitor's port %s is taken (another Ceph cluster running?): %w", addr, err)
-		}
-		l.Close()
+	if err := checkHost(); err != nil {
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "csimigrate-ceph-")
 	if err != nil {
@@ -132,13 +120,49 @@ func StartCluster(ctx context.Context, fs bool) (_ *Cluster, err error) {
 		}
 	}
 	fsid := newUUID()
-	// The monitor refuses to start (exit status 28, ENOSPC) when its file
-	// system has 5% or less space available, and warns under 30%: a cold
-	// run of the test command filled this machine's disk to 95% once (its
-	// Go build cache and the peers' builds). The test cluster keeps almost
-	// nothing on disk (a memstore OSD, a small monitor store), so neither
-	// threshold applies to it.
-	conf := fmt.Sprintf(`[global]
+	conf := fmt.Sprintf(confTemplate, fsid, dir, MonitorV2, MonitorV1)
+	if err := os.WriteFile(c.Conf, []byte(conf), 0o600); err != nil {
+		return nil, err
+	}
+	if err := c.startMon(ctx, fsid); err != nil {
+		return nil, err
+	}
+	if err := c.startMgr(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.startOSD(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.waitFor(ctx, 60*time.Second, "the manager to become available", func() (bool, error) {
+		out, err := c.Ceph(ctx, "mgr", "stat", "-f", "json")
+		if err != nil {
+			return false, err
+		}
+		var st struct {
+			Available bool `json:"available"`
+		}
+		return json.Unmarshal([]byte(out), &st) == nil && st.Available, nil
+	}); err != nil {
+		return nil, err
+	}
+	if fs {
+		if err := c.startMDS(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// confTemplate is the test cluster's ceph.conf: its fsid, directory, and
+// the monitor's v2 and v1 addresses.
+//
+// The monitor refuses to start (exit status 28, ENOSPC) when its file
+// system has 5% or less space available, and warns under 30%: a cold
+// run of the test command filled this machine's disk to 95% once (its
+// Go build cache and the peers' builds). The test cluster keeps almost
+// nothing on disk (a memstore OSD, a small monitor store), so neither
+// threshold applies to it.
+const confTemplate = `[global]
 fsid = %[1]s
 mon host = [v2:%[3]s,v1:%[4]s]
 auth cluster required = cephx
@@ -175,61 +199,95 @@ keyring = %[2]s/osd/$cluster-$id/keyring
 osd memory target = 536870912
 [mds]
 keyring = %[2]s/mds/$cluster-$id/keyring
-`, fsid, dir, MonitorV2, MonitorV1)
-	if err := os.WriteFile(c.Conf, []byte(conf), 0o600); err != nil {
-		return nil, err
+`
+
+// checkHost checks what the test cluster needs of this machine: root,
+// Ceph's tools, and the monitor's ports free.
+func checkHost() error {
+	if os.Geteuid() != 0 {
+		return errors.New("the Ceph test environment runs as root (Ceph CSI writes /etc/ceph and /tmp/csi)")
 	}
-	monKeyring, adminKeyring := filepath.Join(dir, "mon.keyring"), filepath.Join(dir, "client.admin.keyring")
+	for _, tool := range []string{"ceph-mon", "ceph-mgr", "ceph-osd", "ceph-authtool", "monmaptool", "ceph", "rbd"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s not found: run scripts/setup-ceph (Debian's Ceph packages): %w", tool, err)
+		}
+	}
+	for _, addr := range []string{MonitorV1, MonitorV2} {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("the Ceph monitor's port %s is taken (another Ceph cluster running?): %w", addr, err)
+		}
+		l.Close()
+	}
+	return nil
+}
+
+// startMon creates the keyrings and the monitor of cluster fsid, starts
+// it, and waits until it answers.
+func (c *Cluster) startMon(ctx context.Context, fsid string) error {
+	monKeyring, adminKeyring := filepath.Join(c.Dir, "mon.keyring"), filepath.Join(c.Dir, "client.admin.keyring")
 	steps := [][]string{
 		{"ceph-authtool", "--create-keyring", monKeyring, "--gen-key", "-n", "mon.", "--cap", "mon", "allow *"},
 		{"ceph-authtool", "--create-keyring", adminKeyring, "--gen-key", "-n", "client.admin",
 			"--cap", "mon", "allow *", "--cap", "osd", "allow *", "--cap", "mds", "allow *", "--cap", "mgr", "allow *"},
 		{"ceph-authtool", monKeyring, "--import-keyring", adminKeyring},
-		{"monmaptool", "--create", "--fsid", fsid, "--addv", "a", "[v2:" + MonitorV2 + ",v1:" + MonitorV1 + "]", filepath.Join(dir, "monmap")},
-		{"ceph-mon", "-c", c.Conf, "--mkfs", "-i", "a", "--monmap", filepath.Join(dir, "monmap"), "--keyring", monKeyring},
+		{"monmaptool", "--create", "--fsid", fsid, "--addv", "a", "[v2:" + MonitorV2 + ",v1:" + MonitorV1 + "]", filepath.Join(c.Dir, "monmap")},
+		{"ceph-mon", "-c", c.Conf, "--mkfs", "-i", "a", "--monmap", filepath.Join(c.Dir, "monmap"), "--keyring", monKeyring},
 	}
 	for _, s := range steps {
 		if _, err := run(ctx, nil, s[0], s[1:]...); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	var err error
 	if c.AdminKey, err = keyOf(adminKeyring); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.spawn("ceph-mon", "ceph-mon", "-c", c.Conf, "-i", "a", "-f"); err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := c.retry(ctx, 30*time.Second, "ceph", "mon", "stat"); err != nil {
-		return nil, fmt.Errorf("the monitor did not answer: %w", err)
+		return fmt.Errorf("the monitor did not answer: %w", err)
 	}
+	return nil
+}
+
+// startMgr creates the manager's key and starts it.
+func (c *Cluster) startMgr(ctx context.Context) error {
 	if _, err := c.Ceph(ctx, "auth", "get-or-create", "mgr.x", "mon", "allow profile mgr", "osd", "allow *", "mds", "allow *",
-		"-o", filepath.Join(dir, "mgr/ceph-x/keyring")); err != nil {
-		return nil, err
+		"-o", filepath.Join(c.Dir, "mgr/ceph-x/keyring")); err != nil {
+		return err
 	}
 	if err := c.spawn("ceph-mgr", "ceph-mgr", "-c", c.Conf, "-i", "x", "-f"); err != nil {
-		return nil, err
+		return err
 	}
+	return nil
+}
+
+// startOSD creates the memstore OSD, starts it, and waits until it is up
+// and in.
+func (c *Cluster) startOSD(ctx context.Context) error {
 	osdKey, err := run(ctx, nil, "ceph-authtool", "--gen-print-key")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	osdUUID := newUUID()
 	secret, _ := json.Marshal(map[string]string{"cephx_secret": strings.TrimSpace(osdKey)})
 	id, err := run(ctx, bytes.NewReader(secret), "ceph", "-c", c.Conf, "osd", "new", osdUUID, "-i", "-")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if strings.TrimSpace(id) != "0" {
-		return nil, fmt.Errorf("ceph osd new gave id %q, want 0", strings.TrimSpace(id))
+		return fmt.Errorf("ceph osd new gave id %q, want 0", strings.TrimSpace(id))
 	}
-	if err := os.WriteFile(filepath.Join(dir, "osd/ceph-0/keyring"), []byte("[osd.0]\n\tkey = "+strings.TrimSpace(osdKey)+"\n"), 0o600); err != nil {
-		return nil, err
+	if err := os.WriteFile(filepath.Join(c.Dir, "osd/ceph-0/keyring"), []byte("[osd.0]\n\tkey = "+strings.TrimSpace(osdKey)+"\n"), 0o600); err != nil {
+		return err
 	}
 	if _, err := run(ctx, nil, "ceph-osd", "-c", c.Conf, "-i", "0", "--mkfs", "--osd-uuid", osdUUID); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.spawn("ceph-osd", "ceph-osd", "-c", c.Conf, "-i", "0", "-f"); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.waitFor(ctx, 60*time.Second, "the OSD to come up", func() (bool, error) {
 		out, err := c.Ceph(ctx, "osd", "stat", "-f", "json")
@@ -245,26 +303,9 @@ keyring = %[2]s/mds/$cluster-$id/keyring
 		}
 		return st.NumUpOSDs == 1 && st.NumInOSDs == 1, nil
 	}); err != nil {
-		return nil, err
+		return err
 	}
-	if err := c.waitFor(ctx, 60*time.Second, "the manager to become available", func() (bool, error) {
-		out, err := c.Ceph(ctx, "mgr", "stat", "-f", "json")
-		if err != nil {
-			return false, err
-		}
-		var st struct {
-			Available bool `json:"available"`
-		}
-		return json.Unmarshal([]byte(out), &st) == nil && st.Available, nil
-	}); err != nil {
-		return nil, err
-	}
-	if fs {
-		if err := c.startMDS(ctx); err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
+	return nil
 }
 
 // startMDS starts one metadata server and creates the file system FSName.

@@ -224,31 +224,8 @@ func startRelease(log io.Writer, r Release) (*Server, error) {
 		"--initial-cluster", "default=http://127.0.0.1:"+strconv.Itoa(ports[1])); err != nil {
 		return nil, err
 	}
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	files, err := writeAuthFiles(dir)
 	if err != nil {
-		return nil, err
-	}
-	keyFile, pubFile := filepath.Join(dir, "sa.key"), filepath.Join(dir, "sa.pub")
-	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(pubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600); err != nil {
-		return nil, err
-	}
-	// The audit log records what service accounts do (a test of a
-	// component's RBAC reads it: AuditLog); nothing else is logged.
-	policyFile := filepath.Join(dir, "audit-policy.yaml")
-	policy := "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n  userGroups: [\"system:serviceaccounts\"]\n- level: None\n"
-	if err := os.WriteFile(policyFile, []byte(policy), 0o600); err != nil {
-		return nil, err
-	}
-	token := strconv.FormatInt(time.Now().UnixNano(), 36) + "csimigrate"
-	tokenFile := filepath.Join(dir, "tokens.csv")
-	if err := os.WriteFile(tokenFile, []byte(token+",admin,admin,system:masters\n"), 0o600); err != nil {
 		return nil, err
 	}
 	if err := s.spawn("kube-apiserver", apiserver,
@@ -258,12 +235,12 @@ func startRelease(log io.Writer, r Release) (*Server, error) {
 		// endpoints.
 		"--endpoint-reconciler-type=none",
 		"--cert-dir="+filepath.Join(dir, "certs"), "--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+pubFile, "--service-account-signing-key-file="+keyFile, "--token-auth-file="+tokenFile,
+		"--service-account-key-file="+files.pub, "--service-account-signing-key-file="+files.key, "--token-auth-file="+files.tokens,
 		"--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24", "--enable-priority-and-fairness=false",
-		"--audit-policy-file="+policyFile, "--audit-log-path="+filepath.Join(dir, "audit.log"), "--audit-log-format=json"); err != nil {
+		"--audit-policy-file="+files.policy, "--audit-log-path="+filepath.Join(dir, "audit.log"), "--audit-log-format=json"); err != nil {
 		return nil, err
 	}
-	cfg := &rest.Config{Host: "https://127.0.0.1:" + strconv.Itoa(ports[2]), BearerToken: token,
+	cfg := &rest.Config{Host: "https://127.0.0.1:" + strconv.Itoa(ports[2]), BearerToken: files.token,
 		TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 500, Burst: 1000}
 	if err := waitReady(cfg, 90*time.Second, s.procs); err != nil {
 		return nil, fmt.Errorf("%w; logs in %s", err, dir)
@@ -280,6 +257,45 @@ func startRelease(log io.Writer, r Release) (*Server, error) {
 	}
 	ok = true
 	return s, nil
+}
+
+// authFiles are the files kube-apiserver authenticates and audits with:
+// the service account signing key and its public key, the audit policy,
+// and the static token file, which holds token, an admin's.
+type authFiles struct {
+	key, pub, policy, tokens, token string
+}
+
+// writeAuthFiles writes the authFiles into dir.
+func writeAuthFiles(dir string) (authFiles, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return authFiles{}, err
+	}
+	keyFile, pubFile := filepath.Join(dir, "sa.key"), filepath.Join(dir, "sa.pub")
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		return authFiles{}, err
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+		return authFiles{}, err
+	}
+	if err := os.WriteFile(pubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600); err != nil {
+		return authFiles{}, err
+	}
+	// The audit log records what service accounts do (a test of a
+	// component's RBAC reads it: AuditLog); nothing else is logged.
+	policyFile := filepath.Join(dir, "audit-policy.yaml")
+	policy := "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n  userGroups: [\"system:serviceaccounts\"]\n- level: None\n"
+	if err := os.WriteFile(policyFile, []byte(policy), 0o600); err != nil {
+		return authFiles{}, err
+	}
+	token := strconv.FormatInt(time.Now().UnixNano(), 36) + "csimigrate"
+	tokenFile := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokenFile, []byte(token+",admin,admin,system:masters\n"), 0o600); err != nil {
+		return authFiles{}, err
+	}
+	return authFiles{key: keyFile, pub: pubFile, policy: policyFile, tokens: tokenFile, token: token}, nil
 }
 
 // UpstreamCSIDrivers are the CSIDriver objects every started server has:
