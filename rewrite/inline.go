@@ -26,7 +26,7 @@ type Workload struct {
 	// APIVersion is the kind's group and version ("apps/v1"), which
 	// objects listed from a cluster come without.
 	APIVersion string
-	Spec                  *v1.PodSpec
+	Spec       *v1.PodSpec
 	// Owner is the controller owning it ("Kind/name", same namespace), ""
 	// when none.
 	Owner string

@@ -1,16 +1,20 @@
 package rewrite
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/internal/pvcopy"
 	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/plugins/cephfs"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/secrets"
 	"github.com/csimigrate/csimigrate/translate"
@@ -225,4 +229,119 @@ func ProvisionerSecret(tr *translate.Translator, logger klog.Logger, pv *v1.Pers
 		name = pv.Name
 	}
 	return secrets.Resolve(secrets.Provisioner, params, secrets.Claim{PVName: name, PVC: pvc})
+}
+
+// Rewrite builds the CSI PV that replaces an in-tree PV: its translation
+// with what Replacement adds (the live class and claim where known, nil
+// otherwise). It does not modify its arguments.
+func Rewrite(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolume, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (PV, error) {
+	if tr == nil || pv == nil {
+		return PV{}, errors.New("no translator or no PV")
+	}
+	csi, findings, inTree, err := tr.TranslateAndCheckPV(logger, pv)
+	if err != nil {
+		return PV{}, err
+	}
+	return replacement(tr, logger, pv, csi, findings, inTree, sc, pvc)
+}
+
+// RewriteAdopted is Rewrite for an in-tree PV whose volume its rewrite
+// adopts into Ceph CSI's journal (package adopt): the replacement of a
+// driver's own volume, without the migration handle's hazards. The journal
+// names the image, not the handle, so Ceph CSI's delete finds exactly it;
+// an adopted subvolume is deleted by Ceph CSI as the provisioner that made
+// it was, so the static volume's Retain does not apply.
+func RewriteAdopted(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolume, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (PV, error) {
+	if tr == nil || pv == nil {
+		return PV{}, errors.New("no translator or no PV")
+	}
+	csi, findings, inTree, err := tr.TranslateAndCheckPV(logger, pv)
+	if err != nil {
+		return PV{}, err
+	}
+	findings = slices.DeleteFunc(findings, func(f plugin.Finding) bool {
+		return f.Code == rbd.FindingHandleResolvesElsewhere || f.Code == cephfs.FindingNeverDeleted
+	})
+	return replacement(tr, logger, pv, csi, findings, inTree, sc, pvc)
+}
+
+// keepClaimRef gives a replacement the claimRef's resourceVersion of the PV
+// it replaces (cleanPV clears it): the binder wrote it there, and the undo
+// gives it back.
+func keepClaimRef(repl, pv *v1.PersistentVolume) {
+	if repl.Spec.ClaimRef != nil && pv.Spec.ClaimRef != nil {
+		repl.Spec.ClaimRef.ResourceVersion = pv.Spec.ClaimRef.ResourceVersion
+	}
+}
+
+// UndoReplacement is the in-tree PV that a CSI PV csimigrate's rewrite
+// created came from: the library's reverse translation (which gives back
+// the original pv.kubernetes.io/provisioned-by), without what the rewrite
+// added, with reclaim policy Retain until the last step and the policy
+// before the rewrite recorded for it in AnnReclaimPolicy. A PV without
+// AnnPreRewritePolicy is refused (CodeNotRecorded). It does not modify cur.
+func UndoReplacement(tr *translate.Translator, cur *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+	if tr == nil || cur == nil {
+		return nil, errors.New("no translator or no PV")
+	}
+	policy, ok := cur.Annotations[AnnPreRewritePolicy]
+	if !ok {
+		return nil, &Refusal{Code: CodeNotRecorded, Reason: "it has no annotation " + AnnPreRewritePolicy + " (an earlier csimigrate rewrote it without recording the reclaim policy and annotations to restore)",
+			Remedy: "add the annotations " + AnnPreRewritePolicy + " (the policy before the rewrite) and, if the rewrite added external-provisioner's deletion-secret annotations, " + AnnAddedAnnotations + " naming them"}
+	}
+	src := cur
+	// An adopted PV (package adopt) goes back to its migration handle
+	// first: the in-tree form is that of the PV it replaced.
+	if prev, _, ok, err := adopt.Unadopted(cur); ok {
+		if err != nil {
+			return nil, fmt.Errorf("the adopted volume's record: %w", err)
+		}
+		src = prev
+	}
+	in, err := tr.TranslateCSIPVToInTree(src.DeepCopy())
+	if err == nil && plugin.InTreeNameOfPV(in) == "" {
+		err = fmt.Errorf("the reverse translation gave no in-tree source")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the volume has no in-tree form: %w", err)
+	}
+	pvcopy.ClearServerFields(in)
+	keepClaimRef(in, cur)
+	dropServedModes(in)
+	in.Finalizers = nil
+	for k := range strings.SplitSeq(cur.Annotations[AnnAddedAnnotations], ",") {
+		delete(in.Annotations, k)
+	}
+	for _, k := range []string{AnnMigratedFrom, AnnPreRewritePolicy, AnnAddedAnnotations} {
+		delete(in.Annotations, k)
+	}
+	if in.Annotations == nil {
+		in.Annotations = map[string]string{}
+	}
+	in.Annotations[AnnReclaimPolicy] = policy
+	in.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
+	return in, nil
+}
+
+// dropServedModes removes from the in-tree form of a rewritten PV the
+// overrides annotation that records only its access modes, as
+// KeepServedModes kept them: the in-tree PV had those modes itself, so the
+// undo gives it back as it was.
+func dropServedModes(in *v1.PersistentVolume) {
+	raw, ok := in.Annotations[plugin.AnnCSIOverrides]
+	if !ok || in.Spec.RBD == nil {
+		return
+	}
+	var o map[string]json.RawMessage
+	if json.Unmarshal([]byte(raw), &o) != nil || len(o) != 1 {
+		return
+	}
+	var modes []v1.PersistentVolumeAccessMode
+	if json.Unmarshal(o["accessModes"], &modes) != nil || !slices.Equal(modes, in.Spec.AccessModes) || len(modes) == 0 {
+		return
+	}
+	if !ServedAsTheyAre(in) {
+		return // not what KeepServedModes keeps
+	}
+	delete(in.Annotations, plugin.AnnCSIOverrides)
 }

@@ -2,10 +2,19 @@
 // becomes when it is rewritten as its CSI driver's, and what must hold before
 // it can be: the Secrets the driver will read and whether they are ready,
 // the reclaim policy the driver can honour, the access modes it serves, and
-// which StorageClasses are replaced. It reads and writes nothing: the plan,
-// translate, rewrite -apply and a controller apply the same rules to the
-// objects they hold (the first part of the engine split; see
-// cmd/csimigrate).
+// which StorageClasses are replaced. It reads and writes nothing: the
+// planner (package plan), the writer (package apply) and the programs on
+// them apply the same rules to the objects they hold.
+//
+// The files say what they hold: replacement.go (a PV's replacement in
+// every direction: Rewrite, RewriteAdopted and UndoReplacement, and
+// Replacement, which builds it from a translation), class_replacement.go (a
+// StorageClass's, both ways), kinds.go (what an object is to the rewrite),
+// refusal.go (what makes a rewrite leave an object as it was), volume.go
+// (which PVs name one volume), ceph_entry.go (the Ceph cluster entry a
+// volume needs), inline.go (inline volumes and their workloads), and
+// rewrite.go (the Secrets, reclaim policy, access modes and class
+// parameters a rewritten object needs).
 //
 // Every function is pure: it never modifies its arguments (except
 // KeepServedModes, whose purpose is to complete a translation it is given)
