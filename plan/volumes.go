@@ -267,7 +267,9 @@ func (p *Planner) markInUse(plan *Plan) []volumeNote {
 				n.formWhy = append(n.formWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (rewritten online, it gets its migration handle, and an adoption of CSI PVs adopts it when unused)")
 			}
 		}
-		notes = append(notes, n)
+		if n.inUseBy != nil || n.findings != nil {
+			notes = append(notes, n)
+		}
 	}
 	return notes
 }
