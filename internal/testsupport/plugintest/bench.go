@@ -85,43 +85,7 @@ func Benchmarks(b *testing.B, p plugin.InTreePlugin, in BenchInput) {
 		name string
 		pv   *v1.PersistentVolume
 	}{{"minimal", in.PV}, {"stored", Stored(in.PV)}} {
-		pv := shape.pv
-		b.Run("PV/"+shape.name+"/forward/DeepCopyFloor", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				Sink.PV = pv.DeepCopy()
-			}
-		})
-		b.Run("PV/"+shape.name+"/forward/TranslateInTreePVToCSI", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				out, err := p.TranslateInTreePVToCSI(logger, pv)
-				if err != nil {
-					b.Fatal(err)
-				}
-				Sink.PV = out
-			}
-		})
-		csi, err := p.TranslateInTreePVToCSI(logger, pv)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run("PV/"+shape.name+"/reverse/DeepCopyFloor", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				Sink.PV = csi.DeepCopy()
-			}
-		})
-		b.Run("PV/"+shape.name+"/reverse/TranslateCSIPVToInTree", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				out, err := p.TranslateCSIPVToInTree(csi)
-				if err != nil {
-					b.Fatal(err)
-				}
-				Sink.PV = out
-			}
-		})
+		benchPV(b, p, logger, shape.name, shape.pv)
 	}
 	if vol := in.Inline; vol != nil {
 		b.Run("Inline/DeepCopyFloor", func(b *testing.B) {
@@ -159,4 +123,45 @@ func Benchmarks(b *testing.B, p plugin.InTreePlugin, in BenchInput) {
 			}
 		})
 	}
+}
+
+// benchPV benchmarks p's translations of pv both ways, each beside the
+// DeepCopy of its input (the floor), under PV/name.
+func benchPV(b *testing.B, p plugin.InTreePlugin, logger klog.Logger, name string, pv *v1.PersistentVolume) {
+	b.Run("PV/"+name+"/forward/DeepCopyFloor", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			Sink.PV = pv.DeepCopy()
+		}
+	})
+	b.Run("PV/"+name+"/forward/TranslateInTreePVToCSI", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			out, err := p.TranslateInTreePVToCSI(logger, pv)
+			if err != nil {
+				b.Fatal(err)
+			}
+			Sink.PV = out
+		}
+	})
+	csi, err := p.TranslateInTreePVToCSI(logger, pv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("PV/"+name+"/reverse/DeepCopyFloor", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			Sink.PV = csi.DeepCopy()
+		}
+	})
+	b.Run("PV/"+name+"/reverse/TranslateCSIPVToInTree", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			out, err := p.TranslateCSIPVToInTree(csi)
+			if err != nil {
+				b.Fatal(err)
+			}
+			Sink.PV = out
+		}
+	})
 }
