@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/csimigrate/csimigrate/testenv"
 	"github.com/csimigrate/csimigrate/translate"
@@ -121,13 +122,18 @@ func steal(t *testing.T, c kubernetes.Interface, runCtx context.Context) string 
 	t.Helper()
 	ctx := context.Background()
 	leases := c.CoordinationV1().Leases("kube-system")
-	cur, err := leases.Get(ctx, LeaseName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	thief := "thief"
-	cur.Spec.HolderIdentity = &thief
-	if _, err := leases.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+	// The holder renews meanwhile (every third of its duration): the
+	// thief reads again on a conflict, as a leader elector does.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := leases.Get(ctx, LeaseName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.HolderIdentity = &thief
+		_, err = leases.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	select {
