@@ -235,14 +235,7 @@ func ProvisionerSecret(tr *translate.Translator, logger klog.Logger, pv *v1.Pers
 // with what Replacement adds (the live class and claim where known, nil
 // otherwise). It does not modify its arguments.
 func Rewrite(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolume, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (PV, error) {
-	if tr == nil || pv == nil {
-		return PV{}, errors.New("no translator or no PV")
-	}
-	csi, findings, inTree, err := tr.TranslateAndCheckPV(logger, pv)
-	if err != nil {
-		return PV{}, err
-	}
-	return replacement(tr, logger, pv, csi, findings, inTree, sc, pvc)
+	return rewritePV(tr, logger, pv, sc, pvc, false)
 }
 
 // RewriteAdopted is Rewrite for an in-tree PV whose volume its rewrite
@@ -252,6 +245,12 @@ func Rewrite(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolu
 // an adopted subvolume is deleted by Ceph CSI as the provisioner that made
 // it was, so the static volume's Retain does not apply.
 func RewriteAdopted(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolume, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (PV, error) {
+	return rewritePV(tr, logger, pv, sc, pvc, true)
+}
+
+// rewritePV translates pv and builds its replacement; adopted drops the
+// migration handle's hazards, which an adopted volume does not have.
+func rewritePV(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVolume, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim, adopted bool) (PV, error) {
 	if tr == nil || pv == nil {
 		return PV{}, errors.New("no translator or no PV")
 	}
@@ -259,9 +258,11 @@ func RewriteAdopted(tr *translate.Translator, logger klog.Logger, pv *v1.Persist
 	if err != nil {
 		return PV{}, err
 	}
-	findings = slices.DeleteFunc(findings, func(f plugin.Finding) bool {
-		return f.Code == rbd.FindingHandleResolvesElsewhere || f.Code == cephfs.FindingNeverDeleted
-	})
+	if adopted {
+		findings = slices.DeleteFunc(findings, func(f plugin.Finding) bool {
+			return f.Code == rbd.FindingHandleResolvesElsewhere || f.Code == cephfs.FindingNeverDeleted
+		})
+	}
 	return replacement(tr, logger, pv, csi, findings, inTree, sc, pvc)
 }
 
