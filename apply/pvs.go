@@ -163,6 +163,9 @@ func (a *Writer) DryRunPVs(ctx context.Context, targets []Target) error {
 		errs := a.dryRunSteps(ctx, cur, c.repl)
 		if len(errs) == 0 {
 			a.note("pv/"+t.Name, "Retain, delete and create as "+pvDriver(c.repl)+" would be accepted")
+			if change := rewrite.AccessModeChange(cur, c.repl); change != "" && !dir.Undo {
+				a.note("pv/"+t.Name, change) // as the real run's save step notes it
+			}
 			a.noteJournal("pv/"+t.Name, c.repl)
 			if c.needsRegistration() {
 				a.note("pv/"+t.Name, "would register disk "+c.adoption.disk.path+" as a First Class Disk and CNS volume in vCenter first (the handle is the ID vCenter gives it)")

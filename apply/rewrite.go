@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -116,7 +117,13 @@ func (a *Writer) cephEntryRefusal(ctx context.Context, cur, repl *v1.PersistentV
 		return nil
 	}
 	served, err := a.cephServed(ctx)
-	if err != nil {
+	var refused *rewrite.Refusal
+	switch {
+	case errors.As(err, &refused):
+		// The reader says why it cannot tell (CodeCephEntryUnchecked):
+		// the volume is left as it is, not treated as served.
+		return refused
+	case err != nil:
 		return fmt.Errorf("reading the cluster entries Ceph CSI serves: %w", err)
 	}
 	if _, err := served.Lookup(e.ClusterID); err != nil {

@@ -84,7 +84,9 @@ type Options struct {
 	// the rewrite then leaves an in-tree RBD or CephFS PV as it is while
 	// the entry its migrated form names is not among them
 	// (rewrite.CodeCephEntryMissing). It is called before each such PV's
-	// first write: one that reads the cluster caches what it read.
+	// first write: one that reads the cluster caches what it read. A
+	// *rewrite.Refusal it returns (CodeCephEntryUnchecked: it may not read
+	// what it needs) leaves the PV as it is with that refusal.
 	CephServed func(ctx context.Context) (ceph.ClusterConfig, error)
 	// Lease is this process's hold on the writer Lease (LeaseName in
 	// StateNamespace): the *Lease HoldLease returns, or a leader

@@ -64,6 +64,11 @@ const (
 	// CodeCephEntryMissing: the Ceph CSI driver does not serve the cluster
 	// entry the migrated volume names: it would not mount it.
 	CodeCephEntryMissing Code = "CephEntryMissing"
+	// CodeCephEntryUnchecked: the writer may not read what tells which
+	// cluster entries the Ceph CSI driver serves, so it cannot tell whether
+	// the driver would mount the migrated volume; the Reason names the
+	// missing permissions.
+	CodeCephEntryUnchecked Code = "CephEntryUnchecked"
 )
 
 // Refusal is an object a rewrite leaves exactly as it was: a code, the

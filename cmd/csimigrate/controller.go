@@ -40,6 +40,7 @@ import (
 	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/controller"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -48,16 +49,13 @@ type controllerOptions struct {
 	cluster       clusterFlags
 	translation   translatorFlags
 	log           logFlags
-	stateNS       string
+	// ctl are the controller's options, the flags bound straight into
+	// them (its writer's among them: -state-namespace, -online,
+	// -max-writes); complete adds the scope, runUntil the access.
+	ctl           controller.Options
 	plugins       string
 	pvSelector    string
 	classSelector string
-	dryRun        bool
-	online        bool
-	workers       int
-	recheck       time.Duration
-	statusEvery   time.Duration
-	maxWrites     int
 	metricsAddr   string
 	identity      string
 	leaseDuration time.Duration
@@ -67,10 +65,6 @@ type controllerOptions struct {
 	burst         int
 	// adoptFlags: -adopt, Ceph's tools, -cephfs-secret and vCenter.
 	adoptFlags
-
-	// Completed:
-	pvSel, classSel labels.Selector
-	pluginList      []string
 }
 
 const controllerSummary = `Runs the migration in the cluster: replaces in-tree StorageClasses once their CSI driver is
@@ -84,16 +78,16 @@ func (o *controllerOptions) register(fs *flag.FlagSet) {
 	o.cluster.register(fs)
 	o.translation.register(fs)
 	o.log.register(fs)
-	fs.StringVar(&o.stateNS, "state-namespace", apply.DefaultStateNamespace, "namespace of the writer's state ConfigMaps and of the Lease "+apply.LeaseName+" (rewrite -apply's default too)")
+	fs.StringVar(&o.ctl.Writer.StateNamespace, "state-namespace", apply.DefaultStateNamespace, "namespace of the writer's state ConfigMaps and of the Lease "+apply.LeaseName+" (rewrite -apply's default too)")
 	fs.StringVar(&o.plugins, "plugins", "", "comma-separated in-tree plugins in scope, e.g. kubernetes.io/rbd (default: all)")
 	fs.StringVar(&o.pvSelector, "pv-selector", "", "label selector of the PVs in scope (default: all)")
 	fs.StringVar(&o.classSelector, "class-selector", "", "label selector of the StorageClasses in scope (default: all)")
-	fs.BoolVar(&o.dryRun, "dry-run", false, "only report: send each object's writes with server-side dry run and say in an Event what would be done")
-	fs.BoolVar(&o.online, "online", false, onlineUsage)
-	fs.IntVar(&o.workers, "workers", 2, "objects worked on at once, per kind")
-	fs.DurationVar(&o.recheck, "recheck", time.Minute, "how soon a blocked, in-use or waiting object is looked at again")
-	fs.DurationVar(&o.statusEvery, "status-every", 5*time.Second, "how often the status object and the gauges are brought up to date")
-	fs.IntVar(&o.maxWrites, "max-writes", 0, "stop writing after this many writes (a canary); 0: no limit")
+	fs.BoolVar(&o.ctl.DryRun, "dry-run", false, "only report, with the checks of the real run: send each object's writes with server-side dry run and say in Events what would be done; takes the Lease "+reportLeaseName+" instead of the writer's, so rewrite -apply and an acting controller are not held up")
+	fs.BoolVar(&o.ctl.Writer.Online, "online", false, onlineUsage)
+	fs.IntVar(&o.ctl.Workers, "workers", 2, "objects worked on at once, per kind")
+	fs.DurationVar(&o.ctl.Recheck, "recheck", time.Minute, "how soon a blocked, in-use or waiting object is looked at again")
+	fs.DurationVar(&o.ctl.StatusEvery, "status-every", 5*time.Second, "how often the status object and the gauges are brought up to date")
+	fs.IntVar(&o.ctl.Writer.MaxWrites, "max-writes", 0, "stop writing after this many writes (a canary); 0: no limit")
 	fs.StringVar(&o.metricsAddr, "metrics-address", ":8080", "address of /metrics, /healthz and /readyz (\"\" for none)")
 	fs.StringVar(&o.identity, "identity", "", "this replica's identity in the Lease (default: host name and a random suffix)")
 	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a leader's Lease lasts unrenewed before another replica takes it")
@@ -113,15 +107,15 @@ func (o *controllerOptions) complete(fs *flag.FlagSet) error {
 		return err
 	}
 	var err error
-	if o.pvSel, err = labels.Parse(o.pvSelector); err != nil {
+	if o.ctl.PVSelector, err = labels.Parse(o.pvSelector); err != nil {
 		return fmt.Errorf("-pv-selector %q: %w", o.pvSelector, err)
 	}
-	if o.classSel, err = labels.Parse(o.classSelector); err != nil {
+	if o.ctl.ClassSelector, err = labels.Parse(o.classSelector); err != nil {
 		return fmt.Errorf("-class-selector %q: %w", o.classSelector, err)
 	}
 	for p := range strings.SplitSeq(o.plugins, ",") {
 		if p = strings.TrimSpace(p); p != "" {
-			o.pluginList = append(o.pluginList, p)
+			o.ctl.Plugins = append(o.ctl.Plugins, p)
 		}
 	}
 	if o.identity == "" {
@@ -136,16 +130,16 @@ func (o *controllerOptions) complete(fs *flag.FlagSet) error {
 // validate refuses flags that cannot work together.
 func (o *controllerOptions) validate() error {
 	switch {
-	case o.workers < 1:
-		return fmt.Errorf("-workers %d: give 1 or more", o.workers)
-	case o.maxWrites < 0:
-		return fmt.Errorf("-max-writes %d: give 0 (no limit) or more", o.maxWrites)
-	case o.recheck <= 0 || o.statusEvery <= 0:
+	case o.ctl.Workers < 1:
+		return fmt.Errorf("-workers %d: give 1 or more", o.ctl.Workers)
+	case o.ctl.Writer.MaxWrites < 0:
+		return fmt.Errorf("-max-writes %d: give 0 (no limit) or more", o.ctl.Writer.MaxWrites)
+	case o.ctl.Recheck <= 0 || o.ctl.StatusEvery <= 0:
 		return errors.New("-recheck and -status-every must be positive durations")
 	case o.leaseDuration <= o.renewDeadline || o.renewDeadline <= o.retryPeriod || o.retryPeriod <= 0:
 		return fmt.Errorf("leader election: need -leader-elect-lease-duration (%s) > -leader-elect-renew-deadline (%s) > -leader-elect-retry-period (%s) > 0",
 			o.leaseDuration, o.renewDeadline, o.retryPeriod)
-	case o.stateNS == "":
+	case o.ctl.Writer.StateNamespace == "":
 		return errors.New("-state-namespace must not be empty")
 	}
 	return o.adoptFlags.validate()
@@ -219,11 +213,10 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 		return err
 	}
 	held := &leader{}
-	cephServed := o.cephServed(ctx, client, tr, logger)
-	ctrl, err := controller.New(client, dyn, tr, klog.LoggerWithName(logger, "controller"), rec, m, controller.Options{
-		StateNamespace: o.stateNS, Plugins: o.pluginList, PVSelector: o.pvSel, ClassSelector: o.classSel,
-		DryRun: o.dryRun, Online: o.online, Workers: o.workers, Recheck: o.recheck, StatusEvery: o.statusEvery, MaxWrites: o.maxWrites,
-		Ceph: o.cephAccess(), CephConfig: cephCfg, CephFSSecret: o.cephfsSecret, VSphere: vsphereAccess, Lease: held, CephServed: cephServed})
+	ctl := o.ctl
+	ctl.Writer.Ceph, ctl.Writer.CephConfig, ctl.Writer.CephFSSecret, ctl.Writer.VSphere = o.cephAccess(), cephCfg, o.cephfsSecret, vsphereAccess
+	ctl.Writer.Lease, ctl.Writer.CephServed = held, o.cephServed(client, tr, logger)
+	ctrl, err := controller.New(client, dyn, tr, klog.LoggerWithName(logger, "controller"), rec, m, ctl)
 	if err != nil {
 		return err
 	}
@@ -245,31 +238,51 @@ func (o *controllerOptions) servedCephConfig(ctx context.Context, client kuberne
 
 // cephServed reads, at most once per -recheck, the cluster entries the Ceph
 // CSI drivers serve, as plan -live locates them, so that each Ceph volume
-// waits until the entry it names is served; nil (not checked, said in the
-// log) when this ServiceAccount may not list all that plan -live reads.
-func (o *controllerOptions) cephServed(ctx context.Context, client kubernetes.Interface, tr *translate.Translator, logger klog.Logger) func(context.Context) (ceph.ClusterConfig, error) {
-	missing, err := liveUnreadable(ctx, client)
-	if err != nil || len(missing) > 0 {
-		logger.Info("Not checking that Ceph CSI serves each volume's cluster entry: this ServiceAccount cannot list what csimigrate plan -live reads to find it; bind ClusterRole csimigrate-plan (deploy/command-rbac.yaml) to it to have Ceph volumes wait for their entry",
-			"cannotList", missing, "err", err)
-		return nil
-	}
+// waits until the entry it names is served. When this ServiceAccount may
+// not list all that plan -live reads to find them (asked with
+// SelfSubjectAccessReviews, again at each -recheck), it answers with a
+// refusal naming what it may not list: the volume is left as it is, never
+// taken as served.
+func (o *controllerOptions) cephServed(client kubernetes.Interface, tr *translate.Translator, logger klog.Logger) func(context.Context) (ceph.ClusterConfig, error) {
 	var mu sync.Mutex
 	var last ceph.ClusterConfig
+	var lastErr error
 	var at time.Time
+	var said string
 	return func(ctx context.Context) (ceph.ClusterConfig, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		if !at.IsZero() && time.Since(at) < o.recheck {
-			return last, nil
+		if !at.IsZero() && time.Since(at) < o.ctl.Recheck {
+			return last, lastErr
+		}
+		missing, err := liveUnreadable(ctx, client)
+		if err != nil {
+			return ceph.ClusterConfig{}, err
+		}
+		if len(missing) > 0 {
+			last, lastErr, at = ceph.ClusterConfig{}, cephUncheckedRefusal(missing), time.Now()
+			if m := strings.Join(missing, ","); m != said {
+				said = m
+				logger.Info("Not rewriting Ceph volumes: this ServiceAccount cannot list what finds the cluster entries Ceph CSI serves", "cannotList", missing)
+			}
+			return last, lastErr
 		}
 		_, served, err := livePlan(ctx, client, tr, o.translation.drivers)
 		if err != nil {
 			return ceph.ClusterConfig{}, err
 		}
-		last, at = served, time.Now()
+		last, lastErr, at, said = served, nil, time.Now(), ""
 		return served, nil
 	}
+}
+
+// cephUncheckedRefusal is why a Ceph volume is left as it is when the
+// controller may not list the kinds missing, which finding the cluster
+// entries Ceph CSI serves needs.
+func cephUncheckedRefusal(missing []string) *rewrite.Refusal {
+	return &rewrite.Refusal{Code: rewrite.CodeCephEntryUnchecked,
+		Reason: "the controller may not list " + strings.Join(missing, ", ") + ", which finding the cluster entries Ceph CSI serves needs: it cannot tell whether the driver would mount the migrated volume",
+		Remedy: "grant the controller's ServiceAccount list on those (deploy/base's ClusterRole csimigrate-controller grants them); the controller looks again at each -recheck"}
 }
 
 // liveUnreadable names the kinds plan -live lists (without Secrets and
@@ -308,12 +321,27 @@ func (l *leader) Holding() bool {
 	return le != nil && le.IsLeader()
 }
 
+// reportLeaseName is the Lease a controller that only reports (-dry-run)
+// leads by, so that one replica reports at a time and none holds the
+// writer Lease: rewrite -apply and an acting controller write meanwhile.
+const reportLeaseName = "csimigrate-report"
+
+// leaseName is the Lease this controller leads by: the writer Lease when it
+// acts, reportLeaseName when it only reports.
+func (o *controllerOptions) leaseName() string {
+	if o.ctl.DryRun {
+		return reportLeaseName
+	}
+	return apply.LeaseName
+}
+
 // lead serves the health and metrics endpoints and runs run while this
-// replica holds the writer Lease (held says so meanwhile); it returns when
-// ctx ends, or with an error when the Lease is lost.
+// replica holds its Lease (leaseName; held says so meanwhile); it returns
+// when ctx ends, or with an error when the Lease is lost.
 func (o *controllerOptions) lead(ctx context.Context, leClient kubernetes.Interface, rec record.EventRecorder, reg *prometheus.Registry, logger klog.Logger, held *leader, run func(context.Context) error) error {
+	name := o.leaseName()
 	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Name: apply.LeaseName, Namespace: o.stateNS},
+		LeaseMeta:  metav1.ObjectMeta{Name: name, Namespace: o.ctl.Writer.StateNamespace},
 		Client:     leClient.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: o.identity, EventRecorder: rec},
 	}
@@ -323,17 +351,17 @@ func (o *controllerOptions) lead(ctx context.Context, leClient kubernetes.Interf
 		return err
 	}
 	defer stop()
-	logger.Info("Waiting for the writer Lease", "lease", o.stateNS+"/"+apply.LeaseName, "identity", o.identity)
+	logger.Info("Waiting for the Lease", "lease", o.ctl.Writer.StateNamespace+"/"+name, "identity", o.identity)
 	var runErr error
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: lock, Name: apply.LeaseName, ReleaseOnCancel: true, WatchDog: health,
+		Lock: lock, Name: name, ReleaseOnCancel: true, WatchDog: health,
 		LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
-				logger.Info("Leading: the controller writes", "identity", o.identity)
+				logger.Info("Leading", "lease", name, "dryRun", o.ctl.DryRun, "identity", o.identity)
 				runErr = run(ctx)
 			},
-			OnStoppedLeading: func() { logger.Info("Not leading: the controller stopped writing", "identity", o.identity) },
+			OnStoppedLeading: func() { logger.Info("Not leading: the controller stopped", "lease", name, "identity", o.identity) },
 			OnNewLeader: func(id string) {
 				if id != o.identity {
 					logger.Info("Another replica leads", "leader", id)
@@ -350,7 +378,7 @@ func (o *controllerOptions) lead(ctx context.Context, leClient kubernetes.Interf
 	if ctx.Err() == nil {
 		// Lost the Lease while running: stop, so that the process restarts
 		// as a standby (the way client-go's controllers do).
-		return errors.New("lost the writer Lease")
+		return fmt.Errorf("lost the Lease %s", name)
 	}
 	return runErr
 }
@@ -375,7 +403,7 @@ func (o *controllerOptions) clusterTranslator(ctx context.Context, client kubern
 		return nil, err
 	}
 	for inTree, f := range blocked {
-		inScope := len(o.pluginList) == 0 || slices.Contains(o.pluginList, inTree)
+		inScope := len(o.ctl.Plugins) == 0 || slices.Contains(o.ctl.Plugins, inTree)
 		if inScope && f.Code != plan.FindingCSIDriverMissing || inScope && o.translation.drivers[inTree] != "" {
 			return nil, errors.New(blocked.refusal(inTree))
 		}

@@ -115,7 +115,7 @@ func BenchmarkControllerConverge(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ctrl, err := controller.New(cc, dyn, tr, klog0(), rec, m, controller.Options{Workers: workers, StatusEvery: time.Second, Lease: lease})
+		ctrl, err := controller.New(cc, dyn, tr, klog0(), rec, m, controller.Options{Workers: workers, StatusEvery: time.Second, Writer: apply.Options{Lease: lease}})
 		if err != nil {
 			b.Fatal(err)
 		}

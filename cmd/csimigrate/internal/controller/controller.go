@@ -38,16 +38,21 @@ import (
 
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/plugin"
-	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
 // Options configure a Controller.
 type Options struct {
-	// StateNamespace holds the writer's state ConfigMaps (and the Lease);
-	// "" means apply.DefaultStateNamespace.
-	StateNamespace string
+	// Writer are the options of the writer the controller acts with, and
+	// of the one its dry run asks (the same, so that a dry run checks what
+	// the real run checks): the state namespace, -online, the write limit,
+	// the Ceph and vCenter access of an adoption, the served Ceph entries
+	// (CephServed: a Ceph volume waits until its entry is served; nil: not
+	// checked) and the writer Lease as this replica holds it (Lease: its
+	// leader election's; without it, every write is refused). The
+	// controller sets Listers itself, to its informers'.
+	Writer apply.Options
 	// Plugins are the in-tree plugins in scope ("kubernetes.io/rbd"); none
 	// means every plugin the translator knows.
 	Plugins []string
@@ -55,11 +60,9 @@ type Options struct {
 	// scope by their labels; nil means every one.
 	PVSelector, ClassSelector labels.Selector
 	// DryRun only reports: each object's writes are sent with server-side
-	// dry run, and an Event says what would be done.
+	// dry run by a writer of the same Options, and Events say what would be
+	// done (a refusal's code, a reclaim policy kept, WouldMigrate).
 	DryRun bool
-	// Online rewrites PVs that running pods use, where every such pod's
-	// node already migrates the plugin (the writer's online-safety rule).
-	Online bool
 	// Workers is how many objects are worked on at once; 0 means 2.
 	Workers int
 	// Recheck is how soon an object that is blocked, in use or waiting for
@@ -68,29 +71,6 @@ type Options struct {
 	// StatusEvery is how often the status object and the gauges are
 	// brought up to date; 0 means 5 s.
 	StatusEvery time.Duration
-	// MaxWrites stops writing after this many writes (a canary); 0 means
-	// no limit.
-	MaxWrites int
-	// Ceph, when set, makes each in-tree RBD volume (and, with
-	// CephFSSecret, each CephFS volume) one of Ceph CSI's own as it is
-	// rewritten, registered in Ceph CSI's journal where package adopt's
-	// rules allow (apply.Options.Ceph); CephConfig is Ceph CSI's cluster
-	// config and CephFSSecret the admin Secret adopted CephFS volumes name.
-	Ceph         apply.Ceph
-	CephConfig   ceph.ClusterConfig
-	CephFSSecret *v1.SecretReference
-	// VSphere, when set, makes each in-tree vSphere volume one of the
-	// vSphere CSI driver's own as it is rewritten: its disk registered as a
-	// First Class Disk, the PV given that ID (apply.Options.VSphere).
-	VSphere apply.VSphere
-	// CephServed reads the cluster entries the Ceph CSI drivers serve
-	// (apply.Options.CephServed): a Ceph volume waits until its entry is
-	// served. nil: not checked.
-	CephServed func(ctx context.Context) (ceph.ClusterConfig, error)
-	// Lease is the writer Lease as this replica holds it (its leader
-	// election's): the controller writes only while it holds
-	// (apply.Options.Lease); without it, every write is refused.
-	Lease apply.Holder
 }
 
 // Controller is the migration controller. Build it with New, run it with
@@ -104,6 +84,9 @@ type Controller struct {
 	m      *Metrics
 	o      Options
 	w      *apply.Writer
+	// notices makes the writer's notices Events, for both the writer and
+	// the dry run's.
+	notices *writerEvents
 
 	factory   informers.SharedInformerFactory
 	podInf    informers.SharedInformerFactory
@@ -179,8 +162,8 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, tr *translate.Trans
 	if client == nil || dyn == nil || tr == nil || rec == nil || m == nil {
 		return nil, errors.New("controller.New: a client, a dynamic client, a translator, an event recorder and metrics are required")
 	}
-	if o.StateNamespace == "" {
-		o.StateNamespace = apply.DefaultStateNamespace
+	if o.Writer.StateNamespace == "" {
+		o.Writer.StateNamespace = apply.DefaultStateNamespace
 	}
 	if o.Workers <= 0 {
 		o.Workers = 2
@@ -219,9 +202,9 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, tr *translate.Trans
 	}
 	// The writer logs its translations' details (once per step): only at
 	// higher verbosity. It reads from the informers' caches.
-	notices := &writerEvents{seen: map[string]bool{}, c: c}
-	c.w, err = apply.New(client, tr, logger.V(4), notices, apply.Options{StateNamespace: o.StateNamespace, Online: o.Online, MaxWrites: o.MaxWrites, Listers: listers,
-		Ceph: o.Ceph, CephConfig: o.CephConfig, CephFSSecret: o.CephFSSecret, VSphere: o.VSphere, Lease: o.Lease, CephServed: o.CephServed})
+	c.notices = &writerEvents{seen: map[string]bool{}, c: c}
+	c.o.Writer.Listers = listers
+	c.w, err = apply.New(client, tr, logger.V(4), c.notices, c.o.Writer)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +218,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, tr *translate.Trans
 func (c *Controller) informers() (*apply.Listers, error) {
 	c.factory = informers.NewSharedInformerFactory(c.client, 10*time.Minute)
 	c.podInf = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithTransform(trimPod))
-	c.stateInf = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithNamespace(c.o.StateNamespace),
+	c.stateInf = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithNamespace(c.o.Writer.StateNamespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = "app.kubernetes.io/managed-by=csimigrate" }))
 	pvInf := c.factory.Core().V1().PersistentVolumes()
 	scInf := c.factory.Storage().V1().StorageClasses()
@@ -392,7 +375,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		return fmt.Errorf("the informers did not sync: %w", ctx.Err())
 	}
 	c.readyOnce.Do(func() { close(c.ready) })
-	c.logger.Info("Controller started", "stateNamespace", c.o.StateNamespace, "dryRun", c.o.DryRun, "online", c.o.Online)
+	c.logger.Info("Controller started", "stateNamespace", c.o.Writer.StateNamespace, "dryRun", c.o.DryRun, "online", c.o.Writer.Online)
 	var wg sync.WaitGroup
 	for range c.o.Workers {
 		wg.Add(2)
@@ -584,7 +567,7 @@ func (c *Controller) syncPV(ctx context.Context, name string) (time.Duration, bo
 	if apierrors.IsNotFound(err) {
 		pv = nil
 	}
-	_, stateErr := c.states.ConfigMaps(c.o.StateNamespace).Get(apply.StateName(name))
+	_, stateErr := c.states.ConfigMaps(c.o.Writer.StateNamespace).Get(apply.StateName(name))
 	underWay := stateErr == nil
 	if pv != nil && !underWay {
 		if _, pending := pv.Annotations[rewrite.AnnReclaimPolicy]; pending && pv.Spec.CSI != nil {
@@ -754,8 +737,8 @@ func kindOf(obj string) string {
 // dryRunPV sends the PV's writes with server-side dry run and reports.
 func (c *Controller) dryRunPV(ctx context.Context, pv *v1.PersistentVolume) (time.Duration, bool, error) {
 	obj := "pv/" + pv.Name
-	ev := &collect{}
-	w, err := apply.New(c.client, c.tr, c.logger, ev, apply.Options{StateNamespace: c.o.StateNamespace, Online: c.o.Online})
+	ev := &collect{kept: c.notices.KeptRetain}
+	w, err := c.dryRunWriter(ev)
 	if err != nil {
 		return 0, false, err
 	}
@@ -773,12 +756,28 @@ func (c *Controller) dryRunPV(ctx context.Context, pv *v1.PersistentVolume) (tim
 	return 0, false, nil
 }
 
-// collect keeps a dry run's notes.
-type collect struct{ notes []string }
+// dryRunWriter is a writer of the controller's own options (adoption, the
+// served Ceph entries, -online, its listers) reporting to ev: the dry run
+// checks what the real run checks.
+func (c *Controller) dryRunWriter(ev apply.Events) (*apply.Writer, error) {
+	return apply.New(c.client, c.tr, c.logger.V(4), ev, c.o.Writer)
+}
 
-func (e *collect) Writing(obj, what string)         { e.notes = append(e.notes, what) }
-func (e *collect) Noted(obj, what string)           { e.notes = append(e.notes, what) }
-func (e *collect) KeptRetain(pv, why string)        { e.notes = append(e.notes, "kept at "+why) }
+// collect keeps a dry run's notes for its WouldMigrate Event; a reclaim
+// policy kept at Retain is also reported as the real run reports it (kept).
+type collect struct {
+	notes []string
+	kept  func(pv, why string)
+}
+
+func (e *collect) Writing(obj, what string) { e.notes = append(e.notes, what) }
+func (e *collect) Noted(obj, what string)   { e.notes = append(e.notes, what) }
+func (e *collect) KeptRetain(pv, why string) {
+	e.notes = append(e.notes, "kept at "+why)
+	if e.kept != nil {
+		e.kept(pv, why)
+	}
+}
 func (e *collect) Refused(string, *rewrite.Refusal) {}
 func (e *collect) String() string                   { return strings.Join(e.notes, "; ") }
 
@@ -792,7 +791,7 @@ func (c *Controller) syncClass(ctx context.Context, name string) (time.Duration,
 	if apierrors.IsNotFound(err) {
 		sc = nil
 	}
-	_, stateErr := c.states.ConfigMaps(c.o.StateNamespace).Get(apply.ClassStateName(name))
+	_, stateErr := c.states.ConfigMaps(c.o.Writer.StateNamespace).Get(apply.ClassStateName(name))
 	underWay := stateErr == nil
 	if !underWay && (sc == nil || !c.classInScope(sc)) {
 		c.endRun(obj)
@@ -819,7 +818,7 @@ func (c *Controller) syncClass(ctx context.Context, name string) (time.Duration,
 		}
 		if c.o.DryRun {
 			ev := &collect{}
-			w, err := apply.New(c.client, c.tr, c.logger, ev, apply.Options{StateNamespace: c.o.StateNamespace})
+			w, err := c.dryRunWriter(ev)
 			if err != nil {
 				return 0, false, err
 			}

@@ -82,14 +82,14 @@ func startWith(t *testing.T, client *fake.Clientset, o Options) *fixture {
 	}
 	o.StatusEvery = 50 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
-	if o.Lease == nil {
+	if o.Writer.Lease == nil {
 		// The writer Lease, as the command's leader election takes it.
 		_, lease, err := apply.HoldLease(ctx, client, apply.DefaultStateNamespace, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { lease.Release(context.Background()) })
-		o.Lease = lease
+		o.Writer.Lease = lease
 	}
 	c, err := New(client, dyn, tr, klog.Background().V(100), rec, m, o)
 	if err != nil {
@@ -197,7 +197,7 @@ func boundRBD(mode v1.PersistentVolumeAccessMode, policy v1.PersistentVolumeRecl
 func TestControllerWritesOnlyHoldingLease(t *testing.T) {
 	client := fake.NewSimpleClientset(vspherePV("pv1"), driver)
 	var holding atomic.Bool
-	f := startWith(t, client, Options{Lease: apply.HolderFunc(holding.Load)})
+	f := startWith(t, client, Options{Writer: apply.Options{Lease: apply.HolderFunc(holding.Load)}})
 	waitFor(t, "the refused write", func() error {
 		if testutil.ToFloat64(f.m.failures.WithLabelValues("pv")) == 0 {
 			return errors.New("no failure yet")
@@ -354,12 +354,12 @@ func TestControllerWaitsForCephEntry(t *testing.T) {
 	pv, claim, secret := boundRBD(v1.ReadWriteOnce, v1.PersistentVolumeReclaimRetain)
 	var served atomic.Bool
 	entry := ceph.EntryFor([]string{"10.0.0.1:6789"})
-	o := Options{Recheck: 20 * time.Millisecond, CephServed: func(context.Context) (ceph.ClusterConfig, error) {
+	o := Options{Recheck: 20 * time.Millisecond, Writer: apply.Options{CephServed: func(context.Context) (ceph.ClusterConfig, error) {
 		if served.Load() {
 			return ceph.NewClusterConfig(entry), nil
 		}
 		return ceph.NewClusterConfig(), nil
-	}}
+	}}}
 	f := start(t, o, pv, claim, secret, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: plugin.RBDDriverName}})
 	var events []string
 	waitFor(t, "the refusal", func() error {
@@ -377,6 +377,43 @@ func TestControllerWaitsForCephEntry(t *testing.T) {
 	}
 	served.Store(true)
 	waitFor(t, "the rewrite once the entry is served", func() error { return rewritten(f, "pv1") })
+}
+
+// A Ceph volume is never taken as served when the entries cannot be read:
+// while the reader answers with a refusal (the command's when its
+// ServiceAccount may not list what finds them), the PV is left as it was
+// with that refusal's code and reason as its Event; once the reader can
+// tell, the PV is rewritten.
+func TestControllerCephEntryUnchecked(t *testing.T) {
+	pv, claim, secret := boundRBD(v1.ReadWriteOnce, v1.PersistentVolumeReclaimRetain)
+	var granted atomic.Bool
+	entry := ceph.EntryFor([]string{"10.0.0.1:6789"})
+	o := Options{Recheck: 20 * time.Millisecond, Writer: apply.Options{CephServed: func(context.Context) (ceph.ClusterConfig, error) {
+		if granted.Load() {
+			return ceph.NewClusterConfig(entry), nil
+		}
+		return ceph.ClusterConfig{}, &rewrite.Refusal{Code: rewrite.CodeCephEntryUnchecked, Reason: "the controller may not list configmaps"}
+	}}}
+	f := start(t, o, pv, claim, secret, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: plugin.RBDDriverName}})
+	var events []string
+	waitFor(t, "the refusal", func() error {
+		events = append(events, f.events()...)
+		for _, e := range events {
+			if strings.Contains(e, string(rewrite.CodeCephEntryUnchecked)) && strings.Contains(e, "may not list configmaps") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no CephEntryUnchecked Event naming the permission yet: %q", events)
+	})
+	got, err := f.client.CoreV1().PersistentVolumes().Get(context.Background(), "pv1", metav1.GetOptions{})
+	if err != nil || got.Spec.RBD == nil || got.ResourceVersion != pv.ResourceVersion {
+		t.Fatalf("pv1 changed while its entry could not be checked: %+v %v", got, err)
+	}
+	if n := testutil.ToFloat64(f.m.refusals.WithLabelValues("pv", string(rewrite.CodeCephEntryUnchecked))); n != 1 {
+		t.Errorf("refusals counted: %v, want 1", n)
+	}
+	granted.Store(true)
+	waitFor(t, "the rewrite once the entries can be read", func() error { return rewritten(f, "pv1") })
 }
 
 // An in-tree class is replaced after its in-tree PVs in scope, as rewrite
