@@ -46,9 +46,9 @@ import (
 
 // controllerOptions are the flags of csimigrate controller.
 type controllerOptions struct {
-	cluster       clusterFlags
-	translation   translatorFlags
-	log           logFlags
+	cluster     clusterFlags
+	translation translatorFlags
+	log         logFlags
 	// ctl are the controller's options, the flags bound straight into
 	// them (its writer's among them: -state-namespace, -online,
 	// -max-writes); complete adds the scope, runUntil the access.
