@@ -11,7 +11,7 @@ import (
 // userPages are the pages users read: they say what is. History, dates,
 // test and benchmark names and commit ids belong in commit messages and in
 // docs/testing.md and docs/performance.md.
-var userPages = []string{"README.md", "docs/backends.md", "docs/command.md", "docs/controller.md", "docs/rewrite-apply.md", "docs/library.md", "docs/peers.md", "docs/flags.md"}
+var userPages = []string{"README.md", "docs/backends.md", "docs/command.md", "docs/controller.md", "docs/rewrite-apply.md", "docs/library.md", "docs/peers.md", "docs/flags.md", "docs/codes.md"}
 
 // What a user page must not carry, and why.
 var notInUserPages = []struct {
@@ -40,12 +40,18 @@ func TestUserPagesSayWhatIs(t *testing.T) {
 	}
 }
 
-// findingCode is a finding code's declaration: FindingX = "Code".
-var findingCode = regexp.MustCompile(`(?m)^\s*Finding[A-Za-z0-9]* += "([A-Za-z0-9]+)"`)
+// printedCode is the declaration of a code the tool prints: a finding's
+// (FindingX = "Code"), a refusal's (CodeX Code = "Code", also the
+// controller's Event reason and metric label) or another Event reason of
+// the controller's (ReasonX = "Reason").
+var printedCode = regexp.MustCompile(`(?m)^\s*(Finding|Code|Reason)[A-Za-z0-9]* +(?:Code +)?= "([A-Za-z0-9]+)"`)
 
-// Every finding code the library, the engine and the command declare has a
-// row in a user page's table: what it means and what to do.
-func TestFindingCodesDocumented(t *testing.T) {
+var kindOfCode = map[string]string{"Finding": "finding code", "Code": "refusal code", "Reason": "Event reason"}
+
+// Every code the library, the engine, the command and the controller print
+// (findings, refusals, Event reasons) has a row in a user page's table:
+// what it means and what to do.
+func TestPrintedCodesDocumented(t *testing.T) {
 	var docs strings.Builder
 	for _, page := range userPages {
 		b, err := os.ReadFile(filepath.FromSlash(page))
@@ -54,7 +60,7 @@ func TestFindingCodesDocumented(t *testing.T) {
 		}
 		docs.Write(b)
 	}
-	n := 0
+	n := map[string]int{}
 	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -69,10 +75,10 @@ func TestFindingCodesDocumented(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for _, m := range findingCode.FindAllStringSubmatch(string(b), -1) {
-			n++
-			if !regexp.MustCompile("(?m)^\\|[^\\n]*`" + m[1] + "`").MatchString(docs.String()) {
-				t.Errorf("%s: finding code %s has no row in a table of %v", path, m[1], userPages)
+		for _, m := range printedCode.FindAllStringSubmatch(string(b), -1) {
+			n[m[1]]++
+			if !regexp.MustCompile("(?m)^\\|[^\\n]*`" + m[2] + "`").MatchString(docs.String()) {
+				t.Errorf("%s: %s %s has no row in a table of %v", path, kindOfCode[m[1]], m[2], userPages)
 			}
 		}
 		return nil
@@ -80,7 +86,7 @@ func TestFindingCodesDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n < 30 {
-		t.Errorf("found %d finding codes in the source: the pattern no longer matches how they are declared", n)
+	if n["Finding"] < 30 || n["Code"] < 20 || n["Reason"] < 9 {
+		t.Errorf("found %v codes in the source: the pattern no longer matches how they are declared", n)
 	}
 }

@@ -54,7 +54,7 @@ func (p *Planner) settleSecrets(plan *Plan) []volumeNote {
 		unchecked = slices.Compact(unchecked)
 		plan.Hazards = append(plan.Hazards, plugin.Finding{Code: FindingSecretsNotChecked, Severity: plugin.SeverityBlocker, Field: "Secret",
 			Message: fmt.Sprintf("the input has no Secrets: the %d the migrated volumes and classes need (%s) are not checked", len(unchecked), strings.Join(first(unchecked, 5), ", ")),
-			Remedy:  "give the secrets too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml, or read them from the cluster; values are never printed", Action: plugin.ActionGiveInput, ActsOn: "Secrets"})
+			Remedy:  "give the Secrets too (their names and the fields the checks read, without their values), or read them from the cluster; values are never printed", Action: plugin.ActionGiveInput, ActsOn: "Secrets"})
 		plan.Blocked = true
 	}
 	for _, k := range slices.Sorted(maps.Keys(secretPlans)) {

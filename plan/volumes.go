@@ -121,7 +121,7 @@ func (p *Planner) rewriteRefusal(pv *v1.PersistentVolume) *plugin.Finding {
 // for every PV: a dump of PVs alone has one per PV).
 const (
 	reasonClaimNotChecked = "the input has no PersistentVolumeClaims: whether the claim exists and is bound to this PV (the rewrite requires it) is not checked"
-	remedyClaimNotChecked = "give the claims too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml, or read them from the cluster"
+	remedyClaimNotChecked = "give the claims too, or read them from the cluster"
 )
 
 // rewriteChanges are the findings for what the rewrite changes beyond the

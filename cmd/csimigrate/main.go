@@ -14,8 +14,9 @@
 //	           leader of its replicas (deploy/base and its overlays)
 //	version    print the version, commit and Go version of the binary
 //
-// Input is manifests as `kubectl get pv,pvc,sc,pods,secrets -A -o yaml` (or
-// -o json) prints them, from files, directories or "-" (stdin), given with
+// Input is what `csimigrate dump` writes (the cluster's objects, Secret
+// values left out), or manifests as `kubectl get pv,pvc,sc,pods -A -o yaml`
+// prints them, from files, directories or "-" (stdin), given with
 // -f, or a live cluster with -live (and -kubeconfig). With neither, the
 // command runs on an embedded sample cluster.
 //

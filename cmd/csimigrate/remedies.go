@@ -21,9 +21,9 @@ var commandRemedies = map[plugin.Action]func(object, engine string) string{
 	plugin.ActionGiveInput: func(object, engine string) string {
 		switch object {
 		case "PersistentVolumeClaims":
-			return "give the claims too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml (or -live)"
+			return "give the claims too: csimigrate dump > cluster.json reads them with everything else plan reads (or -live)"
 		case "Secrets":
-			return "give the secrets too: kubectl get pv,pvc,sc,pods,secrets -A -o yaml (or -live with -read-secrets); values are never printed"
+			return "give the secrets too: csimigrate dump > cluster.json writes them with their values left out (or -live with -read-secrets); values are never printed"
 		case "CSIDrivers":
 			return "give the CSI drivers too: kubectl get csidrivers,csinodes -o yaml (or -live)"
 		case "CephCSIConfig":

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -129,6 +131,48 @@ func TestCommandError(t *testing.T) {
 	} {
 		if got := commandError(tc.err); got != tc.want {
 			t.Errorf("commandError(%q):\n got %q\nwant %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+// secretsDump finds a command line that prints Secrets with their values:
+// kubectl get naming secrets among its kinds.
+var secretsDump = regexp.MustCompile(`kubectl get [a-z,./]*secrets?\b`)
+
+// No remedy, the command's or the engine's, tells an admin to run a command
+// that prints Secret values: the command's words point to csimigrate dump,
+// which leaves them out.
+func TestRemediesWriteNoSecretValues(t *testing.T) {
+	for action, word := range commandRemedies {
+		for _, object := range []string{"", "PersistentVolumeClaims", "Secrets", "CSIDrivers", "CephCSIConfig"} {
+			if got := word(object, "the engine's words"); secretsDump.MatchString(got) {
+				t.Errorf("%s (%s): %q prints Secret values", action, object, got)
+			}
+		}
+	}
+	if got := commandRemedies[plugin.ActionGiveInput]("Secrets", ""); !strings.Contains(got, "csimigrate dump") {
+		t.Errorf("the remedy for missing Secrets: %q, want it to name csimigrate dump", got)
+	}
+	if !secretsDump.MatchString("kubectl get pv,pvc,sc,pods,secrets -A -o yaml") {
+		t.Fatal("the pattern misses the command line it is for")
+	}
+	// The engine's remedies, as its source words them.
+	for _, dir := range []string{"../../plan", "../../rewrite", "../../apply"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := secretsDump.FindString(string(b)); m != "" {
+				t.Errorf("%s: %q prints Secret values", f, m)
+			}
 		}
 	}
 }
