@@ -123,23 +123,20 @@ func BenchmarkControllerConverge(b *testing.B) {
 		start = time.Now()
 		done := make(chan error, 1)
 		go func() { done <- ctrl.Run(ctx) }()
-		for left := n; left > 0; {
-			time.Sleep(250 * time.Millisecond)
-			if left, err = inTreeLeft(c, ns); err != nil {
-				b.Fatal(err)
+		// Converged: no in-tree PV and no state left, within a deadline
+		// far above the measured pace (a PV in about 10 ms).
+		deadline := time.Minute + time.Duration(n)*100*time.Millisecond
+		eventually(b, deadline, func() error {
+			left, err := inTreeLeft(c, ns)
+			if err != nil || left > 0 {
+				return fmt.Errorf("waiting for the controller to converge: %d of %d PVs left in-tree (%v)", left, n, err)
 			}
-		}
-		// Converged: no in-tree PV and no state left.
-		for {
 			cms, err := c.CoreV1().ConfigMaps("kube-system").List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"})
-			if err != nil {
-				b.Fatal(err)
+			if err != nil || len(cms.Items) > 0 {
+				return fmt.Errorf("waiting for the controller's state to go: %d state ConfigMaps left (%v)", len(cms.Items), err)
 			}
-			if len(cms.Items) == 0 {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return nil
+		})
 		el := time.Since(start)
 		b.StopTimer()
 		cancel()

@@ -49,8 +49,20 @@ func seedMany(b *testing.B, c kubernetes.Interface, ns string, n int) {
 					errs <- err
 					continue
 				}
-				_, err = c.CoreV1().PersistentVolumes().Create(ctx, testenv.BoundPV(name, ns, name, pvc.UID, testenv.RBDSource(ns, name)), metav1.CreateOptions{})
+				pv, err := c.CoreV1().PersistentVolumes().Create(ctx, testenv.BoundPV(name, ns, name, pvc.UID, testenv.RBDSource(ns, name)), metav1.CreateOptions{})
 				if err != nil {
+					errs <- err
+					continue
+				}
+				// Bound, as kube-controller-manager leaves them (none runs
+				// here): the writer waits for a binding in flight.
+				pv.Status.Phase = v1.VolumeBound
+				if _, err := c.CoreV1().PersistentVolumes().UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil {
+					errs <- err
+					continue
+				}
+				pvc.Status = v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound, AccessModes: pvc.Spec.AccessModes, Capacity: pv.Spec.Capacity}
+				if _, err := c.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, pvc, metav1.UpdateOptions{}); err != nil {
 					errs <- err
 				}
 			}
