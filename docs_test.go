@@ -11,7 +11,7 @@ import (
 // userPages are the pages users read: they say what is. History, dates,
 // test and benchmark names and commit ids belong in commit messages and in
 // docs/testing.md and docs/performance.md.
-var userPages = []string{"README.md", "docs/backends.md", "docs/command.md", "docs/controller.md", "docs/rewrite-apply.md", "docs/library.md", "docs/peers.md", "docs/flags.md", "docs/codes.md"}
+var userPages = []string{"README.md", "docs/backends.md", "docs/command.md", "docs/controller.md", "docs/rewrite-apply.md", "docs/library.md", "docs/peers.md", "docs/flags.md", "docs/codes.md", "docs/prerequisites.md"}
 
 // What a user page must not carry, and why.
 var notInUserPages = []struct {
@@ -37,6 +37,18 @@ func TestUserPagesSayWhatIs(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The README is a front door: what csimigrate is, the two commands, where
+// to start and where to read on; the details live in docs/.
+func TestREADMEIsShort(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(strings.Fields(string(b))); n > 1200 {
+		t.Errorf("README.md has %d words: keep it to 1,200, and move details to docs/", n)
 	}
 }
 
