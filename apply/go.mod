@@ -4,8 +4,7 @@ go 1.26.0
 
 require (
 	github.com/container-storage-interface/spec v1.13.0
-	github.com/csimigrate/csimigrate v0.0.0-00010101000000-000000000000
-	github.com/csimigrate/csimigrate/testenv v0.0.0-00010101000000-000000000000
+	github.com/csimigrate/csimigrate v0.1.0
 	github.com/google/go-cmp v0.7.0
 	github.com/vmware/govmomi v0.56.0
 	google.golang.org/grpc v1.84.0
@@ -75,6 +74,3 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-replace github.com/csimigrate/csimigrate => ../
-
-replace github.com/csimigrate/csimigrate/testenv => ../testenv

@@ -12,7 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/csimigrate/csimigrate/testenv"
+	"github.com/csimigrate/csimigrate/apply/testenv"
 )
 
 // With kube-controller-manager's binder and protection controllers running,

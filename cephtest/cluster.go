@@ -32,7 +32,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/csimigrate/csimigrate/testenv"
+	"github.com/csimigrate/csimigrate/apply/testenv"
 )
 
 // CephCSIVersion is the Ceph CSI release the drivers are built from.

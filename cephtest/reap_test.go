@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/csimigrate/csimigrate/testenv"
+	"github.com/csimigrate/csimigrate/apply/testenv"
 )
 
 const reapChildEnv = "CSIMIGRATE_CEPHTEST_REAP_CHILD"

@@ -3,7 +3,7 @@ module github.com/csimigrate/csimigrate/compat
 go 1.26.0
 
 require (
-	github.com/csimigrate/csimigrate v0.0.0-00010101000000-000000000000
+	github.com/csimigrate/csimigrate v0.1.0
 	github.com/google/go-cmp v0.7.0
 	k8s.io/api v0.37.2
 	k8s.io/csi-translation-lib v0.30.14
@@ -30,4 +30,3 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 
-replace github.com/csimigrate/csimigrate => ../

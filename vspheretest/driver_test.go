@@ -22,7 +22,7 @@ import (
 	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/rewrite"
-	"github.com/csimigrate/csimigrate/testenv"
+	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/translate"
 )
 

@@ -2,17 +2,10 @@ module github.com/csimigrate/csimigrate/vspheretest
 
 go 1.26.0
 
-replace (
-	github.com/csimigrate/csimigrate => ../
-	github.com/csimigrate/csimigrate/apply => ../apply
-	github.com/csimigrate/csimigrate/testenv => ../testenv
-)
-
 require (
 	github.com/container-storage-interface/spec v1.13.0
-	github.com/csimigrate/csimigrate v0.0.0-00010101000000-000000000000
-	github.com/csimigrate/csimigrate/apply v0.0.0-00010101000000-000000000000
-	github.com/csimigrate/csimigrate/testenv v0.0.0-00010101000000-000000000000
+	github.com/csimigrate/csimigrate v0.1.0
+	github.com/csimigrate/csimigrate/apply v0.1.0
 	github.com/google/go-cmp v0.7.0
 	github.com/vmware/govmomi v0.56.0
 	google.golang.org/grpc v1.85.0

@@ -23,7 +23,7 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 	"github.com/vmware/govmomi/vslm"
 
-	"github.com/csimigrate/csimigrate/testenv"
+	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/volumeid"
 )
 
@@ -56,7 +56,7 @@ type VCenter struct {
 // vcsimBinary is the simulator's program (cmd/vcsim): CSIMIGRATE_VCSIM,
 // which scripts/test builds once, else built here once per test binary.
 var vcsimBinary = sync.OnceValues(func() (string, error) {
-	return binary("CSIMIGRATE_VCSIM", "vcsim", ".", "./cmd/vcsim", "GOWORK=off")
+	return binary("CSIMIGRATE_VCSIM", "vcsim", ".", "./cmd/vcsim", "GOWORK=")
 })
 
 // binary is the program envVar names, else the package pkg built once (in

@@ -19,7 +19,7 @@ import (
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/controller"
 	"github.com/csimigrate/csimigrate/rewrite"
-	"github.com/csimigrate/csimigrate/testenv"
+	"github.com/csimigrate/csimigrate/apply/testenv"
 )
 
 // overlayArgs are the controller's arguments in the Deployment an overlay

@@ -3,9 +3,8 @@ module github.com/csimigrate/csimigrate/cmd/csimigrate
 go 1.26.0
 
 require (
-	github.com/csimigrate/csimigrate v0.0.0-00010101000000-000000000000
-	github.com/csimigrate/csimigrate/apply v0.0.0-00010101000000-000000000000
-	github.com/csimigrate/csimigrate/testenv v0.0.0-00010101000000-000000000000
+	github.com/csimigrate/csimigrate v0.1.0
+	github.com/csimigrate/csimigrate/apply v0.1.0
 	github.com/go-logr/logr v1.4.4
 	github.com/google/go-cmp v0.7.0
 	github.com/prometheus/client_golang v1.24.1
@@ -78,8 +77,3 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 
-replace (
-	github.com/csimigrate/csimigrate => ../../
-	github.com/csimigrate/csimigrate/apply => ../../apply
-	github.com/csimigrate/csimigrate/testenv => ../../testenv
-)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
-	"github.com/csimigrate/csimigrate/testenv"
+	"github.com/csimigrate/csimigrate/apply/testenv"
 )
 
 const rookRBD, rookCephFS = "rook-ceph.rbd.csi.ceph.com", "rook-ceph.cephfs.csi.ceph.com"

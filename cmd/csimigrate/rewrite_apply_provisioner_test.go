@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	provisioner "sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
 
-	"github.com/csimigrate/csimigrate/testenv"
+	"github.com/csimigrate/csimigrate/apply/testenv"
 )
 
 // deletions records what the provisioner library asks a CSI provisioner to

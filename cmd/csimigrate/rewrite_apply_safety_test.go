@@ -21,7 +21,7 @@ import (
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
-	"github.com/csimigrate/csimigrate/testenv"
+	"github.com/csimigrate/csimigrate/apply/testenv"
 )
 
 func getPV(t *testing.T, c kubernetes.Interface, name string) *v1.PersistentVolume {

@@ -13,7 +13,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/csimigrate/csimigrate/testenv"
+	"github.com/csimigrate/csimigrate/apply/testenv"
 )
 
 // runScript prints the rewrite script for the live cluster's in-tree PVs

@@ -2,16 +2,9 @@ module github.com/csimigrate/csimigrate/examples/controller
 
 go 1.26.0
 
-replace (
-	github.com/csimigrate/csimigrate => ../..
-	github.com/csimigrate/csimigrate/apply => ../../apply
-	github.com/csimigrate/csimigrate/testenv => ../../testenv
-)
-
 require (
-	github.com/csimigrate/csimigrate v0.0.0-00010101000000-000000000000
-	github.com/csimigrate/csimigrate/apply v0.0.0-00010101000000-000000000000
-	github.com/csimigrate/csimigrate/testenv v0.0.0-00010101000000-000000000000
+	github.com/csimigrate/csimigrate v0.1.0
+	github.com/csimigrate/csimigrate/apply v0.1.0
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
 	k8s.io/klog/v2 v2.140.0

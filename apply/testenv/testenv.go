@@ -106,7 +106,7 @@ type proc struct {
 // repoRoot finds the repository from this file's location.
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(filepath.Dir(file))
+	return filepath.Join(filepath.Dir(file), "..", "..") // apply/testenv
 }
 
 // APIServerBinary returns the path of the cached kube-apiserver, building it
