@@ -187,3 +187,19 @@ func (l *Lease) Release(ctx context.Context) {
 	next.Spec.HolderIdentity = &empty
 	_, _ = l.client.CoordinationV1().Leases(l.ns).Update(ctx, next, metav1.UpdateOptions{})
 }
+
+// LeaseHolder names who holds the writer Lease in namespace ns now ("" for
+// nobody, or no Lease yet), for a dry run to say what the real run would
+// wait for; the holder may stop renewing, which only HoldLease's wait tells.
+func LeaseHolder(ctx context.Context, client kubernetes.Interface, ns string) (string, error) {
+	l, err := client.CoordinationV1().Leases(ns).Get(ctx, LeaseName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", err
+	case l.Spec.HolderIdentity == nil:
+		return "", nil
+	}
+	return *l.Spec.HolderIdentity, nil
+}

@@ -40,10 +40,15 @@ func TestRewriteApplyLease(t *testing.T) {
 		}
 	}
 
-	// A live holder, renewed while the run waits: refused, nothing written.
+	// A live holder: the dry run says the real run would wait for it, and
+	// takes no Lease; the real run waits, then refuses, nothing written.
 	hold("controller-0", 3600)
+	out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-dry-run", "-kubeconfig", kc, "-lease-wait", "2s", "lease-a")
+	if code != exitOK || !strings.Contains(out, "the writer Lease kube-system/csimigrate-writer is held by controller-0: the real run would wait up to 2s") {
+		t.Errorf("dry run with the Lease held: exit %d\n%s\n%s", code, out, stderr)
+	}
 	start := time.Now()
-	out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "-lease-wait", "2s", "lease-a")
+	out, stderr, code = runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "-lease-wait", "2s", "lease-a")
 	if code != exitBlocked || !strings.Contains(stderr, "holds Lease kube-system/csimigrate-writer (holder controller-0)") || time.Since(start) < 2*time.Second {
 		t.Errorf("with the Lease held: exit %d after %s\n%s\n%s", code, time.Since(start), out, stderr)
 	}

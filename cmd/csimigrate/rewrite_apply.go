@@ -55,7 +55,14 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 		}
 	}
 	if o.dry {
-		err = errors.Join(a.w.DryRunPVs(ctx, targets), a.w.DryRunClasses(ctx, classes))
+		// What the real run would wait for before its first write.
+		switch holder, lerr := apply.LeaseHolder(ctx, a.client, o.writer.StateNamespace); {
+		case lerr != nil:
+			err = fmt.Errorf("reading the writer Lease: %w", lerr)
+		case holder != "":
+			a.say("the writer Lease %s/%s is held by %s: the real run would wait up to %s (-lease-wait) for it, then refuse\n", o.writer.StateNamespace, apply.LeaseName, holder, o.leaseWait)
+		}
+		err = errors.Join(err, a.w.DryRunPVs(ctx, targets), a.w.DryRunClasses(ctx, classes))
 	} else {
 		// One writer at a time: the Lease every csimigrate writer holds,
 		// which the Writer checks before each write.
