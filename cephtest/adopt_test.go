@@ -377,10 +377,12 @@ func TestCephRBDAdoptUndo(t *testing.T) {
 	e := newAdoptEnv(t, "kube.adopt-undo")
 	image := "kubernetes-dynamic-pvc-" + NewUUID()
 	before := e.image(t, "pv-undo", image, "layering")
-	e.csimigrate(t, 0, "rewrite", "-apply", "pv-undo")
+	// As the Ceph user docs/prerequisites.md gives, with exactly its caps.
+	as := adopterUser(t, e.c)
+	e.csimigrate(t, 0, append([]string{"rewrite", "-apply", "pv-undo"}, as...)...)
 	adopted := e.pv(t, "pv-undo")
 	j := journalOfPV(t, adopted)
-	out := e.csimigrate(t, 0, "rewrite", "-apply", "-undo", "pv-undo")
+	out := e.csimigrate(t, 0, append([]string{"rewrite", "-apply", "-undo", "pv-undo"}, as...)...)
 	if !strings.Contains(out, "remove image kube.adopt-undo/"+image+"'s entry from Ceph CSI's journal") {
 		t.Errorf("the undo does not say it removes the journal entry:\n%s", out)
 	}
@@ -394,7 +396,7 @@ func TestCephRBDAdoptUndo(t *testing.T) {
 	if st := e.journal(t, j); st != "absent" {
 		t.Errorf("the journal entry after the undo: %s", st)
 	}
-	e.csimigrate(t, 0, "rewrite", "-apply", "pv-undo")
+	e.csimigrate(t, 0, append([]string{"rewrite", "-apply", "pv-undo"}, as...)...)
 	if again := e.pv(t, "pv-undo"); again.Spec.CSI == nil || again.Spec.CSI.VolumeHandle != adopted.Spec.CSI.VolumeHandle {
 		t.Errorf("adopted again as %v, first as %s", again.Spec.CSI, adopted.Spec.CSI.VolumeHandle)
 	}
