@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -51,6 +52,8 @@ type VCenter struct {
 	Datacenter *object.Datacenter
 	Datastore  *object.Datastore
 	Password   string
+	// trace is the file vcsim logs csimigrate's calls to (Calls).
+	trace string
 }
 
 // vcsimBinary is the simulator's program (cmd/vcsim): CSIMIGRATE_VCSIM,
@@ -94,7 +97,8 @@ func StartVCenter(t testing.TB) *VCenter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-version", VCenterVersion, "-user", User, "-password", password)
+	trace := filepath.Join(t.TempDir(), "calls")
+	cmd := exec.Command(bin, "-version", VCenterVersion, "-user", User, "-password", password, "-trace", trace)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +136,25 @@ func StartVCenter(t testing.TB) *VCenter {
 		t.Fatal(err)
 	}
 	host, port, _ := strings.Cut(sdk.Host, ":")
-	return &VCenter{URL: sdk, Host: host, Port: port, Client: c, Datacenter: dc, Datastore: ds, Password: password}
+	return &VCenter{URL: sdk, Host: host, Port: port, Client: c, Datacenter: dc, Datastore: ds, Password: password, trace: trace}
+}
+
+// Calls are the API calls csimigrate's clients (by their User-Agent) made
+// so far: "ENDPOINT-PATH METHOD", sorted, each once.
+func (vc *VCenter) Calls(t testing.TB) []string {
+	t.Helper()
+	b, err := os.ReadFile(vc.trace)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var out []string
+	for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+		if line != "" && !slices.Contains(out, line) {
+			out = append(out, line)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // CreateDisk creates a thin VMDK of sizeMB at the datastore path

@@ -64,6 +64,10 @@ type Client struct {
 
 var _ plan.VCenter = (*Client)(nil)
 
+// UserAgent is the User-Agent of csimigrate's requests to vCenter: its
+// sessions and logs name it.
+const UserAgent = "csimigrate"
+
 // Dial logs in to the configuration's vCenter (Config.Server) as its user
 // and finds its datacenters (all of vCenter's when the configuration names
 // none). Its errors never hold the password. ctx bounds the client's later
@@ -75,6 +79,9 @@ func Dial(ctx context.Context, cfg *Config, logger klog.Logger) (*Client, error)
 	}
 	u := &url.URL{Scheme: "https", Host: net.JoinHostPort(s.Host, s.Port), Path: "/sdk"}
 	sc := soap.NewClient(u, s.Insecure)
+	// vCenter's sessions and logs name csimigrate (and its CNS, PBM and
+	// FCD clients, which copy it).
+	sc.UserAgent = UserAgent
 	if s.CAFile != "" {
 		if err := sc.SetRootCAs(s.CAFile); err != nil {
 			return nil, fmt.Errorf("%s: ca-file %s: %w", s, s.CAFile, err)
