@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
 )
 

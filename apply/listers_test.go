@@ -13,8 +13,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/rewrite"
 )
 
 // TestWriterWithStaleListers gives the writer listers whose PVs lag the

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"pgregory.net/rapid"
 
-	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
 )
 

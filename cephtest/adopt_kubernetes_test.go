@@ -23,10 +23,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
-	"github.com/csimigrate/csimigrate/apply/testenv"
 )
 
 // SnapshotterVersion is the external-snapshotter release the snapshot tests

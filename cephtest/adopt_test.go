@@ -30,9 +30,9 @@ import (
 	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/apply/cephtool"
+	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
-	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/volumeid"
 )
 

@@ -28,11 +28,11 @@ import (
 	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/apply/cephtool"
+	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
-	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/translate"
 	"github.com/csimigrate/csimigrate/volumeid"
 )

@@ -20,10 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/secrets"
-	"github.com/csimigrate/csimigrate/apply/testenv"
 )
 
 // OperatorVersion is the ceph-csi-operator scripts/setup-ceph builds.

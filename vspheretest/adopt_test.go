@@ -17,8 +17,8 @@ import (
 
 	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/apply"
-	"github.com/csimigrate/csimigrate/apply/vcenter"
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/apply/vcenter"
 	"github.com/csimigrate/csimigrate/translate"
 )
 

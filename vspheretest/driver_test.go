@@ -20,9 +20,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/adopt"
+	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/rewrite"
-	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/translate"
 )
 

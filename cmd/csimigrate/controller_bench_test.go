@@ -27,9 +27,9 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/controller"
 	"github.com/csimigrate/csimigrate/rewrite"
-	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/translate"
 )
 

@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/controller"
 	"github.com/csimigrate/csimigrate/rewrite"
-	"github.com/csimigrate/csimigrate/apply/testenv"
 )
 
 // overlayArgs are the controller's arguments in the Deployment an overlay

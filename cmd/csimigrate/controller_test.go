@@ -34,9 +34,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/controller"
 	"github.com/csimigrate/csimigrate/rewrite"
-	"github.com/csimigrate/csimigrate/apply/testenv"
 )
 
 const manifests = "deploy/base"

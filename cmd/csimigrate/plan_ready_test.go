@@ -18,11 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/secrets"
-	"github.com/csimigrate/csimigrate/apply/testenv"
 )
 
 // genCluster creates, in namespace ns, n in-tree PVs drawn from rng with

@@ -9,9 +9,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
-	"github.com/csimigrate/csimigrate/apply/testenv"
 )
 
 const rookRBD, rookCephFS = "rook-ceph.rbd.csi.ceph.com", "rook-ceph.cephfs.csi.ceph.com"

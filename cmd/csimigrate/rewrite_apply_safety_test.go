@@ -17,11 +17,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
-	"github.com/csimigrate/csimigrate/apply/testenv"
 )
 
 func getPV(t *testing.T, c kubernetes.Interface, name string) *v1.PersistentVolume {

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"pgregory.net/rapid"
 
-	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
 )
 

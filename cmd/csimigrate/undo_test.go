@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csimigrate/csimigrate/apply"
-	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/rewrite"
 )
 
 // What the undo refuses, on Kubernetes 1.37 without controllers: RBD and

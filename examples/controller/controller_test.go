@@ -11,8 +11,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/apply"
-	"github.com/csimigrate/csimigrate/examples/controller"
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/examples/controller"
 )
 
 // The example on Kubernetes' own API server: while another writer holds the
