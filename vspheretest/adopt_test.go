@@ -268,8 +268,28 @@ func TestVSphereAdoptByControllerDriverSnapshots(t *testing.T) {
 	if _, err := srv.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "csi.vsphere.vmware.com"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	if err := srv.Spawn("csimigrate-controller", bin, "controller", "-kubeconfig", kc, "-identity", "vspheretest", "-metrics-address", "", "-v",
-		"-recheck", "2s", "-status-every", "1s", "-adopt", "-vsphere-conf", confFile(t, vc, vc.Password)); err != nil {
+	args := []string{"controller", "-kubeconfig", kc, "-metrics-address", "", "-v",
+		"-recheck", "2s", "-status-every", "1s", "-adopt", "-vsphere-conf", confFile(t, vc, vc.Password)}
+	// First a dry run (as the base runs it, with the adopt-vsphere
+	// overlay's adoption): it reports the adoption the real run makes,
+	// registration included, writes nothing, and leads by its own Lease,
+	// so the acting controller started beside it writes.
+	if err := srv.Spawn("csimigrate-controller-dry", bin, append(args, "-identity", "vspheretest-dry", "-dry-run")...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("csimigrate controller -dry-run:\n%s", srv.Logs("csimigrate-controller-dry"))
+		}
+	})
+	would := waitEvent(t, srv.Client, orig.Name, "WouldMigrate")
+	if !strings.Contains(would, "would register disk "+path+" as a First Class Disk") {
+		t.Errorf("the dry run's verdict does not name the registration the adoption makes: %q", would)
+	}
+	if now, err := srv.Client.CoreV1().PersistentVolumes().Get(ctx, orig.Name, metav1.GetOptions{}); err != nil || now.ResourceVersion != orig.ResourceVersion {
+		t.Fatalf("the dry run changed the PV: %v", err)
+	}
+	if err := srv.Spawn("csimigrate-controller", bin, append(args, "-identity", "vspheretest")...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -300,8 +320,29 @@ func TestVSphereAdoptByControllerDriverSnapshots(t *testing.T) {
 		t.Fatalf("the controller's PV: %+v (%v %v), handle %q", disk, ok, err, pv.Spec.CSI.VolumeHandle)
 	}
 	testenv.RewrittenStates(t, srv.Client, "apps", []string{orig.Name})
+	// The real run did what the dry run said: the adoption, noted.
+	if note := waitEvent(t, srv.Client, orig.Name, "MigrationNote"); !strings.Contains(note, "First Class Disk") {
+		t.Errorf("the acting controller's note: %q, want the adoption the dry run reported", note)
+	}
 	snap, err := d.Controller.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{SourceVolumeId: pv.Spec.CSI.VolumeHandle, Name: "by-controller"})
 	if err != nil || !snap.Snapshot.ReadyToUse {
 		t.Fatalf("CreateSnapshot of the controller's adopted PV: %v", err)
+	}
+}
+
+// waitEvent waits up to 60 s for an Event of reason on the PV name and
+// returns its message.
+func waitEvent(t *testing.T, c kubernetes.Interface, name, reason string) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		evs, err := c.CoreV1().Events("").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.kind=PersistentVolume,involvedObject.name=" + name + ",reason=" + reason})
+		if err == nil && len(evs.Items) > 0 {
+			return evs.Items[0].Message
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s Event on pv/%s in 60 s (%v)", reason, name, err)
+		}
+		time.Sleep(300 * time.Millisecond)
 	}
 }
