@@ -376,9 +376,7 @@ func rbdImageOf(pv *v1.PersistentVolume, clusterID string) (volumeid.RBDHandle, 
 		h.Image = img
 		h.Pool = attrs["pool"]
 	}
-	if h.Pool == "" {
-		h.Pool = "rbd" // the in-tree source's default, as the API server sets it
-	}
+	h.Pool = volumeid.RBDPool(h.Pool) // the in-tree source's default, as the API server sets it
 	if id := attrs["clusterID"]; id != "" {
 		h.ClusterID = id
 	}

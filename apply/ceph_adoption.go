@@ -20,6 +20,7 @@ import (
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
+	"github.com/csimigrate/csimigrate/volumeid"
 )
 
 // Ceph is what the adoption of RBD images and CephFS subvolumes reads from
@@ -132,10 +133,7 @@ func (a *Writer) adoptionOf(ctx context.Context, cur, repl *v1.PersistentVolume,
 		return nil, nil
 	}
 	attrs := repl.Spec.CSI.VolumeAttributes
-	pool := attrs["pool"]
-	if pool == "" {
-		pool = "rbd"
-	}
+	pool := volumeid.RBDPool(attrs["pool"])
 	ad := &adoption{}
 	img, err := a.ceph.Image(ctx, pool, "", attrs["imageName"])
 	if err != nil {

@@ -151,8 +151,32 @@ func adoptByController(t *testing.T, srv *testenv.Server, kc, conf, cfgFile, pv,
 	if _, err := srv.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: plugin.RBDDriverName}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	if err := srv.Spawn("csimigrate-controller", envBin, "controller", "-kubeconfig", kc, "-identity", "cephtest", "-metrics-address", "", "-v",
-		"-recheck", "2s", "-status-every", "1s", "-adopt", "-ceph-conf", conf, "-ceph-config", cfgFile); err != nil {
+	args := []string{"controller", "-kubeconfig", kc, "-metrics-address", "", "-v",
+		"-recheck", "2s", "-status-every", "1s", "-adopt", "-ceph-conf", conf, "-ceph-config", cfgFile}
+	// First a dry run with the adopt-ceph overlay's adoption (as the base
+	// runs it): its verdict names the Ceph journal writes the real run
+	// makes, and it holds up no writer (its own Lease): the acting
+	// controller starts beside it.
+	if err := srv.Spawn("csimigrate-controller-dry", envBin, append(args, "-identity", "cephtest-dry", "-dry-run")...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("csimigrate controller -dry-run:\n%s", srv.Logs("csimigrate-controller-dry"))
+		}
+	})
+	poll(t, 60*time.Second, "the dry run's verdict on the PV", func() (bool, string) {
+		evs, err := srv.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=PersistentVolume,involvedObject.name=" + pv + ",reason=WouldMigrate"})
+		if err != nil || len(evs.Items) == 0 {
+			return false, fmt.Sprintf("no WouldMigrate Event yet (%v)", err)
+		}
+		msg := evs.Items[0].Message
+		if !strings.Contains(msg, "would write to Ceph") || !strings.Contains(msg, "setomapval csi.volumes.default csi.volume."+pv) {
+			t.Fatalf("the dry run's verdict does not name the journal writes the adoption makes: %q", msg)
+		}
+		return true, msg
+	})
+	if err := srv.Spawn("csimigrate-controller", envBin, append(args, "-identity", "cephtest")...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -8,6 +8,7 @@ import (
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
 	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/volumeid"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -30,10 +31,7 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 		in := adopt.RBDInput{PV: out, ClassFeatures: features, FormOnly: true}
 		var readErr error
 		if p.rbdImage != nil {
-			pool := pv.Spec.RBD.RBDPool
-			if pool == "" {
-				pool = "rbd"
-			}
+			pool := volumeid.RBDPool(pv.Spec.RBD.RBDPool)
 			in.Image, readErr = p.rbdImage(pool, pv.Spec.RBD.RBDImage)
 		}
 		d, ok := p.decideForm(vp, pv, deciding(func(refs []string) (adopt.Decision, error) {

@@ -48,10 +48,7 @@ func VolumeKey(pv *v1.PersistentVolume) (key string, ok bool) {
 		return "vsphere:" + pv.Spec.CSI.VolumeHandle, true
 	case pv.Spec.RBD != nil:
 		h, _ := volumeid.NewRBDHandle(pv.Spec.RBD.CephMonitors, pv.Spec.RBD.RBDPool, pv.Spec.RBD.RBDImage)
-		pool := pv.Spec.RBD.RBDPool
-		if pool == "" {
-			pool = "rbd"
-		}
+		pool := volumeid.RBDPool(pv.Spec.RBD.RBDPool)
 		return h.ClusterID + "/" + pool + "/" + pv.Spec.RBD.RBDImage, true
 	case csiOf(plugin.RBDInTreePluginName) != nil:
 		a := pv.Spec.CSI.VolumeAttributes
@@ -67,9 +64,7 @@ func VolumeKey(pv *v1.PersistentVolume) (key string, ok bool) {
 		if image == "" {
 			return "", false
 		}
-		if pool == "" {
-			pool = "rbd"
-		}
+		pool = volumeid.RBDPool(pool)
 		return cluster + "/" + pool + "/" + image, true
 	}
 	return "", false

@@ -1,6 +1,7 @@
 package volumeid
 
 import (
+	"cmp"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -257,3 +258,11 @@ func (e *UnrepresentableError) Error() string {
 
 // Unwrap returns ErrUnrepresentable.
 func (e *UnrepresentableError) Unwrap() error { return ErrUnrepresentable }
+
+// RBDDefaultPool is the pool of an in-tree RBD volume or class that names
+// none: the API server sets it on PVs (and the in-tree provisioner used it
+// for classes).
+const RBDDefaultPool = "rbd"
+
+// RBDPool is pool, or RBDDefaultPool when it is empty.
+func RBDPool(pool string) string { return cmp.Or(pool, RBDDefaultPool) }

@@ -126,7 +126,6 @@ const (
 	attrAdminID          = "adminId"
 
 	defaultImageFeatures = "layering"
-	defaultPool          = "rbd"
 	defaultUser          = "admin"
 	defaultSecretNS      = "default"
 )
@@ -517,7 +516,7 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 	}
 	pool := src.RBDPool
 	if pool == "" {
-		pool = defaultPool
+		pool = volumeid.RBDDefaultPool
 	}
 	csi := &v1.CSIPersistentVolumeSource{
 		Driver:       p.GetCSIPluginName(),
@@ -658,7 +657,7 @@ func classParams(given *[len(scKeys)]scparams.Param, kinds []secrets.Keys) map[s
 	}
 	params := make(map[string]string, size)
 	params[attrMigration] = "true"
-	params[attrPool] = defaultPool
+	params[attrPool] = volumeid.RBDDefaultPool
 	for i, g := range given {
 		if !g.Set() {
 			continue
