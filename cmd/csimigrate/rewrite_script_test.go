@@ -13,7 +13,9 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/csimigrate/csimigrate/apply/cephtool"
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/rewrite"
 )
 
 // runScript prints the rewrite script for the live cluster's in-tree PVs
@@ -150,5 +152,46 @@ func TestRewriteScriptStorageClasses(t *testing.T) {
 	}
 	if now, _ := c.StorageV1().StorageClasses().Get(ctx, "gold", metav1.GetOptions{}); now.ResourceVersion != other.ResourceVersion {
 		t.Error("the unreviewed class was changed")
+	}
+}
+
+// The review scripts as bash reads them: the rewrite's and the undo's of the
+// embedded sample, and the adoption's journal functions, parse (bash -n)
+// and pass shellcheck (Debian's, which scripts/setup-packages installs),
+// and let through exactly the finalizers the engine knows.
+func TestReviewScriptsLint(t *testing.T) {
+	for _, tool := range []string{"bash", "shellcheck"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed to check the review script (scripts/setup-packages installs shellcheck): %v", tool, err)
+		}
+	}
+	var journal bytes.Buffer
+	if err := writeScriptJournal(&journal, cephtool.Tools{Conf: "/etc/ceph/ceph.conf", ID: "csimigrate"}); err != nil {
+		t.Fatal(err)
+	}
+	scripts := map[string]string{"journal": "#!/usr/bin/env bash\n" + journal.String()}
+	for name, args := range map[string][]string{"rewrite": {"rewrite", "-o", "script"}, "undo": {"rewrite", "-undo", "-o", "script"}} {
+		out, stderr, code := runCmd(t, "", args...)
+		if code != exitOK && code != exitBlocked || !strings.HasPrefix(out, "#!/usr/bin/env bash") {
+			t.Fatalf("%v: exit %d\n%s", args, code, stderr)
+		}
+		scripts[name] = out
+	}
+	for name, script := range scripts {
+		path := filepath.Join(t.TempDir(), name+".sh")
+		if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("bash", "-n", path).CombinedOutput(); err != nil {
+			t.Errorf("bash -n %s: %v\n%s", name, err, out)
+		}
+		if out, err := exec.Command("shellcheck", "-s", "bash", path).CombinedOutput(); err != nil {
+			t.Errorf("shellcheck %s: %v\n%s", name, err, out)
+		}
+	}
+	for _, f := range append([]string{rewrite.PVProtection}, rewrite.DeletionProtection...) {
+		if !strings.Contains(scripts["rewrite"], f) {
+			t.Errorf("the rewrite script does not let finalizer %s through", f)
+		}
 	}
 }
