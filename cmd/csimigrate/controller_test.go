@@ -775,7 +775,8 @@ func TestControllerDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs.startController(t, "dry", "-dry-run")
+	// With a write limit, as a canary's real run would have.
+	cs.startController(t, "dry", "-dry-run", "-max-writes", "5")
 	eventually(t, 30*time.Second, func() error {
 		for _, n := range names {
 			if err := hasEvent(c, "", "PersistentVolume", n, controller.ReasonWouldMigrate); err != nil {
@@ -791,6 +792,10 @@ func TestControllerDryRun(t *testing.T) {
 		}
 		return nil
 	})
+	if evs, err := c.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=PersistentVolume,involvedObject.name=" + names[0] + ",reason=" + controller.ReasonWouldMigrate}); err != nil || len(evs.Items) == 0 ||
+		!strings.Contains(evs.Items[0].Message, "the real run stops after 5 writes in all") {
+		t.Errorf("the dry run's verdict does not say the real run's write limit: %v %v", evs, err)
+	}
 	time.Sleep(time.Second) // a few more passes
 	for _, n := range names {
 		if _, pv, err := pvPhase(c, n); err != nil || pv.ResourceVersion != before[n] {

@@ -751,7 +751,7 @@ func (c *Controller) dryRunPV(ctx context.Context, pv *v1.PersistentVolume) (tim
 		return c.outcome(obj, pv, apply.Progress{}, err)
 	}
 	if c.setBlocked(obj, ReasonWouldMigrate) {
-		c.event(pv, v1.EventTypeNormal, ReasonWouldMigrate, "dry run: "+ev.String())
+		c.event(pv, v1.EventTypeNormal, ReasonWouldMigrate, c.wouldMigrate(ev))
 	}
 	return 0, false, nil
 }
@@ -761,6 +761,16 @@ func (c *Controller) dryRunPV(ctx context.Context, pv *v1.PersistentVolume) (tim
 // checks what the real run checks.
 func (c *Controller) dryRunWriter(ev apply.Events) (*apply.Writer, error) {
 	return apply.New(c.client, c.tr, c.logger.V(4), ev, c.o.Writer)
+}
+
+// wouldMigrate is a dry run's verdict on an object it would migrate: what
+// the writer would do, and the write limit the real run stops at.
+func (c *Controller) wouldMigrate(ev *collect) string {
+	msg := "dry run: " + ev.String()
+	if n := c.o.Writer.MaxWrites; n > 0 {
+		msg += fmt.Sprintf(" (the real run stops after %d writes in all, -max-writes: another writer finishes what is left)", n)
+	}
+	return msg
 }
 
 // collect keeps a dry run's notes for its WouldMigrate Event; a reclaim
@@ -826,7 +836,7 @@ func (c *Controller) syncClass(ctx context.Context, name string) (time.Duration,
 				return c.outcome(obj, sc, apply.Progress{}, err)
 			}
 			if c.setBlocked(obj, ReasonWouldMigrate) {
-				c.event(sc, v1.EventTypeNormal, ReasonWouldMigrate, "dry run: "+ev.String())
+				c.event(sc, v1.EventTypeNormal, ReasonWouldMigrate, c.wouldMigrate(ev))
 			}
 			return 0, false, nil
 		}
