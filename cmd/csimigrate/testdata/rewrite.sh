@@ -9,8 +9,10 @@ set -euo pipefail
 KUBECTL=${KUBECTL:-kubectl}
 
 rewrite_pv() {
-  # driver is the CSI driver of the replacement, "" for an in-tree one.
-  local name=$1 driver=$2 restore=$3 manifest=$4
+  # driver is the CSI driver of the replacement, "" for an in-tree one; $3,
+  # the reclaim policy to restore, is for the reader: step 4 reads it from
+  # the replacement's annotation, where it was saved.
+  local name=$1 driver=$2 manifest=$4
   local cur uid
   # An adoption's journal entry (J_POOL set): absent or this one's, before
   # anything is written.
@@ -37,7 +39,7 @@ rewrite_pv() {
       #    deletion-protection finalizers' owners to remove them.
       $KUBECTL patch pv "$name" --type=merge -p "{\"metadata\":{\"uid\":\"$uid\"},\"spec\":{\"persistentVolumeReclaimPolicy\":\"Retain\"}}"
       [ "$($KUBECTL get pv "$name" -o 'jsonpath={.metadata.uid}/{.spec.persistentVolumeReclaimPolicy}')" = "$uid/Retain" ] || { echo "Retain not in force on $name" >&2; exit 1; }
-      for i in $(seq 60); do
+      for _ in $(seq 60); do
         case " $($KUBECTL get pv "$name" -o 'jsonpath={.metadata.finalizers[*]}') " in
           *" kubernetes.io/pv-controller "*|*" external-provisioner.volume.kubernetes.io/finalizer "*) sleep 1 ;;
           *) break ;;
