@@ -31,6 +31,17 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 		return code
 	}
 	ctx := context.Background()
+	live, err := a.readServed(ctx, c.drivers, o.adopt && c.cephConfig == "")
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitBlocked
+	}
+	// The writer, once, with every option: the flags', the access they
+	// ask for and the entries Ceph CSI serves.
+	if err := a.build(); err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitUsage
+	}
 	targets, classes, code := a.selectTargets(ctx, c, names, stdin, stderr)
 	if code != exitOK {
 		return code
@@ -40,20 +51,8 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitBlocked
 	}
-	targets, unserved, served, err := a.withCephEntries(ctx, targets, c.drivers, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-		return exitBlocked
-	}
+	targets, unserved := a.withCephEntries(live, targets, stderr)
 	refused = refused || unserved
-	if o.adopt && c.cephConfig == "" && len(served.Entries()) > 0 {
-		// The adoption reads the entries the drivers read.
-		a.opts.CephConfig, a.w = served, nil
-		if _, err := a.writer(); err != nil {
-			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-			return exitUsage
-		}
-	}
 	if o.dry {
 		// What the real run would wait for before its first write.
 		switch holder, lerr := apply.LeaseHolder(ctx, a.client, o.writer.StateNamespace); {
@@ -126,34 +125,40 @@ func newApplier(c *common, tr *translate.Translator, o applyOptions, stdout, std
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return nil, done, exitUsage
 	}
-	if _, err := a.writer(); err != nil {
-		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-		return nil, done, exitUsage
-	}
 	return a, done, exitOK
 }
 
-// withCephEntries are the targets whose Ceph CSI driver serves the
-// cluster entry their migrated PV needs, as the plan judges it on the live
-// cluster (where each driver reads its config, and what it has); the
-// others are reported and left as they are. An undo needs no entry. served
-// are the entries the Ceph CSI drivers read (the RBD driver's first).
-func (a *applier) withCephEntries(ctx context.Context, pvs []apply.Target, drivers map[string]string, stderr io.Writer) (kept []apply.Target, refused bool, served ceph.ClusterConfig, err error) {
-	if a.opts.Undo || len(pvs) == 0 {
-		return pvs, false, served, nil
+// readServed reads, for a rewrite (an undo needs none), the plan of the
+// live cluster and the cluster entries the Ceph CSI drivers serve: the
+// writer checks each Ceph PV against them before its first write to it,
+// and, with adoptServed (-adopt without -ceph-config), an adoption names the
+// drivers' own entries from them.
+func (a *applier) readServed(ctx context.Context, drivers map[string]string, adoptServed bool) (*plan.Plan, error) {
+	if a.opts.Undo {
+		return nil, nil
 	}
 	result, served, err := livePlan(ctx, a.client, a.tr, drivers)
 	if err != nil {
-		return nil, false, served, err
+		return nil, err
 	}
-	// The writer checks each PV against the same entries before its first
-	// write to it: built again with them.
-	a.opts.CephServed, a.w = func(context.Context) (ceph.ClusterConfig, error) { return served, nil }, nil
-	if _, err := a.writer(); err != nil {
-		return nil, false, served, err
+	a.opts.CephServed = func(context.Context) (ceph.ClusterConfig, error) { return served, nil }
+	if adoptServed && len(served.Entries()) > 0 {
+		a.opts.CephConfig = served
+	}
+	return result, nil
+}
+
+// withCephEntries are the targets whose Ceph CSI driver serves the
+// cluster entry their migrated PV needs, as the plan of the live cluster
+// judges it (where each driver reads its config, and what it has); the
+// others are reported and left as they are. An undo (no plan) needs no
+// entry.
+func (a *applier) withCephEntries(live *plan.Plan, pvs []apply.Target, stderr io.Writer) (kept []apply.Target, refused bool) {
+	if live == nil {
+		return pvs, false
 	}
 	why := map[string]string{}
-	for _, v := range result.Volumes {
+	for _, v := range live.Volumes {
 		for _, f := range v.Findings {
 			if f.Code == plan.FindingCephClusterEntryMissing || f.Code == plan.FindingCephCSIConfigNotFound {
 				why[v.Name] = f.Message + "; " + commandRemedy(f.Action, f.ActsOn, f.Remedy)
@@ -168,7 +173,7 @@ func (a *applier) withCephEntries(ctx context.Context, pvs []apply.Target, drive
 		}
 		kept = append(kept, t)
 	}
-	return kept, refused, served, nil
+	return kept, refused
 }
 
 // livePlan is the plan of the live cluster (without Secrets) with tr and
@@ -318,7 +323,7 @@ type applier struct {
 	// blocked are the backends the cluster has no (chosen) driver for.
 	blocked blockedDrivers
 
-	w *apply.Writer // built by writer on first use
+	w *apply.Writer // built once by build, from opts
 	// lease is the writer Lease once taken (nil before: w reviews but does
 	// not write).
 	lease *apply.Lease
@@ -326,37 +331,27 @@ type applier struct {
 	steps int
 }
 
-// writer is the applier's apply.Writer, built on first use.
-func (a *applier) writer() (*apply.Writer, error) {
-	if a.w != nil {
-		return a.w, nil
-	}
+// build builds the applier's apply.Writer from its options, once they are
+// complete; it writes only while the run holds the writer Lease.
+func (a *applier) build() error {
 	o := a.opts
 	o.Lease = apply.HolderFunc(func() bool { return a.lease.Holding() })
-	w, err := apply.New(a.client, a.tr, a.logger, textEvents{a.out}, o)
-	a.w = w
-	return w, err
+	var err error
+	a.w, err = apply.New(a.client, a.tr, a.logger, textEvents{a.out}, o)
+	return err
 }
 
 // rewriteAll runs the writer over the target PVs.
 func (a *applier) rewriteAll(ctx context.Context, targets []apply.Target) (apply.Result, error) {
-	w, err := a.writer()
-	if err != nil {
-		return apply.Result{}, err
-	}
-	r, err := w.PVs(ctx, targets)
-	a.steps = w.Writes()
+	r, err := a.w.PVs(ctx, targets)
+	a.steps = a.w.Writes()
 	return r, err
 }
 
 // rewriteClasses runs the writer over the target StorageClasses.
 func (a *applier) rewriteClasses(ctx context.Context, targets []apply.Target) (apply.Result, error) {
-	w, err := a.writer()
-	if err != nil {
-		return apply.Result{}, err
-	}
-	r, err := w.Classes(ctx, targets)
-	a.steps = w.Writes()
+	r, err := a.w.Classes(ctx, targets)
+	a.steps = a.w.Writes()
 	return r, err
 }
 
