@@ -143,7 +143,7 @@ func TestControllerDryRunAsActing(t *testing.T) {
 	if _, err := c.StorageV1().StorageClasses().Update(ctx, sc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{"rbd.csi.ceph.com", "cephfs.csi.ceph.com", "csi.vsphere.vmware.com"} {
+	for _, d := range testenv.UpstreamCSIDrivers {
 		createCSIDriver(t, c, d)
 	}
 	classes := []string{"rbd-dra"}
