@@ -106,7 +106,7 @@ func stepOnce[R subject](ctx context.Context, a *Writer, r R, steps []step[R]) (
 	var p Progress
 	if s.say != nil {
 		p.Wrote = s.say(r)
-		if err := a.step(r.obj(), p.Wrote); err != nil {
+		if err := a.takeWrite(r.obj(), p.Wrote); err != nil {
 			return Progress{}, err
 		}
 	} else {

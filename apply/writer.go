@@ -285,9 +285,11 @@ type cached[T any] struct {
 // namespaces, short enough that a pod started during a run is seen.
 const cacheFor = 5 * time.Second
 
-// step announces the next write to obj ("pv/NAME" or "storageclass/NAME"),
-// or returns ErrWriteLimit when the write limit is reached.
-func (a *Writer) step(obj, what string) error {
+// takeWrite is the gate of every write: it lets the next write to obj
+// ("pv/NAME" or "storageclass/NAME") through and announces it, or returns
+// ErrNotHolding when this process does not hold the writer Lease and
+// ErrWriteLimit when the write limit is reached.
+func (a *Writer) takeWrite(obj, what string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.lease == nil || !a.lease.Holding() {

@@ -118,7 +118,7 @@ func (o *rewriteOptions) validate() error {
 	case !o.doApply && (len(o.applyOnly) > 0 || len(o.names) > 0):
 		// The review of an adoption takes -adopt and the Ceph flags: its
 		// Ceph-side writes are in the script.
-		return fmt.Errorf("%s only with -apply (without it, rewrite prints the steps for review)", strings.Join(append(o.applyOnly, quoteAll(o.names)...), ", "))
+		return fmt.Errorf("%s only with -apply (without it, rewrite prints the steps for review)", strings.Join(append(o.applyOnly, pvNamesQuoted(o.names)...), ", "))
 	case o.writer.AdoptCSI && !o.adopt:
 		return o.adoptFlags.validate("-adopt-csi")
 	case !o.adopt && o.adoptFlags.validate() != nil:
@@ -532,7 +532,8 @@ func (in *rewriteInputs) replacement(tr *translate.Translator, pv *v1.Persistent
 	return rewrite.Rewrite(tr, klog0(), pv, in.classes[pv.Spec.StorageClassName], pvc)
 }
 
-func quoteAll(s []string) []string {
+// pvNamesQuoted words PV names as an error names them: PV name "x".
+func pvNamesQuoted(s []string) []string {
 	out := make([]string, len(s))
 	for i, v := range s {
 		out[i] = fmt.Sprintf("PV name %q", v)
