@@ -93,11 +93,7 @@ func TestControllerDryRunAsActing(t *testing.T) {
 	cs := startControllerServer(t)
 	c := cs.c
 	ctx := context.Background()
-	pvs := testenv.Seed(t, c, "dra")
-	// Pods need it (no controller-manager creates it here).
-	if _, err := c.CoreV1().ServiceAccounts("dra").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	pvs := seedForPods(t, c, "dra")
 	label := func(o metav1.Object) { o.SetLabels(map[string]string{"csimigrate.io/migrate": "true"}) }
 	testenv.CreateBoundPV(t, c, "dra", "dra-nosecret", func(pv *v1.PersistentVolume) {
 		pv.Spec.RBD.SecretRef = &v1.SecretReference{Name: "absent", Namespace: "dra"}
@@ -113,12 +109,7 @@ func TestControllerDryRunAsActing(t *testing.T) {
 	testenv.CreateBoundPV(t, c, "dra", "dra-inuse", func(pv *v1.PersistentVolume) {
 		pv.Spec.RBD.SecretRef = &v1.SecretReference{Name: "ceph-inuse", Namespace: "dra"}
 	})
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "dra"}, Spec: v1.PodSpec{NodeName: "node-a",
-		Containers: []v1.Container{{Name: "app", Image: "app"}},
-		Volumes:    []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "dra-inuse"}}}}}}
-	if _, err := c.CoreV1().Pods("dra").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	runPodOn(t, c, "dra", "dra-inuse")
 	// Outside the overlay's scope (no label): rewrite -apply's.
 	testenv.CreateBoundPV(t, c, "dra", "dra-command", func(pv *v1.PersistentVolume) {
 		pv.Spec.RBD.SecretRef = &v1.SecretReference{Name: "ceph-command", Namespace: "dra"}

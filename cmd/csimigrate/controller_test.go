@@ -428,11 +428,7 @@ func TestControllerConvergesWithRBAC(t *testing.T) {
 	cs := startControllerServer(t)
 	c := cs.c
 	ctx := context.Background()
-	names := testenv.Seed(t, c, "ctl")
-	// Pods need it (no controller-manager creates it here).
-	if _, err := c.CoreV1().ServiceAccounts("ctl").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	names := seedForPods(t, c, "ctl")
 	// Out of scope by label: never touched.
 	skip := testenv.CreateBoundPV(t, c, "ctl", "ctl-skip", func(pv *v1.PersistentVolume) {
 		pv.Labels = map[string]string{"csimigrate.io/skip": "true"}
@@ -450,12 +446,7 @@ func TestControllerConvergesWithRBAC(t *testing.T) {
 		pv.Spec.RBD.SecretRef = &v1.SecretReference{Name: "ceph-" + pv.Name, Namespace: "ctl"}
 	}
 	testenv.CreateBoundPV(t, c, "ctl", "ctl-inuse", ownSecret)
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "ctl"}, Spec: v1.PodSpec{NodeName: "node-a",
-		Containers: []v1.Container{{Name: "app", Image: "app"}},
-		Volumes:    []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "ctl-inuse"}}}}}}
-	if _, err := c.CoreV1().Pods("ctl").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	runPodOn(t, c, "ctl", "ctl-inuse")
 	all := append(slices.Clone(names), "ctl-nosecret", "ctl-inuse")
 	testenv.WaitBound(t, c, "ctl", append(slices.Clone(all), "ctl-skip"))
 	before := map[string]*v1.PersistentVolume{}
@@ -588,6 +579,30 @@ func TestControllerConvergesWithRBAC(t *testing.T) {
 	}
 
 	checkRBAC(t, cs.s)
+}
+
+// seedForPods seeds namespace ns (testenv.Seed) and creates its default
+// ServiceAccount, which pods need (no controller-manager creates it here);
+// it returns the seeded PVs' names.
+func seedForPods(t *testing.T, c kubernetes.Interface, ns string) []string {
+	t.Helper()
+	names := testenv.Seed(t, c, ns)
+	if _, err := c.CoreV1().ServiceAccounts(ns).Create(context.Background(), &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// runPodOn creates pod "app" in ns on node-a, using claim: a volume in use
+// on a node that does not migrate the plugin.
+func runPodOn(t *testing.T, c kubernetes.Interface, ns, claim string) {
+	t.Helper()
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: v1.PodSpec{NodeName: "node-a",
+		Containers: []v1.Container{{Name: "app", Image: "app"}},
+		Volumes:    []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}}}
+	if _, err := c.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // checkRBAC compares what the controller's ServiceAccount did (the API
