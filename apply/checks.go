@@ -34,6 +34,11 @@ var (
 	claimRefusal  = rewrite.ClaimRefusal
 )
 
+// keptRefusal is rewrite.KeptRefusal with the objects the options name.
+func (a *Writer) keptRefusal(kind string, o metav1.Object) error {
+	return rewrite.KeptRefusal(kind, o, a.sourceChanged.Has(kind, o.GetNamespace(), o.GetName()))
+}
+
 // storageClass returns the live StorageClass of a PV, nil when it has none
 // or the class is gone.
 func (a *Writer) storageClass(ctx context.Context, pv *v1.PersistentVolume) (*storagev1.StorageClass, error) {
@@ -50,6 +55,9 @@ func (a *Writer) storageClass(ctx context.Context, pv *v1.PersistentVolume) (*st
 // which it returns (nil when the PV is not bound).
 func (a *Writer) claimChecks(ctx context.Context, cur *v1.PersistentVolume) (*v1.PersistentVolumeClaim, error) {
 	if err := objectRefusal(cur); err != nil {
+		return nil, err
+	}
+	if err := a.keptRefusal("PersistentVolume", cur); err != nil {
 		return nil, err
 	}
 	var pvc *v1.PersistentVolumeClaim

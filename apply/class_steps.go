@@ -124,6 +124,9 @@ func (r *classRun) checkFirst(ctx context.Context) error {
 // classChecks runs every check on a class before the first write to it and
 // returns its replacement; a refusal leaves it as it was.
 func (a *Writer) classChecks(ctx context.Context, cur *storagev1.StorageClass) (*storagev1.StorageClass, error) {
+	if err := a.keptRefusal("StorageClass", cur); err != nil {
+		return nil, err
+	}
 	if a.undo {
 		repl, err := rewrite.ClassUndoReplacement(cur)
 		if err != nil {

@@ -93,6 +93,12 @@ type Options struct {
 	// elector's on that Lease as a HolderFunc. A Writer takes no write
 	// unless it holds (ErrNotHolding); without it, it only reviews.
 	Lease Holder
+	// SourceChanged are the objects whose keepers' sources (Helm, Flux,
+	// Argo CD, the addon manager, an operator: rewrite.KeepersOf) the
+	// administrator says hold the new form; any other object such a tool
+	// keeps is left as it is (rewrite.KeptRefusal) unless it carries
+	// rewrite.AnnSourceChanged.
+	SourceChanged rewrite.ChangedSources
 }
 
 // A Holder is a process's hold on the writer Lease, which keeps csimigrate's
@@ -214,6 +220,8 @@ type Writer struct {
 	cephServed func(ctx context.Context) (ceph.ClusterConfig, error)
 	// secrets are Secrets read for the checks, by "namespace/name".
 	secrets map[string]cached[*v1.Secret]
+	// sourceChanged are Options.SourceChanged.
+	sourceChanged rewrite.ChangedSources
 	// fsids are the fsids read at monitor lists (joined by ","), for the
 	// whole run: a cluster does not change its fsid.
 	fsids map[string]string
@@ -240,7 +248,7 @@ func New(client kubernetes.Interface, tr *translate.Translator, logger klog.Logg
 	}
 	a := &Writer{client: client, tr: tr, logger: logger, events: events, stateNS: ns, concurrency: o.Concurrency,
 		online: o.Online, undo: o.Undo, stepLimit: o.MaxWrites, ceph: o.Ceph, cephConfig: o.CephConfig, cephfsSecret: o.CephFSSecret, adopt: o.AdoptCSI, vsphere: o.VSphere,
-		lease: o.Lease, cephServed: o.CephServed}
+		lease: o.Lease, cephServed: o.CephServed, sourceChanged: slices.Clone(o.SourceChanged)}
 	if o.Listers != nil {
 		a.listers = *o.Listers
 	}

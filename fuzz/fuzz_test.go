@@ -427,6 +427,7 @@ func FuzzRewriteRules(f *testing.F) {
 	f.Add(`{"metadata":{"name":"a"},"spec":{"accessModes":["ReadWriteMany"],"volumeMode":"Block","rbd":{"monitors":["10.70.53.126:6789"],"image":"kubernetes-dynamic-pvc-1","pool":"rbd","user":"kube","secretRef":{"name":"s","namespace":"n"}}}}`)
 	f.Add(`{"metadata":{"annotations":{"cephfs.csimigrate.io/node-stage-secret":"n/x"}},"spec":{"cephfs":{"monitors":["m:1"],"path":"a","secretRef":{"name":"s","namespace":"n"}}}}`)
 	f.Add(`{"spec":{"accessModes":["ReadWriteOnce","ReadOnlyMany"],"cephfs":{"monitors":["m:1"],"secretRef":{"name":"s","namespace":"n"}}}}`)
+	f.Add(`{"metadata":{"name":"k","labels":{"app.kubernetes.io/instance":"a"},"annotations":{"argocd.argoproj.io/sync-options":"Replace=true"},"ownerReferences":[{"kind":"X","name":"y","controller":true}],"managedFields":[{"manager":"helm"}]},"spec":{"claimRef":{"name":"c","uid":"u"}}}`)
 	f.Fuzz(func(t *testing.T, data string) {
 		var pv v1.PersistentVolume
 		if json.Unmarshal([]byte(data), &pv) != nil {
@@ -446,6 +447,9 @@ func FuzzRewriteRules(f *testing.F) {
 			_, _ = rewrite.CephEntryNeeded(&pv, out)
 			needs := rewrite.SecretNeeds(&pv, out)
 			_ = rewrite.AccessModeChange(&pv, out)
+			_ = rewrite.KeepersOf(&pv)
+			_ = rewrite.KeptRefusal("PersistentVolume", &pv, false)
+			_ = rewrite.SourcePV(&pv)
 			if out != nil {
 				if r, err := rewrite.Replacement(tr, logger, &pv, out, tr.CheckPV(&pv), nil, nil); err == nil && r.CSI.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
 					t.Fatalf("a replacement created with %s", r.CSI.Spec.PersistentVolumeReclaimPolicy)

@@ -60,6 +60,7 @@ func (p *Planner) addStorageClass(sc *storagev1.StorageClass) {
 		sp.Migratable, sp.Reason = false, f.Message+"; "+f.Remedy
 		p.plan.Blocked = true
 	}
+	p.keptClass(&sp, sc)
 	p.plan.StorageClasses = append(p.plan.StorageClasses, sp)
 	if sp.Migratable && in.Provisioner == vsphere.PluginName && p.opts.VCenter != nil {
 		p.vsphereClass(in)
@@ -87,4 +88,24 @@ func (p *Planner) classBlocked(name, why string) {
 		p.plan.StorageClasses[i].Reason = why
 	}
 	p.plan.Blocked = true
+}
+
+// keptClass notes the keepers of an in-tree class (keptFinding), with the
+// class as their source should hold it, and blocks it while they have not
+// been told.
+func (p *Planner) keptClass(sp *StorageClassPlan, sc *storagev1.StorageClass) {
+	f := p.keptFinding("StorageClass", sc)
+	if f == nil {
+		return
+	}
+	sp.KeptBy, sp.Kept = rewrite.KeepersOf(sc), f
+	if sp.Migratable {
+		if r, err := rewrite.ClassReplacement(p.tr, p.logger, sc); err == nil {
+			sp.Source = rewrite.SourceClass(r)
+		}
+	}
+	if f.Severity == plugin.SeverityBlocker && sp.Migratable {
+		sp.Migratable, sp.Reason = false, f.Message
+		p.plan.Blocked = true
+	}
 }

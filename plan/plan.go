@@ -6,8 +6,12 @@
 package plan
 
 import (
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/rewrite"
 )
 
 // Plan is the report of `csimigrate plan`.
@@ -59,6 +63,14 @@ type VolumePlan struct {
 	// cluster (compared by fsid, with Options.CephFSID), else its
 	// migration entry; "" where the form is not native.
 	AdoptClusterID string `json:"adoptClusterID,omitempty"`
+	// KeptBy are the tools that keep the PV from a source of their own
+	// (rewrite.KeepersOf), and Source the PV as that source should hold
+	// it after the rewrite (rewrite.SourcePV of the replacement; nil when
+	// the volume is not migratable for another reason). An adoption
+	// decides the volume handle when it runs: with -adopt, the source
+	// takes the handle of the PV it wrote.
+	KeptBy []rewrite.Keeper     `json:"keptBy,omitempty"`
+	Source *v1.PersistentVolume `json:"source,omitempty"`
 }
 
 // InlinePlan is the plan for one inline in-tree volume of a workload's pod
@@ -98,6 +110,12 @@ type StorageClassPlan struct {
 	To         string `json:"to,omitempty"`
 	Migratable bool   `json:"migratable"`
 	Reason     string `json:"reason,omitempty"`
+	// KeptBy, Kept and Source are VolumePlan's for the class: Kept is the
+	// finding (FindingKeptByReconciler), which blocks the class while its
+	// keepers have not been told.
+	KeptBy []rewrite.Keeper        `json:"keptBy,omitempty"`
+	Kept   *plugin.Finding         `json:"kept,omitempty"`
+	Source *storagev1.StorageClass `json:"source,omitempty"`
 }
 
 // SecretPlan is a Secret to create or change. Values are never included.
@@ -138,4 +156,10 @@ const (
 	// FindingAccessModesChanged: the rewritten PV has other access modes
 	// than the in-tree PV (a translation narrowed them).
 	FindingAccessModesChanged = "AccessModesChanged"
+	// FindingKeptByReconciler: a tool keeps the object from a source of
+	// its own (rewrite.KeepersOf). A blocker while one that reconciles it
+	// has not been told of the new form (rewrite.KeptRefusal, the writer's
+	// rule); a warning once the source is said to have changed, or for a
+	// tool that only creates the object when it is missing.
+	FindingKeptByReconciler = "KeptByReconciler"
 )

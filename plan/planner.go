@@ -161,6 +161,10 @@ type Options struct {
 	// CSIDrivers have (plugin.InTreeNameOfDriver), and blocks the volumes
 	// of a backend with none.
 	Drivers map[string]string
+	// SourceChanged are the objects whose keepers' sources the
+	// administrator says have the new form (rewrite.KeptRefusal), as
+	// rewrite -apply is told.
+	SourceChanged rewrite.ChangedSources
 }
 
 // New returns a Planner that translates with tr and logs to logger. It reads

@@ -66,7 +66,15 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 	p.needs(pv, out, err, idx)
 	if err == nil && !slices.ContainsFunc(vp.Findings, func(f plugin.Finding) bool { return f.Severity == plugin.SeverityBlocker }) {
 		// The replacement is built from out and the findings, not translated again.
-		vp.Findings = append(vp.Findings, p.rewriteChanges(pv, out, checked, idx)...)
+		changes, source := p.rewriteChanges(pv, out, checked, idx)
+		vp.Findings = append(vp.Findings, changes...)
+		vp.Source = source
+	}
+	if f := p.keptFinding("PersistentVolume", pv); f != nil {
+		vp.KeptBy = rewrite.KeepersOf(pv)
+		vp.Findings = append(vp.Findings, *f)
+	} else {
+		vp.Source = nil
 	}
 	for _, f := range vp.Findings {
 		if f.Severity == plugin.SeverityBlocker {
@@ -125,10 +133,11 @@ const (
 )
 
 // rewriteChanges are the findings for what the rewrite changes beyond the
-// translated source: a reclaim policy kept at Retain.
+// translated source (a reclaim policy kept at Retain), with the replacement
+// as a source that keeps the PV should hold it (rewrite.PV.Source).
 // out is pv's translation and checked its findings (rewrite -apply's
 // replacement is built from them, not translated again).
-func (p *Planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.Finding, idx int) []plugin.Finding {
+func (p *Planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.Finding, idx int) ([]plugin.Finding, *v1.PersistentVolume) {
 	var pvc *v1.PersistentVolumeClaim
 	if c := pv.Spec.ClaimRef; c != nil {
 		pvc = p.claims[claimKey(c.Namespace, c.Name)]
@@ -143,7 +152,7 @@ func (p *Planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.
 		// without them); what is left is the class's provisioner secret.
 		return []plugin.Finding{{Code: FindingRewriteRefuses, Severity: plugin.SeverityBlocker, Field: "spec.storageClassName",
 			Message: "the rewrite would refuse it: " + err.Error(),
-			Remedy:  "fix the provisioner secret parameters (csi.storage.k8s.io/provisioner-secret-name and csi.storage.k8s.io/provisioner-secret-namespace) of StorageClass " + pv.Spec.StorageClassName}}
+			Remedy:  "fix the provisioner secret parameters (csi.storage.k8s.io/provisioner-secret-name and csi.storage.k8s.io/provisioner-secret-namespace) of StorageClass " + pv.Spec.StorageClassName}}, nil
 	}
 	var found []plugin.Finding
 	if change := rewrite.AccessModeChange(pv, r.CSI); change != "" {
@@ -151,7 +160,7 @@ func (p *Planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.
 			Message: p.intern("the rewritten PV's " + change), Remedy: "nothing to do if the volume's pods run on one node at a time; otherwise keep the PV in-tree and move its data to a volume of a driver that serves those modes"})
 	}
 	if r.KeptRetain() == "" {
-		return found
+		return found, r.Source()
 	}
 	msg := strings.Join(r.KeptWhy, "; ")
 	remedy := "delete the volume by hand when it is released"
@@ -160,7 +169,7 @@ func (p *Planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.
 	}
 	return append(found, plugin.Finding{Code: FindingReclaimKept, Severity: plugin.SeverityWarning, Field: "spec.persistentVolumeReclaimPolicy",
 		Message: p.intern(fmt.Sprintf("the rewritten PV keeps reclaim policy %s instead of %s: %s", r.RestorePolicy, r.OriginalPolicy, msg)),
-		Remedy:  p.intern(remedy)})
+		Remedy:  p.intern(remedy)}), r.Source()
 }
 
 // reasonOf is the reason of a rewrite refusal, without its remedy.

@@ -69,6 +69,12 @@ const (
 	// the driver would mount the migrated volume; the Reason names the
 	// missing permissions.
 	CodeCephEntryUnchecked Code = "CephEntryUnchecked"
+	// CodeKeptByReconciler: a tool that reconciles the object from a
+	// source of its own (Helm, Flux, Argo CD, the addon manager, an
+	// operator) would put the old form back, or fail every sync on the
+	// PV's immutable source, and nobody has said that the source has
+	// changed (KeptRefusal).
+	CodeKeptByReconciler Code = "KeptByReconciler"
 )
 
 // Refusal is an object a rewrite leaves exactly as it was: a code, the

@@ -78,6 +78,7 @@ func (o *controllerOptions) register(fs *flag.FlagSet) {
 	o.cluster.register(fs)
 	o.translation.register(fs)
 	o.log.register(fs)
+	registerSourceChanged(fs, &o.ctl.Writer.SourceChanged)
 	fs.StringVar(&o.ctl.Writer.StateNamespace, "state-namespace", apply.DefaultStateNamespace, "namespace of the writer's state ConfigMaps and of the Lease "+apply.LeaseName+" (rewrite -apply's default too)")
 	fs.StringVar(&o.plugins, "plugins", "", "comma-separated in-tree plugins in scope, e.g. kubernetes.io/rbd (default: all)")
 	fs.StringVar(&o.pvSelector, "pv-selector", "", "label selector of the PVs in scope (default: all)")

@@ -170,12 +170,13 @@ func dumpItem(obj any) (map[string]any, string, error) {
 }
 
 // clean removes from an object what no reader needs and may hold what
-// must not leave the cluster: managed fields, kubectl's last-applied
-// configuration (a copy of the whole object as applied), and containers'
-// literal env values.
+// must not leave the cluster: the managed fields' field sets (the plan
+// reads only their managers, which name the tools that keep an object),
+// kubectl's last-applied configuration (a copy of the whole object as
+// applied), and containers' literal env values.
 func clean(m map[string]any) {
 	if meta, ok := m["metadata"].(map[string]any); ok {
-		delete(meta, "managedFields")
+		managers(meta)
 		if ann, ok := meta["annotations"].(map[string]any); ok {
 			delete(ann, v1.LastAppliedConfigAnnotation)
 			if len(ann) == 0 {
@@ -184,6 +185,22 @@ func clean(m map[string]any) {
 		}
 	}
 	dropEnvValues(m)
+}
+
+// managers keeps of meta's managed fields only each entry's manager and
+// operation.
+func managers(meta map[string]any) {
+	entries, _ := meta["managedFields"].([]any)
+	var keep []any
+	for _, e := range entries {
+		if e, ok := e.(map[string]any); ok && e["manager"] != nil {
+			keep = append(keep, map[string]any{"manager": e["manager"], "operation": e["operation"]})
+		}
+	}
+	delete(meta, "managedFields")
+	if keep != nil {
+		meta["managedFields"] = keep
+	}
 }
 
 // redactSecret is s with every value but the user names replaced.

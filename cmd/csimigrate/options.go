@@ -19,6 +19,7 @@ import (
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -327,4 +328,36 @@ func secretRef(s string) (*v1.SecretReference, error) {
 		return nil, errors.New("want namespace/name of a Secret")
 	}
 	return &v1.SecretReference{Namespace: ns, Name: name}, nil
+}
+
+// sourceChangedUsage is -source-changed's help, for every command that
+// takes it.
+const sourceChangedUsage = "pv/NAME or storageclass/NAME (repeatable): the source that Helm, Flux, Argo CD, the addon manager or an operator keeps this\n" +
+	"object from has the new form now, so it may be changed (as annotation " + rewrite.AnnSourceChanged + "=true on it says);\n" +
+	"without either, such an object is left as it is (KeptByReconciler)"
+
+// registerSourceChanged binds -source-changed into set.
+func registerSourceChanged(fs *flag.FlagSet, set *rewrite.ChangedSources) {
+	fs.Func("source-changed", sourceChangedUsage, func(v string) error {
+		ref, err := parseObjectRef(v)
+		if err == nil {
+			*set = append(*set, ref)
+		}
+		return err
+	})
+}
+
+// parseObjectRef reads pv/NAME, persistentvolume/NAME, sc/NAME or
+// storageclass/NAME, as kubectl names them.
+func parseObjectRef(v string) (rewrite.ObjectRef, error) {
+	kind, name, ok := strings.Cut(v, "/")
+	if ok && name != "" && !strings.Contains(name, "/") {
+		switch strings.ToLower(kind) {
+		case "pv", "persistentvolume", "persistentvolumes":
+			return rewrite.ObjectRef{Kind: "PersistentVolume", Name: name}, nil
+		case "sc", "storageclass", "storageclasses":
+			return rewrite.ObjectRef{Kind: "StorageClass", Name: name}, nil
+		}
+	}
+	return rewrite.ObjectRef{}, fmt.Errorf("%q: want pv/NAME or storageclass/NAME", v)
 }

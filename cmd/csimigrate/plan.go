@@ -19,6 +19,7 @@ import (
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
 )
 
@@ -37,6 +38,8 @@ type planOptions struct {
 	// vcenter and mappings are what -read-vsphere connected to and read.
 	vcenter  *vcenter.Client
 	mappings map[string]string
+	// sourceChanged are -source-changed's objects.
+	sourceChanged rewrite.ChangedSources
 }
 
 const planSummary = "Reports, per volume, whether it can be migrated and why not; the Ceph CSI config map to create;\n" +
@@ -61,6 +64,7 @@ func (o *planOptions) register(fs *flag.FlagSet) {
 		o.k8sMinor = minor
 		return err
 	})
+	registerSourceChanged(fs, &o.sourceChanged)
 	fs.BoolVar(&o.readSecrets, "read-secrets", true, "with -live: read Secrets to check the fields migration needs (values are never printed)")
 	fs.BoolVar(&o.readCeph, "read-ceph", false, "read each in-tree RBD image and CephFS subvolume from Ceph (with Ceph's tools, as -ceph-conf, -ceph-id, -ceph-keyring and -ceph-command-prefix say) to tell what rewrite -apply -adopt makes of it, instead of predicting it from its class or path (Ceph's volumes module records a legacy subvolume's metadata under /volumes/_legacy the first time it is asked, as on Ceph CSI's first call)")
 	o.ceph.register(fs, "-read-ceph")
@@ -92,7 +96,7 @@ func (o *planOptions) validate() error {
 func (o *planOptions) planner(stderr io.Writer) *plan.Planner {
 	topo, _ := o.vsphereTopology()
 	opts := plan.Options{VSphereKeys: []string{topo.ZoneKey, topo.RegionKey}, KubernetesMinor: o.k8sMinor,
-		CephConfigWarnings: o.cephWarnings, CephCSINamespace: o.cephCSINamespace, VSphereMappings: o.mappings, Drivers: o.drivers}
+		CephConfigWarnings: o.cephWarnings, CephCSINamespace: o.cephCSINamespace, VSphereMappings: o.mappings, Drivers: o.drivers, SourceChanged: o.sourceChanged}
 	if o.vcenter != nil {
 		opts.VCenter = o.vcenter
 	}
@@ -220,6 +224,11 @@ func planHazards(p *plan.Plan) []hazard {
 	for _, v := range p.Volumes {
 		for _, f := range v.Findings {
 			hazards = append(hazards, hazard{v.Name, f})
+		}
+	}
+	for _, c := range p.StorageClasses {
+		if c.Kept != nil {
+			hazards = append(hazards, hazard{"storageclass/" + c.Name, *c.Kept})
 		}
 	}
 	return hazards
@@ -361,6 +370,9 @@ func writePlanTable(out io.Writer, p *plan.Plan, wide bool) error {
 		classes.add([]string{s.Name, s.From, dash(s.To), yesNo(s.Migratable)}, [2]string{"", s.Reason})
 	}
 	classes.write(w, wide, "NOTE")
+	if err := writeKept(w, p); err != nil {
+		return err
+	}
 	secrets := table{title: "\nSECRETS (values are never shown)", columns: []string{"SECRET", "ACTION", "FIELDS", "FROM"}}
 	for _, s := range p.Secrets {
 		secrets.add([]string{s.Namespace + "/" + s.Name, s.Action, strings.Join(s.Fields, ","), dash(s.From)}, [2]string{"", s.Reason})
@@ -475,6 +487,58 @@ func writeCephConfig(w io.Writer, configs []plan.CephCSIConfigPlan) error {
 					return err
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// writeKept writes, for each PV and class a reconciler keeps, who keeps it,
+// where the change belongs, and the object as that source should hold it
+// after the rewrite: the manifest to commit, or to render from the chart.
+func writeKept(w io.Writer, p *plan.Plan) error {
+	type kept struct {
+		ref     string
+		keepers []rewrite.Keeper
+		source  any
+	}
+	var all []kept
+	for _, v := range p.Volumes {
+		if len(v.KeptBy) > 0 {
+			k := kept{ref: "pv/" + v.Name, keepers: v.KeptBy}
+			if v.Source != nil {
+				k.source = v.Source
+			}
+			all = append(all, k)
+		}
+	}
+	for _, c := range p.StorageClasses {
+		if len(c.KeptBy) > 0 {
+			k := kept{ref: "storageclass/" + c.Name, keepers: c.KeptBy}
+			if c.Source != nil {
+				k.source = c.Source
+			}
+			all = append(all, k)
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nKEPT BY RECONCILERS (a change made only in the cluster is undone: change the source, then run with -source-changed)")
+	for _, k := range all {
+		for _, kp := range k.keepers {
+			fmt.Fprintf(w, "%s: %s (%s)\n  change: %s\n", k.ref, kp, strings.Join(kp.Evidence, ", "), kp.Source)
+		}
+		if k.source == nil {
+			fmt.Fprintln(w, "  (no form to commit: it is not migratable yet)")
+			continue
+		}
+		fmt.Fprintln(w, "  the source's form after the rewrite:")
+		var b strings.Builder
+		if err := writeYAML(&b, k.source); err != nil {
+			return err
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+			fmt.Fprintln(w, "    "+line)
 		}
 	}
 	return nil

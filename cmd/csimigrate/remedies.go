@@ -43,6 +43,10 @@ var commandRemedies = map[plugin.Action]func(object, engine string) string{
 	plugin.ActionAddCephEntry: func(_, engine string) string {
 		return engine + " (csimigrate plan -live prints it, as the deployment keeps it)"
 	},
+	plugin.ActionChangeSource: func(object, engine string) string {
+		ref := strings.Replace(strings.Replace(object, "PersistentVolume ", "pv/", 1), "StorageClass ", "storageclass/", 1)
+		return engine + " (or run with -source-changed " + ref + "); csimigrate plan prints the form to put there, under KEPT BY RECONCILERS"
+	},
 	plugin.ActionCreateSecret: func(_, engine string) string {
 		return engine + " (csimigrate plan lists it under SECRETS)"
 	},
@@ -65,6 +69,13 @@ func localizePlan(p *plan.Plan) {
 	for i := range p.Volumes {
 		for j := range p.Volumes[i].Findings {
 			localizeFinding(&p.Volumes[i].Findings[j])
+		}
+	}
+	for i := range p.StorageClasses {
+		if f := p.StorageClasses[i].Kept; f != nil {
+			c := *f
+			localizeFinding(&c)
+			p.StorageClasses[i].Kept = &c
 		}
 	}
 }

@@ -65,6 +65,7 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func (o *rewriteOptions) register(fs *flag.FlagSet) {
 	o.common.register(fs, "script", "yaml")
 	fs.BoolVar(&o.doApply, "apply", false, "carry out the rewrite against the cluster of -kubeconfig")
+	registerSourceChanged(fs, &o.writer.SourceChanged)
 	fs.BoolVar(&o.writer.Undo, "undo", false, "replace the CSI PVs and StorageClasses csimigrate's rewrite created by the in-tree ones they replaced (the review, or with -apply the undo itself)")
 	// The flags only -apply takes: what is registered here.
 	o.applyFlags = registered(fs, func() {
@@ -154,7 +155,7 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Rea
 		return exitInput
 	}
 	defer c.cleanup()
-	rv := &review{tr: tr, dir: apply.DirectionOf(undo, false), script: c.output == "script", stderr: stderr,
+	rv := &review{tr: tr, dir: apply.DirectionOf(undo, false), script: c.output == "script", stderr: stderr, sourceChanged: o.writer.SourceChanged,
 		in: &rewriteInputs{classes: map[string]*storagev1.StorageClass{}}, w: bufio.NewWriterSize(stdout, 1<<16)}
 	if err := rv.readInputs(c, stdin); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
@@ -182,7 +183,7 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Rea
 		rv.ceph = o.cephFlags.tools
 		// What it decides (adopted or why not) goes to stderr, beside the
 		// script.
-		if rv.writer, err = apply.New(client, rv.tr, c.logger(stderr), textEvents{stderr}, apply.Options{Undo: undo, Ceph: o.cephFlags.tools, CephConfig: cfg, CephFSSecret: o.cephfsSecret}); err != nil {
+		if rv.writer, err = apply.New(client, rv.tr, c.logger(stderr), textEvents{stderr}, apply.Options{Undo: undo, Ceph: o.cephFlags.tools, CephConfig: cfg, CephFSSecret: o.cephfsSecret, SourceChanged: o.writer.SourceChanged}); err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return exitUsage
 		}
@@ -232,6 +233,8 @@ type review struct {
 	ceph   cephtool.Tools
 	// blocked are the backends the cluster has no (chosen) driver for.
 	blocked blockedDrivers
+	// sourceChanged are -source-changed's objects (rewrite.KeptRefusal).
+	sourceChanged rewrite.ChangedSources
 	// What was written, whether an object failed, and the first write error.
 	pvs, classes int
 	failed       bool
@@ -263,6 +266,9 @@ func (rv *review) pv(obj any) {
 	if why := rv.blocked.refusal(pvBackend(pv)); why != "" && !rv.dir.Undo {
 		fmt.Fprintf(rv.stderr, "PersistentVolume %s: %s\n", pv.Name, why)
 		rv.failed = true
+		return
+	}
+	if rv.kept("PersistentVolume", pv) {
 		return
 	}
 	var p rewrite.PV
@@ -319,6 +325,19 @@ func (rv *review) reviewed(pv *v1.PersistentVolume) (rewrite.PV, *adopt.Journal,
 	return p, r.Journal, nil
 }
 
+// kept reports (and says) whether the writer would leave the kind's object
+// o as it is for the reconciler that keeps it (rewrite.KeptRefusal).
+func (rv *review) kept(kind string, o metav1.Object) bool {
+	err := rewrite.KeptRefusal(kind, o, rv.sourceChanged.Has(kind, o.GetNamespace(), o.GetName()))
+	var r *rewrite.Refusal
+	if !errors.As(err, &r) {
+		return false
+	}
+	fmt.Fprintf(rv.stderr, "%s %s: %s: %s\n", kind, o.GetName(), r.Code, refusalText(r))
+	rv.failed = true
+	return true
+}
+
 // class writes the steps for one StorageClass the direction replaces.
 func (rv *review) class(sc *storagev1.StorageClass) {
 	if rv.werr != nil || rewrite.ClassKindOf(rv.tr, sc) != rv.dir.Source {
@@ -327,6 +346,9 @@ func (rv *review) class(sc *storagev1.StorageClass) {
 	if why := rv.blocked.refusal(classBackend(sc)); why != "" && !rv.dir.Undo {
 		fmt.Fprintf(rv.stderr, "StorageClass %s: %s\n", sc.Name, why)
 		rv.failed = true
+		return
+	}
+	if rv.kept("StorageClass", sc) {
 		return
 	}
 	var r *storagev1.StorageClass

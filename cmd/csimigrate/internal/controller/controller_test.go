@@ -588,3 +588,32 @@ func TestControllerPodFinishedWakesPV(t *testing.T) {
 	}
 	waitFor(t, "the rewrite once the pod finished", func() error { return rewritten(f, "used") })
 }
+
+// A PV that a reconciler keeps is left as it was, with a KeptByReconciler
+// Event naming the keeper, until the admin annotates it to say its source
+// has changed; the controller then rewrites it.
+func TestControllerKeptUntilSourceChanged(t *testing.T) {
+	pv := vspherePV("kept")
+	pv.Labels = map[string]string{"kustomize.toolkit.fluxcd.io/name": "storage", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}
+	f := start(t, Options{Recheck: 20 * time.Millisecond}, pv, driver)
+	var events []string
+	waitFor(t, "the refusal", func() error {
+		events = append(events, f.events()...)
+		for _, e := range events {
+			if strings.Contains(e, string(rewrite.CodeKeptByReconciler)) && strings.Contains(e, "Flux Kustomization flux-system/storage") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no KeptByReconciler Event naming the Kustomization yet: %q", events)
+	})
+	ctx := context.Background()
+	got, err := f.client.CoreV1().PersistentVolumes().Get(ctx, "kept", metav1.GetOptions{})
+	if err != nil || got.Spec.VsphereVolume == nil || got.ResourceVersion != pv.ResourceVersion {
+		t.Fatalf("the kept PV changed: %+v %v", got, err)
+	}
+	got.Annotations = map[string]string{rewrite.AnnSourceChanged: "true"}
+	if _, err := f.client.CoreV1().PersistentVolumes().Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the rewrite once the source is said to have changed", func() error { return rewritten(f, "kept") })
+}
