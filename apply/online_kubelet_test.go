@@ -21,50 +21,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// playAttacher plays external-attacher for driver until ctx ends: every
-// VolumeAttachment of the driver is marked attached.
-func playAttacher(ctx context.Context, t *testing.T, c kubernetes.Interface, driver string) {
-	go func() {
-		for ctx.Err() == nil {
-			list, err := c.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
-			if err == nil {
-				for _, va := range list.Items {
-					if va.Spec.Attacher == driver && !va.Status.Attached && va.DeletionTimestamp == nil {
-						va.Status.Attached = true
-						if _, err := c.StorageV1().VolumeAttachments().UpdateStatus(ctx, &va, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil && !apierrors.IsConflict(err) {
-							t.Logf("marking %s attached: %v", va.Name, err)
-						}
-					}
-				}
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}()
-}
-
-// podOn is a pod on node (nodeName set: no scheduler runs) using claim.
-func podOn(ns, name, node, claim string) *v1.Pod {
-	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1.PodSpec{NodeName: node, AutomountServiceAccountToken: ptr(false),
-			Containers: []v1.Container{{Name: "app", Image: "registry.example/app:1", VolumeMounts: []v1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
-			Volumes:    []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}}}
-}
-
-func waitPodRunning(t *testing.T, c kubernetes.Interface, ns, name string, d time.Duration) *v1.Pod {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		p, err := c.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err == nil && p.Status.Phase == v1.PodRunning {
-			return p
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pod %s/%s not Running after %s: %v %+v", ns, name, d, err, p.Status)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
-}
-
 // attachmentOf returns the VolumeAttachment of driver and handle on node,
 // nil when there is none.
 func attachmentOf(t *testing.T, c kubernetes.Interface, driver, handle, node string) *storagev1.VolumeAttachment {
@@ -167,8 +123,8 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr(true), PodInfoOnMount: ptr(false)}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	d := startRecordingDriver(t, root, driver, node)
-	playAttacher(ctx, t, c, driver)
+	d := testenv.StartNodePlugin(t, root, driver, node)
+	testenv.PlayAttacher(ctx, t, c, driver)
 
 	const ns = "online"
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -207,12 +163,12 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 	handle := translated.Spec.CSI.VolumeHandle
 
 	// 1. The pod runs on the in-tree PV through the driver.
-	if _, err := c.CoreV1().Pods(ns).Create(ctx, podOn(ns, "app", node, "data"), metav1.CreateOptions{}); err != nil {
+	if _, err := c.CoreV1().Pods(ns).Create(ctx, testenv.PodOn(ns, "app", node, "data"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitPodRunning(t, c, ns, "app", 90*time.Second)
-	calls := d.waitCalls(t, 0, 30*time.Second, "NodeStageVolume", "NodePublishVolume")
-	var stage, publish csiCall
+	testenv.WaitPodRunning(t, c, ns, "app", 90*time.Second)
+	calls := d.WaitCalls(t, 0, 30*time.Second, "NodeStageVolume", "NodePublishVolume")
+	var stage, publish testenv.CSICall
 	for _, call := range calls {
 		if call.VolumeID != handle {
 			t.Fatalf("the driver got volume ID %q, want the handle csi-translation-lib computes, %q", call.VolumeID, handle)
@@ -245,7 +201,7 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 	unchanged(t, c, before)
 
 	// 2. With -online it is rewritten under the running pod.
-	n := d.count()
+	n := d.Count()
 	if _, out, err := rewritePVs(t, c, Options{Online: true}, []string{pvName}); err != nil {
 		t.Fatalf("online rewrite: %v\n%s", err, out)
 	}
@@ -259,7 +215,7 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 		t.Helper()
 		watchUntil := time.Now().Add(dur)
 		for time.Now().Before(watchUntil) {
-			if got := d.since(mark); len(got) > 0 {
+			if got := d.Since(mark); len(got) > 0 {
 				t.Fatalf("the driver received %v during or after %s", got, what)
 			}
 			now := attachmentOf(t, c, driver, handle, node)
@@ -289,7 +245,7 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 		t.Fatalf("undo without -online: %v\n%s", err, out)
 	}
 	unchanged(t, c, rewritten)
-	n = d.count()
+	n = d.Count()
 	if _, out, err := rewritePVs(t, c, Options{Undo: true, Online: true}, []string{pvName}); err != nil {
 		t.Fatalf("online undo: %v\n%s", err, out)
 	}
@@ -298,7 +254,7 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 	}
 	watch(n, 3*periodicLoop, "the undo")
 	testenv.WaitBound(t, c, ns, []string{pvName})
-	n = d.count()
+	n = d.Count()
 	if _, out, err := rewritePVs(t, c, Options{Online: true}, []string{pvName}); err != nil {
 		t.Fatalf("online rewrite after the undo: %v\n%s", err, out)
 	}
@@ -307,11 +263,11 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 
 	// 3. Deleting the pod unpublishes and unstages as published, and the
 	// attach/detach controller detaches.
-	n = d.count()
+	n = d.Count()
 	if err := c.CoreV1().Pods(ns).Delete(ctx, "app", metav1.DeleteOptions{GracePeriodSeconds: ptr[int64](0)}); err != nil {
 		t.Fatal(err)
 	}
-	for _, call := range d.waitCalls(t, n, 90*time.Second, "NodeUnpublishVolume", "NodeUnstageVolume") {
+	for _, call := range d.WaitCalls(t, n, 90*time.Second, "NodeUnpublishVolume", "NodeUnstageVolume") {
 		switch {
 		case call.VolumeID != handle:
 			t.Errorf("%v: volume ID, want %q", call, handle)
@@ -329,12 +285,12 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	// A new pod stages and publishes the rewritten PV with the same handle.
-	n = d.count()
-	if _, err := c.CoreV1().Pods(ns).Create(ctx, podOn(ns, "app2", node, "data"), metav1.CreateOptions{}); err != nil {
+	n = d.Count()
+	if _, err := c.CoreV1().Pods(ns).Create(ctx, testenv.PodOn(ns, "app2", node, "data"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitPodRunning(t, c, ns, "app2", 90*time.Second)
-	for _, call := range d.waitCalls(t, n, 30*time.Second, "NodeStageVolume", "NodePublishVolume") {
+	testenv.WaitPodRunning(t, c, ns, "app2", 90*time.Second)
+	for _, call := range d.WaitCalls(t, n, 30*time.Second, "NodeStageVolume", "NodePublishVolume") {
 		if call.VolumeID != handle {
 			t.Errorf("%v: volume ID, want %q", call, handle)
 		}
@@ -354,7 +310,7 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 			t.Fatal(err)
 		}
 		testenv.WaitBound(t, c, ns, []string{pvName})
-		if _, err := c.CoreV1().Pods(ns).Create(ctx, podOn(ns, podName, podNode, podName), metav1.CreateOptions{}); err != nil {
+		if _, err := c.CoreV1().Pods(ns).Create(ctx, testenv.PodOn(ns, podName, podNode, podName), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(2 * time.Second)

@@ -265,3 +265,45 @@ func (a *Writer) Review(ctx context.Context, cur *v1.PersistentVolume) (Reviewed
 	}
 	return r, nil
 }
+
+// LostClaims names ("namespace/name") the claims of the target PVs that
+// show phase Lost while their PV exists and names them: the state
+// kube-controller-manager gives a claim while its PV object is replaced,
+// until its next sync of the claim binds it again (the claim sync period,
+// 15 s by default). A run that ends with such claims should wait for them
+// before the control plane is upgraded: a new kube-controller-manager
+// that starts meanwhile skips their pods' volumes until then. It lists
+// claims and PVs once, a page at a time.
+func (a *Writer) LostClaims(ctx context.Context, targets []Target) ([]string, error) {
+	names := make(map[string]bool, len(targets))
+	for _, t := range targets {
+		names[t.Name] = true
+	}
+	var lost []v1.PersistentVolumeClaim
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := a.client.CoreV1().PersistentVolumeClaims("").List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range list.Items {
+			if c.Status.Phase == v1.ClaimLost && names[c.Spec.VolumeName] {
+				lost = append(lost, c)
+			}
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	var out []string
+	for _, c := range lost {
+		pv, err := getOrNil(a.client.CoreV1().PersistentVolumes().Get(ctx, c.Spec.VolumeName, metav1.GetOptions{}))
+		if err != nil {
+			return nil, err
+		}
+		if pv != nil && pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.UID == c.UID {
+			out = append(out, c.Namespace+"/"+c.Name)
+		}
+	}
+	return out, nil
+}

@@ -93,6 +93,8 @@ type Server struct {
 	// cleanup are directories processes made outside dir (a hollow
 	// kubelet's root), removed by Stop.
 	cleanup []string
+	// apiserverArgs are kube-apiserver's flags, for Upgrade.
+	apiserverArgs []string
 }
 
 // proc is a started process; done is closed when it has exited, err then
@@ -228,16 +230,16 @@ func startRelease(log io.Writer, r Release) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.spawn("kube-apiserver", apiserver,
-		"--etcd-servers="+etcdURL, "--secure-port="+strconv.Itoa(ports[2]), "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+	s.apiserverArgs = []string{"--etcd-servers=" + etcdURL, "--secure-port=" + strconv.Itoa(ports[2]), "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		// 1.37 refuses a loopback advertise address to the endpoint
 		// reconciler of the kubernetes Service; nothing here needs its
 		// endpoints.
 		"--endpoint-reconciler-type=none",
-		"--cert-dir="+filepath.Join(dir, "certs"), "--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+files.pub, "--service-account-signing-key-file="+files.key, "--token-auth-file="+files.tokens,
+		"--cert-dir=" + filepath.Join(dir, "certs"), "--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file=" + files.pub, "--service-account-signing-key-file=" + files.key, "--token-auth-file=" + files.tokens,
 		"--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24", "--enable-priority-and-fairness=false",
-		"--audit-policy-file="+files.policy, "--audit-log-path="+filepath.Join(dir, "audit.log"), "--audit-log-format=json"); err != nil {
+		"--audit-policy-file=" + files.policy, "--audit-log-path=" + filepath.Join(dir, "audit.log"), "--audit-log-format=json"}
+	if err := s.spawn("kube-apiserver", apiserver, s.apiserverArgs...); err != nil {
 		return nil, err
 	}
 	cfg := &rest.Config{Host: "https://127.0.0.1:" + strconv.Itoa(ports[2]), BearerToken: files.token,
@@ -257,6 +259,47 @@ func startRelease(log io.Writer, r Release) (*Server, error) {
 	}
 	ok = true
 	return s, nil
+}
+
+// Upgrade stops every process of the server but etcd (the processes
+// spawned against it, its hollow kubelets, kube-controller-manager and
+// kube-apiserver, last started first) and starts release r's kube-apiserver
+// on the same etcd data, address, certificates and tokens: the control
+// plane upgraded in place. Processes started afterwards are of r. The
+// stopped processes' logs are kept under their names with the old
+// release's version appended (Logs(name + "-" + version)).
+func (s *Server) Upgrade(log io.Writer, r Release) error {
+	apiserver, err := r.binary("kube-apiserver", log)
+	if err != nil {
+		return err
+	}
+	if len(s.procs) < 2 || len(s.apiserverArgs) == 0 {
+		return errors.New("testenv: Upgrade: the server is not running")
+	}
+	for i := len(s.procs) - 1; i >= 1; i-- {
+		stopProc(s.procs[i])
+	}
+	for _, f := range s.logs[1:] {
+		f.Close()
+		_ = os.Rename(f.Name(), strings.TrimSuffix(f.Name(), ".log")+"-"+s.release.Version+".log")
+	}
+	s.procs, s.logs = s.procs[:1], s.logs[:1]
+	s.release = r
+	if err := s.spawn("kube-apiserver", apiserver, s.apiserverArgs...); err != nil {
+		return err
+	}
+	return waitReady(s.Config, 90*time.Second, s.procs)
+}
+
+// stopProc interrupts a process and waits for it, killing it after 10 s.
+func stopProc(p *proc) {
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
 }
 
 // authFiles are the files kube-apiserver authenticates and audits with:
@@ -412,14 +455,7 @@ func waitReady(cfg *rest.Config, timeout time.Duration, procs []*proc) error {
 // CSIMIGRATE_KEEP_APISERVER is set, for its logs).
 func (s *Server) Stop() {
 	for i := len(s.procs) - 1; i >= 0; i-- {
-		p := s.procs[i]
-		_ = p.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
+		stopProc(s.procs[i])
 	}
 	for _, f := range s.logs {
 		f.Close()
@@ -566,6 +602,9 @@ func (s *Server) Logs(name string) string {
 	}
 	return string(b)
 }
+
+// LogPath is the path of a process's whole log (Logs has its tail).
+func (s *Server) LogPath(name string) string { return filepath.Join(s.dir, name+".log") }
 
 // WriteKubeconfig writes a kubeconfig for the server (token auth, the
 // self-signed certificate not verified) and returns its path.

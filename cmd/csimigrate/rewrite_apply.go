@@ -300,6 +300,9 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 // and prints the summary.
 func (a *applier) applyAll(ctx context.Context, targets, classes []apply.Target) error {
 	r, pvErr := a.rewriteAll(ctx, targets)
+	if r.Done > 0 {
+		a.waitClaimsBound(ctx, targets)
+	}
 	var rc apply.Result
 	var scErr error
 	if !errors.Is(pvErr, apply.ErrWriteLimit) {
@@ -308,6 +311,43 @@ func (a *applier) applyAll(ctx context.Context, targets, classes []apply.Target)
 	a.say("%d PersistentVolumes and %d StorageClasses %s or already done, %d refused and left as they were, %d steps taken\n",
 		r.Done, rc.Done, a.direction().Done, r.Refused+rc.Refused, a.steps)
 	return errors.Join(pvErr, scErr)
+}
+
+// claimsBoundWait is how long rewrite -apply waits for the claims of the
+// PVs it replaced to be Bound again (kube-controller-manager's claim sync
+// period is 15 s by default).
+var claimsBoundWait = 60 * time.Second
+
+// waitClaimsBound waits, up to claimsBoundWait, while claims of the target
+// PVs show Lost (apply.Writer.LostClaims), and names those still Lost: the
+// control plane must not be upgraded before they are Bound again.
+func (a *applier) waitClaimsBound(ctx context.Context, targets []apply.Target) {
+	deadline := time.Now().Add(claimsBoundWait)
+	said := false
+	for {
+		lost, err := a.w.LostClaims(ctx, targets)
+		if err != nil {
+			a.say("reading the claims' phases: %v\n", err)
+			return
+		}
+		if len(lost) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			a.say("claims %s still show Lost after %s: kube-controller-manager binds them again at its next sync of each claim; check that they are Bound (kubectl get pvc) before upgrading the control plane\n",
+				strings.Join(lost, ", "), claimsBoundWait)
+			return
+		}
+		if !said {
+			a.say("waiting for claims %s to be Bound again (kube-controller-manager showed them Lost while their PVs were replaced)\n", strings.Join(lost, ", "))
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // applier is rewrite -apply's writer (package apply) with the command's
