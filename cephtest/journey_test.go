@@ -330,9 +330,15 @@ func (j *journey) create(rbdImage, leftImage, fsKey string) {
 		return err
 	})
 	for _, s := range []*v1.Secret{admin, fsSecret} {
-		mustCreate(t, func() error { _, err := j.cs.CoreV1().Secrets(s.Namespace).Create(j.ctx, s, metav1.CreateOptions{}); return err })
+		mustCreate(t, func() error {
+			_, err := j.cs.CoreV1().Secrets(s.Namespace).Create(j.ctx, s, metav1.CreateOptions{})
+			return err
+		})
 	}
-	mustCreate(t, func() error { _, err := j.cs.StorageV1().StorageClasses().Create(j.ctx, sc, metav1.CreateOptions{}); return err })
+	mustCreate(t, func() error {
+		_, err := j.cs.StorageV1().StorageClasses().Create(j.ctx, sc, metav1.CreateOptions{})
+		return err
+	})
 	fs := inTreeCephFSPV(jCephFS, "/"+jFSDir, jFSUser, fsSecret.Name)
 	for _, v := range []struct {
 		pv    *v1.PersistentVolume
@@ -351,7 +357,10 @@ func (j *journey) create(rbdImage, leftImage, fsKey string) {
 		claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: v.claim, Namespace: jNS},
 			Spec: v1.PersistentVolumeClaimSpec{AccessModes: v.pv.Spec.AccessModes, StorageClassName: &class, VolumeName: v.pv.Name,
 				Resources: v1.VolumeResourceRequirements{Requests: v.pv.Spec.Capacity}}}
-		mustCreate(t, func() error { _, err := j.cs.CoreV1().PersistentVolumes().Create(j.ctx, v.pv, metav1.CreateOptions{}); return err })
+		mustCreate(t, func() error {
+			_, err := j.cs.CoreV1().PersistentVolumes().Create(j.ctx, v.pv, metav1.CreateOptions{})
+			return err
+		})
 		mustCreate(t, func() error {
 			_, err := j.cs.CoreV1().PersistentVolumeClaims(jNS).Create(j.ctx, claim, metav1.CreateOptions{})
 			return err
@@ -383,7 +392,10 @@ func (j *journey) createSecrets(planned []plan.SecretPlan) {
 			}
 			s.Data[f] = src.Data["key"]
 		}
-		mustCreate(t, func() error { _, err := j.cs.CoreV1().Secrets(s.Namespace).Create(j.ctx, s, metav1.CreateOptions{}); return err })
+		mustCreate(t, func() error {
+			_, err := j.cs.CoreV1().Secrets(s.Namespace).Create(j.ctx, s, metav1.CreateOptions{})
+			return err
+		})
 		n++
 	}
 	if n != 1 {

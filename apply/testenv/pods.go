@@ -56,4 +56,3 @@ func WaitPodRunning(t testing.TB, c kubernetes.Interface, ns, name string, d tim
 		time.Sleep(300 * time.Millisecond)
 	}
 }
-
