@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,10 @@ type journey struct {
 	ctx    context.Context
 	logs   bytes.Buffer
 	plugin map[string]*testenv.NodePlugin // by node/driver
+	// file is the dump's path; ran are the commands run, as
+	// docs/upgrade.md words them (record).
+	file string
+	ran  map[string]bool
 }
 
 // The journey's objects (namespace default).
@@ -80,7 +85,7 @@ const (
 // and rewriting it then (its pod stopped) lets a new pod run.
 func TestCephJourneyUpgrade130To137(t *testing.T) {
 	c, d := cephEnv(t)
-	j := &journey{t: t, c: c, d: d, pool: "kube.journey", ctx: context.Background(), plugin: map[string]*testenv.NodePlugin{}}
+	j := &journey{t: t, c: c, d: d, pool: "kube.journey", ctx: context.Background(), plugin: map[string]*testenv.NodePlugin{}, ran: map[string]bool{}}
 	createPool(t, c, j.pool)
 	rbdImage, leftImage := "kubernetes-dynamic-pvc-"+NewUUID(), "kubernetes-dynamic-pvc-"+NewUUID()
 	for _, img := range []string{rbdImage, leftImage} {
@@ -98,11 +103,11 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 
 	// dump, then plan, as the README says.
 	dump := j.csimigrate(0, "dump", "-kubeconfig", j.kc)
-	file := filepath.Join(t.TempDir(), "cluster.json")
-	if err := os.WriteFile(file, []byte(dump), 0o600); err != nil {
+	j.file = filepath.Join(t.TempDir(), "cluster.json")
+	if err := os.WriteFile(j.file, []byte(dump), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := j.plan("-f", file, "-kubernetes-version", "1.30")
+	p := j.plan("-f", j.file, "-kubernetes-version", "1.30")
 	// The plan's Ceph CSI config: what the drivers (and the cluster's
 	// config map) are given.
 	configure(t, d, j.objects()...)
@@ -131,6 +136,9 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 	// jLeft is not named: the negative control.
 	j.createSecrets(p.Secrets)
 	j.deletePod("fs-app")
+	if review := j.csimigrate(0, "rewrite", "-f", j.file, "-source-changed", "storageclass/"+jClass); !strings.Contains(review, jCephFS) {
+		t.Errorf("the review has no step of %s:\n%s", jCephFS, review)
+	}
 	out := j.csimigrate(0, "rewrite", "-apply", "-online", "-kubeconfig", j.kc, "-source-changed", "storageclass/"+jClass,
 		jRBD, jCephFS, "storageclass/"+jClass)
 	t.Logf("rewrite -apply on 1.30:\n%s", out)
@@ -193,6 +201,7 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 	j.deletePod("rbd-app2")
 	j.deleteClaim("rbd-data", jRBD, rbdImage)
 	j.provision()
+	j.runbookRan()
 	if t.Failed() {
 		t.Logf("kube-controller-manager:\n%s\nhollow-node-%s:\n%s", j.srv.Logs("kube-controller-manager"), jNode2, j.srv.Logs("hollow-node-"+jNode2))
 	}
@@ -434,8 +443,65 @@ func (j *journey) pv(name string) *v1.PersistentVolume {
 	return pv
 }
 
+// record notes a command run, as docs/upgrade.md words it: without
+// -kubeconfig and -o, the dump as cluster.json, the journey's PVs as
+// "PV...", its class as CLASS.
+func (j *journey) record(args []string) {
+	words := []string{"csimigrate"}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-kubeconfig" || a == "-o":
+			i++
+			continue
+		case a == j.file:
+			a = "cluster.json"
+		case a == "storageclass/"+jClass:
+			a = "storageclass/CLASS"
+		case a == jRBD || a == jCephFS || a == jLeft:
+			if words[len(words)-1] == "PV..." {
+				continue
+			}
+			a = "PV..."
+		}
+		words = append(words, a)
+	}
+	j.ran[strings.Join(words, " ")] = true
+}
+
+// runbookRan fails the test for each command of docs/upgrade.md's code
+// blocks that the journey did not run.
+func (j *journey) runbookRan() {
+	b, err := os.ReadFile("../docs/upgrade.md")
+	if err != nil {
+		j.t.Fatal(err)
+	}
+	in, n := false, 0
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "```") {
+			in = !in
+			continue
+		}
+		cmd, ok := strings.CutPrefix(line, "kubectl ")
+		if !in || !ok {
+			continue
+		}
+		cmd, _, _ = strings.Cut(cmd, " >")
+		cmd, _, _ = strings.Cut(cmd, " #")
+		n++
+		if !j.ran[strings.TrimSpace(cmd)] {
+			j.t.Errorf("docs/upgrade.md runs %q, which the journey did not; it ran %q", cmd, slices.Sorted(maps.Keys(j.ran)))
+		}
+	}
+	if n < 5 {
+		j.t.Errorf("docs/upgrade.md has %d kubectl csimigrate commands in code blocks: the runbook's form changed", n)
+	}
+}
+
 // run runs the command and returns its combined output and exit status.
 func (j *journey) run(args ...string) (string, int) {
+	j.record(args)
 	out, err := exec.Command(envBin, args...).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return string(out), ee.ExitCode()
@@ -450,6 +516,7 @@ func (j *journey) run(args ...string) (string, int) {
 // its standard output.
 func (j *journey) csimigrate(code int, args ...string) string {
 	j.t.Helper()
+	j.record(args)
 	cmd := exec.Command(envBin, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -469,6 +536,7 @@ func (j *journey) csimigrate(code int, args ...string) string {
 // plan is `csimigrate plan -o json` with args.
 func (j *journey) plan(args ...string) *plan.Plan {
 	j.t.Helper()
+	j.record(append([]string{"plan"}, args...))
 	out, _ := exec.Command(envBin, append([]string{"plan", "-o", "json"}, args...)...).Output()
 	var p plan.Plan
 	if err := json.Unmarshal(out, &p); err != nil {

@@ -62,8 +62,7 @@ func poll(t testing.TB, d time.Duration, what string, cond func() (bool, string)
 // On Kubernetes 1.30, the last release with the in-tree RBD plugin, the
 // rewrite is undone and done again before the expansion: `rewrite -apply
 // -undo` gives back the in-tree PV and class as they were stored (the image
-// untouched), and the second rewrite gives the same CSI PV as the first. On
-// 1.37 the undo is refused and changes nothing.
+// untouched), and the second rewrite gives the same CSI PV as the first.
 //
 // The chain on 1.37 (the rewrite, expansion, deletion and provisioning
 // there, and the refused undo) is TestCephJourneyUpgrade130To137's second
