@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -249,4 +250,172 @@ func runCsimigrate(t *testing.T, args ...string) ([]byte, string, int) {
 		t.Fatalf("csimigrate %s: %v", strings.Join(args, " "), err)
 	}
 	return out, stderr.String(), 0
+}
+
+var driverGVR = schema.GroupVersionResource{Group: "csi.ceph.io", Version: "v1", Resource: "drivers"}
+
+// On a cluster without Ceph CSI (no CSIDriver of it, nothing of its config),
+// the plan's Ceph CSI config is the driver's installation with the
+// ceph-csi-operator: a Driver per driver, a CephConnection with the
+// volumes' monitors and a ClientProfile named by the clusterID the
+// rewritten PVs carry. Created as printed, the real operator deploys the
+// drivers (their CSIDrivers, Deployment and DaemonSet) and renders the
+// entry into ceph-csi-config; the plan then finds both drivers installed
+// and the entry served, and Ceph CSI, reading that config, serves the
+// rewritten PV.
+func TestCephCSIOperatorInstallFromPlan(t *testing.T) {
+	dir, err := operatorDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, d := cephEnv(t)
+	srv, err := testenv.Start(os.Stderr)
+	if err != nil {
+		t.Fatalf("cannot start kube-apiserver: %v", err)
+	}
+	t.Cleanup(srv.Stop)
+	ctx, c := context.Background(), srv.Client
+	kc, err := srv.WriteKubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No Ceph CSI: neither its CSIDrivers nor its config map.
+	if err := srv.RemoveCSIDrivers(plugin.RBDDriverName, plugin.CephFSDriverName); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CoreV1().ConfigMaps("ceph-csi").Delete(ctx, "ceph-csi-config", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createCRDs(t, dyn, filepath.Join(dir, "crd"), 5)
+	poll(t, 30*time.Second, "the operator's API", func() (bool, string) {
+		_, err := dyn.Resource(driverGVR).Namespace("default").List(ctx, metav1.ListOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	pool, image := "operator-install", "kubernetes-dynamic-pvc-"+NewUUID()
+	createPool(t, cl, pool)
+	if _, err := cl.RBD(callCtx(t), "create", "--size", "64M", pool+"/"+image); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Secrets("default").Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ceph-admin", Namespace: "default"},
+		Type: "kubernetes.io/rbd", Data: map[string][]byte{"key": []byte(cl.AdminKey)}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pv := inTreeRBDPV("pv-install", rbdCase{Monitors: []string{MonitorV1}, Pool: pool, Image: image}, "admin", "ceph-admin")
+	pv.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
+	if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	id := ceph.EntryFor([]string{MonitorV1}).ClusterID
+	type planOut struct {
+		Volumes []struct {
+			Name       string
+			Migratable bool
+			Findings   []struct{ Code, Message string }
+		}
+		Config []struct {
+			Deployment, Namespace string
+			Install               bool
+			Missing, Entries      []ceph.ClusterEntry
+			Served                []string
+			Objects               []map[string]any
+		} `json:"cephCSIConfig"`
+	}
+	plan := func() planOut {
+		out, stderr, code := runCsimigrate(t, "plan", "-live", "-kubeconfig", kc, "-o", "json")
+		if code != 0 && code != 1 {
+			t.Fatalf("plan -live: exit %d: %s", code, stderr)
+		}
+		var p planOut
+		if err := json.Unmarshal(out, &p); err != nil {
+			t.Fatalf("plan output: %v\n%s", err, out)
+		}
+		return p
+	}
+	before := plan()
+	if len(before.Config) != 1 || !before.Config[0].Install || before.Config[0].Namespace != "ceph-csi-operator-system" {
+		t.Fatalf("the plan without Ceph CSI: %+v", before.Config)
+	}
+	objects := before.Config[0].Objects
+	var kinds []string
+	for _, o := range objects {
+		u := &unstructured.Unstructured{Object: o}
+		kinds = append(kinds, u.GetKind()+"/"+u.GetName())
+	}
+	if want := []string{"Driver/" + plugin.RBDDriverName, "CephConnection/" + id, "ClientProfile/" + id}; !slices.Equal(kinds, want) {
+		t.Fatalf("the plan's objects %v, want %v", kinds, want)
+	}
+	// The operator installed (its namespace), then the objects created as
+	// printed (kubectl create -f).
+	const ns = "ceph-csi-operator-system"
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.SpawnEnv("ceph-csi-operator", []string{"OPERATOR_NAMESPACE=" + ns, "KUBECONFIG=" + kc}, filepath.Join(dir, "ceph-csi-operator"),
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--leader-elect=false"); err != nil {
+		t.Fatalf("cannot start the ceph-csi-operator: %v", err)
+	}
+	gvrOf := map[string]schema.GroupVersionResource{"Driver": driverGVR, "CephConnection": cephConnectionGVR, "ClientProfile": clientProfileGVR}
+	for _, o := range objects {
+		u := &unstructured.Unstructured{Object: o}
+		if _, err := dyn.Resource(gvrOf[u.GetKind()]).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("the API server refuses the plan's %s: %v", u.GetKind(), err)
+		}
+	}
+	var rendered string
+	poll(t, 90*time.Second, "the operator to deploy the driver and render the entry", func() (bool, string) {
+		if _, err := c.StorageV1().CSIDrivers().Get(ctx, plugin.RBDDriverName, metav1.GetOptions{}); err != nil {
+			return false, "CSIDriver: " + err.Error() + "\n" + srv.Logs("ceph-csi-operator")
+		}
+		if ds, err := c.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{}); err != nil || len(ds.Items) == 0 {
+			return false, fmt.Sprintf("no node plugin DaemonSet (%v)\n%s", err, srv.Logs("ceph-csi-operator"))
+		}
+		cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, "ceph-csi-config", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error() + "\n" + srv.Logs("ceph-csi-operator")
+		}
+		rendered = cm.Data["config.json"]
+		cfg, err := ceph.ParseClusterConfig([]byte(rendered))
+		if err != nil {
+			return false, err.Error()
+		}
+		_, err = cfg.Lookup(id)
+		return err == nil, rendered
+	})
+	after := plan()
+	for _, v := range after.Volumes {
+		if v.Name == pv.Name && !v.Migratable {
+			t.Errorf("%s after the install: not migratable: %+v", pv.Name, v.Findings)
+		}
+	}
+	if len(after.Config) != 1 || after.Config[0].Install || !slices.Contains(after.Config[0].Served, id) {
+		t.Errorf("the plan after the install: %+v", after.Config)
+	}
+	// Ceph CSI reading the rendered config serves the rewritten PV.
+	if err := d.SetConfig([]byte(rendered)); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runCsimigrate(t, "rewrite", "-live", "-kubeconfig", kc, "-o", "yaml")
+	if code != 0 {
+		t.Fatalf("rewrite -o yaml: exit %d: %s", code, stderr)
+	}
+	rewritten := rewrittenPV(out, pv.Name)
+	if rewritten == nil || rewritten.Spec.CSI == nil || rewritten.Spec.CSI.VolumeAttributes["clusterID"] != id || rewritten.Spec.CSI.ControllerExpandSecretRef == nil {
+		t.Fatalf("the rewritten PV: %+v\n%s", rewritten, out)
+	}
+	ref := rewritten.Spec.CSI.ControllerExpandSecretRef
+	sec, err := c.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("controllerExpandSecretRef %s/%s: %v", ref.Namespace, ref.Name, err)
+	}
+	if _, err := d.RBD.ControllerExpandVolume(callCtx(t), &csi.ControllerExpandVolumeRequest{VolumeId: rewritten.Spec.CSI.VolumeHandle,
+		CapacityRange: &csi.CapacityRange{RequiredBytes: expandSize}, Secrets: secrets.SecretStringData(sec), VolumeCapability: mountCap("ext4")}); err != nil {
+		t.Fatalf("ControllerExpandVolume through the operator's config: %v\n%s", err, d.Log("cephcsi-rbd"))
+	}
+	if got := images(t, cl, pool)[image]; got != expandSize {
+		t.Errorf("image size %d after the expansion, want %d", got, expandSize)
+	}
 }

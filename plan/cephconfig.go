@@ -91,7 +91,18 @@ type CephCSIConfigPlan struct {
 	Objects []*unstructured.Unstructured `json:"objects,omitempty"`
 	// Reason says why the deployment is not known.
 	Reason string `json:"reason,omitempty"`
+	// Install: the input's CSIDrivers show no Ceph CSI driver and
+	// nothing of Ceph CSI's: the plan is its installation with the
+	// ceph-csi-operator (Ceph CSI v3.18 deprecates its Helm charts and
+	// manifests for it), in OperatorInstallNamespace: Objects start with
+	// a Driver per driver, and every entry the volumes need is Missing.
+	Install bool `json:"install,omitempty"`
 }
+
+// OperatorInstallNamespace is where the plan puts the ceph-csi-operator's
+// objects for a cluster without Ceph CSI: the namespace of the operator's
+// own deployment manifests.
+const OperatorInstallNamespace = "ceph-csi-operator-system"
 
 // cephDriverPod is what a workload running a Ceph CSI driver says of where
 // the driver reads its config.
@@ -348,6 +359,17 @@ func (c *cephConfigInput) locate(driver, fallbackNS string) CephCSIConfigPlan {
 	return cp
 }
 
+// anyConfigMap reports whether the input has a config map of Ceph CSI's
+// or Rook's name in any namespace.
+func (c *cephConfigInput) anyConfigMap() bool {
+	for _, m := range c.maps {
+		if m.Name == cephCSIConfigMap || m.Name == rookCSIConfigMap {
+			return true
+		}
+	}
+	return false
+}
+
 // hasProfiles reports whether the input has ClientProfiles in ns.
 func (c *cephConfigInput) hasProfiles(ns string) bool {
 	for key := range c.profiles {
@@ -390,10 +412,12 @@ func (c *cephConfigInput) served(cp CephCSIConfigPlan) map[string]bool {
 	return out
 }
 
-// settle plans the config of each Ceph CSI driver the volumes need, and
+// settle plans the config of each Ceph CSI driver the volumes need (its
+// installation with the ceph-csi-operator where absent says the cluster
+// has no such driver and the input shows nothing of Ceph CSI), and
 // returns the findings that block the volumes and classes whose entry it
 // does not serve.
-func (c *cephConfigInput) settle(driverOf func(string) string, fallbackNS string) ([]CephCSIConfigPlan, map[int]plugin.Finding, map[string]plugin.Finding) {
+func (c *cephConfigInput) settle(driverOf func(string) string, absent func(driver string) bool, fallbackNS string) ([]CephCSIConfigPlan, map[int]plugin.Finding, map[string]plugin.Finding) {
 	var out []CephCSIConfigPlan
 	volumes, classes := map[int]plugin.Finding{}, map[string]plugin.Finding{}
 	for _, inTree := range []string{plugin.RBDInTreePluginName, plugin.CephFSInTreePluginName} {
@@ -403,6 +427,10 @@ func (c *cephConfigInput) settle(driverOf func(string) string, fallbackNS string
 		}
 		driver := driverOf(inTree)
 		cp := c.locate(driver, fallbackNS)
+		if cp.Deployment == "" && absent(driver) && len(c.pods[driver]) == 0 && len(c.operatorDrivers) == 0 && !c.anyConfigMap() {
+			cp = CephCSIConfigPlan{Drivers: []string{driver}, Deployment: DeploymentOperator, Namespace: OperatorInstallNamespace,
+				ConfigMap: cephCSIConfigMap, Key: cephCSIConfigKey, Install: true}
+		}
 		// RBD and CephFS of one deployment read one config.
 		if i := slices.IndexFunc(out, func(o CephCSIConfigPlan) bool {
 			return o.Deployment != "" && o.Reason == "" && cp.Reason == "" && o.Deployment == cp.Deployment && o.Namespace == cp.Namespace && o.ConfigMap == cp.ConfigMap
@@ -433,9 +461,12 @@ func (c *cephConfigInput) settle(driverOf func(string) string, fallbackNS string
 				if !slices.ContainsFunc(cp.Missing, func(e ceph.ClusterEntry) bool { return e.ClusterID == id }) {
 					cp.Missing = append(cp.Missing, n.entry)
 				}
+				msg := fmt.Sprintf("%s (%s in %s) has no cluster entry %s (monitors %s): it would not mount the migrated volume", driver, cp.Deployment, cp.Namespace, id, strings.Join(n.entry.Monitors, ","))
+				if cp.Install {
+					msg = fmt.Sprintf("%s is not installed, and nothing of Ceph CSI's is in the input: installed by the ceph-csi-operator, it needs cluster entry %s (monitors %s) for the migrated volume", driver, id, strings.Join(n.entry.Monitors, ","))
+				}
 				f = plugin.Finding{Code: FindingCephClusterEntryMissing, Severity: plugin.SeverityBlocker, Field: "ConfigMap " + cp.Namespace + "/" + cp.ConfigMap,
-					Message: fmt.Sprintf("%s (%s in %s) has no cluster entry %s (monitors %s): it would not mount the migrated volume", driver, cp.Deployment, cp.Namespace, id, strings.Join(n.entry.Monitors, ",")),
-					Remedy:  entryRemedy(cp)}
+					Message: msg, Remedy: entryRemedy(cp)}
 			}
 			for _, v := range n.volumes {
 				volumes[v] = f
@@ -462,6 +493,9 @@ func entryRemedy(cp CephCSIConfigPlan) string {
 	case DeploymentRook:
 		return "add the entry, without a namespace field, to key " + rookCSIConfigKey + " of ConfigMap " + cp.Namespace + "/" + rookCSIConfigMap + ", keeping Rook's entries; the plan gives the merged map"
 	case DeploymentOperator:
+		if cp.Install {
+			return "no Ceph CSI is installed: install the ceph-csi-operator (namespace " + cp.Namespace + ") and create the Driver, CephConnection and ClientProfile the plan gives; the operator deploys the driver and renders the entry into " + cephCSIConfigMap
+		}
 		return "create the CephConnection and the ClientProfile named by the clusterID in namespace " + cp.Namespace + " (the operator renders them into " + cephCSIConfigMap + "); the plan gives them"
 	}
 	return "add the entry to key " + cp.Key + " of ConfigMap " + cp.Namespace + "/" + cp.ConfigMap + ", keeping its other entries (they serve the cluster's other volumes); the plan gives the merged map"
@@ -480,6 +514,12 @@ func (c *cephConfigInput) render(cp *CephCSIConfigPlan) {
 	}
 	switch cp.Deployment {
 	case DeploymentOperator:
+		if cp.Install {
+			for _, d := range cp.Drivers {
+				cp.Objects = append(cp.Objects, &unstructured.Unstructured{Object: map[string]any{"apiVersion": operatorGroup + "/v1", "kind": "Driver",
+					"metadata": map[string]any{"name": d, "namespace": cp.Namespace}, "spec": map[string]any{}}})
+			}
+		}
 		for _, e := range cp.Missing {
 			conn := &unstructured.Unstructured{Object: map[string]any{"apiVersion": operatorGroup + "/v1", "kind": "CephConnection",
 				"metadata": map[string]any{"name": e.ClusterID, "namespace": cp.Namespace},
@@ -609,7 +649,7 @@ func (p *Planner) joinDeployments(plan *Plan) []volumeNote {
 // not checked). Which clusterID adopted volumes name, and which volumes
 // it blocks, it returns.
 func (p *Planner) settleCephConfig(plan *Plan) []volumeNote {
-	configs, volumes, classes := p.cephConfig.settle(p.drivers.driverName, p.opts.CephCSINamespace)
+	configs, volumes, classes := p.cephConfig.settle(p.drivers.driverName, p.drivers.absent, p.opts.CephCSINamespace)
 	plan.CephCSIConfig = configs
 	notes := p.joinDeployments(plan)
 	for _, i := range slices.Sorted(maps.Keys(volumes)) {

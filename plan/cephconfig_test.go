@@ -16,6 +16,7 @@ import (
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/translate"
 )
 
 // nodePlugin is a Ceph CSI node plugin DaemonSet running driver and
@@ -197,5 +198,52 @@ func TestPlanAdoptJoinsDeployment(t *testing.T) {
 				t.Errorf("not migratable: %+v", v.Findings)
 			}
 		})
+	}
+}
+
+// Without Ceph CSI (the input's CSIDrivers have none of it, and nothing of
+// its config is in the input) the plan is its installation with the
+// ceph-csi-operator; an input that shows any config map of Ceph CSI's, or
+// no CSIDrivers at all, is not taken as a cluster without it.
+func TestPlanInstallsCephCSIWithOperator(t *testing.T) {
+	pv := rbdPV("data", "admin", "admin")
+	vsphere := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: plugin.VSphereDriverName}}
+	for _, tc := range []struct {
+		name    string
+		objs    []any
+		install bool
+	}{
+		{"no Ceph CSI", []any{vsphere, secret("admin", "key", "AQBs3cr3t"), pv}, true},
+		{"a config map of Ceph CSI", []any{vsphere, cephConfig(testMonitor), secret("admin", "key", "AQBs3cr3t"), pv}, false},
+		{"no CSIDrivers in the input", []any{secret("admin", "key", "AQBs3cr3t"), pv}, false},
+	} {
+		tr, err := translate.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := plan.New(tr, logger, plan.Options{})
+		for _, o := range tc.objs {
+			p.Add(o)
+		}
+		got := p.Finish()
+		if len(got.CephCSIConfig) != 1 {
+			t.Fatalf("%s: %+v", tc.name, got.CephCSIConfig)
+		}
+		cfg := got.CephCSIConfig[0]
+		if cfg.Install != tc.install {
+			t.Errorf("%s: install %v, want %v (%+v)", tc.name, cfg.Install, tc.install, cfg)
+		}
+		if !tc.install {
+			continue
+		}
+		var kinds []string
+		for _, o := range cfg.Objects {
+			kinds = append(kinds, o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName())
+		}
+		id := ceph.EntryFor([]string{testMonitor}).ClusterID
+		want := []string{"Driver/" + plan.OperatorInstallNamespace + "/" + plugin.RBDDriverName, "CephConnection/" + plan.OperatorInstallNamespace + "/" + id, "ClientProfile/" + plan.OperatorInstallNamespace + "/" + id}
+		if !slices.Equal(kinds, want) || cfg.Deployment != plan.DeploymentOperator || len(cfg.Missing) != 1 || !got.Blocked {
+			t.Errorf("%s: objects %v, want %v (%+v)", tc.name, kinds, want, cfg)
+		}
 	}
 }

@@ -80,6 +80,12 @@ func (d *clusterDrivers) driverName(inTree string) string {
 	return plugin.UpstreamDriverName(inTree)
 }
 
+// absent reports whether the input's CSIDrivers were read and none is
+// driver: the cluster does not run it.
+func (d *clusterDrivers) absent(driver string) bool {
+	return d.sawCSIDrivers && !slices.Contains(d.installed, driver)
+}
+
 // DriverChoice is the CSI driver an in-tree plugin's volumes go to on a
 // cluster, and the blocker that keeps them from it (nil for none).
 type DriverChoice struct {

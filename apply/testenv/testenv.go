@@ -238,6 +238,9 @@ func startRelease(log io.Writer, r Release) (*Server, error) {
 		"--cert-dir=" + filepath.Join(dir, "certs"), "--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file=" + files.pub, "--service-account-signing-key-file=" + files.key, "--token-auth-file=" + files.tokens,
 		"--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24", "--enable-priority-and-fairness=false",
+		// As kubeadm and most clusters run it: CSI node plugins are
+		// privileged pods (the ceph-csi-operator's DaemonSets).
+		"--allow-privileged=true",
 		"--audit-policy-file=" + files.policy, "--audit-log-path=" + filepath.Join(dir, "audit.log"), "--audit-log-format=json"}
 	if err := s.spawn("kube-apiserver", apiserver, s.apiserverArgs...); err != nil {
 		return nil, err

@@ -459,6 +459,12 @@ func writeCephConfig(w io.Writer, configs []plan.CephCSIConfigPlan) error {
 			where = "the ceph-csi-operator's ClientProfiles and CephConnections in " + c.Namespace + ", rendered into " + where
 		}
 		fmt.Fprintf(w, "\nCEPH CSI CONFIG of %s (%s)\n", strings.Join(c.Drivers, ", "), c.Deployment)
+		if c.Install {
+			fmt.Fprint(w, wrap("  not installed: the cluster has no "+strings.Join(c.Drivers, " or ")+" and nothing of Ceph CSI's. Install it with the ceph-csi-operator "+
+				"(Ceph CSI v3.18 deprecates its Helm charts and manifests for it) in namespace "+c.Namespace+", then create the objects below: a Driver deploys each "+
+				"driver, and the operator renders each ClientProfile (named by the clusterID the rewritten PVs carry) with its CephConnection (the volumes' "+
+				"monitors) into "+c.ConfigMap+". The rewritten PVs and classes name the Secrets listed under SECRETS.", textWidth, "    "))
+		}
 		fmt.Fprint(w, wrap("  read from: "+where, textWidth, "    "))
 		if len(c.Served) > 0 {
 			fmt.Fprint(w, wrap("  serves already: "+strings.Join(c.Served, ", "), textWidth, "    "))
