@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -80,4 +81,23 @@ func finding(v plan.VolumePlan, code string) *plugin.Finding {
 		}
 	}
 	return nil
+}
+
+// A Secret to complete that Helm keeps: the plan says where the field
+// belongs.
+func TestPlanKeptSecret(t *testing.T) {
+	tr, err := translate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := withDrivers(plan.New(tr, logger, plan.Options{}))
+	s := secret("kube", "key", "AQBs3cr3t")
+	s.Annotations = map[string]string{"meta.helm.sh/release-name": "apps", "meta.helm.sh/release-namespace": "ns"}
+	for _, o := range []any{s, rbdPV("data", "kube", "kube")} {
+		p.Add(o)
+	}
+	got := p.Finish()
+	if len(got.Secrets) != 1 || len(got.Secrets[0].KeptBy) != 1 || !strings.Contains(got.Secrets[0].Reason, "kept by Helm release ns/apps: change it in the values or templates of the chart of Helm release ns/apps") {
+		t.Errorf("secrets %+v", got.Secrets)
+	}
 }

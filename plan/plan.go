@@ -126,6 +126,9 @@ type SecretPlan struct {
 	Fields    []string `json:"fields"`
 	From      string   `json:"from,omitempty"`
 	Reason    string   `json:"reason"`
+	// KeptBy are the tools that keep the Secret (rewrite.KeepersOf): a
+	// change belongs in their source, which Reason names.
+	KeptBy []rewrite.Keeper `json:"keptBy,omitempty"`
 }
 
 // Finding codes of the plan itself (the library's are the plugins').

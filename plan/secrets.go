@@ -102,7 +102,16 @@ func (p *Planner) planSecret(need secretNeed, add func(SecretPlan)) (n volumeNot
 	for _, f := range fixes {
 		fields, reason = []string{f.Field + "=" + f.Value}, f.Reason
 	}
-	add(SecretPlan{Namespace: need.Namespace, Name: need.Name, Action: action, Fields: fields, From: need.From, Reason: reason})
+	sp := SecretPlan{Namespace: need.Namespace, Name: need.Name, Action: action, Fields: fields, From: need.From, Reason: reason}
+	if s != nil {
+		sp.KeptBy = rewrite.KeepersOf(s)
+		for _, k := range sp.KeptBy {
+			if k.Reconciles {
+				sp.Reason += "; kept by " + k.String() + ": change it in " + k.Source + ", or its next reconcile undoes the change"
+			}
+		}
+	}
+	add(sp)
 	remedy := fmt.Sprintf("%s Secret %s with %s (the plan's Secrets list it), then run the plan again", action, ref, strings.Join(fields, ", "))
 	if need.From != "" && action == "create" {
 		remedy = fmt.Sprintf("create Secret %s with %s, userKey being the key of Secret %s (the plan's Secrets list it), then run the plan again", ref, strings.Join(fields, ", "), need.From)
@@ -163,8 +172,27 @@ var secretWarnings = map[string]bool{rbd.FindingNonAdminUser: true, cephfs.Findi
 
 // slimSecret keeps of a Secret what the checks read: whether "key" and
 // "userKey" are set, and the user names (adminId, userID); never a key.
+//
+// Of its metadata it keeps what names a tool that keeps it
+// (rewrite.KeepersOf).
 func slimSecret(o *v1.Secret) *v1.Secret {
 	slim := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}, Data: map[string][]byte{}}
+	if keepers := rewrite.KeepersOf(o); len(keepers) > 0 {
+		// Not kubectl's last-applied configuration: a copy of the
+		// Secret with its values.
+		slim.Labels, slim.OwnerReferences = o.Labels, o.OwnerReferences
+		for k, v := range o.Annotations {
+			if k != v1.LastAppliedConfigAnnotation {
+				if slim.Annotations == nil {
+					slim.Annotations = map[string]string{}
+				}
+				slim.Annotations[k] = v
+			}
+		}
+		for _, m := range o.ManagedFields {
+			slim.ManagedFields = append(slim.ManagedFields, metav1.ManagedFieldsEntry{Manager: m.Manager, Operation: m.Operation})
+		}
+	}
 	data := secrets.SecretStringData(o)
 	for _, k := range []string{secrets.CephInTreeKey, secrets.CephUserKey} {
 		if data[k] != "" {
