@@ -3,6 +3,7 @@ package cephtest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -19,8 +20,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csimigrate/csimigrate/apply/testenv"
@@ -55,6 +59,8 @@ const (
 	jRBD        = "journey-rbd"     // dynamic RBD PV (Delete), claim rbd-data, in use online
 	jCephFS     = "journey-cephfs"  // static CephFS PV (Retain), claim fs-data
 	jLeft       = "journey-left"    // RBD PV left in-tree: the negative control
+	jAdopt      = "journey-adopt"   // RBD PV of the class, not in use: adopted
+	jStatic     = "journey-static"  // static RBD PV (Retain, no class)
 	jFSUser     = "journey"         // the CephFS volume's Ceph user
 	jFSDir      = "volumes/journey" // its directory
 	jFSContent  = "written on 1.30 through the in-tree plugin's volume\n"
@@ -87,16 +93,26 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 	c, d := cephEnv(t)
 	j := &journey{t: t, c: c, d: d, pool: "kube.journey", ctx: context.Background(), plugin: map[string]*testenv.NodePlugin{}, ran: map[string]bool{}}
 	createPool(t, c, j.pool)
-	rbdImage, leftImage := "kubernetes-dynamic-pvc-"+NewUUID(), "kubernetes-dynamic-pvc-"+NewUUID()
-	for _, img := range []string{rbdImage, leftImage} {
+	rbdImage, leftImage, staticImage := "kubernetes-dynamic-pvc-"+NewUUID(), "kubernetes-dynamic-pvc-"+NewUUID(), "static-"+NewUUID()
+	for _, img := range []string{rbdImage, leftImage, staticImage} {
 		if _, err := c.RBD(callCtx(t), "create", "--size", "64M", "--image-feature", "layering", j.pool+"/"+img); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// The adopted volume's image holds data, compared after the restore.
+	adoptImage, data := "kubernetes-dynamic-pvc-"+NewUUID(), make([]byte, dataSize)
+	_, _ = rand.Read(data)
+	dataFile := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(dataFile, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RBD(callCtx(t), "import", "--image-format", "2", "--image-feature", "layering", dataFile, j.pool+"/"+adoptImage); err != nil {
+		t.Fatal(err)
+	}
 	fsKey := j.cephFSDir()
 
 	j.start130()
-	j.create(rbdImage, leftImage, fsKey)
+	j.create(map[string]string{jRBD: rbdImage, jLeft: leftImage, jAdopt: adoptImage, jStatic: staticImage}, fsKey)
 	for _, p := range []struct{ name, claim string }{{"rbd-app", "rbd-data"}, {"fs-app", "fs-data"}, {"left-app", "left-data"}} {
 		j.runPod(p.name, jNode1, p.claim)
 	}
@@ -139,17 +155,24 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 	if review := j.csimigrate(0, "rewrite", "-f", j.file, "-source-changed", "storageclass/"+jClass); !strings.Contains(review, jCephFS) {
 		t.Errorf("the review has no step of %s:\n%s", jCephFS, review)
 	}
-	out := j.csimigrate(0, "rewrite", "-apply", "-online", "-kubeconfig", j.kc, "-source-changed", "storageclass/"+jClass,
-		jRBD, jCephFS, "storageclass/"+jClass)
+	out := j.csimigrate(0, "rewrite", "-apply", "-online", "-adopt", "-ceph-conf", c.Conf, "-kubeconfig", j.kc, "-source-changed", "storageclass/"+jClass,
+		jRBD, jCephFS, jAdopt, jStatic, "storageclass/"+jClass)
 	t.Logf("rewrite -apply on 1.30:\n%s", out)
-	rbdPV, fsPV := j.pv(jRBD), j.pv(jCephFS)
-	if rbdPV.Spec.CSI == nil || fsPV.Spec.CSI == nil || rbdPV.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
-		t.Fatalf("not rewritten: %+v\n%+v", rbdPV.Spec, fsPV.Spec)
+	rbdPV, fsPV, adopted, static := j.pv(jRBD), j.pv(jCephFS), j.pv(jAdopt), j.pv(jStatic)
+	if rbdPV.Spec.CSI == nil || fsPV.Spec.CSI == nil || static.Spec.CSI == nil || rbdPV.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete ||
+		static.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain {
+		t.Fatalf("not rewritten: %+v\n%+v\n%+v", rbdPV.Spec, fsPV.Spec, static.Spec)
+	}
+	// The unused volume of the class is the driver's own (a native volume
+	// ID); the one in use keeps its migration handle (adopted once its pods
+	// stop, as the plan says).
+	if adopted.Spec.CSI == nil || !strings.HasPrefix(adopted.Spec.CSI.VolumeHandle, "0001-") || strings.HasPrefix(rbdPV.Spec.CSI.VolumeHandle, "0001-") {
+		t.Fatalf("adoption: %s has handle %+v, %s %s", jAdopt, adopted.Spec.CSI, jRBD, rbdPV.Spec.CSI.VolumeHandle)
 	}
 	testenv.WaitPodRunning(t, j.cs, jNS, "rbd-app", 30*time.Second)
 	// The runbook's check before the upgrade: every claim Bound (the
 	// rewrite waited for kube-controller-manager to bind them again).
-	for claim, pv := range map[string]string{"rbd-data": jRBD, "fs-data": jCephFS} {
+	for claim, pv := range map[string]string{"rbd-data": jRBD, "fs-data": jCephFS, "adopt-data": jAdopt, "static-data": jStatic} {
 		if c, err := j.cs.CoreV1().PersistentVolumeClaims(jNS).Get(j.ctx, claim, metav1.GetOptions{}); err != nil || c.Status.Phase != v1.ClaimBound || c.Spec.VolumeName != pv {
 			t.Errorf("claim %s after the rewrite: %v %+v", claim, err, c.Status)
 		}
@@ -157,7 +180,7 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 
 	// The upgrade, on the same etcd.
 	j.upgrade137()
-	for claim, pv := range map[string]string{"rbd-data": jRBD, "fs-data": jCephFS, "left-data": jLeft} {
+	for claim, pv := range map[string]string{"rbd-data": jRBD, "fs-data": jCephFS, "left-data": jLeft, "adopt-data": jAdopt, "static-data": jStatic} {
 		waitBound(t, j.cs, jNS, claim, pv)
 	}
 	testenv.WaitPodRunning(t, j.cs, jNS, "rbd-app", 90*time.Second)
@@ -171,7 +194,7 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 	// Nothing but the negative control is an error of the new control
 	// plane or kubelets.
 	for _, log := range []string{"kube-controller-manager", "hollow-node-" + jNode1, "hollow-node-" + jNode2} {
-		j.noErrors(log, jRBD, jCephFS, "rbd-data", "fs-data")
+		j.noErrors(log, jRBD, jCephFS, jAdopt, jStatic, "rbd-data", "fs-data", "adopt-data", "static-data")
 	}
 	after := j.plan("-live", "-kubeconfig", j.kc, "-kubernetes-version", "1.37")
 	if steps := strings.Join(after.FeatureGates, "\n"); !strings.Contains(steps, "they do not mount until then") {
@@ -192,6 +215,8 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 	j.runPod("fs-app2", jNode2, "fs-data")
 	j.stageCephFS(j.pv(jCephFS))
 	j.expand(rbdPV, rbdImage)
+	j.snapshotRestore(j.pv(jAdopt), "adopt-data", data)
+	j.runPod("static-app", jNode2, "static-data")
 	// The negative control's remedy: its pod stopped, the rewrite on
 	// 1.37, a new pod runs.
 	j.deletePod("left-app")
@@ -301,6 +326,29 @@ func (j *journey) upgrade137() {
 		j.t.Fatalf("upgrading to %s: %v\n%s", testenv.V1_37.Version, err, j.logs.String())
 	}
 	j.startComponents("", jNode1, jNode2)
+	// external-snapshotter, with the VolumeSnapshot CRDs its client
+	// module ships.
+	snapDir, err := snapshotterDir()
+	if err != nil {
+		j.t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(j.srv.Config)
+	if err != nil {
+		j.t.Fatal(err)
+	}
+	createCRDs(j.t, dyn, filepath.Join(snapDir, "crd"), 3)
+	poll(j.t, 30*time.Second, "the VolumeSnapshot API", func() (bool, string) {
+		_, err := dyn.Resource(snapshotGVR).Namespace(jNS).List(j.ctx, metav1.ListOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	for name, args := range map[string][]string{
+		"csi-snapshotter":     {filepath.Join(snapDir, "csi-snapshotter"), "--csi-address=" + j.d.RBDSocket, "--kubeconfig=" + j.kc, "--leader-election=false", "--timeout=60s"},
+		"snapshot-controller": {filepath.Join(snapDir, "snapshot-controller"), "--kubeconfig=" + j.kc, "--leader-election=false"},
+	} {
+		if err := j.srv.Spawn(name, args[0], args[1:]...); err != nil {
+			j.t.Fatal(err)
+		}
+	}
 }
 
 // objects are the journey's in-tree objects as created.
@@ -322,7 +370,7 @@ func (j *journey) objects() []runtime.Object {
 // create makes the journey's in-tree objects: the Helm-kept class and its
 // admin secret, the two RBD PVs of the class and the CephFS PV, each bound
 // to its claim.
-func (j *journey) create(rbdImage, leftImage, fsKey string) {
+func (j *journey) create(images map[string]string, fsKey string) {
 	t := j.t
 	admin := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ceph-admin", Namespace: jNS}, Type: "kubernetes.io/rbd", Data: map[string][]byte{"key": []byte(j.c.AdminKey)}}
 	fsSecret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cephfs-journey", Namespace: "apps"}, Data: map[string][]byte{"key": []byte(fsKey)}}
@@ -338,7 +386,9 @@ func (j *journey) create(rbdImage, leftImage, fsKey string) {
 		_, err := j.cs.CoreV1().ServiceAccounts(jNS).Create(j.ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
 		return err
 	})
-	for _, s := range []*v1.Secret{admin, fsSecret} {
+	// The Secret Ceph CSI's snapshotter reads (the VolumeSnapshotClass's).
+	csiSecret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "csi-rbd", Namespace: jNS}, StringData: map[string]string{"userID": "admin", "userKey": j.c.AdminKey}}
+	for _, s := range []*v1.Secret{admin, fsSecret, csiSecret} {
 		mustCreate(t, func() error {
 			_, err := j.cs.CoreV1().Secrets(s.Namespace).Create(j.ctx, s, metav1.CreateOptions{})
 			return err
@@ -348,17 +398,23 @@ func (j *journey) create(rbdImage, leftImage, fsKey string) {
 		_, err := j.cs.StorageV1().StorageClasses().Create(j.ctx, sc, metav1.CreateOptions{})
 		return err
 	})
-	fs := inTreeCephFSPV(jCephFS, "/"+jFSDir, jFSUser, fsSecret.Name)
+	rbd := func(name string) *v1.PersistentVolume {
+		return inTreeRBDPV(name, rbdCase{Monitors: []string{MonitorV1}, Pool: j.pool, Image: images[name]}, "admin", admin.Name)
+	}
+	adopt := rbd(jAdopt)
+	adopt.Spec.Capacity = v1.ResourceList{v1.ResourceStorage: *resource.NewQuantity(dataSize, resource.BinarySI)}
+	// A static volume: made by hand, Retain, no class.
+	static := rbd(jStatic)
+	static.Annotations, static.Spec.PersistentVolumeReclaimPolicy = nil, v1.PersistentVolumeReclaimRetain
 	for _, v := range []struct {
 		pv    *v1.PersistentVolume
 		claim string
 	}{
-		{inTreeRBDPV(jRBD, rbdCase{Monitors: []string{MonitorV1}, Pool: j.pool, Image: rbdImage}, "admin", admin.Name), "rbd-data"},
-		{inTreeRBDPV(jLeft, rbdCase{Monitors: []string{MonitorV1}, Pool: j.pool, Image: leftImage}, "admin", admin.Name), "left-data"},
-		{fs, "fs-data"},
+		{rbd(jRBD), "rbd-data"}, {rbd(jLeft), "left-data"}, {adopt, "adopt-data"}, {static, "static-data"},
+		{inTreeCephFSPV(jCephFS, "/"+jFSDir, jFSUser, fsSecret.Name), "fs-data"},
 	} {
 		class := ""
-		if v.pv.Spec.RBD != nil {
+		if v.pv.Spec.RBD != nil && v.pv.Name != jStatic {
 			class = sc.Name
 		}
 		v.pv.Spec.StorageClassName = class
@@ -458,7 +514,9 @@ func (j *journey) record(args []string) {
 			a = "cluster.json"
 		case a == "storageclass/"+jClass:
 			a = "storageclass/CLASS"
-		case a == jRBD || a == jCephFS || a == jLeft:
+		case a == j.c.Conf:
+			a = "/etc/ceph/ceph.conf"
+		case a == jRBD || a == jCephFS || a == jLeft || a == jAdopt || a == jStatic:
 			if words[len(words)-1] == "PV..." {
 				continue
 			}
@@ -705,6 +763,64 @@ func (j *journey) expand(pv *v1.PersistentVolume, image string) {
 	}
 	if got := images(t, j.c, j.pool)[image]; got != expandSize {
 		t.Errorf("image size %d after the expansion, want %d", got, expandSize)
+	}
+}
+
+// snapshotRestore snapshots the adopted volume's claim through
+// external-snapshotter and Ceph CSI, restores a claim of the class from the
+// snapshot, and checks that its image holds data.
+func (j *journey) snapshotRestore(pv *v1.PersistentVolume, claim string, data []byte) {
+	t := j.t
+	dyn, err := dynamic.NewForConfig(j.srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotClass",
+		"metadata": map[string]any{"name": "rbd"}, "driver": pv.Spec.CSI.Driver, "deletionPolicy": "Delete",
+		"parameters": map[string]any{"clusterID": pv.Spec.CSI.VolumeAttributes["clusterID"], "csi.storage.k8s.io/snapshotter-secret-name": "csi-rbd",
+			"csi.storage.k8s.io/snapshotter-secret-namespace": jNS}}}
+	if _, err := dyn.Resource(snapshotClassGVR).Create(j.ctx, class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	snap := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+		"metadata": map[string]any{"name": "snap", "namespace": jNS},
+		"spec":     map[string]any{"volumeSnapshotClassName": "rbd", "source": map[string]any{"persistentVolumeClaimName": claim}}}}
+	if _, err := dyn.Resource(snapshotGVR).Namespace(jNS).Create(j.ctx, snap, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 120*time.Second, "the VolumeSnapshot of the adopted volume to be ReadyToUse", func() (bool, string) {
+		u, err := dyn.Resource(snapshotGVR).Namespace(jNS).Get(j.ctx, "snap", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		ready, _, _ := unstructured.NestedBool(u.Object, "status", "readyToUse")
+		return ready, fmt.Sprint(u.Object["status"]) + "\n" + j.srv.Logs("csi-snapshotter")
+	})
+	sc, group := jClass, "snapshot.storage.k8s.io"
+	restored := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "restored", Namespace: jNS},
+		Spec: v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: &sc,
+			DataSource: &v1.TypedLocalObjectReference{APIGroup: &group, Kind: "VolumeSnapshot", Name: "snap"},
+			Resources:  v1.VolumeResourceRequirements{Requests: pv.Spec.Capacity}}}
+	if _, err := j.cs.CoreV1().PersistentVolumeClaims(jNS).Create(j.ctx, restored, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var volume string
+	poll(t, 120*time.Second, "the restored claim to be provisioned and bound", func() (bool, string) {
+		p, err := j.cs.CoreV1().PersistentVolumeClaims(jNS).Get(j.ctx, restored.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		volume = p.Spec.VolumeName
+		return p.Status.Phase == v1.ClaimBound, string(p.Status.Phase)
+	})
+	img := j.pv(volume).Spec.CSI.VolumeAttributes["imageName"]
+	path := filepath.Join(t.TempDir(), "export")
+	if _, err := j.c.RBD(callCtx(t), "export", j.pool+"/"+img, path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || len(got) < len(data) || !bytes.Equal(got[:len(data)], data) {
+		t.Errorf("the image %s restored from the adopted volume's snapshot does not hold its bytes (%v)", img, err)
 	}
 }
 
