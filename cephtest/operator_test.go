@@ -47,30 +47,8 @@ var (
 // the real operator renders them into its ceph-csi-config beside the
 // entries it had, and the plan then finds the entry served.
 func TestCephCSIOperatorRendersPlanEntry(t *testing.T) {
-	dir, err := operatorDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, d := cephEnv(t)
-	srv, err := testenv.Start(os.Stderr)
-	if err != nil {
-		t.Fatalf("cannot start kube-apiserver: %v", err)
-	}
-	t.Cleanup(srv.Stop)
+	dir, cl, d, srv, kc, dyn := operatorEnv(t)
 	ctx, c := context.Background(), srv.Client
-	kc, err := srv.WriteKubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	createCRDs(t, dyn, filepath.Join(dir, "crd"), 5)
-	poll(t, 30*time.Second, "the operator's API", func() (bool, string) {
-		_, err := dyn.Resource(clientProfileGVR).Namespace("default").List(ctx, metav1.ListOptions{})
-		return err == nil, fmt.Sprint(err)
-	})
 	const ns = "rook-ceph"
 	const rbdDriver = ns + ".rbd.csi.ceph.com"
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -225,6 +203,37 @@ func TestCephCSIOperatorRendersPlanEntry(t *testing.T) {
 	}
 }
 
+// operatorEnv is what the operator tests start from: the directory the
+// operator was built into, Ceph and Ceph CSI, a kube-apiserver with the
+// operator's CRDs served, its kubeconfig and a dynamic client.
+func operatorEnv(t *testing.T) (string, *Cluster, *Drivers, *testenv.Server, string, dynamic.Interface) {
+	t.Helper()
+	dir, err := operatorDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, d := cephEnv(t)
+	srv, err := testenv.Start(os.Stderr)
+	if err != nil {
+		t.Fatalf("cannot start kube-apiserver: %v", err)
+	}
+	t.Cleanup(srv.Stop)
+	kc, err := srv.WriteKubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createCRDs(t, dyn, filepath.Join(dir, "crd"), 5)
+	poll(t, 30*time.Second, "the operator's API", func() (bool, string) {
+		_, err := dyn.Resource(driverGVR).Namespace("default").List(context.Background(), metav1.ListOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	return dir, cl, d, srv, kc, dyn
+}
+
 // create creates an object of the operator's API.
 func create(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, ns, name string, spec map[string]any) {
 	t.Helper()
@@ -264,25 +273,8 @@ var driverGVR = schema.GroupVersionResource{Group: "csi.ceph.io", Version: "v1",
 // and the entry served, and Ceph CSI, reading that config, serves the
 // rewritten PV.
 func TestCephCSIOperatorInstallFromPlan(t *testing.T) {
-	dir, err := operatorDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, d := cephEnv(t)
-	srv, err := testenv.Start(os.Stderr)
-	if err != nil {
-		t.Fatalf("cannot start kube-apiserver: %v", err)
-	}
-	t.Cleanup(srv.Stop)
+	dir, cl, d, srv, kc, dyn := operatorEnv(t)
 	ctx, c := context.Background(), srv.Client
-	kc, err := srv.WriteKubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// No Ceph CSI: neither its CSIDrivers nor its config map.
 	if err := srv.RemoveCSIDrivers(plugin.RBDDriverName, plugin.CephFSDriverName); err != nil {
 		t.Fatal(err)
@@ -290,11 +282,6 @@ func TestCephCSIOperatorInstallFromPlan(t *testing.T) {
 	if err := c.CoreV1().ConfigMaps("ceph-csi").Delete(ctx, "ceph-csi-config", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	createCRDs(t, dyn, filepath.Join(dir, "crd"), 5)
-	poll(t, 30*time.Second, "the operator's API", func() (bool, string) {
-		_, err := dyn.Resource(driverGVR).Namespace("default").List(ctx, metav1.ListOptions{})
-		return err == nil, fmt.Sprint(err)
-	})
 	pool, image := "operator-install", "kubernetes-dynamic-pvc-"+NewUUID()
 	createPool(t, cl, pool)
 	if _, err := cl.RBD(callCtx(t), "create", "--size", "64M", pool+"/"+image); err != nil {

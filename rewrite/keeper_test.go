@@ -122,8 +122,8 @@ func TestSourceForms(t *testing.T) {
 	if diff := cmp.Diff(orig, pv); diff != "" {
 		t.Errorf("input modified:\n%s", diff)
 	}
-	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast", UID: "u", Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true", rewrite.AnnMigratedFrom: "kubernetes.io/rbd"}},
-		Provisioner: "rbd.csi.ceph.com", Parameters: map[string]string{"pool": "p"}}
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast", UID: "u", Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true", rewrite.AnnMigratedFrom: plugin.RBDInTreePluginName}},
+		Provisioner: plugin.RBDDriverName, Parameters: map[string]string{"pool": "p"}}
 	got := rewrite.SourceClass(sc)
 	if got.UID != "" || got.Annotations[rewrite.AnnMigratedFrom] != "" || got.Annotations["storageclass.kubernetes.io/is-default-class"] != "true" || got.Kind != "StorageClass" || got.Parameters["pool"] != "p" {
 		t.Errorf("SourceClass: %+v", got)

@@ -97,7 +97,7 @@ func TestRewriteApplyKeptByReconciler(t *testing.T) {
 	}
 	table, _, _ := runCmd(t, "", "plan", "-f", file)
 	for _, want := range []string{"KEPT BY RECONCILERS", "pv/kept-flux: Flux (managed-fields manager kustomize-controller)", "storageclass/kept-helm: Helm release infra/storage",
-		"provisioner: rbd.csi.ceph.com", "driver: rbd.csi.ceph.com"} {
+		"provisioner: " + plugin.RBDDriverName, "driver: " + plugin.RBDDriverName} {
 		if !strings.Contains(table, want) {
 			t.Errorf("plan's table lacks %q:\n%s", want, table)
 		}
@@ -167,7 +167,7 @@ func TestRewriteApplyKeptByReconciler(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: the reconcile of the planned form: %v", s.Name, err)
 		}
-		if live.Provisioner != after.Provisioner || !cmp.Equal(live.Parameters, after.Parameters) || after.Provisioner != "rbd.csi.ceph.com" {
+		if live.Provisioner != after.Provisioner || !cmp.Equal(live.Parameters, after.Parameters) || after.Provisioner != plugin.RBDDriverName {
 			t.Errorf("%s: the reconcile changed the class: %s %v -> %s %v", s.Name, live.Provisioner, live.Parameters, after.Provisioner, after.Parameters)
 		}
 	}
