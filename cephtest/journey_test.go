@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -184,17 +183,17 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 		waitBound(t, j.cs, jNS, claim, pv)
 	}
 	testenv.WaitPodRunning(t, j.cs, jNS, "rbd-app", 90*time.Second)
-	j.noStrayAttachments()
+	testenv.CheckAttachments(t, j.cs)
 	// The negative control: the in-tree PV's pod cannot start (its
 	// containers never become ready: the kubelet finds no plugin for the
 	// volume), and kube-controller-manager finds no attacher for it.
 	j.waitNotReady("left-app")
-	j.logged("hollow-node-"+jNode1, `no volume plugin matched`, jLeft)
-	j.logged("kube-controller-manager", `no attacher interface found`, jLeft)
+	testenv.LogHas(t, j.srv.LogPath("hollow-node-"+jNode1), `no volume plugin matched`, jLeft)
+	testenv.LogHas(t, j.srv.LogPath("kube-controller-manager"), `no attacher interface found`, jLeft)
 	// Nothing but the negative control is an error of the new control
 	// plane or kubelets.
 	for _, log := range []string{"kube-controller-manager", "hollow-node-" + jNode1, "hollow-node-" + jNode2} {
-		j.noErrors(log, jRBD, jCephFS, jAdopt, jStatic, "rbd-data", "fs-data", "adopt-data", "static-data")
+		testenv.NoErrorsAbout(t, j.srv.LogPath(log), jRBD, jCephFS, jAdopt, jStatic, "rbd-data", "fs-data", "adopt-data", "static-data")
 	}
 	after := j.plan("-live", "-kubeconfig", j.kc, "-kubernetes-version", "1.37")
 	if steps := strings.Join(after.FeatureGates, "\n"); !strings.Contains(steps, "they do not mount until then") {
@@ -280,6 +279,7 @@ func (j *journey) start130() {
 		}
 	}
 	j.startComponents("CSIMigrationRBD=true", jNode1)
+	j.startProvisioner()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	// external-attacher's part: RBD VolumeAttachments marked attached
@@ -290,7 +290,7 @@ func (j *journey) start130() {
 // startComponents starts, of the server's release, kube-controller-manager
 // (the volume controllers and the attach/detach controller) and a hollow
 // kubelet per node with the drivers' node plugins registered, with the
-// feature gates ("" none), and external-provisioner.
+// feature gates ("" none).
 func (j *journey) startComponents(gates string, nodes ...string) {
 	t := j.t
 	flags := []string{"--attach-detach-reconcile-sync-period=10s"}
@@ -309,6 +309,13 @@ func (j *journey) startComponents(gates string, nodes ...string) {
 			j.plugin[n+"/"+drv] = testenv.StartNodePlugin(t, root, drv, n)
 		}
 	}
+}
+
+// startProvisioner starts external-provisioner on Ceph CSI's RBD
+// controller; it keeps running through the upgrade, as the driver's pods
+// do.
+func (j *journey) startProvisioner() {
+	t := j.t
 	prov, err := provisionerBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -319,8 +326,9 @@ func (j *journey) startComponents(gates string, nodes ...string) {
 	}
 }
 
-// upgrade137 stops the 1.30 control plane, kubelet and provisioner and
-// starts 1.37.2's on the same etcd data, with a second node.
+// upgrade137 stops the 1.30 control plane and kubelet and starts 1.37.2's
+// on the same etcd data, with a second node (the drivers and
+// external-provisioner keep running), and external-snapshotter.
 func (j *journey) upgrade137() {
 	if err := j.srv.Upgrade(&j.logs, testenv.V1_37); err != nil {
 		j.t.Fatalf("upgrading to %s: %v\n%s", testenv.V1_37.Version, err, j.logs.String())
@@ -469,26 +477,10 @@ func (j *journey) createSecrets(planned []plan.SecretPlan) {
 }
 
 // runPod runs a pod of claim on node and waits until it runs.
-func (j *journey) runPod(name, node, claim string) {
-	j.t.Helper()
-	if _, err := j.cs.CoreV1().Pods(jNS).Create(j.ctx, testenv.PodOn(jNS, name, node, claim), metav1.CreateOptions{}); err != nil {
-		j.t.Fatal(err)
-	}
-	testenv.WaitPodRunning(j.t, j.cs, jNS, name, 90*time.Second)
-}
+func (j *journey) runPod(name, node, claim string) { testenv.RunPod(j.t, j.cs, jNS, name, node, claim) }
 
-// deletePod deletes a pod and waits until it is gone (the hollow kubelet
-// confirms the deletion once its volumes are unmounted).
-func (j *journey) deletePod(name string) {
-	j.t.Helper()
-	if err := j.cs.CoreV1().Pods(jNS).Delete(j.ctx, name, metav1.DeleteOptions{}); err != nil {
-		j.t.Fatal(err)
-	}
-	poll(j.t, 90*time.Second, "pod "+name+" to be gone", func() (bool, string) {
-		_, err := j.cs.CoreV1().Pods(jNS).Get(j.ctx, name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
-	})
-}
+// deletePod deletes a pod and waits until it is gone.
+func (j *journey) deletePod(name string) { testenv.DeletePod(j.t, j.cs, jNS, name) }
 
 func (j *journey) pv(name string) *v1.PersistentVolume {
 	j.t.Helper()
@@ -603,29 +595,6 @@ func (j *journey) plan(args ...string) *plan.Plan {
 	return &p
 }
 
-// noStrayAttachments fails the test for a VolumeAttachment whose PV is gone,
-// or whose name is not the one kube-controller-manager computes from the
-// PV's handle, driver and node (it was made for another handle).
-func (j *journey) noStrayAttachments() {
-	list, err := j.cs.StorageV1().VolumeAttachments().List(j.ctx, metav1.ListOptions{})
-	if err != nil {
-		j.t.Fatal(err)
-	}
-	for _, va := range list.Items {
-		name := va.Spec.Source.PersistentVolumeName
-		if name == nil {
-			continue
-		}
-		pv, err := j.cs.CoreV1().PersistentVolumes().Get(j.ctx, *name, metav1.GetOptions{})
-		switch {
-		case err != nil:
-			j.t.Errorf("VolumeAttachment %s names PV %s: %v", va.Name, *name, err)
-		case pv.Spec.CSI == nil || va.Name != featuregate.AttachmentName(pv.Spec.CSI.VolumeHandle, pv.Spec.CSI.Driver, va.Spec.NodeName):
-			j.t.Errorf("VolumeAttachment %s of PV %s on %s is not the one of its handle", va.Name, *name, va.Spec.NodeName)
-		}
-	}
-}
-
 // attachment is the VolumeAttachment of pv's handle on node (nil: none).
 func (j *journey) attachment(pv *v1.PersistentVolume, node string) *storagev1.VolumeAttachment {
 	var va *storagev1.VolumeAttachment
@@ -659,47 +628,6 @@ func (j *journey) waitNotReady(pod string) {
 	if ok, state := notReady(); !ok {
 		j.t.Errorf("pod %s ready to start its containers again: %s", pod, state)
 	}
-}
-
-// logged fails the test unless a line of the process's log has both
-// texts.
-func (j *journey) logged(name, text, about string) {
-	b, err := os.ReadFile(j.srv.LogPath(name))
-	if err != nil {
-		j.t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.Contains(line, text) && strings.Contains(line, about) {
-			return
-		}
-	}
-	j.t.Errorf("%s's log has no line with %q about %s", name, text, about)
-}
-
-// noErrors fails the test for each error line (klog's E) of the process's
-// log that names one of the objects.
-func (j *journey) noErrors(name string, objects ...string) {
-	b, err := os.ReadFile(j.srv.LogPath(name))
-	if err != nil {
-		j.t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(line, "E") {
-			continue
-		}
-		for _, o := range objects {
-			if names(o).MatchString(line) {
-				j.t.Errorf("%s logs an error about %s: %s", name, o, line)
-				break
-			}
-		}
-	}
-}
-
-// names matches an object's name as a word of a log line (quoted, escaped
-// or not).
-func names(o string) *regexp.Regexp {
-	return regexp.MustCompile(`(^|[^A-Za-z0-9.-])` + regexp.QuoteMeta(o) + `($|[^A-Za-z0-9.-])`)
 }
 
 // stageCephFS stages the rewritten CephFS PV on Ceph CSI's node server as

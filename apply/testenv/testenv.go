@@ -100,7 +100,9 @@ type Server struct {
 // proc is a started process; done is closed when it has exited, err then
 // holds what Wait returned.
 type proc struct {
+	name string
 	cmd  *exec.Cmd
+	log  *os.File
 	done chan struct{}
 	err  error
 }
@@ -264,34 +266,44 @@ func startRelease(log io.Writer, r Release) (*Server, error) {
 	return s, nil
 }
 
-// Upgrade stops every process of the server but etcd (the processes
-// spawned against it, its hollow kubelets, kube-controller-manager and
-// kube-apiserver, last started first) and starts release r's kube-apiserver
-// on the same etcd data, address, certificates and tokens: the control
-// plane upgraded in place. Processes started afterwards are of r. The
-// stopped processes' logs are kept under their names with the old
-// release's version appended (Logs(name + "-" + version)).
+// Upgrade stops the release's processes (its hollow kubelets,
+// kube-controller-manager and kube-apiserver, last started first) and
+// starts release r's kube-apiserver on the same etcd data, address,
+// certificates and tokens: the control plane upgraded in place. etcd and
+// the processes spawned against the server (drivers, sidecars) keep
+// running, as a cluster's workloads do, and reconnect. Kubernetes'
+// processes started afterwards are of r. The stopped processes' logs are
+// kept under their names with the old release's version appended
+// (Logs(name + "-" + version)).
 func (s *Server) Upgrade(log io.Writer, r Release) error {
 	apiserver, err := r.binary("kube-apiserver", log)
 	if err != nil {
 		return err
 	}
-	if len(s.procs) < 2 || len(s.apiserverArgs) == 0 {
+	if len(s.apiserverArgs) == 0 {
 		return errors.New("testenv: Upgrade: the server is not running")
 	}
-	for i := len(s.procs) - 1; i >= 1; i-- {
-		stopProc(s.procs[i])
+	kept := s.procs[:0:0]
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		p := s.procs[i]
+		if p.name != "kube-apiserver" && p.name != "kube-controller-manager" && !strings.HasPrefix(p.name, "hollow-node-") {
+			kept = append([]*proc{p}, kept...)
+			continue
+		}
+		stopProc(p)
+		p.log.Close()
+		_ = os.Rename(p.log.Name(), strings.TrimSuffix(p.log.Name(), ".log")+"-"+s.release.Version+".log")
 	}
-	for _, f := range s.logs[1:] {
-		f.Close()
-		_ = os.Rename(f.Name(), strings.TrimSuffix(f.Name(), ".log")+"-"+s.release.Version+".log")
+	s.procs = kept
+	s.logs = s.logs[:0]
+	for _, p := range kept {
+		s.logs = append(s.logs, p.log)
 	}
-	s.procs, s.logs = s.procs[:1], s.logs[:1]
 	s.release = r
 	if err := s.spawn("kube-apiserver", apiserver, s.apiserverArgs...); err != nil {
 		return err
 	}
-	return waitReady(s.Config, 90*time.Second, s.procs)
+	return waitReady(s.Config, 90*time.Second, s.procs[len(s.procs)-1:])
 }
 
 // stopProc interrupts a process and waits for it, killing it after 10 s.
@@ -417,7 +429,7 @@ func (s *Server) spawnEnv(name string, env []string, bin string, args ...string)
 		f.Close()
 		return fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &proc{cmd: cmd, done: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, log: f, done: make(chan struct{})}
 	go func() { p.err = cmd.Wait(); close(p.done) }()
 	s.procs = append(s.procs, p)
 	s.logs = append(s.logs, f)

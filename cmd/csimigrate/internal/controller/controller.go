@@ -367,12 +367,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
 	defer c.pvQueue.ShutDown()
 	defer c.scQueue.ShutDown()
-	for _, f := range []informers.SharedInformerFactory{c.factory, c.podInf, c.stateInf} {
-		f.Start(ctx.Done())
-		defer f.Shutdown()
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return fmt.Errorf("the informers did not sync: %w", ctx.Err())
+	stop, err := c.startInformers(ctx)
+	defer stop()
+	if err != nil {
+		return err
 	}
 	c.readyOnce.Do(func() { close(c.ready) })
 	c.logger.Info("Controller started", "stateNamespace", c.o.Writer.StateNamespace, "dryRun", c.o.DryRun, "online", c.o.Writer.Online)
@@ -390,6 +388,24 @@ func (c *Controller) Run(ctx context.Context) error {
 	wg.Wait()
 	c.logger.Info("Controller stopped")
 	return nil
+}
+
+// startInformers starts the informers and waits until their caches have
+// synced; stop shuts them down.
+func (c *Controller) startInformers(ctx context.Context) (stop func(), err error) {
+	factories := []informers.SharedInformerFactory{c.factory, c.podInf, c.stateInf}
+	for _, f := range factories {
+		f.Start(ctx.Done())
+	}
+	stop = func() {
+		for _, f := range factories {
+			f.Shutdown()
+		}
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return stop, fmt.Errorf("the informers did not sync: %w", ctx.Err())
+	}
+	return stop, nil
 }
 
 func keyOf(obj any) (string, bool) {
