@@ -136,13 +136,17 @@ func TestVSphereUpgrade130To137(t *testing.T) {
 		VolumeContext: unused.Spec.CSI.VolumeAttributes}); err != nil {
 		t.Errorf("ControllerPublishVolume of the adopted PV on 1.37: %v", err)
 	}
-	snap, err := d.Controller.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{SourceVolumeId: handle, Name: "after-upgrade"})
-	if err != nil || !snap.Snapshot.ReadyToUse {
-		t.Errorf("CreateSnapshot of the adopted PV on 1.37: %v", err)
-	}
+	// Expanded first: the driver expands no volume with snapshots.
 	if _, err := d.Controller.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: handle,
 		CapacityRange: &csi.CapacityRange{RequiredBytes: 2 << 30}, VolumeCapability: ext4Writer}); err != nil {
 		t.Errorf("ControllerExpandVolume of the adopted PV on 1.37: %v", err)
+	}
+	snap, err := d.Controller.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{SourceVolumeId: handle, Name: "after-upgrade"})
+	if err != nil || !snap.Snapshot.ReadyToUse || snap.Snapshot.SourceVolumeId != handle {
+		t.Fatalf("CreateSnapshot of the adopted PV on 1.37: %v", err)
+	}
+	if _, err := d.Controller.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: snap.Snapshot.SnapshotId}); err != nil {
+		t.Errorf("DeleteSnapshot: %v", err)
 	}
 	if t.Failed() {
 		t.Logf("kube-controller-manager:\n%s", srv.Logs("kube-controller-manager"))
