@@ -92,8 +92,8 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 	c, d := cephEnv(t)
 	j := &journey{t: t, c: c, d: d, pool: "kube.journey", ctx: context.Background(), plugin: map[string]*testenv.NodePlugin{}, ran: map[string]bool{}}
 	createPool(t, c, j.pool)
-	rbdImage, leftImage, staticImage := "kubernetes-dynamic-pvc-"+NewUUID(), "kubernetes-dynamic-pvc-"+NewUUID(), "static-"+NewUUID()
-	for _, img := range []string{rbdImage, leftImage, staticImage} {
+	rbdImage, leftImage, staticImage, inlineImage := "kubernetes-dynamic-pvc-"+NewUUID(), "kubernetes-dynamic-pvc-"+NewUUID(), "static-"+NewUUID(), "inline-"+NewUUID()
+	for _, img := range []string{rbdImage, leftImage, staticImage, inlineImage} {
 		if _, err := c.RBD(callCtx(t), "create", "--size", "64M", "--image-feature", "layering", j.pool+"/"+img); err != nil {
 			t.Fatal(err)
 		}
@@ -115,6 +115,14 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 	for _, p := range []struct{ name, claim string }{{"rbd-app", "rbd-data"}, {"fs-app", "fs-data"}, {"left-app", "left-data"}} {
 		j.runPod(p.name, jNode1, p.claim)
 	}
+	// A pod with an inline RBD volume (the kubelet migrates it as CSI).
+	inline := testenv.PodOn(jNS, "inline-app", jNode1, "")
+	inline.Spec.Volumes[0].VolumeSource = v1.VolumeSource{RBD: &v1.RBDVolumeSource{CephMonitors: []string{MonitorV1}, RBDPool: j.pool, RBDImage: inlineImage,
+		RadosUser: "admin", FSType: "ext4", SecretRef: &v1.LocalObjectReference{Name: "ceph-admin"}}}
+	if _, err := j.cs.CoreV1().Pods(jNS).Create(j.ctx, inline, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitPodRunning(t, j.cs, jNS, inline.Name, 90*time.Second)
 
 	// dump, then plan, as the README says.
 	dump := j.csimigrate(0, "dump", "-kubeconfig", j.kc)
@@ -135,6 +143,11 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 			t.Errorf("the plan does not name fs-app as using %s: %+v", jCephFS, v)
 		}
 	}
+	// A pod's volumes cannot change: the plan says to move it, with the
+	// claim of its translation.
+	if len(p.InlineVolumes) != 1 || p.InlineVolumes[0].Workload != "Pod "+jNS+"/inline-app" || p.InlineVolumes[0].Claim != "inline-app-data" {
+		t.Errorf("the plan's inline volumes: %+v", p.InlineVolumes)
+	}
 	kept := false
 	for _, s := range p.StorageClasses {
 		kept = kept || (s.Name == jClass && s.Kept != nil && s.Source != nil && s.Source.Provisioner == plugin.RBDDriverName)
@@ -150,6 +163,7 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 	// (-source-changed), the rewrite online under the RBD pod. The PV
 	// jLeft is not named: the negative control.
 	j.createSecrets(p.Secrets)
+	inlinePV := j.moveInline("inline-app")
 	j.deletePod("fs-app")
 	if review := j.csimigrate(0, "rewrite", "-f", j.file, "-source-changed", "storageclass/"+jClass); !strings.Contains(review, jCephFS) {
 		t.Errorf("the review has no step of %s:\n%s", jCephFS, review)
@@ -183,6 +197,7 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 		waitBound(t, j.cs, jNS, claim, pv)
 	}
 	testenv.WaitPodRunning(t, j.cs, jNS, "rbd-app", 90*time.Second)
+	testenv.WaitPodRunning(t, j.cs, jNS, "inline-app", 90*time.Second)
 	testenv.CheckAttachments(t, j.cs)
 	// The negative control: the in-tree PV's pod cannot start (its
 	// containers never become ready: the kubelet finds no plugin for the
@@ -193,7 +208,7 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 	// Nothing but the negative control is an error of the new control
 	// plane or kubelets.
 	for _, log := range []string{"kube-controller-manager", "hollow-node-" + jNode1, "hollow-node-" + jNode2} {
-		testenv.NoErrorsAbout(t, j.srv.LogPath(log), jRBD, jCephFS, jAdopt, jStatic, "rbd-data", "fs-data", "adopt-data", "static-data")
+		testenv.NoErrorsAbout(t, j.srv.LogPath(log), jRBD, jCephFS, jAdopt, jStatic, inlinePV, "rbd-data", "fs-data", "adopt-data", "static-data", "inline-app-data")
 	}
 	after := j.plan("-live", "-kubeconfig", j.kc, "-kubernetes-version", "1.37")
 	if steps := strings.Join(after.FeatureGates, "\n"); !strings.Contains(steps, "they do not mount until then") {
@@ -440,6 +455,56 @@ func (j *journey) create(images map[string]string, fsKey string) {
 		})
 		waitBound(t, j.cs, jNS, v.claim, v.pv.Name)
 	}
+}
+
+// moveInline moves the pod's inline volume to a PV as the plan says:
+// `translate` prints the CSI PV, the claim bound to it and the pod using the
+// claim; the pod is deleted and the three created (a pod's volumes cannot
+// change in place). It returns the PV's name, once the new pod runs.
+func (j *journey) moveInline(pod string) string {
+	t := j.t
+	out := j.csimigrate(0, "translate", "-f", j.file, "-o", "json")
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("translate -o json: %v\n%s", err, out)
+	}
+	var pv *v1.PersistentVolume
+	var claim *v1.PersistentVolumeClaim
+	var moved *v1.Pod
+	for _, item := range list.Items {
+		var meta metav1.TypeMeta
+		if json.Unmarshal(item, &meta) != nil {
+			continue
+		}
+		switch meta.Kind {
+		case "PersistentVolume":
+			var p v1.PersistentVolume
+			if json.Unmarshal(item, &p) == nil && p.Annotations["csimigrate.io/inline-volume-of"] != "" {
+				pv = &p
+			}
+		case "PersistentVolumeClaim":
+			claim = &v1.PersistentVolumeClaim{}
+			_ = json.Unmarshal(item, claim)
+		case "Pod":
+			moved = &v1.Pod{}
+			_ = json.Unmarshal(item, moved)
+		}
+	}
+	if pv == nil || claim == nil || moved == nil || moved.Name != pod || moved.Spec.Volumes[0].PersistentVolumeClaim == nil {
+		t.Fatalf("translate printed no move of %s's inline volume:\n%s", pod, out)
+	}
+	j.deletePod(pod)
+	mustCreate(t, func() error { _, err := j.cs.CoreV1().PersistentVolumes().Create(j.ctx, pv, metav1.CreateOptions{}); return err })
+	mustCreate(t, func() error {
+		_, err := j.cs.CoreV1().PersistentVolumeClaims(claim.Namespace).Create(j.ctx, claim, metav1.CreateOptions{})
+		return err
+	})
+	waitBound(t, j.cs, claim.Namespace, claim.Name, pv.Name)
+	mustCreate(t, func() error { _, err := j.cs.CoreV1().Pods(moved.Namespace).Create(j.ctx, moved, metav1.CreateOptions{}); return err })
+	testenv.WaitPodRunning(t, j.cs, moved.Namespace, moved.Name, 90*time.Second)
+	return pv.Name
 }
 
 // createSecrets creates the Secrets the plan says to create, as an admin
