@@ -496,13 +496,19 @@ func (j *journey) moveInline(pod string) string {
 		t.Fatalf("translate printed no move of %s's inline volume:\n%s", pod, out)
 	}
 	j.deletePod(pod)
-	mustCreate(t, func() error { _, err := j.cs.CoreV1().PersistentVolumes().Create(j.ctx, pv, metav1.CreateOptions{}); return err })
+	mustCreate(t, func() error {
+		_, err := j.cs.CoreV1().PersistentVolumes().Create(j.ctx, pv, metav1.CreateOptions{})
+		return err
+	})
 	mustCreate(t, func() error {
 		_, err := j.cs.CoreV1().PersistentVolumeClaims(claim.Namespace).Create(j.ctx, claim, metav1.CreateOptions{})
 		return err
 	})
 	waitBound(t, j.cs, claim.Namespace, claim.Name, pv.Name)
-	mustCreate(t, func() error { _, err := j.cs.CoreV1().Pods(moved.Namespace).Create(j.ctx, moved, metav1.CreateOptions{}); return err })
+	mustCreate(t, func() error {
+		_, err := j.cs.CoreV1().Pods(moved.Namespace).Create(j.ctx, moved, metav1.CreateOptions{})
+		return err
+	})
 	testenv.WaitPodRunning(t, j.cs, moved.Namespace, moved.Name, 90*time.Second)
 	return pv.Name
 }
