@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/plugin"
@@ -86,20 +87,8 @@ func TestCephCSIOperatorRendersPlanEntry(t *testing.T) {
 	poll(t, 60*time.Second, "Rook's entry rendered", func() (bool, string) { return rendered("rook-ceph") })
 
 	// An in-tree RBD PV of an image of the real cluster, with its secret.
-	pool, image := "operator", "kubernetes-dynamic-pvc-"+NewUUID()
-	createPool(t, cl, pool)
-	if _, err := cl.RBD(callCtx(t), "create", "--size", "64M", pool+"/"+image); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.CoreV1().Secrets("default").Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ceph-admin", Namespace: "default"},
-		Type: "kubernetes.io/rbd", Data: map[string][]byte{"key": []byte(cl.AdminKey)}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pv := inTreeRBDPV("pv-operator", rbdCase{Monitors: []string{MonitorV1}, Pool: pool, Image: image}, "admin", "ceph-admin")
-	pv.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
-	if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	pool := "operator"
+	pv, image := imagePV(t, cl, c, pool, "pv-operator")
 	type planOut struct {
 		Volumes []struct {
 			Name, Plugin string
@@ -234,6 +223,29 @@ func operatorEnv(t *testing.T) (string, *Cluster, *Drivers, *testenv.Server, str
 	return dir, cl, d, srv, kc, dyn
 }
 
+// imagePV makes pool with a 64 MiB image, the admin's Secret ceph-admin in
+// namespace default, and an in-tree RBD PV name of the image (Retain), and
+// returns the PV and the image's name.
+func imagePV(t *testing.T, cl *Cluster, c kubernetes.Interface, pool, name string) (*v1.PersistentVolume, string) {
+	t.Helper()
+	ctx := context.Background()
+	image := "kubernetes-dynamic-pvc-" + NewUUID()
+	createPool(t, cl, pool)
+	if _, err := cl.RBD(callCtx(t), "create", "--size", "64M", pool+"/"+image); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Secrets("default").Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ceph-admin", Namespace: "default"},
+		Type: "kubernetes.io/rbd", Data: map[string][]byte{"key": []byte(cl.AdminKey)}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pv := inTreeRBDPV(name, rbdCase{Monitors: []string{MonitorV1}, Pool: pool, Image: image}, "admin", "ceph-admin")
+	pv.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
+	if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return pv, image
+}
+
 // create creates an object of the operator's API.
 func create(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, ns, name string, spec map[string]any) {
 	t.Helper()
@@ -282,20 +294,8 @@ func TestCephCSIOperatorInstallFromPlan(t *testing.T) {
 	if err := c.CoreV1().ConfigMaps("ceph-csi").Delete(ctx, "ceph-csi-config", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pool, image := "operator-install", "kubernetes-dynamic-pvc-"+NewUUID()
-	createPool(t, cl, pool)
-	if _, err := cl.RBD(callCtx(t), "create", "--size", "64M", pool+"/"+image); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.CoreV1().Secrets("default").Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ceph-admin", Namespace: "default"},
-		Type: "kubernetes.io/rbd", Data: map[string][]byte{"key": []byte(cl.AdminKey)}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pv := inTreeRBDPV("pv-install", rbdCase{Monitors: []string{MonitorV1}, Pool: pool, Image: image}, "admin", "ceph-admin")
-	pv.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
-	if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	pool := "operator-install"
+	pv, image := imagePV(t, cl, c, pool, "pv-install")
 	id := ceph.EntryFor([]string{MonitorV1}).ClusterID
 	type planOut struct {
 		Volumes []struct {

@@ -7,20 +7,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 
-	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/rewrite"
-	"github.com/csimigrate/csimigrate/translate"
 )
 
 // syncCase is one table case of a PV's syncs, as external-snapshotter's
@@ -46,30 +40,10 @@ type syncCase struct {
 func syncTest(t *testing.T, tc syncCase) (*Controller, *record.FakeRecorder, *fake.Clientset) {
 	t.Helper()
 	client := fake.NewSimpleClientset(tc.initial...)
-	tr, err := translate.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{StatusResource: "CSIMigrationList"})
-	rec := record.NewFakeRecorder(100)
-	m, err := NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	o := tc.opts
 	o.Recheck = time.Minute
-	_, lease, err := apply.HoldLease(ctx, client, apply.DefaultStateNamespace, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lease.Release(context.Background()) })
-	o.Writer.Lease = lease
-	c, err := New(client, dyn, tr, klog.Background().V(100), rec, m, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, rec, _ := newForTest(t, ctx, client, o)
 	stop, err := c.startInformers(ctx)
 	t.Cleanup(func() { cancel(); stop() })
 	if err != nil {

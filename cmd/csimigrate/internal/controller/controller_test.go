@@ -66,6 +66,23 @@ func start(t *testing.T, o Options, objs ...runtime.Object) *fixture {
 
 func startWith(t *testing.T, client *fake.Clientset, o Options) *fixture {
 	t.Helper()
+	if o.Recheck == 0 {
+		o.Recheck = 50 * time.Millisecond
+	}
+	o.StatusEvery = 50 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	c, rec, m := newForTest(t, ctx, client, o)
+	f := &fixture{client: client, rec: rec, m: m, c: c, cancel: cancel, done: make(chan error, 1)}
+	go func() { f.done <- c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-f.done })
+	return f
+}
+
+// newForTest builds a controller on client with the options, holding the
+// writer Lease (as the command's leader election takes it) unless o has
+// one, with a fake recorder and metrics of its own.
+func newForTest(t *testing.T, ctx context.Context, client *fake.Clientset, o Options) (*Controller, *record.FakeRecorder, *Metrics) {
+	t.Helper()
 	tr, err := translate.New()
 	if err != nil {
 		t.Fatal(err)
@@ -77,11 +94,6 @@ func startWith(t *testing.T, client *fake.Clientset, o Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Recheck == 0 {
-		o.Recheck = 50 * time.Millisecond
-	}
-	o.StatusEvery = 50 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
 	if o.Writer.Lease == nil {
 		// The writer Lease, as the command's leader election takes it.
 		_, lease, err := apply.HoldLease(ctx, client, apply.DefaultStateNamespace, time.Second)
@@ -95,10 +107,7 @@ func startWith(t *testing.T, client *fake.Clientset, o Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{client: client, rec: rec, m: m, c: c, cancel: cancel, done: make(chan error, 1)}
-	go func() { f.done <- c.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-f.done })
-	return f
+	return c, rec, m
 }
 
 // events drains the Events recorded so far.
