@@ -35,16 +35,15 @@ import (
 
 // journey is one cluster's state through TestCephJourneyUpgrade130To137.
 type journey struct {
-	t      *testing.T
-	c      *Cluster
-	d      *Drivers
-	srv    *testenv.Server
-	cs     kubernetes.Interface
-	kc     string
-	pool   string
-	ctx    context.Context
-	logs   bytes.Buffer
-	plugin map[string]*testenv.NodePlugin // by node/driver
+	t    *testing.T
+	c    *Cluster
+	d    *Drivers
+	srv  *testenv.Server
+	cs   kubernetes.Interface
+	kc   string
+	pool string
+	ctx  context.Context
+	logs bytes.Buffer
 	// file is the dump's path; ran are the commands run, as
 	// docs/upgrade.md words them (record).
 	file string
@@ -90,7 +89,7 @@ const (
 // and rewriting it then (its pod stopped) lets a new pod run.
 func TestCephJourneyUpgrade130To137(t *testing.T) {
 	c, d := cephEnv(t)
-	j := &journey{t: t, c: c, d: d, pool: "kube.journey", ctx: context.Background(), plugin: map[string]*testenv.NodePlugin{}, ran: map[string]bool{}}
+	j := &journey{t: t, c: c, d: d, pool: "kube.journey", ctx: context.Background(), ran: map[string]bool{}}
 	createPool(t, c, j.pool)
 	rbdImage, leftImage, staticImage, inlineImage := "kubernetes-dynamic-pvc-"+NewUUID(), "kubernetes-dynamic-pvc-"+NewUUID(), "static-"+NewUUID(), "inline-"+NewUUID()
 	for _, img := range []string{rbdImage, leftImage, staticImage, inlineImage} {
@@ -321,7 +320,7 @@ func (j *journey) startComponents(gates string, nodes ...string) {
 			t.Fatal(err)
 		}
 		for _, drv := range []string{plugin.RBDDriverName, plugin.CephFSDriverName} {
-			j.plugin[n+"/"+drv] = testenv.StartNodePlugin(t, root, drv, n)
+			testenv.StartNodePlugin(t, root, drv, n)
 		}
 	}
 }

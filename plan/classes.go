@@ -94,11 +94,11 @@ func (p *Planner) classBlocked(name, why string) {
 // class as their source should hold it, and blocks it while they have not
 // been told.
 func (p *Planner) keptClass(sp *StorageClassPlan, sc *storagev1.StorageClass) {
-	f := p.keptFinding("StorageClass", sc)
+	f, keepers := p.keptFinding("StorageClass", sc)
 	if f == nil {
 		return
 	}
-	sp.KeptBy, sp.Kept = rewrite.KeepersOf(sc), f
+	sp.KeptBy, sp.Kept = keepers, f
 	if sp.Migratable {
 		if r, err := rewrite.ClassReplacement(p.tr, p.logger, sc); err == nil {
 			sp.Source = rewrite.SourceClass(r)

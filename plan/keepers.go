@@ -8,17 +8,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// keptFinding is the finding for the keepers of o, a kind's object, or nil
-// when nothing keeps it.
-func (p *Planner) keptFinding(kind string, o metav1.Object) *plugin.Finding {
+// keptFinding is the finding for the keepers of o, a kind's object, with
+// the keepers; nil when nothing keeps it (most objects: their metadata is
+// read once, nothing else is built).
+func (p *Planner) keptFinding(kind string, o metav1.Object) (*plugin.Finding, []rewrite.Keeper) {
 	keepers := rewrite.KeepersOf(o)
 	if len(keepers) == 0 {
-		return nil
+		return nil, nil
 	}
 	changed := p.opts.SourceChanged.Has(kind, o.GetNamespace(), o.GetName())
 	if err := rewrite.KeptRefusal(kind, o, changed); err != nil {
 		return &plugin.Finding{Code: FindingKeptByReconciler, Severity: plugin.SeverityBlocker, Field: "metadata",
-			Message: "the rewrite would refuse it: " + reasonOf(err), Remedy: remedyOf(err), Action: actionOf(err), ActsOn: actsOnOf(err)}
+			Message: "the rewrite would refuse it: " + reasonOf(err), Remedy: remedyOf(err), Action: actionOf(err), ActsOn: actsOnOf(err)}, keepers
 	}
 	var by, where []string
 	for _, k := range keepers {
@@ -33,5 +34,5 @@ func (p *Planner) keptFinding(kind string, o metav1.Object) *plugin.Finding {
 	} else {
 		msg += ": its source is said to have changed"
 	}
-	return &plugin.Finding{Code: FindingKeptByReconciler, Severity: plugin.SeverityWarning, Field: "metadata", Message: p.intern(msg), Remedy: p.intern(remedy)}
+	return &plugin.Finding{Code: FindingKeptByReconciler, Severity: plugin.SeverityWarning, Field: "metadata", Message: p.intern(msg), Remedy: p.intern(remedy)}, keepers
 }

@@ -63,18 +63,22 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 	if why := p.rewriteRefusal(pv); why != nil {
 		vp.Findings = append(vp.Findings, *why)
 	}
+	// Its keepers, before the replacement, which gives them the form to
+	// hold; the finding after it, so that it does not keep the
+	// replacement from being built.
+	kept, keepers := p.keptFinding("PersistentVolume", pv)
+	vp.KeptBy = keepers
 	p.needs(pv, out, err, idx)
 	if err == nil && !slices.ContainsFunc(vp.Findings, func(f plugin.Finding) bool { return f.Severity == plugin.SeverityBlocker }) {
 		// The replacement is built from out and the findings, not translated again.
-		changes, source := p.rewriteChanges(pv, out, checked, idx)
+		changes, r := p.rewriteChanges(pv, out, checked, idx)
 		vp.Findings = append(vp.Findings, changes...)
-		vp.Source = source
+		if r != nil && len(vp.KeptBy) > 0 {
+			vp.Source = r.Source()
+		}
 	}
-	if f := p.keptFinding("PersistentVolume", pv); f != nil {
-		vp.KeptBy = rewrite.KeepersOf(pv)
-		vp.Findings = append(vp.Findings, *f)
-	} else {
-		vp.Source = nil
+	if kept != nil {
+		vp.Findings = append(vp.Findings, *kept)
 	}
 	for _, f := range vp.Findings {
 		if f.Severity == plugin.SeverityBlocker {
@@ -134,10 +138,10 @@ const (
 
 // rewriteChanges are the findings for what the rewrite changes beyond the
 // translated source (a reclaim policy kept at Retain), with the replacement
-// as a source that keeps the PV should hold it (rewrite.PV.Source).
+// (nil when the rewrite would refuse the PV).
 // out is pv's translation and checked its findings (rewrite -apply's
 // replacement is built from them, not translated again).
-func (p *Planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.Finding, idx int) ([]plugin.Finding, *v1.PersistentVolume) {
+func (p *Planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.Finding, idx int) ([]plugin.Finding, *rewrite.PV) {
 	var pvc *v1.PersistentVolumeClaim
 	if c := pv.Spec.ClaimRef; c != nil {
 		pvc = p.claims[claimKey(c.Namespace, c.Name)]
@@ -160,7 +164,7 @@ func (p *Planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.
 			Message: p.intern("the rewritten PV's " + change), Remedy: "nothing to do if the volume's pods run on one node at a time; otherwise keep the PV in-tree and move its data to a volume of a driver that serves those modes"})
 	}
 	if r.KeptRetain() == "" {
-		return found, r.Source()
+		return found, &r
 	}
 	msg := strings.Join(r.KeptWhy, "; ")
 	remedy := "delete the volume by hand when it is released"
@@ -169,7 +173,7 @@ func (p *Planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.
 	}
 	return append(found, plugin.Finding{Code: FindingReclaimKept, Severity: plugin.SeverityWarning, Field: "spec.persistentVolumeReclaimPolicy",
 		Message: p.intern(fmt.Sprintf("the rewritten PV keeps reclaim policy %s instead of %s: %s", r.RestorePolicy, r.OriginalPolicy, msg)),
-		Remedy:  p.intern(remedy)}), r.Source()
+		Remedy:  p.intern(remedy)}), &r
 }
 
 // reasonOf is the reason of a rewrite refusal, without its remedy.
