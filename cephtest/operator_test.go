@@ -89,30 +89,8 @@ func TestCephCSIOperatorRendersPlanEntry(t *testing.T) {
 	// An in-tree RBD PV of an image of the real cluster, with its secret.
 	pool := "operator"
 	pv, image := imagePV(t, cl, c, pool, "pv-operator")
-	type planOut struct {
-		Volumes []struct {
-			Name, Plugin string
-			Migratable   bool
-			Findings     []struct{ Code string }
-		}
-		Config []struct {
-			Deployment, Namespace string
-			Missing               []ceph.ClusterEntry
-			Objects               []map[string]any
-		} `json:"cephCSIConfig"`
-	}
-	plan := func() planOut {
-		out, stderr, code := runCsimigrate(t, "plan", "-live", "-kubeconfig", kc, "-o", "json")
-		if code != 0 && code != 1 {
-			t.Fatalf("plan -live: exit %d: %s", code, stderr)
-		}
-		var p planOut
-		if err := json.Unmarshal(out, &p); err != nil {
-			t.Fatalf("plan output: %v\n%s", err, out)
-		}
-		return p
-	}
-	rbdFindings := func(p planOut) string {
+	plan := func() operatorPlan { return livePlan(t, kc) }
+	rbdFindings := func(p operatorPlan) string {
 		var codes []string
 		for _, v := range p.Volumes {
 			if v.Plugin == "kubernetes.io/rbd" {
@@ -223,6 +201,37 @@ func operatorEnv(t *testing.T) (string, *Cluster, *Drivers, *testenv.Server, str
 	return dir, cl, d, srv, kc, dyn
 }
 
+// operatorPlan is what the operator tests read of `csimigrate plan -o json`.
+type operatorPlan struct {
+	Volumes []struct {
+		Name, Plugin string
+		Migratable   bool
+		Findings     []struct{ Code, Message string }
+	}
+	Config []struct {
+		Deployment, Namespace string
+		Install               bool
+		Missing, Entries      []ceph.ClusterEntry
+		Served                []string
+		Objects               []map[string]any
+	} `json:"cephCSIConfig"`
+}
+
+// livePlan is `csimigrate plan -live` on the cluster of kubeconfig kc
+// (exit 1, something blocks, is a plan too).
+func livePlan(t *testing.T, kc string) operatorPlan {
+	t.Helper()
+	out, stderr, code := runCsimigrate(t, "plan", "-live", "-kubeconfig", kc, "-o", "json")
+	if code != 0 && code != 1 {
+		t.Fatalf("plan -live: exit %d: %s", code, stderr)
+	}
+	var p operatorPlan
+	if err := json.Unmarshal(out, &p); err != nil {
+		t.Fatalf("plan output: %v\n%s", err, out)
+	}
+	return p
+}
+
 // imagePV makes pool with a 64 MiB image, the admin's Secret ceph-admin in
 // namespace default, and an in-tree RBD PV name of the image (Retain), and
 // returns the PV and the image's name.
@@ -297,31 +306,7 @@ func TestCephCSIOperatorInstallFromPlan(t *testing.T) {
 	pool := "operator-install"
 	pv, image := imagePV(t, cl, c, pool, "pv-install")
 	id := ceph.EntryFor([]string{MonitorV1}).ClusterID
-	type planOut struct {
-		Volumes []struct {
-			Name       string
-			Migratable bool
-			Findings   []struct{ Code, Message string }
-		}
-		Config []struct {
-			Deployment, Namespace string
-			Install               bool
-			Missing, Entries      []ceph.ClusterEntry
-			Served                []string
-			Objects               []map[string]any
-		} `json:"cephCSIConfig"`
-	}
-	plan := func() planOut {
-		out, stderr, code := runCsimigrate(t, "plan", "-live", "-kubeconfig", kc, "-o", "json")
-		if code != 0 && code != 1 {
-			t.Fatalf("plan -live: exit %d: %s", code, stderr)
-		}
-		var p planOut
-		if err := json.Unmarshal(out, &p); err != nil {
-			t.Fatalf("plan output: %v\n%s", err, out)
-		}
-		return p
-	}
+	plan := func() operatorPlan { return livePlan(t, kc) }
 	before := plan()
 	if len(before.Config) != 1 || !before.Config[0].Install || before.Config[0].Namespace != "ceph-csi-operator-system" {
 		t.Fatalf("the plan without Ceph CSI: %+v", before.Config)
