@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -81,37 +82,31 @@ func (a *Writer) checkAdopt(ctx context.Context, cur *v1.PersistentVolume) (*che
 	if c.repl, c.kept, err = a.buildAdopt(cur, c); err != nil {
 		return nil, asRefusal(err)
 	}
-	a.note("pv/"+cur.Name, ad.summary(c.repl))
+	a.note(rewrite.PVRef(cur.Name), ad.summary(c.repl))
 	return c, nil
 }
 
 // buildAdopt is the adopted form of a CSI PV with a migration handle, as it
-// is now (its reclaim policy recorded by step 1 is restored last, or kept
-// at Retain where Ceph CSI's delete would not remove exactly its image).
+// is now (adoptedForm: its reclaim policy recorded by step 1 is restored
+// last, or kept at Retain where Ceph CSI's delete would not remove exactly
+// its volume).
 func (a *Writer) buildAdopt(cur *v1.PersistentVolume, c *checks) (*v1.PersistentVolume, string, error) {
-	ad := c.adoption
-	d, err := a.decide(forCreate(cur), ad)
-	if err != nil {
-		return nil, "", err
+	orig := cur.Annotations[rewrite.AnnReclaimPolicy]
+	if orig == "" {
+		orig = string(cur.Spec.PersistentVolumeReclaimPolicy)
 	}
-	if d.Form != adopt.FormNative || d.PV == nil {
+	out, kept, d, err := a.adoptedForm(forCreate(cur), orig, "", c.adoption)
+	switch {
+	case err != nil:
+		return nil, "", err
+	case c.adoption == nil:
+		return nil, "", errors.New("not adoptable: no Ceph access was given to adopt it")
+	case c.adoption.why != "":
+		return nil, "", errors.New("not adoptable: " + c.adoption.why)
+	case d.Form != adopt.FormNative || d.PV == nil:
 		return nil, "", fmt.Errorf("not adoptable: %s", strings.Join(d.Why, "; "))
 	}
-	out := d.PV
 	out.Annotations[adopt.AnnAdoptedCSI] = "true"
-	kept := ""
-	if d.KeepRetain != "" {
-		orig := out.Annotations[rewrite.AnnReclaimPolicy]
-		if orig == "" {
-			orig = string(cur.Spec.PersistentVolumeReclaimPolicy)
-		}
-		if _, recorded := out.Annotations[rewrite.AnnReclaimPolicy]; recorded {
-			out.Annotations[rewrite.AnnReclaimPolicy] = string(v1.PersistentVolumeReclaimRetain)
-		}
-		if orig != string(v1.PersistentVolumeReclaimRetain) {
-			kept = fmt.Sprintf("reclaim policy Retain, not %s: %s", orig, d.KeepRetain)
-		}
-	}
 	return out, kept, nil
 }
 

@@ -340,35 +340,47 @@ func (ad *adoption) summary(repl *v1.PersistentVolume) string {
 	return s
 }
 
-// adopted is the replacement for an adoption: the native PV, and why it
-// keeps Retain (kept joined with the adoption's reason); repl as it is when
-// the volume keeps its migration handle.
-func (a *Writer) adopted(repl *v1.PersistentVolume, kept string, ad *adoption) (*v1.PersistentVolume, string, error) {
+// adoptedForm is pv, a migrated form (the rewrite's CSI form of an in-tree
+// PV, or a live CSI PV with a migration handle), as the adoption ad decides
+// it: the driver's own volume when d says native (d.PV), pv itself
+// otherwise. An adopted volume that Ceph CSI's delete would not remove
+// exactly keeps reclaim policy Retain: the policy recorded to restore
+// becomes Retain, and kept, which says why pv already keeps Retain instead
+// of orig (the policy before the first step), gets the adoption's reason.
+// Both directions that adopt build their replacement here.
+func (a *Writer) adoptedForm(pv *v1.PersistentVolume, orig, kept string, ad *adoption) (out *v1.PersistentVolume, keptWhy string, d adopt.Decision, err error) {
 	if ad == nil || ad.why != "" {
-		return repl, kept, nil
+		return pv, kept, d, nil
 	}
-	d, err := a.decide(repl, ad)
-	if err != nil {
-		return nil, "", err
+	if d, err = a.decide(pv, ad); err != nil {
+		return nil, "", d, err
 	}
 	if d.Form != adopt.FormNative || d.PV == nil {
-		return repl, kept, nil
+		return pv, kept, d, nil
 	}
-	out := d.PV
+	out = d.PV
 	if d.KeepRetain != "" {
-		// The adoption's reason joins the rewrite's own (repl was built
-		// without the migration handle's hazard: the journal names the
-		// image, not the handle).
-		out.Annotations[rewrite.AnnReclaimPolicy] = string(v1.PersistentVolumeReclaimRetain)
-		if orig := repl.Annotations[rewrite.AnnPreRewritePolicy]; orig != "" && orig != string(v1.PersistentVolumeReclaimRetain) {
-			if kept == "" {
-				kept = fmt.Sprintf("reclaim policy Retain, not %s: %s", orig, d.KeepRetain)
-			} else {
-				kept += "; " + d.KeepRetain
-			}
+		if _, recorded := out.Annotations[rewrite.AnnReclaimPolicy]; recorded {
+			out.Annotations[rewrite.AnnReclaimPolicy] = string(v1.PersistentVolumeReclaimRetain)
+		}
+		switch {
+		case orig == "" || orig == string(v1.PersistentVolumeReclaimRetain):
+		case kept == "":
+			kept = fmt.Sprintf("reclaim policy Retain, not %s: %s", orig, d.KeepRetain)
+		default:
+			kept += "; " + d.KeepRetain
 		}
 	}
-	return out, kept, nil
+	return out, kept, d, nil
+}
+
+// adopted is the rewrite's replacement r of an in-tree PV in the form the
+// adoption ad decides (adoptedForm), with why it keeps Retain.
+func (a *Writer) adopted(r rewrite.PV, ad *adoption) (*v1.PersistentVolume, string, error) {
+	// r was built without the migration handle's hazard where the
+	// adoption is native (the journal names the image, not the handle).
+	out, kept, _, err := a.adoptedForm(r.CSI, r.CSI.Annotations[rewrite.AnnPreRewritePolicy], r.KeptRetain(), ad)
+	return out, kept, err
 }
 
 // journalFree says why the journal entry d would write is taken ("" when

@@ -36,7 +36,7 @@ type classRun struct {
 
 func (a *Writer) newClassRun(t Target) *classRun { return &classRun{a: a, t: t} }
 
-func (r *classRun) obj() string { return "storageclass/" + r.t.Name }
+func (r *classRun) obj() rewrite.ObjectRef { return rewrite.ClassRef(r.t.Name) }
 
 func (r *classRun) where() string { return r.a.stateNS + "/" + ClassStateName(r.t.Name) }
 
@@ -46,7 +46,7 @@ func (a *Writer) isSourceClass(sc *storagev1.StorageClass) bool { return a.IsSou
 
 // isTargetClass reports whether a class is what the direction creates.
 func (a *Writer) isTargetClass(sc *storagev1.StorageClass) bool {
-	return rewrite.ClassKindOf(a.tr, sc) == a.Direction().target
+	return rewrite.ClassKindOf(a.tr, sc) == a.dir.of().target
 }
 
 // observe reads the class and its state and verifies that the state
@@ -79,8 +79,8 @@ func (r *classRun) loadState() error {
 		return fmt.Errorf("ConfigMap %s does not hold a replacement for StorageClass %s; nothing is created from it", r.where(), r.t.Name)
 	case r.t.UID != "" && s.UID != r.t.UID:
 		return fmt.Errorf("ConfigMap %s was saved for uid %s, the reviewed StorageClass has uid %s; nothing is created from it", r.where(), s.UID, r.t.UID)
-	case s.Undo != r.a.undo:
-		return &InProgressError{ConfigMap: r.where(), Object: r.obj(), Run: directionOf(s.Undo)}
+	case s.Undo != r.a.dir.IsUndo():
+		return &InProgressError{ConfigMap: r.where(), Object: r.obj(), Run: directionNamed("", s.Undo)}
 	}
 	r.state = s
 	return nil
@@ -98,7 +98,7 @@ func (r *classRun) verify() error {
 			return fmt.Errorf("StorageClass %s has provisioner %s, ConfigMap %s saved %s; not touching either", name, cur.Provisioner, r.where(), s.Replacement.Provisioner)
 		}
 		return nil
-	case !r.a.isSourceClass(cur) && r.a.undo:
+	case !r.a.isSourceClass(cur) && r.a.dir.IsUndo():
 		return refuse(rewrite.CodeNotInScope, "provisioner %s: not a StorageClass csimigrate created", cur.Provisioner)
 	case !r.a.isSourceClass(cur):
 		return refuse(rewrite.CodeNotInScope, "provisioner %s is not an in-tree plugin csimigrate translates", cur.Provisioner)
@@ -127,7 +127,7 @@ func (a *Writer) classChecks(ctx context.Context, cur *storagev1.StorageClass) (
 	if err := a.keptRefusal("StorageClass", cur); err != nil {
 		return nil, err
 	}
-	if a.undo {
+	if a.dir.IsUndo() {
 		repl, err := rewrite.ClassUndoReplacement(cur)
 		if err != nil {
 			return nil, asRefusal(err)
@@ -142,11 +142,11 @@ func (a *Writer) classChecks(ctx context.Context, cur *storagev1.StorageClass) (
 }
 
 func (r *classRun) saySave() string {
-	return "save the " + r.a.Direction().targetWord + " replacement in ConfigMap " + r.where()
+	return "save the " + r.a.dir.of().targetWord + " replacement in ConfigMap " + r.where()
 }
 
 func (r *classRun) save(ctx context.Context) error {
-	s := scState{StorageClass: r.t.Name, Undo: r.a.undo, UID: r.cur.UID, ResourceVersion: r.cur.ResourceVersion, Replacement: r.repl}
+	s := scState{StorageClass: r.t.Name, Undo: r.a.dir.IsUndo(), UID: r.cur.UID, ResourceVersion: r.cur.ResourceVersion, Replacement: r.repl}
 	if _, err := r.a.writeState(ctx, ClassStateName(r.t.Name), stateLabelSC, r.t.Name, &s); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -158,7 +158,7 @@ func (r *classRun) save(ctx context.Context) error {
 func (r *classRun) deleted() bool { return r.cur == nil || !r.a.isSourceClass(r.cur) }
 
 func (r *classRun) sayDelete() string {
-	return "delete the " + r.a.Direction().sourceWord + " StorageClass (its PVs are not affected)"
+	return "delete the " + r.a.dir.of().sourceWord + " StorageClass (its PVs are not affected)"
 }
 
 func (r *classRun) delete(ctx context.Context) error {
@@ -175,7 +175,7 @@ func (r *classRun) delete(ctx context.Context) error {
 func (r *classRun) created() bool { return r.cur != nil }
 
 func (r *classRun) sayCreate() string {
-	return "create the " + r.a.Direction().targetWord + " StorageClass (" + r.state.Replacement.Provisioner + ")"
+	return "create the " + r.a.dir.of().targetWord + " StorageClass (" + r.state.Replacement.Provisioner + ")"
 }
 
 func (r *classRun) create(ctx context.Context) error {

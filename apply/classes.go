@@ -57,7 +57,7 @@ func (a *Writer) LiveClassTargets(ctx context.Context) ([]Target, error) {
 func (a *Writer) Classes(ctx context.Context, targets []Target) (Result, error) {
 	var r Result
 	for _, t := range targets {
-		if r.record(a, "storageclass/"+t.Name, runToEnd(ctx, a.Class(t))) {
+		if r.record(a, rewrite.ClassRef(t.Name), runToEnd(ctx, a.Class(t))) {
 			return r, ErrWriteLimit
 		}
 	}
@@ -72,24 +72,24 @@ func (a *Writer) DryRunClasses(ctx context.Context, targets []Target) error {
 	return dryRunEach(targets, func(t Target) []error {
 		cur, err := a.client.StorageV1().StorageClasses().Get(ctx, t.Name, metav1.GetOptions{})
 		if err != nil {
-			return []error{fmt.Errorf("storageclass/%s: %w", t.Name, err)}
+			return []error{&ObjectError{Object: rewrite.ClassRef(t.Name), Err: err}}
 		}
 		if !a.isSourceClass(cur) {
 			return nil
 		}
 		r, err := a.classChecks(ctx, cur)
 		if err != nil {
-			return []error{fmt.Errorf("storageclass/%s: %w", t.Name, err)}
+			return []error{&ObjectError{Object: rewrite.ClassRef(t.Name), Err: err}}
 		}
 		var errs []error
 		if err := a.client.StorageV1().StorageClasses().Delete(ctx, t.Name, metav1.DeleteOptions{DryRun: dry}); err != nil {
-			errs = append(errs, fmt.Errorf("storageclass/%s: delete: %w", t.Name, err))
+			errs = append(errs, &ObjectError{Object: rewrite.ClassRef(t.Name), Err: fmt.Errorf("delete: %w", err)})
 		}
 		r.Name = "csimigrate-dry-run-" + string(cur.UID)
 		if _, err := a.client.StorageV1().StorageClasses().Create(ctx, r, metav1.CreateOptions{DryRun: dry}); err != nil {
-			errs = append(errs, fmt.Errorf("storageclass/%s: create: %w", t.Name, err))
+			errs = append(errs, &ObjectError{Object: rewrite.ClassRef(t.Name), Err: fmt.Errorf("create: %w", err)})
 		} else {
-			a.note("storageclass/"+t.Name, "delete and create as "+r.Provisioner+" would be accepted")
+			a.note(rewrite.ClassRef(t.Name), "delete and create as "+r.Provisioner+" would be accepted")
 		}
 		return errs
 	})

@@ -41,11 +41,17 @@ func startWithControllerManager(t *testing.T, r testenv.Release) (*testenv.Serve
 // textEvents writes the writer's events as lines, for a test's messages.
 type textEvents struct{ w *bytes.Buffer }
 
-func (e textEvents) Writing(obj, what string)  { fmt.Fprintf(e.w, "%s: %s\n", obj, what) }
-func (e textEvents) Noted(obj, what string)    { fmt.Fprintf(e.w, "%s: %s\n", obj, what) }
-func (e textEvents) KeptRetain(pv, why string) { fmt.Fprintf(e.w, "pv/%s: kept at %s\n", pv, why) }
-func (e textEvents) Refused(obj string, r *rewrite.Refusal) {
-	fmt.Fprintf(e.w, "%s: refused, left as it was: %s\n", obj, r.Reason)
+func (e textEvents) Writing(obj rewrite.ObjectRef, what string) {
+	fmt.Fprintf(e.w, "%s: %s\n", obj.Resource(), what)
+}
+func (e textEvents) Noted(obj rewrite.ObjectRef, what string) {
+	fmt.Fprintf(e.w, "%s: %s\n", obj.Resource(), what)
+}
+func (e textEvents) KeptRetain(pv rewrite.ObjectRef, why string) {
+	fmt.Fprintf(e.w, "%s: kept at %s\n", pv.Resource(), why)
+}
+func (e textEvents) Refused(obj rewrite.ObjectRef, r *rewrite.Refusal) {
+	fmt.Fprintf(e.w, "%s: refused, left as it was: %s\n", obj.Resource(), r.Reason)
 }
 
 // newWriter is a writer of the tests (state in kube-system) with the given

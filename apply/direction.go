@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -15,7 +16,7 @@ import (
 // kindOf says what a live PV is, and why it is neither when it is
 // rewrite.KindOther.
 func (a *Writer) kindOf(pv *v1.PersistentVolume) (rewrite.Kind, string) {
-	if a.adopt {
+	if a.dir.AdoptsCSI() {
 		return adoptionKindOf(pv)
 	}
 	return rewrite.KindOf(a.tr, pv)
@@ -64,26 +65,43 @@ func (a *Writer) identity(pv *v1.PersistentVolume) (driver, handle string, err e
 	return pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle, nil
 }
 
-// A Direction is what a Writer's runs replace by what: the rewrite (an
-// in-tree PV by its CSI form), its undo (a CSI PV csimigrate created by the
-// in-tree PV it came from), the adoption of CSI PVs (a migration-handle or
-// static CephFS PV by the driver's own volume) and its undo. Its words are
-// for messages; every direction takes pvSteps.
-type Direction struct {
-	// Undo: the direction gives back what another one made; AdoptCSI:
-	// it adopts CSI PVs, or with Undo gives them their former form back
-	// (Options.AdoptCSI).
-	Undo, AdoptCSI bool
-	// What names a run ("a rewrite"), Done what became of its targets
-	// ("rewritten"), Scope the targets ("in-tree"; AScope with its
+// A Direction is what a Writer's runs replace by what; the zero value is
+// the rewrite. Every direction takes the same steps (pvSteps, classSteps);
+// the direction decides which PVs are its sources, how their replacements
+// are checked and built, and the words of its messages.
+type Direction int
+
+// The four directions.
+const (
+	// Rewrite replaces in-tree PVs and StorageClasses by their CSI forms.
+	Rewrite Direction = iota
+	// Undo replaces the CSI PVs and StorageClasses csimigrate's rewrite
+	// created by the in-tree objects they replaced.
+	Undo
+	// AdoptCSI replaces CSI PVs of Ceph CSI's RBD driver that have a
+	// migration handle (an earlier rewrite's, or Kubernetes' own
+	// migration's), and static CSI PVs of its CephFS driver (with
+	// Options.CephFSSecret), by the driver's own volumes. Needs
+	// Options.Ceph.
+	AdoptCSI
+	// UnadoptCSI gives PVs AdoptCSI adopted their migration handle or
+	// static form back. Needs Options.Ceph.
+	UnadoptCSI
+)
+
+// direction is what a Direction is to the Writer: its words and how its
+// replacements are checked and built.
+type direction struct {
+	name string
+	// what names a run ("a rewrite"), done what became of its targets
+	// ("rewritten"), scope the targets ("in-tree"; aScope with its
 	// article).
-	What, Done    string
-	Scope, AScope string
-	// Source is the kind of object it replaces (KindOf, ClassKindOf).
-	Source rewrite.Kind
-	// target is the kind of PV it creates; sourceWord and targetWord
-	// name them in the steps printed.
-	target                 rewrite.Kind
+	what, done    string
+	scope, aScope string
+	// source is the kind of object it replaces (KindOf, ClassKindOf),
+	// target the kind of PV it creates; sourceWord and targetWord name
+	// them in the steps printed.
+	source, target         rewrite.Kind
 	sourceWord, targetWord string
 	// check runs every check on the live source PV before the first write
 	// and builds its replacement; a *rewrite.Refusal leaves it as it was.
@@ -93,60 +111,97 @@ type Direction struct {
 	build func(a *Writer, cur *v1.PersistentVolume, c *checks) (repl *v1.PersistentVolume, kept string, err error)
 }
 
-var (
-	adoptDirection = &Direction{AdoptCSI: true, What: "an adoption", Done: "adopted", Scope: "migration-handle or static CephFS", AScope: "a migration-handle or static CephFS",
-		Source: kindMigrated, target: kindAdopted, sourceWord: "migration-handle", targetWord: "native", check: (*Writer).checkAdopt, build: (*Writer).buildAdopt}
-	unadoptDirection = &Direction{Undo: true, AdoptCSI: true, What: "an undo of an adoption", Done: "given back their migration handle or static form", Scope: "adopted", AScope: "an adopted",
-		Source: kindAdopted, target: kindMigrated, sourceWord: "native", targetWord: "migration-handle", check: (*Writer).checkUnadopt, build: (*Writer).buildUnadopt}
-	rewriteDirection = &Direction{What: "a rewrite", Done: "rewritten", Scope: "in-tree", AScope: "an in-tree", Source: rewrite.KindInTree, target: rewrite.KindRewritten,
-		sourceWord: "in-tree", targetWord: "CSI", check: (*Writer).check, build: (*Writer).buildRewrite}
-	undoDirection = &Direction{Undo: true, What: "an undo", Done: "undone", Scope: "rewritten", AScope: "a rewritten", Source: rewrite.KindRewritten, target: rewrite.KindInTree,
-		sourceWord: "CSI", targetWord: "in-tree", check: (*Writer).checkUndo, build: (*Writer).buildUndo}
-)
-
-// DirectionOf is the direction of a Writer with those Options (Undo,
-// AdoptCSI).
-func DirectionOf(undo, adoptCSI bool) *Direction {
-	if adoptCSI {
-		return adoptionDirectionOf(undo)
-	}
-	return directionOf(undo)
+var directions = [...]direction{
+	Rewrite: {name: "rewrite", what: "a rewrite", done: "rewritten", scope: "in-tree", aScope: "an in-tree", source: rewrite.KindInTree, target: rewrite.KindRewritten,
+		sourceWord: "in-tree", targetWord: "CSI", check: (*Writer).check, build: (*Writer).buildRewrite},
+	Undo: {name: "undo", what: "an undo", done: "undone", scope: "rewritten", aScope: "a rewritten", source: rewrite.KindRewritten, target: rewrite.KindInTree,
+		sourceWord: "CSI", targetWord: "in-tree", check: (*Writer).checkUndo, build: (*Writer).buildUndo},
+	AdoptCSI: {name: "adopt", what: "an adoption", done: "adopted", scope: "migration-handle or static CephFS", aScope: "a migration-handle or static CephFS",
+		source: kindMigrated, target: kindAdopted, sourceWord: "migration-handle", targetWord: "native", check: (*Writer).checkAdopt, build: (*Writer).buildAdopt},
+	UnadoptCSI: {name: "unadopt", what: "an undo of an adoption", done: "given back their migration handle or static form", scope: "adopted", aScope: "an adopted",
+		source: kindAdopted, target: kindMigrated, sourceWord: "native", targetWord: "migration-handle", check: (*Writer).checkUnadopt, build: (*Writer).buildUnadopt},
 }
+
+// of is what d is to the Writer; an unknown Direction is the rewrite's
+// (New refuses one).
+func (d Direction) of() *direction {
+	if d.valid() {
+		return &directions[d]
+	}
+	return &directions[Rewrite]
+}
+
+func (d Direction) valid() bool { return d >= 0 && int(d) < len(directions) }
+
+// String is the direction's name: "rewrite", "undo", "adopt", "unadopt".
+func (d Direction) String() string {
+	if !d.valid() {
+		return fmt.Sprintf("Direction(%d)", int(d))
+	}
+	return directions[d].name
+}
+
+// IsUndo reports whether the direction gives back what another one made
+// (Undo, UnadoptCSI).
+func (d Direction) IsUndo() bool { return d == Undo || d == UnadoptCSI }
+
+// AdoptsCSI reports whether the direction adopts CSI PVs or gives them their
+// former form back (AdoptCSI, UnadoptCSI).
+func (d Direction) AdoptsCSI() bool { return d == AdoptCSI || d == UnadoptCSI }
+
+// Reverse is the direction that gives back what d makes.
+func (d Direction) Reverse() Direction {
+	switch d {
+	case Undo:
+		return Rewrite
+	case AdoptCSI:
+		return UnadoptCSI
+	case UnadoptCSI:
+		return AdoptCSI
+	}
+	return Undo
+}
+
+// What names a run of the direction: "a rewrite", "an undo", "an adoption",
+// "an undo of an adoption".
+func (d Direction) What() string { return d.of().what }
+
+// Done says what became of a run's targets: "rewritten", "undone", ...
+func (d Direction) Done() string { return d.of().done }
+
+// Scope names the direction's targets ("in-tree"), AScope with its article
+// ("an in-tree").
+func (d Direction) Scope() string { return d.of().scope }
+
+// AScope is Scope with its article.
+func (d Direction) AScope() string { return d.of().aScope }
+
+// Source is the kind of object the direction replaces (rewrite.KindOf,
+// rewrite.ClassKindOf; the adoption's own kinds for AdoptCSI and
+// UnadoptCSI).
+func (d Direction) Source() rewrite.Kind { return d.of().source }
 
 // Direction is the direction of the Writer's runs.
-func (a *Writer) Direction() *Direction { return DirectionOf(a.undo, a.adopt) }
+func (a *Writer) Direction() Direction { return a.dir }
 
-func directionOf(undo bool) *Direction {
-	if undo {
-		return undoDirection
+// directionNamed is the direction a saved state names: its direction
+// ("adopt", "unadopt" or "" for the rewrite and its undo) and its undo.
+func directionNamed(name string, undo bool) Direction {
+	d := Rewrite
+	if name == "adopt" || name == "unadopt" {
+		d = AdoptCSI
 	}
-	return rewriteDirection
+	if undo {
+		d = d.Reverse()
+	}
+	return d
 }
 
-func adoptionDirectionOf(undo bool) *Direction {
-	if undo {
-		return unadoptDirection
-	}
-	return adoptDirection
-}
-
-// name is how a saved state names the direction ("" for the rewrite and
-// its undo, which the state's Undo tells apart).
-func (d *Direction) name() string {
-	switch d {
-	case adoptDirection:
-		return "adopt"
-	case unadoptDirection:
-		return "unadopt"
+// stateName is how a saved state names the direction ("" for the rewrite
+// and its undo, which the state's Undo tells apart).
+func (d Direction) stateName() string {
+	if d.AdoptsCSI() {
+		return d.String()
 	}
 	return ""
-}
-
-// directionNamed is the direction a saved state names.
-func directionNamed(name string, undo bool) *Direction {
-	switch name {
-	case "adopt", "unadopt":
-		return adoptionDirectionOf(undo)
-	}
-	return directionOf(undo)
 }

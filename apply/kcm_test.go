@@ -124,7 +124,7 @@ func TestUndoWithControllerManager(t *testing.T) {
 		t.Fatalf("the rewrite did not keep the static RBD PV at Retain: %+v", rewritten["undo-rbd-static"].Spec)
 	}
 
-	run(Options{Undo: true}, "rbd-undo")
+	run(Options{Direction: Undo}, "rbd-undo")
 	testenv.WaitBound(t, c, "undo", names)
 	if diff := cmp.Diff(original, testenv.StoredOf(t, c, names)); diff != "" {
 		t.Errorf("after rewrite and undo (-original +undone):\n%s", diff)
@@ -137,7 +137,7 @@ func TestUndoWithControllerManager(t *testing.T) {
 		t.Errorf("StorageClass after rewrite and undo (-original +undone):\n%s", diff)
 	}
 	noStateLeft(t, c)
-	if w := run(Options{Undo: true}, "rbd-undo"); w.Writes() != 0 {
+	if w := run(Options{Direction: Undo}, "rbd-undo"); w.Writes() != 0 {
 		t.Errorf("a second undo took %d steps", w.Writes())
 	}
 
@@ -156,7 +156,7 @@ func TestUndoWithControllerManager(t *testing.T) {
 		if _, out, err := rewritePVs(t, c, Options{}, names); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
-		if _, _, err := rewritePVs(t, c, Options{Undo: true, MaxWrites: k}, names); !errors.Is(err, ErrWriteLimit) {
+		if _, _, err := rewritePVs(t, c, Options{Direction: Undo, MaxWrites: k}, names); !errors.Is(err, ErrWriteLimit) {
 			t.Fatalf("k=%d: the interrupted undo returned %v", k, err)
 		}
 		// A rewrite is refused while the undo is in progress, where it
@@ -167,7 +167,7 @@ func TestUndoWithControllerManager(t *testing.T) {
 				t.Errorf("k=%d: a rewrite during the undo returned %v\n%s", k, err, out)
 			}
 		}
-		if _, out, err := rewritePVs(t, c, Options{Undo: true}, names); err != nil {
+		if _, out, err := rewritePVs(t, c, Options{Direction: Undo}, names); err != nil {
 			t.Fatalf("k=%d: resume: %v\n%s", k, err, out)
 		}
 		testenv.WaitBound(t, c, ns, names)

@@ -241,12 +241,12 @@ func onlineRewriteWithKubelet(t *testing.T, tc onlineCase) {
 	// CSI PV and neither the kubelet nor the attach/detach controller sees a
 	// change. Then the rewrite again, for what follows.
 	rewritten := getPV(t, c, pvName)
-	if _, out, err := rewritePVs(t, c, Options{Undo: true}, []string{pvName}); err == nil || !strings.Contains(out, "in use by pods app") {
+	if _, out, err := rewritePVs(t, c, Options{Direction: Undo}, []string{pvName}); err == nil || !strings.Contains(out, "in use by pods app") {
 		t.Fatalf("undo without -online: %v\n%s", err, out)
 	}
 	unchanged(t, c, rewritten)
 	n = d.Count()
-	if _, out, err := rewritePVs(t, c, Options{Undo: true, Online: true}, []string{pvName}); err != nil {
+	if _, out, err := rewritePVs(t, c, Options{Direction: Undo, Online: true}, []string{pvName}); err != nil {
 		t.Fatalf("online undo: %v\n%s", err, out)
 	}
 	if diff := cmp.Diff(testenv.FieldsOf(stored), testenv.FieldsOf(getPV(t, c, pvName))); diff != "" {

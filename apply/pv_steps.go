@@ -40,7 +40,7 @@ var pvSteps = []step[*pvRun]{
 // again; anything else (a conflict, a missing object) is read afresh.
 type pvRun struct {
 	a   *Writer
-	dir *Direction
+	dir Direction
 	t   Target
 	// cur is the live PV, nil when there is none; cm the state ConfigMap
 	// and state what it holds, nil when there is none.
@@ -74,7 +74,7 @@ func newPVRun(a *Writer, t Target) *pvRun {
 	return &pvRun{a: a, dir: a.Direction(), t: t, haveCM: a.knownNoState(t.Name)}
 }
 
-func (r *pvRun) obj() string { return "pv/" + r.t.Name }
+func (r *pvRun) obj() rewrite.ObjectRef { return rewrite.PVRef(r.t.Name) }
 
 // where names the state ConfigMap.
 func (r *pvRun) where() string { return r.a.stateNS + "/" + StateName(r.t.Name) }
@@ -124,13 +124,13 @@ func (r *pvRun) observeJournal(ctx context.Context) error {
 		return nil
 	}
 	j := r.state.Journal
-	if !r.dir.Undo {
+	if !r.dir.IsUndo() {
 		var err error
 		if j, err = journalOf(r.state.Replacement); err != nil {
 			return err
 		}
 	}
-	if j == nil || (r.cur == nil) == r.dir.Undo {
+	if j == nil || (r.cur == nil) == r.dir.IsUndo() {
 		return nil
 	}
 	st, err := r.a.journalState(ctx, *j)
@@ -182,7 +182,7 @@ func (r *pvRun) verify() error {
 		return fmt.Errorf("pv/%s is %s, and ConfigMap %s holds a replacement for it; not touching either", name, why, r.where())
 	case kind == rewrite.KindOther:
 		return refuse(rewrite.CodeNotInScope, "%s", why)
-	case kind == r.dir.target:
+	case kind == r.dir.of().target:
 		if s == nil {
 			return nil
 		}
@@ -210,7 +210,7 @@ func (r *pvRun) classify() {
 }
 
 // isSource reports whether the live PV is the one this run replaces.
-func (r *pvRun) isSource() bool { return r.cur != nil && r.kind == r.dir.Source }
+func (r *pvRun) isSource() bool { return r.cur != nil && r.kind == r.dir.Source() }
 
 // Step 1: Retain, the original policy recorded on the PV.
 
@@ -224,7 +224,7 @@ func (r *pvRun) checkFirst(ctx context.Context) error {
 	if r.checked != nil && r.checked.uid == r.cur.UID {
 		return nil
 	}
-	c, err := r.dir.check(r.a, ctx, r.cur)
+	c, err := r.dir.of().check(r.a, ctx, r.cur)
 	if err != nil {
 		return err
 	}
@@ -307,17 +307,17 @@ func (r *pvRun) waitForOwners(context.Context) error {
 func (r *pvRun) saved() bool { return !r.isSource() || r.state != nil }
 
 func (r *pvRun) saySave() string {
-	return fmt.Sprintf("save the %s replacement in ConfigMap %s", r.dir.targetWord, r.where())
+	return fmt.Sprintf("save the %s replacement in ConfigMap %s", r.dir.of().targetWord, r.where())
 }
 
 // save builds the replacement again from the PV as it is now (with the
 // policy step 1 recorded) and saves it.
 func (r *pvRun) save(ctx context.Context) error {
-	repl, kept, err := r.dir.build(r.a, r.cur, r.checked)
+	repl, kept, err := r.dir.of().build(r.a, r.cur, r.checked)
 	if err != nil {
 		return refuse(rewrite.CodeNotTranslatable, "%v", err)
 	}
-	if change := rewrite.AccessModeChange(r.cur, repl); change != "" && !r.dir.Undo {
+	if change := rewrite.AccessModeChange(r.cur, repl); change != "" && !r.dir.IsUndo() {
 		r.a.note(r.obj(), change)
 	}
 	saved, err := r.a.saveState(ctx, r.cur, repl, kept, r.dir)
@@ -343,7 +343,7 @@ func (r *pvRun) retainInForce(context.Context) error {
 }
 
 func (r *pvRun) sayDelete() string {
-	return "delete the " + r.dir.sourceWord + " PV object (Retain: the volume is kept)"
+	return "delete the " + r.dir.of().sourceWord + " PV object (Retain: the volume is kept)"
 }
 
 func (r *pvRun) delete(ctx context.Context) error {
@@ -386,7 +386,7 @@ func (r *pvRun) onlyProtection(context.Context) error {
 }
 
 func (r *pvRun) sayUnprotect() string {
-	return "remove finalizer " + pvProtection + " from the deleted " + r.dir.sourceWord + " PV (Retain is in force)"
+	return "remove finalizer " + pvProtection + " from the deleted " + r.dir.of().sourceWord + " PV (Retain is in force)"
 }
 
 // unprotect applies only to this object (uid) with exactly this finalizer
@@ -410,7 +410,9 @@ func (r *pvRun) unprotect(ctx context.Context) error {
 // Step 5 (an adopted volume): the journal entry written before the PV that
 // names it exists.
 
-func (r *pvRun) journalWritten() bool { return r.journal == nil || r.dir.Undo || r.jstate == "written" }
+func (r *pvRun) journalWritten() bool {
+	return r.journal == nil || r.dir.IsUndo() || r.jstate == "written"
+}
 
 func (r *pvRun) sayJournal() string {
 	return fmt.Sprintf("register %s in Ceph CSI's journal as %s (rados: create %s, its keys, %s %s)", volumeWord(*r.journal),
@@ -444,7 +446,7 @@ func (r *pvRun) claimStillThere(ctx context.Context) error {
 }
 
 func (r *pvRun) sayCreate() string {
-	return "create the " + r.dir.targetWord + " PV (reclaim policy Retain for now)"
+	return "create the " + r.dir.of().targetWord + " PV (reclaim policy Retain for now)"
 }
 
 func (r *pvRun) create(ctx context.Context) error {
@@ -462,7 +464,9 @@ func (r *pvRun) create(ctx context.Context) error {
 // Step 6 (the undo of an adopted volume): its journal entry removed once
 // the PV that names it is gone and its replacement exists.
 
-func (r *pvRun) journalRemoved() bool { return r.journal == nil || !r.dir.Undo || r.jstate == "absent" }
+func (r *pvRun) journalRemoved() bool {
+	return r.journal == nil || !r.dir.IsUndo() || r.jstate == "absent"
+}
 
 func (r *pvRun) sayUnjournal() string {
 	return fmt.Sprintf("remove %s's entry from Ceph CSI's journal (rados: rmomapkey %s %s, rm %s)", volumeWord(*r.journal),
@@ -478,7 +482,7 @@ func (r *pvRun) removeJournal(ctx context.Context) error {
 // PV's only once Ceph CSI provably finds exactly its image.
 
 func (r *pvRun) adoptionVerified(ctx context.Context) error {
-	if r.dir.Undo {
+	if r.dir.IsUndo() {
 		return nil
 	}
 	if disk, ok, err := adopt.VSphereDiskOf(r.cur); err != nil || ok {

@@ -63,7 +63,7 @@ type Result struct {
 
 // record counts the outcome of one object's run and reports a refusal; it
 // returns whether the run was interrupted.
-func (r *Result) record(a *Writer, obj string, err error) (interrupted bool) {
+func (r *Result) record(a *Writer, obj rewrite.ObjectRef, err error) (interrupted bool) {
 	var ref *rewrite.Refusal
 	switch {
 	case errors.Is(err, ErrWriteLimit):
@@ -73,9 +73,9 @@ func (r *Result) record(a *Writer, obj string, err error) (interrupted bool) {
 		a.mu.Lock()
 		a.events.Refused(obj, ref)
 		a.mu.Unlock()
-		r.errs = append(r.errs, fmt.Errorf("%s: %w", obj, err))
+		r.errs = append(r.errs, &ObjectError{Object: obj, Err: err})
 	case err != nil:
-		r.errs = append(r.errs, fmt.Errorf("%s: %w", obj, err))
+		r.errs = append(r.errs, &ObjectError{Object: obj, Err: err})
 	default:
 		r.Done++
 	}
@@ -102,7 +102,7 @@ func (a *Writer) PVs(ctx context.Context, targets []Target) (Result, error) {
 			for t := range work {
 				err := runToEnd(ctx, a.PV(t))
 				mu.Lock()
-				if r.record(a, "pv/"+t.Name, err) {
+				if r.record(a, rewrite.PVRef(t.Name), err) {
 					interrupted = true
 				}
 				mu.Unlock()
@@ -145,30 +145,31 @@ func dryRunEach(targets []Target, one func(t Target) []error) error {
 func (a *Writer) DryRunPVs(ctx context.Context, targets []Target) error {
 	dir := a.Direction()
 	return dryRunEach(targets, func(t Target) []error {
+		ref := rewrite.PVRef(t.Name)
 		cur, err := a.client.CoreV1().PersistentVolumes().Get(ctx, t.Name, metav1.GetOptions{})
 		if err != nil {
-			return []error{fmt.Errorf("pv/%s: %w", t.Name, err)}
+			return []error{&ObjectError{Object: ref, Err: err}}
 		}
 		if !a.IsSource(cur) {
-			a.note("pv/"+t.Name, "not "+dir.AScope+" PV; nothing to do")
+			a.note(ref, "not "+dir.AScope()+" PV; nothing to do")
 			return nil
 		}
 		if t.UID != "" && cur.UID != t.UID {
-			return []error{fmt.Errorf("pv/%s: the live PV has uid %s, the reviewed one %s", t.Name, cur.UID, t.UID)}
+			return []error{&ObjectError{Object: ref, Err: fmt.Errorf("the live PV has uid %s, the reviewed one %s", cur.UID, t.UID)}}
 		}
-		c, err := dir.check(a, ctx, cur)
+		c, err := dir.of().check(a, ctx, cur)
 		if err != nil {
-			return []error{fmt.Errorf("pv/%s: %w", t.Name, err)}
+			return []error{&ObjectError{Object: ref, Err: err}}
 		}
 		errs := a.dryRunSteps(ctx, cur, c.repl)
 		if len(errs) == 0 {
-			a.note("pv/"+t.Name, "Retain, delete and create as "+pvDriver(c.repl)+" would be accepted")
-			if change := rewrite.AccessModeChange(cur, c.repl); change != "" && !dir.Undo {
-				a.note("pv/"+t.Name, change) // as the real run's save step notes it
+			a.note(ref, "Retain, delete and create as "+pvDriver(c.repl)+" would be accepted")
+			if change := rewrite.AccessModeChange(cur, c.repl); change != "" && !dir.IsUndo() {
+				a.note(ref, change) // as the real run's save step notes it
 			}
-			a.noteJournal("pv/"+t.Name, c.repl)
+			a.noteJournal(ref, c.repl)
 			if c.needsRegistration() {
-				a.note("pv/"+t.Name, "would register disk "+c.adoption.disk.path+" as a First Class Disk and CNS volume in vCenter first (the handle is the ID vCenter gives it)")
+				a.note(ref, "would register disk "+c.adoption.disk.path+" as a First Class Disk and CNS volume in vCenter first (the handle is the ID vCenter gives it)")
 			}
 			if c.kept != "" {
 				a.keptRetain(t.Name, c.kept)
@@ -182,7 +183,7 @@ func (a *Writer) DryRunPVs(ctx context.Context, targets []Target) error {
 // repl's image would make, as the command that makes it where the Ceph
 // access can say so (package cephtool's Script), so that an admin can
 // review or run them.
-func (a *Writer) noteJournal(obj string, repl *v1.PersistentVolume) {
+func (a *Writer) noteJournal(obj rewrite.ObjectRef, repl *v1.PersistentVolume) {
 	j, err := journalOf(repl)
 	if err != nil || j == nil {
 		return
@@ -208,15 +209,15 @@ func (a *Writer) dryRunSteps(ctx context.Context, cur, repl *v1.PersistentVolume
 	upd := cur.DeepCopy()
 	upd.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
 	if _, err := pvs.Update(ctx, upd, metav1.UpdateOptions{DryRun: dry}); err != nil {
-		errs = append(errs, fmt.Errorf("pv/%s: Retain: %w", cur.Name, err))
+		errs = append(errs, &ObjectError{Object: rewrite.PVRef(cur.Name), Err: fmt.Errorf("Retain: %w", err)})
 	}
 	if err := pvs.Delete(ctx, cur.Name, metav1.DeleteOptions{DryRun: dry}); err != nil {
-		errs = append(errs, fmt.Errorf("pv/%s: delete: %w", cur.Name, err))
+		errs = append(errs, &ObjectError{Object: rewrite.PVRef(cur.Name), Err: fmt.Errorf("delete: %w", err)})
 	}
 	repl = repl.DeepCopy()
 	repl.Name = "csimigrate-dry-run-" + string(cur.UID)
 	if _, err := pvs.Create(ctx, repl, metav1.CreateOptions{DryRun: dry}); err != nil {
-		errs = append(errs, fmt.Errorf("pv/%s: create %s PV: %w", cur.Name, a.Direction().targetWord, err))
+		errs = append(errs, &ObjectError{Object: rewrite.PVRef(cur.Name), Err: fmt.Errorf("create %s PV: %w", a.dir.of().targetWord, err)})
 	}
 	return errs
 }
@@ -232,16 +233,15 @@ func pvDriver(pv *v1.PersistentVolume) string {
 // Reviewed is what a Writer would make of one PV, for a review that an
 // admin reads or runs instead of the Writer.
 type Reviewed struct {
-	// Replacement is the PV that replaces it, with reclaim policy Retain
-	// and the policy to restore in annotation rewrite.AnnReclaimPolicy.
-	Replacement *v1.PersistentVolume
+	// PV is the replacement: PV.CSI is the PV that replaces it (in-tree
+	// for an undo), with reclaim policy Retain and the policy to restore
+	// in annotation rewrite.AnnReclaimPolicy; PV.Hazard says why it keeps
+	// Retain where the PV had another policy ("" when it does not).
+	PV rewrite.PV
 	// Journal is the entry of Ceph CSI's journal the rewrite registers
 	// before the replacement exists (an adoption), or the undo removes once
 	// it exists; nil for neither.
 	Journal *adopt.Journal
-	// KeptRetain says why the replacement keeps Retain where the PV had
-	// another policy ("" when it does not).
-	KeptRetain string
 }
 
 // Review runs every check the Writer makes on a live PV of its direction
@@ -249,15 +249,16 @@ type Reviewed struct {
 // nothing (the adoption's Ceph reads included: only reads).
 func (a *Writer) Review(ctx context.Context, cur *v1.PersistentVolume) (Reviewed, error) {
 	if cur == nil || !a.IsSource(cur) {
-		return Reviewed{}, fmt.Errorf("not %s PV", a.Direction().AScope)
+		return Reviewed{}, fmt.Errorf("not %s PV", a.dir.AScope())
 	}
-	c, err := a.Direction().check(a, ctx, cur)
+	c, err := a.dir.of().check(a, ctx, cur)
 	if err != nil {
 		return Reviewed{}, err
 	}
-	r := Reviewed{Replacement: c.repl, KeptRetain: c.kept}
+	r := Reviewed{PV: rewrite.PV{Name: cur.Name, OriginalPolicy: cur.Spec.PersistentVolumeReclaimPolicy, CSI: c.repl, Driver: pvDriver(c.repl),
+		RestorePolicy: v1.PersistentVolumeReclaimPolicy(c.repl.Annotations[rewrite.AnnReclaimPolicy]), Hazard: c.kept}}
 	from := c.repl
-	if a.undo {
+	if a.dir.IsUndo() {
 		from = cur
 	}
 	if r.Journal, err = journalOf(from); err != nil {

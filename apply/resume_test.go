@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/rewrite"
 )
 
 // The writer interrupted after any number of writes (MaxWrites) and run
@@ -126,9 +127,9 @@ func TestWriterResumeRefusesChangedCluster(t *testing.T) {
 		})
 		interrupt(t, "prog", 5) // Retain, save, delete, finalizer, create
 		pv := getPV(t, c, "prog")
-		_, out, err := rewritePVs(t, c, Options{Undo: true}, []string{"prog"})
+		_, out, err := rewritePVs(t, c, Options{Direction: Undo}, []string{"prog"})
 		var ip *InProgressError
-		if !errors.As(err, &ip) || ip.Run != DirectionOf(false, false) || ip.Object != "pv/prog" || !strings.Contains(err.Error(), "holds a rewrite of pv/prog in progress; finish it first") {
+		if !errors.As(err, &ip) || ip.Run != Rewrite || ip.Object != rewrite.PVRef("prog") || !strings.Contains(err.Error(), "holds a rewrite of pv/prog in progress; finish it first") {
 			t.Errorf("undo during a rewrite: %v\n%s", err, out)
 		}
 		unchanged(t, c, pv)

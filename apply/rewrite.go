@@ -46,12 +46,12 @@ func (a *Writer) check(ctx context.Context, cur *v1.PersistentVolume) (*checks, 
 			return nil, refuse(rewrite.CodeNotTranslatable, "%v", err)
 		}
 	}
-	repl, kept, err := a.adopted(r.CSI, r.KeptRetain(), ad)
+	repl, kept, err := a.adopted(r, ad)
 	if err != nil {
 		return nil, refuse(rewrite.CodeNotTranslatable, "%v", err)
 	}
 	if ad != nil {
-		a.note("pv/"+cur.Name, ad.summary(repl))
+		a.note(rewrite.PVRef(cur.Name), ad.summary(repl))
 	}
 	return &checks{uid: cur.UID, sc: sc, pvc: pvc, repl: repl, kept: kept, adoption: ad}, nil
 }
@@ -102,7 +102,7 @@ func (a *Writer) buildRewrite(cur *v1.PersistentVolume, c *checks) (*v1.Persiste
 	if err != nil {
 		return nil, "", err
 	}
-	return a.adopted(r.CSI, r.KeptRetain(), c.adoption)
+	return a.adopted(r, c.adoption)
 }
 
 // cephEntryRefusal is why the rewrite leaves an in-tree Ceph PV alone while

@@ -194,14 +194,14 @@ func (a *Writer) loadState(cm *v1.ConfigMap) (*rewriteState, error) {
 // saveState stores the state of a PV about to be deleted: its replacement
 // repl, kept (why repl ends with Retain where the PV had Delete), and
 // whether it is an undo's.
-func (a *Writer) saveState(ctx context.Context, cur, repl *v1.PersistentVolume, kept string, dir *Direction) (*v1.ConfigMap, error) {
-	undo := dir.Undo
+func (a *Writer) saveState(ctx context.Context, cur, repl *v1.PersistentVolume, kept string, dir Direction) (*v1.ConfigMap, error) {
+	undo := dir.IsUndo()
 	driver, handle, err := a.identity(repl)
 	if err != nil {
 		return nil, refuse(rewrite.CodeNotTranslatable, "the replacement: %v", err)
 	}
 	s := rewriteState{PV: cur.Name, Undo: undo, UID: cur.UID, ResourceVersion: cur.ResourceVersion, Driver: driver, Handle: handle,
-		Replacement: repl, KeptRetain: kept, Direction: dir.name()}
+		Replacement: repl, KeptRetain: kept, Direction: dir.stateName()}
 	if undo {
 		if s.Journal, err = journalOf(cur); err != nil {
 			return nil, err
@@ -215,19 +215,19 @@ func (a *Writer) saveState(ctx context.Context, cur, repl *v1.PersistentVolume, 
 	return a.writeState(ctx, StateName(cur.Name), stateLabel, cur.Name, &s)
 }
 
-// StateOf names the object a state ConfigMap of the writer belongs to: kind
-// "pv" or "storageclass", and its name; ok is false for another ConfigMap.
-func StateOf(cm *v1.ConfigMap) (kind, name string, ok bool) {
+// StateOf names the object (a PV or a StorageClass) a state ConfigMap of
+// the writer belongs to; ok is false for another ConfigMap.
+func StateOf(cm *v1.ConfigMap) (obj rewrite.ObjectRef, ok bool) {
 	if cm == nil || cm.Labels["app.kubernetes.io/managed-by"] != "csimigrate" {
-		return "", "", false
+		return rewrite.ObjectRef{}, false
 	}
 	if pv := cm.Annotations[stateLabel]; pv != "" {
-		return "pv", pv, true
+		return rewrite.PVRef(pv), true
 	}
 	if sc := cm.Annotations[stateLabelSC]; sc != "" {
-		return "storageclass", sc, true
+		return rewrite.ClassRef(sc), true
 	}
-	return "", "", false
+	return rewrite.ObjectRef{}, false
 }
 
 // InProgressError: an object's saved state belongs to a run in the other
@@ -235,16 +235,17 @@ func StateOf(cm *v1.ConfigMap) (kind, name string, ok bool) {
 // an adoption's): nothing is done with it until that run is finished.
 // Programs name the run to finish in their own terms (Run).
 type InProgressError struct {
-	// ConfigMap is the state, "namespace/name"; Object the object,
-	// "pv/NAME" or "storageclass/NAME".
-	ConfigMap, Object string
+	// ConfigMap is the state, "namespace/name".
+	ConfigMap string
+	// Object is the PV or StorageClass the state is of.
+	Object rewrite.ObjectRef
 	// Run is the direction of the run in progress.
-	Run *Direction
+	Run Direction
 }
 
 // Error names the run in the engine's words.
 func (e *InProgressError) Error() string {
-	return fmt.Sprintf("ConfigMap %s holds %s of %s in progress; finish it first, nothing is done with it here", e.ConfigMap, e.Run.What, e.Object)
+	return fmt.Sprintf("ConfigMap %s holds %s of %s in progress; finish it first, nothing is done with it here", e.ConfigMap, e.Run.What(), e.Object.Resource())
 }
 
 // ClassStateName is the name of the ConfigMap, in the state namespace,

@@ -3,9 +3,10 @@ package apply
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
+
+	"github.com/csimigrate/csimigrate/rewrite"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -40,8 +41,8 @@ type subject interface {
 	// observe reads what the run's own writes did not return and verifies
 	// that the saved state still applies to what it read.
 	observe(ctx context.Context) error
-	// obj names the object: "pv/NAME", "storageclass/NAME".
-	obj() string
+	// obj names the object.
+	obj() rewrite.ObjectRef
 }
 
 // Progress is what one Step did and when to look again.
@@ -60,12 +61,12 @@ type Progress struct {
 // returned, so a Run stepped until done reads each object once per write;
 // a fresh Run for the same object resumes from what the cluster shows.
 type Run struct {
-	obj  string
+	obj  rewrite.ObjectRef
 	step func(ctx context.Context) (Progress, error)
 }
 
-// Object names what the Run acts on: "pv/NAME" or "storageclass/NAME".
-func (r *Run) Object() string { return r.obj }
+// Object names what the Run acts on: a PersistentVolume or a StorageClass.
+func (r *Run) Object() rewrite.ObjectRef { return r.obj }
 
 // Step observes the object and its saved state and takes the next step: at
 // most one write. An error is final for this pass: a *rewrite.Refusal (the
@@ -141,7 +142,7 @@ func runToEnd(ctx context.Context, r *Run) error {
 			}
 		}
 	}
-	return fmt.Errorf("%s: did not converge", r.obj)
+	return &ObjectError{Object: r.obj, Err: errors.New("did not converge")}
 }
 
 // getOrNil is a Get's result with NotFound as nil.
@@ -154,3 +155,17 @@ func getOrNil[T any](obj *T, err error) (*T, error) {
 	}
 	return obj, nil
 }
+
+// ObjectError is what went wrong with one object: the object, and the
+// error of its run or check (a *rewrite.Refusal, an *InProgressError, the
+// API server's answer), which errors.Is and errors.As find through it.
+type ObjectError struct {
+	Object rewrite.ObjectRef
+	Err    error
+}
+
+// Error is "pv/NAME: " (or "storageclass/NAME: ") and the error.
+func (e *ObjectError) Error() string { return e.Object.Resource() + ": " + e.Err.Error() }
+
+// Unwrap is the object's error.
+func (e *ObjectError) Unwrap() error { return e.Err }

@@ -85,7 +85,10 @@ func TestStepInEachState(t *testing.T) {
 		{"undo: in-tree, done", true, inTree(v1.PersistentVolumeReclaimDelete, nil), nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := &Writer{tr: tr, logger: klog0(), undo: tc.undo}
+			a := &Writer{tr: tr, logger: klog0()}
+			if tc.undo {
+				a.dir = Undo
+			}
 			r := &pvRun{a: a, dir: a.Direction(), t: Target{Name: "pv"}, cur: tc.cur, state: tc.state}
 			r.classify()
 			if got := nextStep(r); got != tc.want {

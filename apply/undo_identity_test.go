@@ -69,7 +69,7 @@ func TestUndoIdentityOnServer(t *testing.T) {
 			}
 			return
 		}
-		if _, out, err := rewritePVs(t, c, Options{Undo: true}, []string{pv.Name}); err != nil {
+		if _, out, err := rewritePVs(t, c, Options{Direction: Undo}, []string{pv.Name}); err != nil {
 			rt.Fatalf("undo: %v\n%s", err, out)
 		}
 		undone++

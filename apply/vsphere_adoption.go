@@ -104,7 +104,7 @@ func (c *checks) needsRegistration() bool {
 // registering: the run adopts the live in-tree vSphere PV and has not
 // saved its replacement yet.
 func (r *pvRun) registering() bool {
-	return !r.dir.Undo && r.a.vsphere != nil && r.isSource() && r.state == nil && r.cur.Spec.VsphereVolume != nil
+	return !r.dir.IsUndo() && r.a.vsphere != nil && r.isSource() && r.state == nil && r.cur.Spec.VsphereVolume != nil
 }
 
 // observeDisk runs the checks (once per uid) on an in-tree vSphere PV the

@@ -28,9 +28,10 @@ type Options struct {
 	// StateNamespace holds the state ConfigMaps and the writer Lease;
 	// "" means DefaultStateNamespace.
 	StateNamespace string
-	// Undo replaces CSI PVs and StorageClasses csimigrate created by what
-	// they replaced, instead of the rewrite.
-	Undo bool
+	// Direction is what the Writer replaces by what: the rewrite (the
+	// zero value), its undo, the adoption of CSI PVs (needs Ceph) or its
+	// undo.
+	Direction Direction
 	// Online allows rewriting PVs that running pods use where the nodes
 	// running them already migrate the plugin (the online-safety rule).
 	Online bool
@@ -60,13 +61,6 @@ type Options struct {
 	// CephFS driver reads those for its own volumes); nil: CephFS volumes
 	// stay static.
 	CephFSSecret *v1.SecretReference
-	// AdoptCSI makes the Writer adopt CSI PVs of Ceph CSI's RBD driver
-	// that have a migration handle (an earlier rewrite's, or Kubernetes'
-	// own migration's), and static CSI PVs of its CephFS driver (with
-	// CephFSSecret), instead of rewriting in-tree PVs; with Undo, it gives
-	// such adopted PVs their migration handle or static form back. Needs
-	// Ceph.
-	AdoptCSI bool
 	// VSphere, when set, adopts in-tree vSphere PVs' disks: the rewrite
 	// registers each disk as a First Class Disk and CNS volume (as the
 	// vSphere CSI driver's syncer does) where it is not one, and gives the
@@ -124,37 +118,37 @@ var ErrNotHolding = errors.New("the writer Lease is not held by this process; no
 var ErrWriteLimit = errors.New("interrupted (write limit reached)")
 
 // Events receives what a Writer does, instead of printing it. Objects are
-// named "pv/NAME" or "storageclass/NAME". Calls are serialised. No call
-// carries a Secret's value.
+// named by their rewrite.ObjectRef. Calls are serialised. No call carries a
+// Secret's value.
 type Events interface {
 	// Writing announces the next write to obj, before it is sent; what
 	// is the step as docs/rewrite-apply.md words it.
-	Writing(obj, what string)
+	Writing(obj rewrite.ObjectRef, what string)
 	// Noted names a change beyond the translation (access modes) or an
 	// outcome that wrote nothing (a dry run's verdict, an object with
 	// nothing to do).
-	Noted(obj, what string)
+	Noted(obj rewrite.ObjectRef, what string)
 	// KeptRetain names a PV whose replacement keeps reclaim policy Retain
 	// where it had Delete, and why.
-	KeptRetain(pv, why string)
+	KeptRetain(pv rewrite.ObjectRef, why string)
 	// Refused names an object left exactly as it was, and why.
-	Refused(obj string, r *rewrite.Refusal)
+	Refused(obj rewrite.ObjectRef, r *rewrite.Refusal)
 }
 
 // NoEvents discards every event.
 type NoEvents struct{}
 
 // Writing implements Events.
-func (NoEvents) Writing(string, string) {}
+func (NoEvents) Writing(rewrite.ObjectRef, string) {}
 
 // Noted implements Events.
-func (NoEvents) Noted(string, string) {}
+func (NoEvents) Noted(rewrite.ObjectRef, string) {}
 
 // KeptRetain implements Events.
-func (NoEvents) KeptRetain(string, string) {}
+func (NoEvents) KeptRetain(rewrite.ObjectRef, string) {}
 
 // Refused implements Events.
-func (NoEvents) Refused(string, *rewrite.Refusal) {}
+func (NoEvents) Refused(rewrite.ObjectRef, *rewrite.Refusal) {}
 
 // Target is an object a run acts on: by its name and, when it comes from
 // reviewed input, the uid it had there ("" for any).
@@ -180,9 +174,8 @@ type Writer struct {
 	// online allows rewriting PVs that running pods use where onlineSafe
 	// holds.
 	online bool
-	// undo replaces CSI PVs and StorageClasses csimigrate created by what
-	// they replaced.
-	undo      bool
+	// dir is what the Writer replaces by what (Options.Direction).
+	dir       Direction
 	stepLimit int // stop after this many mutating steps (0: no limit)
 	// ceph adopts RBD images (nil: none is adopted); cephConfig gives the
 	// cluster entries' rados namespaces.
@@ -191,8 +184,6 @@ type Writer struct {
 	cephfsSecret *v1.SecretReference
 	// vsphere adopts vSphere disks (nil: none is adopted).
 	vsphere VSphere
-	// adopt: the direction adopts CSI PVs (or, with undo, un-adopts them).
-	adopt bool
 
 	mu    sync.Mutex // guards what follows, and the events
 	steps int
@@ -233,8 +224,11 @@ func New(client kubernetes.Interface, tr *translate.Translator, logger klog.Logg
 	if client == nil || tr == nil {
 		return nil, errors.New("apply.New: a client and a translator are required")
 	}
-	if o.AdoptCSI && o.Ceph == nil {
-		return nil, errors.New("apply.New: AdoptCSI needs Ceph")
+	if !o.Direction.valid() {
+		return nil, fmt.Errorf("apply.New: Direction %d is none of Rewrite, Undo, AdoptCSI and UnadoptCSI", int(o.Direction))
+	}
+	if o.Direction.AdoptsCSI() && o.Ceph == nil {
+		return nil, fmt.Errorf("apply.New: Direction %s needs Ceph", o.Direction)
 	}
 	if o.Concurrency < 0 || o.MaxWrites < 0 {
 		return nil, fmt.Errorf("apply.New: Concurrency %d and MaxWrites %d must not be negative", o.Concurrency, o.MaxWrites)
@@ -247,7 +241,7 @@ func New(client kubernetes.Interface, tr *translate.Translator, logger klog.Logg
 		ns = DefaultStateNamespace
 	}
 	a := &Writer{client: client, tr: tr, logger: logger, events: events, stateNS: ns, concurrency: o.Concurrency,
-		online: o.Online, undo: o.Undo, stepLimit: o.MaxWrites, ceph: o.Ceph, cephConfig: o.CephConfig, cephfsSecret: o.CephFSSecret, adopt: o.AdoptCSI, vsphere: o.VSphere,
+		online: o.Online, dir: o.Direction, stepLimit: o.MaxWrites, ceph: o.Ceph, cephConfig: o.CephConfig, cephfsSecret: o.CephFSSecret, vsphere: o.VSphere,
 		lease: o.Lease, cephServed: o.CephServed, sourceChanged: slices.Clone(o.SourceChanged)}
 	if o.Listers != nil {
 		a.listers = *o.Listers
@@ -273,13 +267,13 @@ func (a *Writer) Kept() []string {
 // IsSource reports whether a PV is one the Writer's direction replaces.
 func (a *Writer) IsSource(pv *v1.PersistentVolume) bool {
 	kind, _ := a.kindOf(pv)
-	return kind == a.Direction().Source
+	return kind == a.dir.Source()
 }
 
 // IsSourceClass reports whether a StorageClass is one the Writer's
 // direction replaces (none for the adoption of CSI PVs).
 func (a *Writer) IsSourceClass(sc *storagev1.StorageClass) bool {
-	return !a.adopt && rewrite.ClassKindOf(a.tr, sc) == a.Direction().Source
+	return !a.dir.AdoptsCSI() && rewrite.ClassKindOf(a.tr, sc) == a.dir.Source()
 }
 
 // cached is a value read from the cluster at a time.
@@ -294,14 +288,14 @@ type cached[T any] struct {
 const cacheFor = 5 * time.Second
 
 // takeWrite is the gate of every write: it lets the next write to obj
-// ("pv/NAME" or "storageclass/NAME") through and announces it, or returns
+// through and announces it, or returns
 // ErrNotHolding when this process does not hold the writer Lease and
 // ErrWriteLimit when the write limit is reached.
-func (a *Writer) takeWrite(obj, what string) error {
+func (a *Writer) takeWrite(obj rewrite.ObjectRef, what string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.lease == nil || !a.lease.Holding() {
-		return fmt.Errorf("%s: %w", obj, ErrNotHolding)
+		return &ObjectError{Object: obj, Err: ErrNotHolding}
 	}
 	if a.stepLimit > 0 && a.steps >= a.stepLimit {
 		return ErrWriteLimit
@@ -317,10 +311,10 @@ func (a *Writer) keptRetain(pv, why string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.kept = append(a.kept, pv)
-	a.events.KeptRetain(pv, why)
+	a.events.KeptRetain(rewrite.PVRef(pv), why)
 }
 
-func (a *Writer) note(obj, what string) {
+func (a *Writer) note(obj rewrite.ObjectRef, what string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.events.Noted(obj, what)

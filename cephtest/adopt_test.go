@@ -410,8 +410,8 @@ func TestCephRBDAdoptInterrupted(t *testing.T) {
 	e := newAdoptEnv(t, "kube.adopt-cut")
 	tr, _ := configure(t, e.d, inTreeRBDPV("probe", rbdCase{Monitors: []string{MonitorV1}, Pool: e.pool, Image: "probe"}, "admin", "ceph-admin"))
 	lease := e.writerLease(t)
-	writer := func(undo bool, limit int) *apply.Writer {
-		w, err := apply.New(e.cs, tr, klogDiscard(), nil, apply.Options{Undo: undo, MaxWrites: limit, Ceph: e.tools, CephConfig: e.config, Lease: lease})
+	writer := func(dir apply.Direction, limit int) *apply.Writer {
+		w, err := apply.New(e.cs, tr, klogDiscard(), nil, apply.Options{Direction: dir, MaxWrites: limit, Ceph: e.tools, CephConfig: e.config, Lease: lease})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -432,16 +432,16 @@ func TestCephRBDAdoptInterrupted(t *testing.T) {
 // resumes it (the journal entry written, Delete restored), then its undo
 // likewise (the PV's spec as before, no entry, no state left); it reports
 // whether the adoption finished within k writes.
-func (e *adoptEnv) cutAndResume(t testing.TB, writer func(undo bool, limit int) *apply.Writer, name string, k int, before *v1.PersistentVolume) bool {
+func (e *adoptEnv) cutAndResume(t testing.TB, writer func(dir apply.Direction, limit int) *apply.Writer, name string, k int, before *v1.PersistentVolume) bool {
 	t.Helper()
 	ctx := context.Background()
 	target := []apply.Target{{Name: name}}
-	_, err := writer(false, k).PVs(ctx, target)
+	_, err := writer(apply.Rewrite, k).PVs(ctx, target)
 	finished := err == nil
 	if err != nil && !errors.Is(err, apply.ErrWriteLimit) {
 		t.Fatalf("k=%d: the interrupted adoption: %v", k, err)
 	}
-	if _, err := writer(false, 0).PVs(ctx, target); err != nil {
+	if _, err := writer(apply.Rewrite, 0).PVs(ctx, target); err != nil {
 		t.Fatalf("k=%d: resuming the adoption: %v", k, err)
 	}
 	pv := e.pv(t, name)
@@ -449,11 +449,11 @@ func (e *adoptEnv) cutAndResume(t testing.TB, writer func(undo bool, limit int) 
 	if st := e.journal(t, j); st != "written" || pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
 		t.Errorf("k=%d: after the resumed adoption the journal is %s, the policy %s", k, st, pv.Spec.PersistentVolumeReclaimPolicy)
 	}
-	_, err = writer(true, k).PVs(ctx, target)
+	_, err = writer(apply.Undo, k).PVs(ctx, target)
 	if err != nil && !errors.Is(err, apply.ErrWriteLimit) {
 		t.Fatalf("k=%d: the interrupted undo: %v", k, err)
 	}
-	if _, err := writer(true, 0).PVs(ctx, target); err != nil {
+	if _, err := writer(apply.Undo, 0).PVs(ctx, target); err != nil {
 		t.Fatalf("k=%d: resuming the undo: %v", k, err)
 	}
 	if diff := cmp.Diff(before.Spec, e.pv(t, name).Spec); diff != "" {

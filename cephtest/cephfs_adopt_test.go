@@ -432,8 +432,8 @@ func TestCephFSAdoptInterrupted(t *testing.T) {
 	tr := e.configure(t)
 	secret := &v1.SecretReference{Namespace: cephfsSecretNS, Name: cephfsSecret}
 	lease := e.writerLease(t)
-	writer := func(undo bool, limit int) *apply.Writer {
-		w, err := apply.New(e.cs, tr, klogDiscard(), nil, apply.Options{Undo: undo, MaxWrites: limit, Ceph: e.tools, CephConfig: e.config, CephFSSecret: secret, Lease: lease})
+	writer := func(dir apply.Direction, limit int) *apply.Writer {
+		w, err := apply.New(e.cs, tr, klogDiscard(), nil, apply.Options{Direction: dir, MaxWrites: limit, Ceph: e.tools, CephConfig: e.config, CephFSSecret: secret, Lease: lease})
 		if err != nil {
 			t.Fatal(err)
 		}

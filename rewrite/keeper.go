@@ -248,18 +248,6 @@ func KeptRefusal(kind string, o metav1.Object, changed bool) error {
 		Action: plugin.ActionChangeSource, ActsOn: kind + " " + o.GetName()}
 }
 
-// ObjectRef names an object csimigrate changes: its kind
-// ("PersistentVolume", "StorageClass"), namespace ("" for a cluster-scoped
-// object) and name.
-type ObjectRef struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-}
-
-// String is "Kind name" or "Kind namespace/name".
-func (r ObjectRef) String() string { return r.Kind + " " + nsName(r.Namespace, r.Name) }
-
 // ChangedSources is the set of objects an administrator has said the
 // sources of have changed (KeptRefusal's changed), as a program's option.
 type ChangedSources []ObjectRef

@@ -189,10 +189,10 @@ func TestVSphereAdoptInterruptedAtEveryWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lease.Release(context.Background()) })
-	stepAll := func(undo bool) []string {
+	stepAll := func(dir apply.Direction) []string {
 		var writes []string
 		for range 100 {
-			w, err := apply.New(srv.Client, tr, logger, nil, apply.Options{VSphere: client, Undo: undo, Lease: lease})
+			w, err := apply.New(srv.Client, tr, logger, nil, apply.Options{VSphere: client, Direction: dir, Lease: lease})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,7 +220,7 @@ func TestVSphereAdoptInterruptedAtEveryWrite(t *testing.T) {
 		t.Fatalf("not done after 100 steps: %q", writes)
 		return nil
 	}
-	writes := stepAll(false)
+	writes := stepAll(apply.Rewrite)
 	registrations := 0
 	for _, w := range writes {
 		if strings.HasPrefix(w, "register disk") {
@@ -239,7 +239,7 @@ func TestVSphereAdoptInterruptedAtEveryWrite(t *testing.T) {
 		t.Fatalf("the adopted PV: %+v, %s", pv.Spec.PersistentVolumeSource, pv.Spec.PersistentVolumeReclaimPolicy)
 	}
 	t.Logf("adoption: %d writes: %q", len(writes), writes)
-	undoWrites := stepAll(true)
+	undoWrites := stepAll(apply.Undo)
 	t.Logf("undo: %d writes: %q", len(undoWrites), undoWrites)
 	back, err := srv.Client.CoreV1().PersistentVolumes().Get(ctx, orig.Name, metav1.GetOptions{})
 	if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -105,32 +104,41 @@ func commandError(err error) string {
 		}
 		return strings.Join(lines, "\n")
 	}
-	text := err.Error()
-	// The error's own words, from the data of the refusal or state it
-	// wraps, after the context the wrapping added.
-	var ref *rewrite.Refusal
-	var ip *apply.InProgressError
-	switch {
-	case errors.As(err, &ref) && ref.Action != "" && ref.Remedy != "":
-		if context, ok := strings.CutSuffix(text, ref.Error()); ok {
-			return context + refusalText(ref)
+	// The error's own words, from the data of the object, refusal or
+	// state it is; any other error as it is.
+	switch e := err.(type) {
+	case *apply.ObjectError:
+		return e.Object.Resource() + ": " + commandError(e.Err)
+	case *rewrite.Refusal:
+		if e.Action != "" && e.Remedy != "" {
+			return refusalText(e)
 		}
-	case errors.As(err, &ip) && ip.Run != nil:
-		if context, ok := strings.CutSuffix(text, ip.Error()); ok {
-			return context + fmt.Sprintf("ConfigMap %s holds %s of %s in progress; finish it first (%s), nothing is done with it here", ip.ConfigMap, ip.Run.What, ip.Object, directionCommand(ip.Run))
-		}
+	case *apply.InProgressError:
+		return fmt.Sprintf("ConfigMap %s holds %s of %s in progress; finish it first (%s), nothing is done with it here", e.ConfigMap, e.Run.What(), e.Object.Resource(), directionCommand(e.Run))
 	}
-	return text
+	return err.Error()
 }
 
 // directionCommand is the command that runs a direction.
-func directionCommand(d *apply.Direction) string {
+func directionCommand(d apply.Direction) string {
 	run := "csimigrate rewrite -apply"
-	if d.Undo {
+	if d.IsUndo() {
 		run += " -undo"
 	}
-	if d.AdoptCSI {
+	if d.AdoptsCSI() {
 		run += " -adopt -adopt-csi"
 	}
 	return run
+}
+
+// directionOf is the writer's direction of -undo and -adopt -adopt-csi.
+func directionOf(undo, adoptCSI bool) apply.Direction {
+	d := apply.Rewrite
+	if adoptCSI {
+		d = apply.AdoptCSI
+	}
+	if undo {
+		d = d.Reverse()
+	}
+	return d
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -107,26 +106,28 @@ func TestEngineNamesNoFlags(t *testing.T) {
 	}
 }
 
-// The writer's errors in the command's words, built from the refusal's or
-// the state's data after the context the wrapping added: a refusal's remedy
+// The writer's errors in the command's words, built from the data of the
+// object, the refusal or the state each is: a refusal's remedy
 // by its action, a run in progress with the command that finishes it;
 // joined errors one per line; other errors as they are.
 func TestCommandError(t *testing.T) {
 	ref := &rewrite.Refusal{Code: rewrite.CodeSecretMissing, Reason: "Secret ns/ceph is missing", Remedy: "create it",
 		Action: plugin.ActionCreateSecret, ActsOn: "Secret ns/ceph"}
 	inProgress := func(undo, adoptCSI bool) error {
-		return fmt.Errorf("pv/a: %w", &apply.InProgressError{ConfigMap: "kube-system/s", Object: "pv/a", Run: apply.DirectionOf(undo, adoptCSI)})
+		return &apply.ObjectError{Object: rewrite.PVRef("a"), Err: &apply.InProgressError{ConfigMap: "kube-system/s", Object: rewrite.PVRef("a"), Run: directionOf(undo, adoptCSI)}}
 	}
 	for _, tc := range []struct {
 		err  error
 		want string
 	}{
-		{fmt.Errorf("pv/a: %w", ref), "pv/a: Secret ns/ceph is missing; create it (csimigrate plan lists it under SECRETS)"},
+		{&apply.ObjectError{Object: rewrite.PVRef("a"), Err: ref}, "pv/a: Secret ns/ceph is missing; create it (csimigrate plan lists it under SECRETS)"},
 		{inProgress(false, false), "pv/a: ConfigMap kube-system/s holds a rewrite of pv/a in progress; finish it first (csimigrate rewrite -apply), nothing is done with it here"},
 		{inProgress(true, false), "pv/a: ConfigMap kube-system/s holds an undo of pv/a in progress; finish it first (csimigrate rewrite -apply -undo), nothing is done with it here"},
 		{inProgress(false, true), "pv/a: ConfigMap kube-system/s holds an adoption of pv/a in progress; finish it first (csimigrate rewrite -apply -adopt -adopt-csi), nothing is done with it here"},
 		{inProgress(true, true), "pv/a: ConfigMap kube-system/s holds an undo of an adoption of pv/a in progress; finish it first (csimigrate rewrite -apply -undo -adopt -adopt-csi), nothing is done with it here"},
-		{errors.Join(errors.New("one"), fmt.Errorf("pv/b: %w", ref)), "one\npv/b: Secret ns/ceph is missing; create it (csimigrate plan lists it under SECRETS)"},
+		{errors.Join(errors.New("one"), &apply.ObjectError{Object: rewrite.PVRef("b"), Err: ref}), "one\npv/b: Secret ns/ceph is missing; create it (csimigrate plan lists it under SECRETS)"},
+		{ref, "Secret ns/ceph is missing; create it (csimigrate plan lists it under SECRETS)"},
+		{&apply.ObjectError{Object: rewrite.ClassRef("c"), Err: errors.New("the API server said no")}, "storageclass/c: the API server said no"},
 		{errors.New("the API server said no"), "the API server said no"},
 	} {
 		if got := commandError(tc.err); got != tc.want {

@@ -66,7 +66,7 @@ func (o *rewriteOptions) register(fs *flag.FlagSet) {
 	o.common.register(fs, "script", "yaml")
 	fs.BoolVar(&o.doApply, "apply", false, "carry out the rewrite against the cluster of -kubeconfig")
 	registerSourceChanged(fs, &o.writer.SourceChanged)
-	fs.BoolVar(&o.writer.Undo, "undo", false, "replace the CSI PVs and StorageClasses csimigrate's rewrite created by the in-tree ones they replaced (the review, or with -apply the undo itself)")
+	fs.BoolVar(&o.undo, "undo", false, "replace the CSI PVs and StorageClasses csimigrate's rewrite created by the in-tree ones they replaced (the review, or with -apply the undo itself)")
 	// The flags only -apply takes: what is registered here.
 	o.applyFlags = registered(fs, func() {
 		fs.BoolVar(&o.dry, "dry-run", false, "with -apply: use the API server's server-side dry run")
@@ -76,7 +76,7 @@ func (o *rewriteOptions) register(fs *flag.FlagSet) {
 		fs.IntVar(&o.burst, "burst", 200, "with -apply: the client's burst above -qps")
 		fs.DurationVar(&o.leaseWait, "lease-wait", 30*time.Second, "with -apply: how long to wait while another csimigrate writer holds the Lease "+apply.LeaseName+" in -state-namespace")
 		fs.BoolVar(&o.writer.Online, "online", false, "with -apply: "+onlineUsage)
-		fs.BoolVar(&o.writer.AdoptCSI, "adopt-csi", false, "with -apply -adopt: adopt the CSI PVs of rbd.csi.ceph.com that carry a migration handle (an earlier rewrite's, or Kubernetes' own migration's), and the static CSI PVs of cephfs.csi.ceph.com (with -cephfs-secret), instead of rewriting in-tree PVs; with -undo, give such adopted PVs their migration handle or static form back")
+		fs.BoolVar(&o.adoptCSI, "adopt-csi", false, "with -apply -adopt: adopt the CSI PVs of rbd.csi.ceph.com that carry a migration handle (an earlier rewrite's, or Kubernetes' own migration's), and the static CSI PVs of cephfs.csi.ceph.com (with -cephfs-secret), instead of rewriting in-tree PVs; with -undo, give such adopted PVs their migration handle or static form back")
 	})
 	o.adoptFlags.register(fs, "with -apply: ", "; with -undo, undo such PVs too (their entries removed)")
 }
@@ -105,6 +105,7 @@ func (o *rewriteOptions) complete(fs *flag.FlagSet) error {
 	if err := o.adoptFlags.complete(fs); err != nil {
 		return err
 	}
+	o.writer.Direction = directionOf(o.undo, o.adopt && o.adoptCSI)
 	o.qps32 = float32(o.qps)
 	var err error
 	o.tr, err = o.translator()
@@ -120,7 +121,7 @@ func (o *rewriteOptions) validate() error {
 		// The review of an adoption takes -adopt and the Ceph flags: its
 		// Ceph-side writes are in the script.
 		return fmt.Errorf("%s only with -apply (without it, rewrite prints the steps for review)", strings.Join(append(o.applyOnly, pvNamesQuoted(o.names)...), ", "))
-	case o.writer.AdoptCSI && !o.adopt:
+	case o.adoptCSI && !o.adopt:
 		return o.adoptFlags.validate("-adopt-csi")
 	case !o.adopt && o.adoptFlags.validate() != nil:
 		return o.adoptFlags.validate()
@@ -149,13 +150,12 @@ func (o *rewriteOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
 // written as it is read, so memory does not grow with the number of PVs.
 // Standard input is kept in a temporary file for that.
 func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Reader, stdout, stderr io.Writer) int {
-	undo := o.writer.Undo
 	if err := c.spoolStdin(stdin); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitInput
 	}
 	defer c.cleanup()
-	rv := &review{tr: tr, dir: apply.DirectionOf(undo, false), script: c.output == "script", stderr: stderr, sourceChanged: o.writer.SourceChanged,
+	rv := &review{tr: tr, dir: o.writer.Direction, script: c.output == "script", stderr: stderr, sourceChanged: o.writer.SourceChanged,
 		in: &rewriteInputs{classes: map[string]*storagev1.StorageClass{}}, w: bufio.NewWriterSize(stdout, 1<<16)}
 	if err := rv.readInputs(c, stdin); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
@@ -183,7 +183,7 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Rea
 		rv.ceph = o.cephFlags.tools
 		// What it decides (adopted or why not) goes to stderr, beside the
 		// script.
-		if rv.writer, err = apply.New(client, rv.tr, c.logger(stderr), textEvents{stderr}, apply.Options{Undo: undo, Ceph: o.cephFlags.tools, CephConfig: cfg, CephFSSecret: o.cephfsSecret, SourceChanged: o.writer.SourceChanged}); err != nil {
+		if rv.writer, err = apply.New(client, rv.tr, c.logger(stderr), textEvents{stderr}, apply.Options{Direction: o.writer.Direction, Ceph: o.cephFlags.tools, CephConfig: cfg, CephFSSecret: o.cephfsSecret, SourceChanged: o.writer.SourceChanged}); err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return exitUsage
 		}
@@ -222,7 +222,7 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Rea
 // review writes the steps of the rewrite or undo of each object read.
 type review struct {
 	tr     *translate.Translator
-	dir    *apply.Direction
+	dir    apply.Direction
 	script bool // -o script, else -o yaml
 	in     *rewriteInputs
 	w      *bufio.Writer
@@ -260,10 +260,10 @@ func (rv *review) pv(obj any) {
 	if !ok || rv.werr != nil {
 		return
 	}
-	if kind, _ := rewrite.KindOf(rv.tr, pv); kind != rv.dir.Source {
+	if kind, _ := rewrite.KindOf(rv.tr, pv); kind != rv.dir.Source() {
 		return
 	}
-	if why := rv.blocked.refusal(pvBackend(pv)); why != "" && !rv.dir.Undo {
+	if why := rv.blocked.refusal(pvBackend(pv)); why != "" && !rv.dir.IsUndo() {
 		fmt.Fprintf(rv.stderr, "PersistentVolume %s: %s\n", pv.Name, why)
 		rv.failed = true
 		return
@@ -277,7 +277,7 @@ func (rv *review) pv(obj any) {
 	switch {
 	case rv.writer != nil:
 		p, j, err = rv.reviewed(pv)
-	case rv.dir.Undo:
+	case rv.dir.IsUndo():
 		p, err = undoReview(rv.tr, pv)
 	default:
 		p, err = rv.in.replacement(rv.tr, pv)
@@ -290,7 +290,7 @@ func (rv *review) pv(obj any) {
 	rv.pvs++
 	if rv.script {
 		if j != nil {
-			rv.werr = writeScriptJournalVars(rv.w, rv.ceph, p.CSI, *j, rv.dir.Undo)
+			rv.werr = writeScriptJournalVars(rv.w, rv.ceph, p.CSI, *j, rv.dir.IsUndo())
 		}
 		if rv.werr == nil {
 			rv.werr = writeScriptPV(rv.w, rv.dir, p)
@@ -312,17 +312,7 @@ func (rv *review) reviewed(pv *v1.PersistentVolume) (rewrite.PV, *adopt.Journal,
 	if err != nil {
 		return rewrite.PV{}, nil, err
 	}
-	p := rewrite.PV{Name: pv.Name, OriginalPolicy: pv.Spec.PersistentVolumeReclaimPolicy, CSI: r.Replacement,
-		RestorePolicy: v1.PersistentVolumeReclaimPolicy(r.Replacement.Annotations[rewrite.AnnReclaimPolicy])}
-	if r.Replacement.Spec.CSI != nil {
-		p.Driver = r.Replacement.Spec.CSI.Driver
-	} else {
-		p.Driver = plugin.InTreeNameOfPV(r.Replacement)
-	}
-	if r.KeptRetain != "" {
-		p.Hazard = r.KeptRetain
-	}
-	return p, r.Journal, nil
+	return r.PV, r.Journal, nil
 }
 
 // kept reports (and says) whether the writer would leave the kind's object
@@ -340,10 +330,10 @@ func (rv *review) kept(kind string, o metav1.Object) bool {
 
 // class writes the steps for one StorageClass the direction replaces.
 func (rv *review) class(sc *storagev1.StorageClass) {
-	if rv.werr != nil || rewrite.ClassKindOf(rv.tr, sc) != rv.dir.Source {
+	if rv.werr != nil || rewrite.ClassKindOf(rv.tr, sc) != rv.dir.Source() {
 		return
 	}
-	if why := rv.blocked.refusal(classBackend(sc)); why != "" && !rv.dir.Undo {
+	if why := rv.blocked.refusal(classBackend(sc)); why != "" && !rv.dir.IsUndo() {
 		fmt.Fprintf(rv.stderr, "StorageClass %s: %s\n", sc.Name, why)
 		rv.failed = true
 		return
@@ -353,7 +343,7 @@ func (rv *review) class(sc *storagev1.StorageClass) {
 	}
 	var r *storagev1.StorageClass
 	var err error
-	if rv.dir.Undo {
+	if rv.dir.IsUndo() {
 		r, err = rewrite.ClassUndoReplacement(sc)
 	} else {
 		r, err = rewrite.ClassReplacement(rv.tr, klog0(), sc)
@@ -452,9 +442,9 @@ func writeScriptJournalVars(w io.Writer, tools cephtool.Tools, repl *v1.Persiste
 }
 
 // writeScriptHeader writes the script up to its first PV.
-func writeScriptHeader(w io.Writer, dir *apply.Direction) error {
+func writeScriptHeader(w io.Writer, dir apply.Direction) error {
 	what, article := "rewrite", "a CSI"
-	if dir.Undo {
+	if dir.IsUndo() {
 		what, article = "rewrite -undo", "the in-tree"
 	}
 	return reviewScript.ExecuteTemplate(w, "review.sh.tmpl", struct {
@@ -464,16 +454,16 @@ func writeScriptHeader(w io.Writer, dir *apply.Direction) error {
 }
 
 // writeScriptPV writes the call that replaces one PV.
-func writeScriptPV(w io.Writer, dir *apply.Direction, p rewrite.PV) error {
+func writeScriptPV(w io.Writer, dir apply.Direction, p rewrite.PV) error {
 	b, err := yaml.Marshal(p.CSI)
 	if err != nil {
 		return err
 	}
 	driver := p.Driver
-	if dir.Undo {
+	if dir.IsUndo() {
 		driver = "" // an in-tree PV has no .spec.csi.driver
 	}
-	fmt.Fprintf(w, "\n# %s -> %s (reclaim policy after the %s: %s)", p.Name, p.Driver, strings.TrimPrefix(strings.TrimPrefix(dir.What, "an "), "a "), p.RestorePolicy)
+	fmt.Fprintf(w, "\n# %s -> %s (reclaim policy after the %s: %s)", p.Name, p.Driver, strings.TrimPrefix(strings.TrimPrefix(dir.What(), "an "), "a "), p.RestorePolicy)
 	if p.Hazard != "" {
 		fmt.Fprintf(w, "; %s", p.Hazard)
 	}
@@ -493,9 +483,9 @@ func writeScriptClass(w io.Writer, inTree, r *storagev1.StorageClass) error {
 }
 
 // writeScriptFooter ends the script.
-func writeScriptFooter(w io.Writer, dir *apply.Direction, n, classes int) {
+func writeScriptFooter(w io.Writer, dir apply.Direction, n, classes int) {
 	verb := "rewrote"
-	if dir.Undo {
+	if dir.IsUndo() {
 		verb = "undid the rewrite of"
 	}
 	fmt.Fprintf(w, "\necho \"%s %d PersistentVolumes and %d StorageClasses\"\n", verb, n, classes)

@@ -100,7 +100,6 @@ func newApplier(c *common, tr *translate.Translator, o applyOptions, stdout, std
 	// The writer's options as the flags bound them, with the access they
 	// ask for.
 	a = &applier{client: client, tr: tr, logger: c.logger(stderr), out: stdout, opts: o.writer}
-	a.opts.AdoptCSI = o.adopt && o.writer.AdoptCSI
 	if o.adopt {
 		a.opts.Ceph, a.opts.CephFSSecret = o.cephFlags.tools, o.cephfsSecret
 		if a.opts.CephConfig, err = c.clusterConfig(); err != nil {
@@ -134,7 +133,7 @@ func newApplier(c *common, tr *translate.Translator, o applyOptions, stdout, std
 // and, with adoptServed (-adopt without -ceph-config), an adoption names the
 // drivers' own entries from them.
 func (a *applier) readServed(ctx context.Context, drivers map[string]string, adoptServed bool) (*plan.Plan, error) {
-	if a.opts.Undo {
+	if a.opts.Direction.IsUndo() {
 		return nil, nil
 	}
 	result, served, err := livePlan(ctx, a.client, a.tr, drivers)
@@ -196,7 +195,7 @@ func livePlan(ctx context.Context, client kubernetes.Interface, tr *translate.Tr
 // the others are reported and left as they are (only a rewrite needs the
 // driver; an undo does not).
 func (a *applier) withoutBlocked(ctx context.Context, pvs, scs []apply.Target, stderr io.Writer) (keptPVs, keptSCs []apply.Target, refused bool, err error) {
-	if len(a.blocked) == 0 || a.opts.Undo {
+	if len(a.blocked) == 0 || a.opts.Direction.IsUndo() {
 		return pvs, scs, false, nil
 	}
 	pvBackendOf := func(name string) (string, error) {
@@ -244,7 +243,7 @@ func (a *applier) keepServed(targets []apply.Target, kind string, backendOf func
 // there, or else the cluster's (and those whose run was interrupted after the
 // delete), narrowed to names; or the exit code of what went wrong.
 func (a *applier) selectTargets(ctx context.Context, c *common, names []string, stdin io.Reader, stderr io.Writer) (pvs, scs []apply.Target, code int) {
-	dir := a.direction()
+	dir := a.opts.Direction
 	where := "cluster"
 	if len(c.files) > 0 {
 		where = "reviewed input"
@@ -263,7 +262,7 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 				scs = append(scs, apply.Target{Name: sc.Name, UID: sc.UID})
 			}
 		}
-		a.say("%d %s PersistentVolumes and %d %s StorageClasses in the reviewed input\n", len(pvs), dir.Scope, len(scs), dir.Scope)
+		a.say("%d %s PersistentVolumes and %d %s StorageClasses in the reviewed input\n", len(pvs), dir.Scope(), len(scs), dir.Scope())
 	} else {
 		var err error
 		if pvs, err = a.w.LiveTargets(ctx); err == nil {
@@ -273,7 +272,7 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return nil, nil, exitBlocked
 		}
-		a.say("%d %s PersistentVolumes and %d %s StorageClasses (or interrupted runs) in the cluster\n", len(pvs), dir.Scope, len(scs), dir.Scope)
+		a.say("%d %s PersistentVolumes and %d %s StorageClasses (or interrupted runs) in the cluster\n", len(pvs), dir.Scope(), len(scs), dir.Scope())
 	}
 	if len(names) == 0 {
 		return pvs, scs, exitOK
@@ -286,7 +285,7 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 		}
 		i := slices.IndexFunc(from, func(t apply.Target) bool { return t.Name == name })
 		if i < 0 {
-			fmt.Fprintf(stderr, "csimigrate rewrite: %s %q is not %s %s of the %s\n", kind, name, dir.AScope, kind, where)
+			fmt.Fprintf(stderr, "csimigrate rewrite: %s %q is not %s %s of the %s\n", kind, name, dir.AScope(), kind, where)
 			return nil, nil, exitUsage
 		}
 		*list = append(*list, from[i])
@@ -309,7 +308,7 @@ func (a *applier) applyAll(ctx context.Context, targets, classes []apply.Target)
 		rc, scErr = a.rewriteClasses(ctx, classes)
 	}
 	a.say("%d PersistentVolumes and %d StorageClasses %s or already done, %d refused and left as they were, %d steps taken\n",
-		r.Done, rc.Done, a.direction().Done, r.Refused+rc.Refused, a.steps)
+		r.Done, rc.Done, a.opts.Direction.Done(), r.Refused+rc.Refused, a.steps)
 	return errors.Join(pvErr, scErr)
 }
 
@@ -395,32 +394,36 @@ func (a *applier) rewriteClasses(ctx context.Context, targets []apply.Target) (a
 	return r, err
 }
 
-// direction is the applier's direction, for its words.
-func (a *applier) direction() *apply.Direction {
-	return apply.DirectionOf(a.opts.Undo, a.opts.AdoptCSI)
-}
-
 // say prints a line of the run's own (a count, a summary).
 func (a *applier) say(format string, args ...any) { fmt.Fprintf(a.out, format, args...) }
 
 // textEvents prints the writer's events as rewrite -apply's lines.
 type textEvents struct{ w io.Writer }
 
-func (e textEvents) Writing(obj, what string)  { fmt.Fprintf(e.w, "%s: %s\n", obj, what) }
-func (e textEvents) Noted(obj, what string)    { fmt.Fprintf(e.w, "%s: %s\n", obj, what) }
-func (e textEvents) KeptRetain(pv, why string) { fmt.Fprintf(e.w, "pv/%s: kept at %s\n", pv, why) }
-func (e textEvents) Refused(obj string, r *rewrite.Refusal) {
-	fmt.Fprintf(e.w, "%s: refused, left as it was: %s\n", obj, refusalText(r))
+func (e textEvents) Writing(obj rewrite.ObjectRef, what string) {
+	fmt.Fprintf(e.w, "%s: %s\n", obj.Resource(), what)
+}
+func (e textEvents) Noted(obj rewrite.ObjectRef, what string) {
+	fmt.Fprintf(e.w, "%s: %s\n", obj.Resource(), what)
+}
+func (e textEvents) KeptRetain(pv rewrite.ObjectRef, why string) {
+	fmt.Fprintf(e.w, "%s: kept at %s\n", pv.Resource(), why)
+}
+func (e textEvents) Refused(obj rewrite.ObjectRef, r *rewrite.Refusal) {
+	fmt.Fprintf(e.w, "%s: refused, left as it was: %s\n", obj.Resource(), refusalText(r))
 }
 
 // applyOptions are the flags of rewrite -apply.
 type applyOptions struct {
 	// writer are the writer's options the flags bind to (-state-namespace,
-	// -concurrency, -online, -undo, -adopt-csi).
+	// -concurrency, -online; Direction from -undo and -adopt-csi).
 	writer apply.Options
-	dry    bool
-	qps32  float32
-	burst  int
+	// undo and adoptCSI are -undo and -adopt-csi, which make the writer's
+	// Direction (directionOf).
+	undo, adoptCSI bool
+	dry            bool
+	qps32          float32
+	burst          int
 	// leaseWait is how long to wait for the writer Lease.
 	leaseWait time.Duration
 	// adoptFlags: -adopt registers RBD images (and CephFS subvolumes) in

@@ -104,20 +104,20 @@ type Controller struct {
 	ready     chan struct{}
 
 	mu sync.Mutex
-	// blocked maps "pv/NAME" and "storageclass/NAME" to the code of the
-	// refusal that leaves them as they are (or a waiting reason).
-	blocked map[string]string
+	// blocked maps PVs and StorageClasses to the code of the refusal that
+	// leaves them as they are (or a waiting reason).
+	blocked map[rewrite.ObjectRef]string
 	// started names the objects this process wrote to and has not seen
 	// done yet.
-	started map[string]bool
+	started map[rewrite.ObjectRef]bool
 	// runs are the writer's runs in progress, kept between passes so that
 	// a run uses what its own writes returned instead of reading again
 	// (the work queue never hands one key to two workers at once).
-	runs map[string]*apply.Run
+	runs map[rewrite.ObjectRef]*apply.Run
 }
 
 // run is the writer's run of obj, made by mk when there is none.
-func (c *Controller) run(obj string, mk func() *apply.Run) *apply.Run {
+func (c *Controller) run(obj rewrite.ObjectRef, mk func() *apply.Run) *apply.Run {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.runs[obj]
@@ -130,7 +130,7 @@ func (c *Controller) run(obj string, mk func() *apply.Run) *apply.Run {
 
 // endRun drops a run that ended (done, refused or failed): the next pass
 // starts afresh from what the cluster shows.
-func (c *Controller) endRun(obj string) {
+func (c *Controller) endRun(obj rewrite.ObjectRef) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.runs, obj)
@@ -192,7 +192,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, tr *translate.Trans
 		inScope[p] = true
 	}
 	c := &Controller{client: client, dyn: dyn, tr: tr, logger: logger, rec: rec, m: m, o: o, inScope: inScope,
-		blocked: map[string]string{}, started: map[string]bool{}, runs: map[string]*apply.Run{}, ready: make(chan struct{}),
+		blocked: map[rewrite.ObjectRef]string{}, started: map[rewrite.ObjectRef]bool{}, runs: map[rewrite.ObjectRef]*apply.Run{}, ready: make(chan struct{}),
 		pvQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "pvs"}),
 		scQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "storageclasses"}),
 	}
@@ -291,7 +291,7 @@ func (c *Controller) enqueueBlockedPV(name string) {
 		return
 	}
 	c.mu.Lock()
-	_, blocked := c.blocked["pv/"+name]
+	_, blocked := c.blocked[rewrite.PVRef(name)]
 	c.mu.Unlock()
 	if blocked {
 		c.pvQueue.Add(name)
@@ -426,7 +426,7 @@ func (c *Controller) enqueuePV(obj any) {
 	// A class waiting for its PVs is looked at again as they change.
 	if pv, ok := obj.(*v1.PersistentVolume); ok && pv.Spec.StorageClassName != "" {
 		c.mu.Lock()
-		waiting := c.blocked["storageclass/"+pv.Spec.StorageClassName] == ReasonWaitingForPVs
+		waiting := c.blocked[rewrite.ClassRef(pv.Spec.StorageClassName)] == ReasonWaitingForPVs
 		c.mu.Unlock()
 		if waiting {
 			c.scQueue.Add(pv.Spec.StorageClassName)
@@ -445,13 +445,8 @@ func (c *Controller) enqueueState(obj any) {
 	if !ok {
 		return
 	}
-	kind, name, ok := apply.StateOf(cm)
-	switch {
-	case !ok:
-	case kind == "pv":
-		c.pvQueue.Add(name)
-	case kind == "storageclass":
-		c.scQueue.Add(name)
+	if obj, ok := apply.StateOf(cm); ok {
+		c.enqueue(obj)
 	}
 }
 
@@ -463,11 +458,17 @@ func (c *Controller) enqueueWaiting() {
 		if why != ReasonWaitingForDriver {
 			continue
 		}
-		if name, ok := strings.CutPrefix(obj, "pv/"); ok {
-			c.pvQueue.Add(name)
-		} else if name, ok := strings.CutPrefix(obj, "storageclass/"); ok {
-			c.scQueue.Add(name)
-		}
+		c.enqueue(obj)
+	}
+}
+
+// enqueue adds a PV or a StorageClass to its queue.
+func (c *Controller) enqueue(obj rewrite.ObjectRef) {
+	switch obj.Kind {
+	case rewrite.KindPV:
+		c.pvQueue.Add(obj.Name)
+	case rewrite.KindStorageClass:
+		c.scQueue.Add(obj.Name)
 	}
 }
 
@@ -549,7 +550,7 @@ func (c *Controller) classInScope(sc *storagev1.StorageClass) bool {
 }
 
 // setBlocked records why obj is left as it is ("" when it is not).
-func (c *Controller) setBlocked(obj, why string) (changed bool) {
+func (c *Controller) setBlocked(obj rewrite.ObjectRef, why string) (changed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.blocked[obj] == why {
@@ -575,7 +576,7 @@ func (c *Controller) driverRegistered(driver string) (bool, error) {
 // syncPV takes one step of a PV's rewrite, when it is in scope (or its
 // rewrite is under way).
 func (c *Controller) syncPV(ctx context.Context, name string) (time.Duration, bool, error) {
-	obj := "pv/" + name
+	obj := rewrite.PVRef(name)
 	pv, err := c.pvs.Get(name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return 0, false, err
@@ -653,7 +654,7 @@ func (c *Controller) identity(pv *v1.PersistentVolume) (string, string, error) {
 }
 
 // outcome reports one step and says when to look again.
-func (c *Controller) outcome(obj string, cur any, p apply.Progress, err error) (time.Duration, bool, error) {
+func (c *Controller) outcome(obj rewrite.ObjectRef, cur any, p apply.Progress, err error) (time.Duration, bool, error) {
 	if err != nil || p.Done {
 		c.endRun(obj)
 	}
@@ -666,8 +667,8 @@ func (c *Controller) outcome(obj string, cur any, p apply.Progress, err error) (
 		return 0, false, nil
 	case errors.As(err, &ref):
 		if c.setBlocked(obj, string(ref.Code)) {
-			c.logger.Info("Left as it is", "object", obj, "code", ref.Code, "reason", ref.Reason)
-			c.m.refusals.WithLabelValues(kindOf(obj), string(ref.Code)).Inc()
+			c.logger.Info("Left as it is", "object", obj.Resource(), "code", ref.Code, "reason", ref.Reason)
+			c.m.refusals.WithLabelValues(metricKind(obj), string(ref.Code)).Inc()
 			msg := "left as it is: " + ref.Reason
 			if remedy := remedyOf(ref); remedy != "" {
 				msg += "; " + remedy
@@ -676,7 +677,7 @@ func (c *Controller) outcome(obj string, cur any, p apply.Progress, err error) (
 		}
 		return c.o.Recheck, false, nil
 	case err != nil:
-		c.m.failures.WithLabelValues(kindOf(obj)).Inc()
+		c.m.failures.WithLabelValues(metricKind(obj)).Inc()
 		if c.setBlocked(obj, ReasonFailed) {
 			c.event(cur, v1.EventTypeWarning, ReasonFailed, err.Error())
 		}
@@ -690,8 +691,8 @@ func (c *Controller) outcome(obj string, cur any, p apply.Progress, err error) (
 		c.mu.Lock()
 		c.started[obj] = true
 		c.mu.Unlock()
-		c.m.writes.WithLabelValues(kindOf(obj)).Inc()
-		c.logger.Info("Wrote", "object", obj, "step", p.Wrote)
+		c.m.writes.WithLabelValues(metricKind(obj)).Inc()
+		c.logger.Info("Wrote", "object", obj.Resource(), "step", p.Wrote)
 		c.event(cur, v1.EventTypeNormal, ReasonStep, p.Wrote)
 		return 0, true, nil
 	}
@@ -721,30 +722,32 @@ func remedyOf(r *rewrite.Refusal) string {
 }
 
 // doneWith reports an object this process wrote to as migrated.
-func (c *Controller) doneWith(obj string, cur any) {
+func (c *Controller) doneWith(obj rewrite.ObjectRef, cur any) {
 	c.mu.Lock()
 	started := c.started[obj]
 	delete(c.started, obj)
 	c.mu.Unlock()
-	c.logger.V(2).Info("Done", "object", obj, "wroteToIt", started)
+	c.logger.V(2).Info("Done", "object", obj.Resource(), "wroteToIt", started)
 	if !started {
 		return
 	}
-	c.logger.Info("Migrated", "object", obj)
-	c.m.migrated.WithLabelValues(kindOf(obj)).Inc()
-	if name, isPV := strings.CutPrefix(obj, "pv/"); isPV {
+	c.logger.Info("Migrated", "object", obj.Resource())
+	c.m.migrated.WithLabelValues(metricKind(obj)).Inc()
+	if obj.Kind == rewrite.KindPV {
 		// The lister may still hold the in-tree object, or none (between
 		// the old object's deletion and the new one's arrival): name the
 		// new one.
-		if live, err := c.client.CoreV1().PersistentVolumes().Get(context.Background(), name, metav1.GetOptions{}); err == nil {
+		if live, err := c.client.CoreV1().PersistentVolumes().Get(context.Background(), obj.Name, metav1.GetOptions{}); err == nil {
 			cur = live
 		}
 	}
 	c.event(cur, v1.EventTypeNormal, ReasonMigrated, "replaced by its CSI form")
 }
 
-func kindOf(obj string) string {
-	if _, ok := strings.CutPrefix(obj, "pv/"); ok {
+// metricKind is the kind label of the controller's metrics: "pv" or
+// "storageclass".
+func metricKind(obj rewrite.ObjectRef) string {
+	if obj.Kind == rewrite.KindPV {
 		return "pv"
 	}
 	return "storageclass"
@@ -752,7 +755,7 @@ func kindOf(obj string) string {
 
 // dryRunPV sends the PV's writes with server-side dry run and reports.
 func (c *Controller) dryRunPV(ctx context.Context, pv *v1.PersistentVolume) (time.Duration, bool, error) {
-	obj := "pv/" + pv.Name
+	obj := rewrite.PVRef(pv.Name)
 	ev := &collect{kept: c.notices.KeptRetain}
 	w, err := c.dryRunWriter(ev)
 	if err != nil {
@@ -793,23 +796,23 @@ func (c *Controller) wouldMigrate(ev *collect) string {
 // policy kept at Retain is also reported as the real run reports it (kept).
 type collect struct {
 	notes []string
-	kept  func(pv, why string)
+	kept  func(pv rewrite.ObjectRef, why string)
 }
 
-func (e *collect) Writing(obj, what string) { e.notes = append(e.notes, what) }
-func (e *collect) Noted(obj, what string)   { e.notes = append(e.notes, what) }
-func (e *collect) KeptRetain(pv, why string) {
+func (e *collect) Writing(_ rewrite.ObjectRef, what string) { e.notes = append(e.notes, what) }
+func (e *collect) Noted(_ rewrite.ObjectRef, what string)   { e.notes = append(e.notes, what) }
+func (e *collect) KeptRetain(pv rewrite.ObjectRef, why string) {
 	e.notes = append(e.notes, "kept at "+why)
 	if e.kept != nil {
 		e.kept(pv, why)
 	}
 }
-func (e *collect) Refused(string, *rewrite.Refusal) {}
-func (e *collect) String() string                   { return strings.Join(e.notes, "; ") }
+func (e *collect) Refused(rewrite.ObjectRef, *rewrite.Refusal) {}
+func (e *collect) String() string                              { return strings.Join(e.notes, "; ") }
 
 // syncClass takes one step of a StorageClass's replacement.
 func (c *Controller) syncClass(ctx context.Context, name string) (time.Duration, bool, error) {
-	obj := "storageclass/" + name
+	obj := rewrite.ClassRef(name)
 	sc, err := c.classes.Get(name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return 0, false, err
@@ -877,15 +880,17 @@ type writerEvents struct {
 	seen map[string]bool
 }
 
-func (e *writerEvents) Writing(string, string)           {}
-func (e *writerEvents) Refused(string, *rewrite.Refusal) {}
-func (e *writerEvents) Noted(obj, what string)           { e.notice(obj, v1.EventTypeNormal, ReasonNoted, what) }
-func (e *writerEvents) KeptRetain(pv, why string) {
-	e.notice("pv/"+pv, v1.EventTypeWarning, ReasonKeptRetain, "kept at "+why)
+func (e *writerEvents) Writing(rewrite.ObjectRef, string)           {}
+func (e *writerEvents) Refused(rewrite.ObjectRef, *rewrite.Refusal) {}
+func (e *writerEvents) Noted(obj rewrite.ObjectRef, what string) {
+	e.notice(obj, v1.EventTypeNormal, ReasonNoted, what)
+}
+func (e *writerEvents) KeptRetain(pv rewrite.ObjectRef, why string) {
+	e.notice(pv, v1.EventTypeWarning, ReasonKeptRetain, "kept at "+why)
 }
 
-func (e *writerEvents) notice(obj, eventType, reason, msg string) {
-	key := obj + "\x00" + reason + "\x00" + msg
+func (e *writerEvents) notice(obj rewrite.ObjectRef, eventType, reason, msg string) {
+	key := obj.Resource() + "\x00" + reason + "\x00" + msg
 	e.mu.Lock()
 	seen := e.seen[key]
 	e.seen[key] = true
@@ -894,21 +899,20 @@ func (e *writerEvents) notice(obj, eventType, reason, msg string) {
 		return
 	}
 	c := e.c
-	if name, ok := strings.CutPrefix(obj, "pv/"); ok {
-		pv, err := c.pvs.Get(name)
+	switch obj.Kind {
+	case rewrite.KindPV:
+		pv, err := c.pvs.Get(obj.Name)
 		if err != nil {
 			// Between the old object's deletion and the new one's arrival
 			// in the lister.
-			if pv, err = c.client.CoreV1().PersistentVolumes().Get(context.Background(), name, metav1.GetOptions{}); err != nil {
-				c.logger.Info("No Event for the writer's notice", "object", obj, "reason", reason, "err", err)
+			if pv, err = c.client.CoreV1().PersistentVolumes().Get(context.Background(), obj.Name, metav1.GetOptions{}); err != nil {
+				c.logger.Info("No Event for the writer's notice", "object", obj.Resource(), "reason", reason, "err", err)
 				return
 			}
 		}
 		c.event(pv, eventType, reason, msg)
-		return
-	}
-	if name, ok := strings.CutPrefix(obj, "storageclass/"); ok {
-		if sc, err := c.classes.Get(name); err == nil {
+	case rewrite.KindStorageClass:
+		if sc, err := c.classes.Get(obj.Name); err == nil {
 			c.event(sc, eventType, reason, msg)
 		}
 	}
@@ -924,7 +928,7 @@ func (c *Controller) event(obj any, eventType, reason, msg string) {
 		c.rec.Event(o, eventType, reason, msg)
 		if ref := o.Spec.ClaimRef; ref != nil && ref.Name != "" {
 			claim := &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}
-			c.rec.Event(claim, eventType, reason, "pv/"+o.Name+": "+msg)
+			c.rec.Event(claim, eventType, reason, rewrite.PVRef(o.Name).Resource()+": "+msg)
 		}
 	case *storagev1.StorageClass:
 		if o == nil {

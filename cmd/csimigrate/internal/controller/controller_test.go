@@ -303,8 +303,8 @@ func mustSelector(t *testing.T, s string) labels.Selector {
 // once hit under -race).
 func TestControllerDoneWithoutListedPV(t *testing.T) {
 	c, m, rec, _ := notRunning(t, fake.NewSimpleClientset(vspherePV("pv1")))
-	c.started["pv/pv1"] = true
-	if _, _, err := c.outcome("pv/pv1", (*v1.PersistentVolume)(nil), apply.Progress{Done: true}, nil); err != nil {
+	c.started[rewrite.PVRef("pv1")] = true
+	if _, _, err := c.outcome(rewrite.PVRef("pv1"), (*v1.PersistentVolume)(nil), apply.Progress{Done: true}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := testutil.ToFloat64(m.migrated.WithLabelValues("pv")); got != 1 {

@@ -73,7 +73,7 @@ func (c *Controller) count() (Status, error) {
 		if why == ReasonWouldMigrate {
 			continue
 		}
-		c.m.blocked.WithLabelValues(kindOf(obj), why).Inc()
+		c.m.blocked.WithLabelValues(metricKind(obj), why).Inc()
 		if why == ReasonWaitingForDriver {
 			s.Waiting++
 			continue
