@@ -42,15 +42,15 @@ func (p *Planner) addStorageClass(sc *storagev1.StorageClass) {
 		sp.Reason = strings.Join(notes, "; ")
 		if mons := out.Parameters["monitors"]; mons != "" && in.Provisioner == rbd.PluginName {
 			e := ceph.ClusterEntry{ClusterID: out.Parameters["clusterID"], Monitors: strings.Split(mons, ",")}
-			p.clusters[e.ClusterID] = e
-			p.cephConfig.need(in.Provisioner, e, -1, sc.Name)
+			p.ceph.clusters[e.ClusterID] = e
+			p.ceph.config.need(in.Provisioner, e, "", sc.Name)
 		}
 		if in.Provisioner == rbd.PluginName {
 			// Ceph CSI reads the migration user from the admin secret's
 			// adminId, never from the class's parameter.
 			if ref, user, err := rewrite.ClassAdminSecret(out); err == nil && ref != nil {
-				p.secretNeeds = append(p.secretNeeds, secretNeed{SecretNeed: rewrite.SecretNeed{Namespace: ref.Namespace, Name: ref.Name, Driver: secrets.CephRBDDriver,
-					User: user, Uses: []string{string(secrets.Provisioner), string(secrets.NodeStage), string(secrets.ControllerExpand)}}, volume: -1, class: sc.Name})
+				p.secrets.needs = append(p.secrets.needs, secretNeed{SecretNeed: rewrite.SecretNeed{Namespace: ref.Namespace, Name: ref.Name, Driver: secrets.CephRBDDriver,
+					User: user, Uses: []string{string(secrets.Provisioner), string(secrets.NodeStage), string(secrets.ControllerExpand)}}, class: sc.Name})
 			}
 		}
 	}
@@ -74,7 +74,7 @@ func (p *Planner) cephFSProvisionerClass(sc *storagev1.StorageClass) string {
 	clusterID := "<clusterID>"
 	if mons := sc.Parameters["monitors"]; mons != "" {
 		e := ceph.EntryFor(strings.Split(mons, ","))
-		p.clusters[e.ClusterID] = e
+		p.ceph.clusters[e.ClusterID] = e
 		clusterID = e.ClusterID
 	}
 	return why + "; delete the class and create it again with the same name, provisioner cephfs.csi.ceph.com and parameters clusterID: " + clusterID +

@@ -19,7 +19,7 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 	switch {
 	case pv.Spec.RBD != nil:
 		var features *string
-		if sc, ok := p.classes[pv.Spec.StorageClassName]; ok && sc != nil && pv.Spec.StorageClassName != "" {
+		if sc, ok := p.classes.byName[pv.Spec.StorageClassName]; ok && sc != nil && pv.Spec.StorageClassName != "" {
 			f := ""
 			for k, v := range rewrite.InTreeClass(sc).Parameters {
 				if strings.EqualFold(k, "imageFeatures") {
@@ -30,9 +30,9 @@ func (p *Planner) form(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 		}
 		in := adopt.RBDInput{PV: out, ClassFeatures: features, FormOnly: true}
 		var readErr error
-		if p.rbdImage != nil {
+		if p.ceph.readImage != nil {
 			pool := volumeid.RBDPool(pv.Spec.RBD.RBDPool)
-			in.Image, readErr = p.rbdImage(pool, pv.Spec.RBD.RBDImage)
+			in.Image, readErr = p.ceph.readImage(pool, pv.Spec.RBD.RBDImage)
 		}
 		d, ok := p.decideForm(vp, pv, deciding(func(refs []string) (adopt.Decision, error) {
 			in := in
@@ -124,17 +124,17 @@ func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 	var readErr error
 	if group, name, ok := adopt.SubvolumeOf(attrs["rootPath"]); ok {
 		e := ceph.CephFSGroupEntry(ceph.EntryFor(pv.Spec.CephFS.Monitors), group)
-		p.clusters[e.ClusterID] = e
+		p.ceph.clusters[e.ClusterID] = e
 		// The adoption's entry: listed with the others, blocking nothing
 		// (without it the volume stays static).
-		p.cephConfig.need(cephfs.PluginName, e, -1, "")
+		p.ceph.config.need(cephfs.PluginName, e, "", "")
 		in.ClusterID = e.ClusterID
-		if p.groups == nil {
-			p.groups = map[int]string{}
+		if p.ceph.groups == nil {
+			p.ceph.groups = map[string]string{}
 		}
-		p.groups[len(p.plan.Volumes)] = group
-		if p.subvolume != nil {
-			in.Subvolume, in.NotSubvolume, readErr = p.subvolume(attrs["fsName"], group, name)
+		p.ceph.groups[pv.Name] = group
+		if p.ceph.readSubvolume != nil {
+			in.Subvolume, in.NotSubvolume, readErr = p.ceph.readSubvolume(attrs["fsName"], group, name)
 		}
 	}
 	d, ok := p.decideForm(vp, pv, deciding(func(refs []string) (adopt.Decision, error) {
@@ -166,42 +166,41 @@ func (p *Planner) cephFSForm(vp *VolumePlan, pv, out *v1.PersistentVolume) {
 // sameVolume records that the volume planned next is the one pv names
 // (rewrite.VolumeKey), and how its form is decided, for shareImages.
 func (p *Planner) sameVolume(pv *v1.PersistentVolume, decide decider) {
-	if key, ok := rewrite.VolumeKey(pv); ok && p.byVolume != nil {
-		idx := len(p.plan.Volumes)
-		p.byVolume[key] = append(p.byVolume[key], idx)
-		if p.decide == nil {
-			p.decide = map[int]decider{}
+	if key, ok := rewrite.VolumeKey(pv); ok && p.shared.byKey != nil {
+		p.shared.byKey[key] = append(p.shared.byKey[key], pv.Name)
+		if p.shared.decide == nil {
+			p.shared.decide = map[string]decider{}
 		}
-		p.decide[idx] = decide
+		p.shared.decide[pv.Name] = decide
 	}
 }
 
 // shareImages decides again, by package adopt's rules, the form of each
 // volume more than one PV names (its image, path or disk): the adoption
 // leaves it, since deleting either PV would destroy it.
-func (p *Planner) shareImages(plan *Plan) []volumeNote {
+func (p *Planner) shareImages(plan *Plan, at volumeIndex) []volumeNote {
 	var notes []volumeNote
-	for _, idx := range p.byVolume {
-		if len(idx) < 2 {
+	for _, names := range p.shared.byKey {
+		if len(names) < 2 {
 			continue
 		}
-		for _, i := range idx {
+		for _, name := range names {
 			var others []string
-			for _, j := range idx {
-				if j != i {
-					others = append(others, plan.Volumes[j].Name)
+			for _, o := range names {
+				if o != name {
+					others = append(others, o)
 				}
 			}
-			d, err := p.decide[i](others)
+			d, err := p.shared.decide[name](others)
 			if err != nil {
 				continue
 			}
-			v := plan.Volumes[i]
+			v := plan.Volumes[at[name]]
 			why := d.Why
 			if v.Plugin == plugin.VSphereInTreePluginName && len(v.FormWhy) > 1 {
 				why = append(why, v.FormWhy[1:]...) // what vCenter said of the disk
 			}
-			notes = append(notes, volumeNote{volume: i, form: &formNote{form: string(d.Form), features: featureNames(d.Features), why: why}})
+			notes = append(notes, volumeNote{pv: name, form: &formNote{form: string(d.Form), features: featureNames(d.Features), why: why}})
 		}
 	}
 	return notes

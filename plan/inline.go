@@ -22,16 +22,16 @@ type inlineFound struct {
 // pod template, the claims a running pod uses, and a StatefulSet's claim
 // templates.
 func (p *Planner) addWorkload(w *rewrite.Workload) {
-	p.owners[w.Key()] = w.Owner
-	p.cephConfig.addWorkload(w)
+	p.inline.owners[w.Key()] = w.Owner
+	p.ceph.config.addWorkload(w)
 	if w.Kind == "Pod" && !w.Finished {
 		if w.Spec.NodeName != "" {
-			p.podNode[w.Namespace+"/"+w.Name] = w.Spec.NodeName
+			p.pods.node[w.Namespace+"/"+w.Name] = w.Spec.NodeName
 		}
 		for _, vol := range w.Spec.Volumes {
 			if vol.PersistentVolumeClaim != nil {
 				k := claimKey(w.Namespace, vol.PersistentVolumeClaim.ClaimName)
-				p.podsByClaim[k] = append(p.podsByClaim[k], w.Namespace+"/"+w.Name)
+				p.pods.byClaim[k] = append(p.pods.byClaim[k], w.Namespace+"/"+w.Name)
 			}
 		}
 	}
@@ -39,7 +39,7 @@ func (p *Planner) addWorkload(w *rewrite.Workload) {
 		vol := &w.Spec.Volumes[i]
 		if name := plugin.InTreeNameOfVolume(vol); name != "" {
 			p.plugins[name] = true
-			p.inline = append(p.inline, inlineFound{plan: p.planInline(w, vol, name), key: w.Key(), owner: w.Owner, ns: w.Namespace})
+			p.inline.found = append(p.inline.found, inlineFound{plan: p.planInline(w, vol, name), key: w.Key(), owner: w.Owner, ns: w.Namespace})
 		}
 	}
 	for _, t := range w.ClaimTemplates {
@@ -47,7 +47,7 @@ func (p *Planner) addWorkload(w *rewrite.Workload) {
 		if t.Spec.StorageClassName != nil {
 			class = *t.Spec.StorageClassName
 		}
-		p.templates = append(p.templates, ClaimTemplatePlan{StatefulSet: w.Namespace + "/" + w.Name, Template: t.Name, StorageClass: class})
+		p.inline.templates = append(p.inline.templates, ClaimTemplatePlan{StatefulSet: w.Namespace + "/" + w.Name, Template: t.Name, StorageClass: class})
 	}
 }
 
@@ -64,7 +64,7 @@ func (p *Planner) planInline(w *rewrite.Workload, vol *v1.Volume, plugin string)
 	}
 	ip.Reason = why + "; a pod's volumes cannot be changed: create the PV and claim of its translation (" + ip.Claim +
 		") and change the " + w.Kind + " to use the claim"
-	form := rewrite.NewInlineForm(p.tr, p.logger, w, vol, ip.Claim, p.inlineCapacity, InlineRemedy)
+	form := rewrite.NewInlineForm(p.tr, p.logger, w, vol, ip.Claim, p.inline.capacity, InlineRemedy)
 	if form.InTree == nil {
 		return ip
 	}
@@ -84,7 +84,7 @@ func (p *Planner) planInline(w *rewrite.Workload, vol *v1.Volume, plugin string)
 	if len(blockers) > 0 {
 		ip.Reason += "; first: " + strings.Join(blockers, "; ")
 	}
-	p.needs(form.InTree, form.CSI, form.Err, -1)
+	p.needs(form.InTree, plugin, form.CSI, form.Err, "")
 	return ip
 }
 
@@ -104,8 +104,8 @@ func InlineRemedy(w *rewrite.Workload, f plugin.Finding) string {
 // input whose pod template has it (a Deployment rather than its ReplicaSets
 // and pods), with the owned objects it came through.
 func (p *Planner) settleInline() {
-	has := make(map[string]bool, len(p.inline)) // "key\x00volume" of every inline volume found
-	for _, f := range p.inline {
+	has := make(map[string]bool, len(p.inline.found)) // "key\x00volume" of every inline volume found
+	for _, f := range p.inline.found {
 		has[f.key+"\x00"+f.plan.Volume] = true
 	}
 	top := func(f inlineFound) string {
@@ -113,7 +113,7 @@ func (p *Planner) settleInline() {
 		for i := 0; owner != "" && i < 8; i++ {
 			kind, name, _ := strings.Cut(owner, "/")
 			cand := kind + "/" + f.ns + "/" + name
-			next, known := p.owners[cand]
+			next, known := p.inline.owners[cand]
 			if !known {
 				break
 			}
@@ -127,7 +127,7 @@ func (p *Planner) settleInline() {
 	index := map[string]int{} // group -> index in out
 	var out []InlinePlan
 	var via [][]string
-	for _, f := range p.inline {
+	for _, f := range p.inline.found {
 		t := top(f)
 		group := t + "\x00" + f.plan.Volume
 		i, ok := index[group]
@@ -157,12 +157,12 @@ func (p *Planner) settleInline() {
 // the default class) is an in-tree one.
 func (p *Planner) settleTemplates() {
 	var out []ClaimTemplatePlan
-	for _, t := range p.templates {
+	for _, t := range p.inline.templates {
 		class := t.StorageClass
 		if class == "" {
-			class = p.defaultClass
+			class = p.classes.defaultName
 		}
-		sc, ok := p.classes[class]
+		sc, ok := p.classes.byName[class]
 		if !ok || !rewrite.TranslatableClass(p.tr, sc) {
 			continue
 		}

@@ -7,8 +7,8 @@ import "github.com/csimigrate/csimigrate/plugin"
 // and return their notes; annotate alone writes them into the volumes, so
 // that how a volume is blocked, and which reason it shows, is one rule.
 type volumeNote struct {
-	// volume is the volume's index in Plan.Volumes.
-	volume int
+	// pv names the volume: its PV's name.
+	pv string
 	// inUseBy names the pods that use the volume.
 	inUseBy []string
 	// form, when set, replaces the volume's form (decided again with the
@@ -34,15 +34,32 @@ type formNote struct {
 	why      []string
 }
 
-// blockedBy is the note that f, a blocker of the volume at index i, adds.
-func blockedBy(i int, f plugin.Finding) volumeNote {
-	return volumeNote{volume: i, findings: []plugin.Finding{f}, block: f.Message}
+// blockedBy is the note that f, a blocker of PV pv's volume, adds.
+func blockedBy(pv string, f plugin.Finding) volumeNote {
+	return volumeNote{pv: pv, findings: []plugin.Finding{f}, block: f.Message}
+}
+
+// volumeIndex finds a planned volume by its PV's name (the first, should
+// the input name a PV twice).
+type volumeIndex map[string]int
+
+// indexVolumes is the index of plan's volumes.
+func indexVolumes(plan *Plan) volumeIndex {
+	at := make(volumeIndex, len(plan.Volumes))
+	for i := len(plan.Volumes) - 1; i >= 0; i-- {
+		at[plan.Volumes[i].Name] = i
+	}
+	return at
 }
 
 // annotate writes notes into plan's volumes, in their order.
-func annotate(plan *Plan, notes []volumeNote) {
+func (at volumeIndex) annotate(plan *Plan, notes []volumeNote) {
 	for _, n := range notes {
-		v := &plan.Volumes[n.volume]
+		i, ok := at[n.pv]
+		if !ok {
+			continue
+		}
+		v := &plan.Volumes[i]
 		if n.inUseBy != nil {
 			v.InUseBy = n.inUseBy
 		}

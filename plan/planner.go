@@ -44,63 +44,102 @@ const (
 // needs) is kept as a small record and settled in finish. Secret values are
 // never kept: only whether "key" is set and the adminId.
 type Planner struct {
-	opts Options
-	tr   *translate.Translator
-	// byVolume maps a volume (rewrite.VolumeKey: an RBD image, a CephFS
-	// path, a vSphere disk) to the indexes of the volumes naming it;
-	// decide, by index, decides a volume's form again (package adopt's
-	// rules) once the other PVs naming it are known.
-	byVolume map[string][]int
-	decide   map[int]decider
-	// subvolume reads CephFS subvolumes (nil: predicted from the path).
-	subvolume func(fs, group, name string) (*adopt.Subvolume, string, error)
-	// groups are the subvolume groups of CephFS volumes, by index.
-	groups map[int]string
-	// rbdImage reads an RBD image from Ceph (nil: the forms are predicted).
-	rbdImage    func(pool, name string) (*adopt.Image, error)
-	logger      klog.Logger
-	plan        *Plan
-	phase       Phase
-	podsByClaim map[string][]string
-	secrets     map[string]*v1.Secret // slim: no values
-	sawSecrets  bool
-	// claims are slim claims (metadata and volumeName) by namespace/name.
-	claims       map[string]*v1.PersistentVolumeClaim
-	sawClaims    bool
-	classes      map[string]*storagev1.StorageClass
-	defaultClass string
-	clusters     map[string]ceph.ClusterEntry
-	// secretNeeds are the secrets the migrated volumes and classes make
-	// the Ceph CSI drivers read, settled in finish against the input's.
-	secretNeeds []secretNeed
-	// vsphereKeys are the translation's CSI topology keys.
-	vsphereKeys []string
+	opts   Options
+	tr     *translate.Translator
+	logger klog.Logger
+	plan   *Plan
+	phase  Phase
+	// What the input holds beside the PVs, and what the PVs need of it,
+	// by concern; each is settled in Finish.
+	claims  claimInput
+	pods    podInput
+	classes classInput
+	secrets secretInput
+	ceph    cephInput
+	vsphere vsphereInput
+	inline  inlineInput
+	shared  sharedVolumes
 	// drivers are the input's CSI drivers and where their node plugins
-	// run; pendingClasses the in-tree classes read before the drivers are
-	// settled (at the first PV, or in Finish); podNode the node of each
-	// running pod ("namespace/name").
-	drivers        clusterDrivers
-	cephConfig     cephConfigInput
-	pendingClasses []*storagev1.StorageClass
-	podNode        map[string]string
-	// owners maps "Kind/namespace/name" of every workload read to its
-	// controller's "Kind/name"; inline holds the inline volumes found,
-	// settled by owner in finish; templates the StatefulSets' claim
-	// templates.
-	owners    map[string]string
-	inline    []inlineFound
-	templates []ClaimTemplatePlan
+	// run.
+	drivers clusterDrivers
 	// messages holds interned finding messages (see intern).
 	messages map[string]string
 	// plugins are the in-tree plugins the input uses.
 	plugins map[string]bool
-	// inlineCapacity is the size of PVs made for inline volumes.
-	inlineCapacity resource.Quantity
-	// nodes are the Nodes read, with their vSphere VM's UUID (with
-	// Options.VCenter); sawCSINodes and vsphereDriver say whether CSINodes
-	// were read and one runs the vSphere CSI driver.
-	nodes                      []NodeVM
-	sawCSINodes, vsphereDriver bool
+}
+
+// claimInput are the input's claims: slim (metadata and volumeName), by
+// namespace/name; seen says the input has claims.
+type claimInput struct {
+	slim map[string]*v1.PersistentVolumeClaim
+	seen bool
+}
+
+// podInput are the running pods: their names by the claims they use, and
+// each one's node ("namespace/name").
+type podInput struct {
+	byClaim map[string][]string
+	node    map[string]string
+}
+
+// classInput are the input's StorageClasses by name, its default class,
+// and the in-tree classes read before the drivers are settled (at the
+// first PV, or in Finish).
+type classInput struct {
+	byName      map[string]*storagev1.StorageClass
+	defaultName string
+	pending     []*storagev1.StorageClass
+}
+
+// secretInput are the input's Secrets (slim: no values; seen says the
+// input has Secrets) and the secrets the migrated volumes and classes make
+// the Ceph CSI drivers read, settled in Finish against them.
+type secretInput struct {
+	slim  map[string]*v1.Secret
+	seen  bool
+	needs []secretNeed
+}
+
+// cephInput is what the plan reads of Ceph: its clusters (by clusterID),
+// how Ceph CSI is deployed (config), the subvolume group of each CephFS
+// volume (by PV), and the readers of RBD images and CephFS subvolumes
+// (nil: the forms are predicted).
+type cephInput struct {
+	clusters      map[string]ceph.ClusterEntry
+	config        cephConfigInput
+	groups        map[string]string
+	readImage     func(pool, name string) (*adopt.Image, error)
+	readSubvolume func(fs, group, name string) (*adopt.Subvolume, string, error)
+}
+
+// vsphereInput is what the plan reads for vSphere: the translation's CSI
+// topology keys, the Nodes with their VM's UUID (with Options.VCenter),
+// whether CSINodes were read and whether one runs the vSphere CSI driver.
+type vsphereInput struct {
+	keys        []string
+	nodes       []NodeVM
+	sawCSINodes bool
+	driverRuns  bool
+}
+
+// inlineInput are the inline volumes found (settled by owner in Finish),
+// the controller ("Kind/name") of every workload read by its
+// "Kind/namespace/name", the StatefulSets' claim templates, and the size
+// of the PVs made for inline volumes.
+type inlineInput struct {
+	found     []inlineFound
+	owners    map[string]string
+	templates []ClaimTemplatePlan
+	capacity  resource.Quantity
+}
+
+// sharedVolumes maps a volume (rewrite.VolumeKey: an RBD image, a CephFS
+// path, a vSphere disk) to the PVs naming it; decide, by PV, decides a
+// volume's form again (package adopt's rules) once the other PVs naming
+// it are known.
+type sharedVolumes struct {
+	byKey  map[string][]string
+	decide map[string]decider
 }
 
 func first(s []string, n int) []string {
@@ -170,11 +209,16 @@ type Options struct {
 // New returns a Planner that translates with tr and logs to logger. It reads
 // every object (PhaseAll) until SetPhase says otherwise.
 func New(tr *translate.Translator, logger klog.Logger, opts Options) *Planner {
-	return &Planner{opts: opts, vsphereKeys: opts.VSphereKeys, rbdImage: opts.RBDImage, subvolume: opts.CephFSSubvolume, byVolume: map[string][]int{}, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}}, podsByClaim: map[string][]string{},
-		secrets: map[string]*v1.Secret{}, clusters: map[string]ceph.ClusterEntry{},
-		claims: map[string]*v1.PersistentVolumeClaim{}, classes: map[string]*storagev1.StorageClass{}, owners: map[string]string{},
-		plugins: map[string]bool{}, inlineCapacity: rewrite.DefaultInlineCapacity,
-		drivers: clusterDrivers{chosen: opts.Drivers}, podNode: map[string]string{}}
+	return &Planner{opts: opts, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}},
+		claims:  claimInput{slim: map[string]*v1.PersistentVolumeClaim{}},
+		pods:    podInput{byClaim: map[string][]string{}, node: map[string]string{}},
+		classes: classInput{byName: map[string]*storagev1.StorageClass{}},
+		secrets: secretInput{slim: map[string]*v1.Secret{}},
+		ceph:    cephInput{clusters: map[string]ceph.ClusterEntry{}, readImage: opts.RBDImage, readSubvolume: opts.CephFSSubvolume},
+		vsphere: vsphereInput{keys: opts.VSphereKeys},
+		inline:  inlineInput{owners: map[string]string{}, capacity: rewrite.DefaultInlineCapacity},
+		shared:  sharedVolumes{byKey: map[string][]string{}},
+		plugins: map[string]bool{}, drivers: clusterDrivers{chosen: opts.Drivers}}
 }
 
 // settleDrivers decides, once the CSIDrivers are read (the PVs come
@@ -197,10 +241,10 @@ func (p *Planner) settleDrivers() {
 			p.tr = tr
 		}
 	}
-	for _, sc := range p.pendingClasses {
+	for _, sc := range p.classes.pending {
 		p.addStorageClass(sc)
 	}
-	p.pendingClasses = nil
+	p.classes.pending = nil
 }
 
 // SetPhase says which objects Add reads from now on.
@@ -230,36 +274,36 @@ func (p *Planner) Add(obj any) {
 	}
 	switch o := obj.(type) {
 	case *v1.PersistentVolumeClaim:
-		p.sawClaims = true
-		p.claims[claimKey(o.Namespace, o.Name)] = &v1.PersistentVolumeClaim{
+		p.claims.seen = true
+		p.claims.slim[claimKey(o.Namespace, o.Name)] = &v1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name, UID: o.UID, Annotations: o.Annotations, DeletionTimestamp: o.DeletionTimestamp},
 			Spec:       v1.PersistentVolumeClaimSpec{VolumeName: o.Spec.VolumeName}}
 	case *storagev1.StorageClass:
-		p.classes[o.Name] = o
+		p.classes.byName[o.Name] = o
 		if o.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
-			p.defaultClass = o.Name
+			p.classes.defaultName = o.Name
 		}
 		if p.drivers.resolved {
 			p.addStorageClass(o)
 		} else {
-			p.pendingClasses = append(p.pendingClasses, o)
+			p.classes.pending = append(p.classes.pending, o)
 		}
 	case *v1.Node:
 		p.addNode(o)
 	case *storagev1.CSIDriver:
 		p.drivers.add(o)
-		p.cephConfig.addObject(o)
+		p.ceph.config.addObject(o)
 	case *v1.ConfigMap, *unstructured.Unstructured:
-		p.cephConfig.addObject(o)
+		p.ceph.config.addObject(o)
 	case *storagev1.CSINode:
-		p.sawCSINodes = true
+		p.vsphere.sawCSINodes = true
 		p.drivers.add(o)
 		if slices.ContainsFunc(o.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == vsphere.DriverName }) {
-			p.vsphereDriver = true
+			p.vsphere.driverRuns = true
 		}
 	case *v1.Secret:
-		p.sawSecrets = true
-		p.secrets[claimKey(o.Namespace, o.Name)] = slimSecret(o)
+		p.secrets.seen = true
+		p.secrets.slim[claimKey(o.Namespace, o.Name)] = slimSecret(o)
 	}
 }
 
@@ -271,17 +315,18 @@ func (p *Planner) Finish() *Plan {
 		plan.Hazards = append(plan.Hazards, *f)
 		plan.Blocked = true
 	}
-	annotate(plan, p.shareImages(plan))
-	annotate(plan, p.markInUse(plan))
+	at := indexVolumes(plan)
+	at.annotate(plan, p.shareImages(plan, at))
+	at.annotate(plan, p.markInUse(plan))
 	p.settleInline()
-	annotate(plan, p.settleSecrets(plan))
+	at.annotate(plan, p.settleSecrets(plan))
 	p.settleTemplates()
-	for _, id := range slices.Sorted(maps.Keys(p.clusters)) {
-		plan.CephClusters = append(plan.CephClusters, p.clusters[id])
+	for _, id := range slices.Sorted(maps.Keys(p.ceph.clusters)) {
+		plan.CephClusters = append(plan.CephClusters, p.ceph.clusters[id])
 	}
 	p.settleVCenter(plan)
-	annotate(plan, p.settleCephConfig(plan))
-	annotate(plan, inUseWarnings(plan))
+	at.annotate(plan, p.settleCephConfig(plan, at))
+	at.annotate(plan, inUseWarnings(plan))
 	p.addNotices(plan)
 	return plan
 }
@@ -289,9 +334,9 @@ func (p *Planner) Finish() *Plan {
 // inUseWarnings warn of each volume in use what the rewrite does with it.
 func inUseWarnings(plan *Plan) []volumeNote {
 	var notes []volumeNote
-	for i, v := range plan.Volumes {
+	for _, v := range plan.Volumes {
 		if len(v.InUseBy) > 0 {
-			notes = append(notes, volumeNote{volume: i, findings: []plugin.Finding{{Code: FindingVolumeInUse, Severity: plugin.SeverityWarning, Field: "claim " + v.Claim,
+			notes = append(notes, volumeNote{pv: v.Name, findings: []plugin.Finding{{Code: FindingVolumeInUse, Severity: plugin.SeverityWarning, Field: "claim " + v.Claim,
 				Message: "in use by " + strings.Join(v.InUseBy, ", ") + "; the rewrite refuses a PV in use while its pods run (unless it is rewritten online, where the plugin is already migrated on their nodes)",
 				Remedy:  "stop the pods (scale their workloads to zero) before the rewrite deletes and recreates the PV object; data is kept"}}})
 		}

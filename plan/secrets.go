@@ -19,8 +19,8 @@ import (
 // or class (rewrite.SecretNeed), and what it is needed for in the plan.
 type secretNeed struct {
 	rewrite.SecretNeed
-	volume int    // index in plan.Volumes, -1 for others
-	class  string // the StorageClass whose admin secret it is
+	pv    string // the PV whose volume needs it, "" for others
+	class string // the StorageClass whose admin secret it is
 }
 
 // settleSecrets plans the Secrets the volumes and classes need, once each,
@@ -38,8 +38,8 @@ func (p *Planner) settleSecrets(plan *Plan) []volumeNote {
 	}
 	var unchecked []string
 	var notes []volumeNote
-	for _, need := range p.secretNeeds {
-		if !p.sawSecrets {
+	for _, need := range p.secrets.needs {
+		if !p.secrets.seen {
 			unchecked = append(unchecked, need.Key())
 			if need.From != "" {
 				unchecked = append(unchecked, need.From)
@@ -82,12 +82,12 @@ func (p *Planner) planSecret(need secretNeed, add func(SecretPlan)) (n volumeNot
 	if need.class != "" {
 		what = "StorageClass " + need.class + " (provisioning, expansion and deletion)"
 	}
-	s, found := p.secrets[ref]
-	if !p.sawSecrets {
+	s, found := p.secrets.slim[ref]
+	if !p.secrets.seen {
 		return p.secretNotChecked(need, what, add)
 	}
 	if need.From != "" {
-		if _, ok := p.secrets[need.From]; !ok {
+		if _, ok := p.secrets.slim[need.From]; !ok {
 			p.secretMissing(need.From, "the CephFS secret "+ref+" is made from it")
 		}
 	}
@@ -118,12 +118,12 @@ func (p *Planner) planSecret(need secretNeed, add func(SecretPlan)) (n volumeNot
 	}
 	msg := fmt.Sprintf("Secret %s, which Ceph CSI reads for %s (%s), %s", ref, what, strings.Join(need.Uses, ", "), problem)
 	p.plan.Blocked = true
-	if need.volume >= 0 {
+	if need.pv != "" {
 		code := FindingSecretNotReady
 		if !found {
 			code = FindingSecretMissing
 		}
-		return volumeNote{volume: need.volume, findings: []plugin.Finding{{Code: code, Severity: plugin.SeverityBlocker, Object: "Secret " + ref,
+		return volumeNote{pv: need.pv, findings: []plugin.Finding{{Code: code, Severity: plugin.SeverityBlocker, Object: "Secret " + ref,
 			Message: p.intern(msg), Remedy: p.intern(remedy)}}, block: p.intern("Secret " + ref + " " + problem)}, true
 	}
 	if need.class != "" {
@@ -158,8 +158,8 @@ func (p *Planner) secretNotChecked(need secretNeed, what string, add func(Secret
 		Reason: "not checked (the input has no Secrets): Ceph CSI needs it for " + what + ", with " + strings.Join(fields, ", ")})
 	why := "Secret " + ref + " not checked: the input has no Secrets"
 	switch {
-	case need.volume >= 0:
-		return volumeNote{volume: need.volume, block: p.intern(why)}, true
+	case need.pv != "":
+		return volumeNote{pv: need.pv, block: p.intern(why)}, true
 	case need.class != "":
 		p.classBlocked(need.class, "its admin "+strings.ToLower(why[:1])+why[1:])
 	}

@@ -25,7 +25,6 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 	if pv.Spec.ClaimRef != nil {
 		vp.Claim = claimKey(pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name)
 	}
-	idx := len(p.plan.Volumes)
 	if !p.tr.IsPVMigratable(pv) {
 		vp.Reason = "no migration plugin registered for " + name
 		p.plan.Volumes = append(p.plan.Volumes, vp)
@@ -42,7 +41,7 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 	}
 	checked := p.tr.CheckPV(pv)
 	for _, f := range checked {
-		if p.sawSecrets && secretWarnings[f.Code] {
+		if p.secrets.seen && secretWarnings[f.Code] {
 			// The secrets are in the input: finish judges them instead.
 			continue
 		}
@@ -56,7 +55,7 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 		vp.Handle = out.Spec.CSI.VolumeHandle
 		p.form(&vp, pv, out)
 		if pv.Spec.VsphereVolume != nil {
-			vp.Findings = append(vp.Findings, p.drivers.topologyFindings(out, p.vsphereKeys)...)
+			vp.Findings = append(vp.Findings, p.drivers.topologyFindings(out, p.vsphere.keys)...)
 		}
 	}
 	// What rewrite -apply refuses, by the same rules.
@@ -68,10 +67,10 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 	// replacement from being built.
 	kept, keepers := p.keptFinding("PersistentVolume", pv)
 	vp.KeptBy = keepers
-	p.needs(pv, out, err, idx)
+	p.needs(pv, name, out, err, pv.Name)
 	if err == nil && !slices.ContainsFunc(vp.Findings, func(f plugin.Finding) bool { return f.Severity == plugin.SeverityBlocker }) {
 		// The replacement is built from out and the findings, not translated again.
-		changes, r := p.rewriteChanges(pv, out, checked, idx)
+		changes, r := p.rewriteChanges(pv, out, checked)
 		vp.Findings = append(vp.Findings, changes...)
 		if r != nil && len(vp.KeptBy) > 0 {
 			vp.Source = r.Source()
@@ -111,7 +110,7 @@ func (p *Planner) rewriteRefusal(pv *v1.PersistentVolume) *plugin.Finding {
 	if c == nil {
 		return nil
 	}
-	if !p.sawClaims && c.UID != "" {
+	if !p.claims.seen && c.UID != "" {
 		if pv.Status.Phase == v1.VolumeReleased {
 			return refused(&rewrite.Refusal{Code: rewrite.CodeClaimGone, Reason: fmt.Sprintf("its claim %s/%s is gone (the PV is Released)", c.Namespace, c.Name),
 				Remedy: "reclaim it (delete the image by hand, then the PV), or re-bind it: clear spec.claimRef.uid and create a claim with spec.volumeName " + pv.Name})
@@ -119,7 +118,7 @@ func (p *Planner) rewriteRefusal(pv *v1.PersistentVolume) *plugin.Finding {
 		return &plugin.Finding{Code: FindingClaimNotChecked, Severity: plugin.SeverityBlocker, Field: "spec.claimRef",
 			Message: reasonClaimNotChecked, Remedy: remedyClaimNotChecked, Action: plugin.ActionGiveInput, ActsOn: "PersistentVolumeClaims"}
 	}
-	pvc, found := p.claims[claimKey(c.Namespace, c.Name)]
+	pvc, found := p.claims.slim[claimKey(c.Namespace, c.Name)]
 	if !found {
 		pvc = nil
 	}
@@ -141,15 +140,15 @@ const (
 // (nil when the rewrite would refuse the PV).
 // out is pv's translation and checked its findings (rewrite -apply's
 // replacement is built from them, not translated again).
-func (p *Planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.Finding, idx int) ([]plugin.Finding, *rewrite.PV) {
+func (p *Planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.Finding) ([]plugin.Finding, *rewrite.PV) {
 	var pvc *v1.PersistentVolumeClaim
 	if c := pv.Spec.ClaimRef; c != nil {
-		pvc = p.claims[claimKey(c.Namespace, c.Name)]
+		pvc = p.claims.slim[claimKey(c.Namespace, c.Name)]
 	}
-	sc := p.classes[pv.Spec.StorageClassName]
+	sc := p.classes.byName[pv.Spec.StorageClassName]
 	r, err := rewrite.Replacement(p.tr, p.logger, pv, out, checked, sc, pvc)
 	if need, ok := r.DeletionNeed(); ok && err == nil {
-		p.secretNeeds = append(p.secretNeeds, secretNeed{SecretNeed: need, volume: idx})
+		p.secrets.needs = append(p.secrets.needs, secretNeed{SecretNeed: need, pv: pv.Name})
 	}
 	if err != nil {
 		// CheckPV's blockers are reported already (the caller asks only
@@ -228,9 +227,10 @@ func actionOf(err error) plugin.Action {
 }
 
 // needs records the Ceph cluster entry and the secrets the translation of
-// pv (out, or err) makes a Ceph CSI driver read; volume is its index in the
-// plan, -1 for the PV form of an inline volume.
-func (p *Planner) needs(pv *v1.PersistentVolume, out *v1.PersistentVolume, err error, volume int) {
+// pv, a volume of in-tree plugin inTree, (out, or err) makes a Ceph CSI
+// driver read; volume names the planned volume (its PV's name), "" for the
+// PV form of an inline volume.
+func (p *Planner) needs(pv *v1.PersistentVolume, inTree string, out *v1.PersistentVolume, err error, volume string) {
 	translated := out
 	if err != nil {
 		translated = nil
@@ -240,18 +240,18 @@ func (p *Planner) needs(pv *v1.PersistentVolume, out *v1.PersistentVolume, err e
 		return
 	}
 	p.addCluster(e.Monitors)
-	p.cephConfig.need(plugin.InTreeNameOfPV(pv), e, volume, "")
+	p.ceph.config.need(inTree, e, volume, "")
 	if err != nil {
 		return
 	}
 	for _, n := range rewrite.SecretNeeds(pv, out) {
-		p.secretNeeds = append(p.secretNeeds, secretNeed{SecretNeed: n, volume: volume})
+		p.secrets.needs = append(p.secrets.needs, secretNeed{SecretNeed: n, pv: volume})
 	}
 }
 
 func (p *Planner) addCluster(mons []string) ceph.ClusterEntry {
 	e := ceph.EntryFor(mons)
-	p.clusters[e.ClusterID] = e
+	p.ceph.clusters[e.ClusterID] = e
 	return e
 }
 
@@ -260,13 +260,13 @@ func (p *Planner) addCluster(mons []string) ceph.ClusterEntry {
 // that could be native is adopted only once they stop.
 func (p *Planner) markInUse(plan *Plan) []volumeNote {
 	var notes []volumeNote
-	for i, v := range plan.Volumes {
+	for _, v := range plan.Volumes {
 		if v.Claim == "" {
 			continue
 		}
-		n := volumeNote{volume: i, inUseBy: p.podsByClaim[v.Claim]}
+		n := volumeNote{pv: v.Name, inUseBy: p.pods.byClaim[v.Claim]}
 		if v.Driver != "" {
-			for _, f := range p.drivers.nodePluginMissing(v.Driver, n.inUseBy, p.podNode) {
+			for _, f := range p.drivers.nodePluginMissing(v.Driver, n.inUseBy, p.pods.node) {
 				n.findings = append(n.findings, f)
 				if n.block == "" {
 					n.block = f.Message

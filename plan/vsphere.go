@@ -118,7 +118,7 @@ func (p *Planner) addNode(n *v1.Node) {
 	if !ok {
 		uuid = ""
 	}
-	p.nodes = append(p.nodes, NodeVM{Node: n.Name, UUID: strings.ToLower(strings.TrimSpace(uuid))})
+	p.vsphere.nodes = append(p.vsphere.nodes, NodeVM{Node: n.Name, UUID: strings.ToLower(strings.TrimSpace(uuid))})
 }
 
 // vcenterFailed is the blocker of a failed vCenter read.
@@ -249,7 +249,7 @@ func (p *Planner) settleVCenter(plan *Plan) {
 		}
 	}
 	uuids := map[string]bool{}
-	for _, n := range p.nodes {
+	for _, n := range p.vsphere.nodes {
 		if n.UUID != "" {
 			uuids[n.UUID] = true
 		}
@@ -269,7 +269,7 @@ func (p *Planner) settleVCenter(plan *Plan) {
 			Message: fmt.Sprintf("vCenter %s is older than %s (7.0 Update 1), which vSphere CSI migration needs", env.Version, MinMigrationVersion),
 			Remedy:  "upgrade vCenter to 7.0 Update 1 or later before migrating"})
 	}
-	for _, n := range p.nodes {
+	for _, n := range p.vsphere.nodes {
 		if n.UUID == "" {
 			hazard(plugin.Finding{Code: FindingVSphereNodeVM, Severity: plugin.SeverityWarning, Object: "Node " + n.Node,
 				Message: "node " + n.Node + " has no vsphere:// providerID: its virtual machine is not checked, and the driver cannot attach volumes to it",
@@ -293,7 +293,7 @@ func (p *Planner) settleVCenter(plan *Plan) {
 		f.Remedy = envRemedy[f.Code]
 		hazard(f)
 	}
-	if p.sawCSINodes && !p.vsphereDriver {
+	if p.vsphere.sawCSINodes && !p.vsphere.driverRuns {
 		hazard(plugin.Finding{Code: FindingVSphereDriverMissing, Severity: plugin.SeverityBlocker, Field: "CSINode",
 			Message: "no node runs the vSphere CSI driver (" + vsphere.DriverName + "): nothing would serve the migrated volumes",
 			Remedy:  "install the vSphere CSI driver (controller and node DaemonSet) with this vCenter's configuration before migrating"})
