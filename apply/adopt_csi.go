@@ -56,7 +56,7 @@ func forCreate(pv *v1.PersistentVolume) *v1.PersistentVolume {
 
 // checkAdopt runs every check on a CSI PV with a migration handle before
 // the adoption's first write, and builds the adopted PV.
-func (a *Writer) checkAdopt(ctx context.Context, cur *v1.PersistentVolume) (*checks, error) {
+func (a *Writer) checkAdopt(ctx context.Context, cur *v1.PersistentVolume) (*checkedPV, error) {
 	pvc, err := a.claimChecks(ctx, cur)
 	if err != nil {
 		return nil, err
@@ -78,7 +78,7 @@ func (a *Writer) checkAdopt(ctx context.Context, cur *v1.PersistentVolume) (*che
 		}
 		return nil, &rewrite.Refusal{Code: rewrite.CodeNotAdoptable, Reason: form + ad.why}
 	}
-	c := &checks{uid: cur.UID, pvc: pvc, adoption: ad}
+	c := &checkedPV{uid: cur.UID, pvc: pvc, adoption: ad}
 	if c.repl, c.kept, err = a.buildAdopt(cur, c); err != nil {
 		return nil, asRefusal(err)
 	}
@@ -90,7 +90,7 @@ func (a *Writer) checkAdopt(ctx context.Context, cur *v1.PersistentVolume) (*che
 // is now (adoptedForm: its reclaim policy recorded by step 1 is restored
 // last, or kept at Retain where Ceph CSI's delete would not remove exactly
 // its volume).
-func (a *Writer) buildAdopt(cur *v1.PersistentVolume, c *checks) (*v1.PersistentVolume, string, error) {
+func (a *Writer) buildAdopt(cur *v1.PersistentVolume, c *checkedPV) (*v1.PersistentVolume, string, error) {
 	orig := cur.Annotations[rewrite.AnnReclaimPolicy]
 	if orig == "" {
 		orig = string(cur.Spec.PersistentVolumeReclaimPolicy)
@@ -112,7 +112,7 @@ func (a *Writer) buildAdopt(cur *v1.PersistentVolume, c *checks) (*v1.Persistent
 
 // checkUnadopt runs every check on a PV adopted from a CSI PV before the
 // undo's first write, and builds the CSI PV with its migration handle.
-func (a *Writer) checkUnadopt(ctx context.Context, cur *v1.PersistentVolume) (*checks, error) {
+func (a *Writer) checkUnadopt(ctx context.Context, cur *v1.PersistentVolume) (*checkedPV, error) {
 	pvc, err := a.claimChecks(ctx, cur)
 	if err != nil {
 		return nil, err
@@ -127,7 +127,7 @@ func (a *Writer) checkUnadopt(ctx context.Context, cur *v1.PersistentVolume) (*c
 	if _, err := a.journalState(ctx, *j); err != nil {
 		return nil, asRefusal(err)
 	}
-	c := &checks{uid: cur.UID, pvc: pvc}
+	c := &checkedPV{uid: cur.UID, pvc: pvc}
 	if c.repl, c.kept, err = a.buildUnadopt(cur, c); err != nil {
 		return nil, asRefusal(err)
 	}
@@ -135,7 +135,7 @@ func (a *Writer) checkUnadopt(ctx context.Context, cur *v1.PersistentVolume) (*c
 }
 
 // buildUnadopt is the CSI PV an adopted one replaced, as recorded on it.
-func (a *Writer) buildUnadopt(cur *v1.PersistentVolume, _ *checks) (*v1.PersistentVolume, string, error) {
+func (a *Writer) buildUnadopt(cur *v1.PersistentVolume, _ *checkedPV) (*v1.PersistentVolume, string, error) {
 	prev, _, ok, err := adopt.Unadopted(cur)
 	if err != nil {
 		return nil, "", err

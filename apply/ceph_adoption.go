@@ -95,7 +95,7 @@ func (a *Writer) sharers(ctx context.Context, pv *v1.PersistentVolume) ([]string
 			}
 			for i := range page.Items {
 				if k, ok := rewrite.VolumeKey(&page.Items[i]); ok {
-					list = append(list, page.Items[i].Name+"="+k)
+					list = append(list, pvVolume{pv: page.Items[i].Name, key: k})
 				}
 			}
 			if page.Continue == "" {
@@ -104,18 +104,20 @@ func (a *Writer) sharers(ctx context.Context, pv *v1.PersistentVolume) ([]string
 			opts.Continue = page.Continue
 		}
 		a.mu.Lock()
-		a.allPVs = cached[[]string]{list, at}
+		a.allPVs = cached[[]pvVolume]{list, at}
 		a.mu.Unlock()
 	}
 	var out []string
 	for _, e := range list {
-		name, k, _ := strings.Cut(e, "=")
-		if k == key && name != pv.Name {
-			out = append(out, name)
+		if e.key == key && e.pv != pv.Name {
+			out = append(out, e.pv)
 		}
 	}
 	return out, nil
 }
+
+// pvVolume is a PV and the volume it names (rewrite.VolumeKey).
+type pvVolume struct{ pv, key string }
 
 // adoptionOf reads what the adoption of an in-tree RBD PV's image depends
 // on (the image, the PVs sharing it, whether its journal entry is free) and

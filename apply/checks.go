@@ -266,9 +266,9 @@ func readThrough[T any](a *Writer, m *map[string]cached[T], key string, read fun
 	return v, nil
 }
 
-// checks is what the checks before the first write to a PV read, and the
-// replacement they built.
-type checks struct {
+// checkedPV is a PV that passed every check before the first write to it:
+// what the checks read, and the replacement they built.
+type checkedPV struct {
 	uid types.UID
 	sc  *storagev1.StorageClass
 	pvc *v1.PersistentVolumeClaim

@@ -40,13 +40,9 @@ func (r *classRun) obj() rewrite.ObjectRef { return rewrite.ClassRef(r.t.Name) }
 
 func (r *classRun) where() string { return r.a.stateNS + "/" + ClassStateName(r.t.Name) }
 
-// isSourceClass reports whether a class is one the Writer's direction
-// replaces.
-func (a *Writer) isSourceClass(sc *storagev1.StorageClass) bool { return a.IsSourceClass(sc) }
-
 // isTargetClass reports whether a class is what the direction creates.
 func (a *Writer) isTargetClass(sc *storagev1.StorageClass) bool {
-	return rewrite.ClassKindOf(a.tr, sc) == a.dir.of().target
+	return rewriteKind(rewrite.ClassKindOf(a.tr, sc)) == a.dir.of().target
 }
 
 // observe reads the class and its state and verifies that the state
@@ -98,9 +94,9 @@ func (r *classRun) verify() error {
 			return fmt.Errorf("StorageClass %s has provisioner %s, ConfigMap %s saved %s; not touching either", name, cur.Provisioner, r.where(), s.Replacement.Provisioner)
 		}
 		return nil
-	case !r.a.isSourceClass(cur) && r.a.dir.IsUndo():
+	case !r.a.IsSourceClass(cur) && r.a.dir.IsUndo():
 		return refuse(rewrite.CodeNotInScope, "provisioner %s: not a StorageClass csimigrate created", cur.Provisioner)
-	case !r.a.isSourceClass(cur):
+	case !r.a.IsSourceClass(cur):
 		return refuse(rewrite.CodeNotInScope, "provisioner %s is not an in-tree plugin csimigrate translates", cur.Provisioner)
 	case r.t.UID != "" && cur.UID != r.t.UID:
 		return refuse(rewrite.CodeReplacedSinceReview, "the live StorageClass has uid %s, the reviewed one %s (replaced since the review)", cur.UID, r.t.UID)
@@ -113,7 +109,7 @@ func (r *classRun) verify() error {
 
 // Step 1: the replacement saved, after every check.
 
-func (r *classRun) saved() bool { return r.cur == nil || !r.a.isSourceClass(r.cur) || r.state != nil }
+func (r *classRun) saved() bool { return r.cur == nil || !r.a.IsSourceClass(r.cur) || r.state != nil }
 
 func (r *classRun) checkFirst(ctx context.Context) error {
 	repl, err := r.a.classChecks(ctx, r.cur)
@@ -155,7 +151,7 @@ func (r *classRun) save(ctx context.Context) error {
 
 // Step 2: the class deleted with uid and resourceVersion preconditions.
 
-func (r *classRun) deleted() bool { return r.cur == nil || !r.a.isSourceClass(r.cur) }
+func (r *classRun) deleted() bool { return r.cur == nil || !r.a.IsSourceClass(r.cur) }
 
 func (r *classRun) sayDelete() string {
 	return "delete the " + r.a.dir.of().sourceWord + " StorageClass (its PVs are not affected)"

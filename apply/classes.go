@@ -33,7 +33,7 @@ func (a *Writer) LiveClassTargets(ctx context.Context) ([]Target, error) {
 		return nil, err
 	}
 	for i := range list.Items {
-		if sc := &list.Items[i]; a.isSourceClass(sc) {
+		if sc := &list.Items[i]; a.IsSourceClass(sc) {
 			seen[sc.Name] = true
 			out = append(out, Target{Name: sc.Name})
 		}
@@ -55,6 +55,9 @@ func (a *Writer) LiveClassTargets(ctx context.Context) ([]Target, error) {
 // after PVs: the PVs' deletion secrets are read from their in-tree classes.
 // Refusals and errors are as PVs reports them.
 func (a *Writer) Classes(ctx context.Context, targets []Target) (Result, error) {
+	if a.dryRun {
+		return Result{}, a.DryRunClasses(ctx, targets)
+	}
 	var r Result
 	for _, t := range targets {
 		if r.record(a, rewrite.ClassRef(t.Name), runToEnd(ctx, a.Class(t))) {
@@ -74,7 +77,7 @@ func (a *Writer) DryRunClasses(ctx context.Context, targets []Target) error {
 		if err != nil {
 			return []error{&ObjectError{Object: rewrite.ClassRef(t.Name), Err: err}}
 		}
-		if !a.isSourceClass(cur) {
+		if !a.IsSourceClass(cur) {
 			return nil
 		}
 		r, err := a.classChecks(ctx, cur)

@@ -6,49 +6,89 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/translate"
 	"github.com/csimigrate/csimigrate/volumeid"
 )
 
-// kindOf says what a live PV is, and why it is neither when it is
-// rewrite.KindOther.
-func (a *Writer) kindOf(pv *v1.PersistentVolume) (rewrite.Kind, string) {
-	if a.dir.AdoptsCSI() {
-		return adoptionKindOf(pv)
-	}
-	return rewrite.KindOf(a.tr, pv)
-}
+// pvKind is what a PV (or a StorageClass) is to the Writer's directions:
+// the kinds of the rewrite and its undo (rewrite.Kind), and those of the
+// adoption of CSI PVs and its undo.
+type pvKind int
 
-// The kinds of PV the adoption of CSI PVs replaces and creates.
 const (
+	// kindOther is none of the others.
+	kindOther pvKind = iota
+	// kindInTree and kindRewritten are rewrite.KindInTree and
+	// rewrite.KindRewritten.
+	kindInTree
+	kindRewritten
 	// kindMigrated is a CSI PV of Ceph CSI's RBD driver with a migration
 	// handle, or a static CSI PV of its CephFS driver, not adopted.
-	kindMigrated rewrite.Kind = 100 + iota
+	kindMigrated
 	// kindAdopted is a PV adopted from such a PV (adopt.AnnAdoptedCSI).
 	kindAdopted
 )
 
+// rewriteKind is what k, a kind of the rewrite's, is to the directions.
+func rewriteKind(k rewrite.Kind) pvKind {
+	switch k {
+	case rewrite.KindInTree:
+		return kindInTree
+	case rewrite.KindRewritten:
+		return kindRewritten
+	}
+	return kindOther
+}
+
+// kindOf says what a live PV is to the direction d (as tr translates it),
+// and why it is neither when it is kindOther.
+func (d Direction) kindOf(tr *translate.Translator, pv *v1.PersistentVolume) (pvKind, string) {
+	if d.AdoptsCSI() {
+		return adoptionKindOf(pv)
+	}
+	k, why := rewrite.KindOf(tr, pv)
+	return rewriteKind(k), why
+}
+
+// kindOf says what a live PV is to the Writer's direction.
+func (a *Writer) kindOf(pv *v1.PersistentVolume) (pvKind, string) { return a.dir.kindOf(a.tr, pv) }
+
+// ReplacesPV reports whether pv is one the direction replaces, as tr
+// translates it.
+func (d Direction) ReplacesPV(tr *translate.Translator, pv *v1.PersistentVolume) bool {
+	k, _ := d.kindOf(tr, pv)
+	return k == d.of().source
+}
+
+// ReplacesClass reports whether sc is a StorageClass the direction
+// replaces, as tr translates it (none for the adoption of CSI PVs).
+func (d Direction) ReplacesClass(tr *translate.Translator, sc *storagev1.StorageClass) bool {
+	return !d.AdoptsCSI() && rewriteKind(rewrite.ClassKindOf(tr, sc)) == d.of().source
+}
+
 // adoptionKindOf says what a PV is to the adoption of CSI PVs and its undo.
-func adoptionKindOf(pv *v1.PersistentVolume) (rewrite.Kind, string) {
+func adoptionKindOf(pv *v1.PersistentVolume) (pvKind, string) {
 	switch {
 	case pv == nil || pv.Spec.CSI == nil || plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver) != plugin.RBDInTreePluginName && plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver) != plugin.CephFSInTreePluginName:
-		return rewrite.KindOther, "not a CSI PV of Ceph CSI's RBD or CephFS driver (" + plugin.RBDDriverName + ", " + plugin.CephFSDriverName + ", or those names after a prefix)"
+		return kindOther, "not a CSI PV of Ceph CSI's RBD or CephFS driver (" + plugin.RBDDriverName + ", " + plugin.CephFSDriverName + ", or those names after a prefix)"
 	case pv.Annotations[adopt.AnnJournal] != "" && pv.Annotations[adopt.AnnAdoptedCSI] != "":
 		return kindAdopted, ""
 	case pv.Annotations[adopt.AnnJournal] != "":
-		return rewrite.KindOther, "adopted when it was rewritten from an in-tree PV (the undo of the rewrite gives that back)"
+		return kindOther, "adopted when it was rewritten from an in-tree PV (the undo of the rewrite gives that back)"
 	case plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver) == plugin.CephFSInTreePluginName:
 		if a := pv.Spec.CSI.VolumeAttributes; a["staticVolume"] == "true" && a["rootPath"] != "" {
 			return kindMigrated, ""
 		}
-		return rewrite.KindOther, "not a static volume (attributes staticVolume and rootPath)"
+		return kindOther, "not a static volume (attributes staticVolume and rootPath)"
 	case volumeid.IsRBDHandle(pv.Spec.CSI.VolumeHandle):
 		return kindMigrated, ""
 	}
-	return rewrite.KindOther, "its volume handle is not a migration handle"
+	return kindOther, "its volume handle is not a migration handle"
 }
 
 // identity is the CSI driver and volume handle of a PV: its own for a CSI
@@ -98,23 +138,22 @@ type direction struct {
 	// article).
 	what, done    string
 	scope, aScope string
-	// source is the kind of object it replaces (KindOf, ClassKindOf),
-	// target the kind of PV it creates; sourceWord and targetWord name
-	// them in the steps printed.
-	source, target         rewrite.Kind
+	// source is the kind of object it replaces, target the kind of PV it
+	// creates; sourceWord and targetWord name them in the steps printed.
+	source, target         pvKind
 	sourceWord, targetWord string
 	// check runs every check on the live source PV before the first write
 	// and builds its replacement; a *rewrite.Refusal leaves it as it was.
-	check func(a *Writer, ctx context.Context, cur *v1.PersistentVolume) (*checks, error)
+	check func(a *Writer, ctx context.Context, cur *v1.PersistentVolume) (*checkedPV, error)
 	// build builds the replacement again from the source as it is now
 	// (after step 1), with what check read.
-	build func(a *Writer, cur *v1.PersistentVolume, c *checks) (repl *v1.PersistentVolume, kept string, err error)
+	build func(a *Writer, cur *v1.PersistentVolume, c *checkedPV) (repl *v1.PersistentVolume, kept string, err error)
 }
 
 var directions = [...]direction{
-	Rewrite: {name: "rewrite", what: "a rewrite", done: "rewritten", scope: "in-tree", aScope: "an in-tree", source: rewrite.KindInTree, target: rewrite.KindRewritten,
+	Rewrite: {name: "rewrite", what: "a rewrite", done: "rewritten", scope: "in-tree", aScope: "an in-tree", source: kindInTree, target: kindRewritten,
 		sourceWord: "in-tree", targetWord: "CSI", check: (*Writer).check, build: (*Writer).buildRewrite},
-	Undo: {name: "undo", what: "an undo", done: "undone", scope: "rewritten", aScope: "a rewritten", source: rewrite.KindRewritten, target: rewrite.KindInTree,
+	Undo: {name: "undo", what: "an undo", done: "undone", scope: "rewritten", aScope: "a rewritten", source: kindRewritten, target: kindInTree,
 		sourceWord: "CSI", targetWord: "in-tree", check: (*Writer).checkUndo, build: (*Writer).buildUndo},
 	AdoptCSI: {name: "adopt", what: "an adoption", done: "adopted", scope: "migration-handle or static CephFS", aScope: "a migration-handle or static CephFS",
 		source: kindMigrated, target: kindAdopted, sourceWord: "migration-handle", targetWord: "native", check: (*Writer).checkAdopt, build: (*Writer).buildAdopt},
@@ -175,11 +214,6 @@ func (d Direction) Scope() string { return d.of().scope }
 
 // AScope is Scope with its article.
 func (d Direction) AScope() string { return d.of().aScope }
-
-// Source is the kind of object the direction replaces (rewrite.KindOf,
-// rewrite.ClassKindOf; the adoption's own kinds for AdoptCSI and
-// UnadoptCSI).
-func (d Direction) Source() rewrite.Kind { return d.of().source }
 
 // Direction is the direction of the Writer's runs.
 func (a *Writer) Direction() Direction { return a.dir }

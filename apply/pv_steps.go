@@ -47,9 +47,9 @@ type pvRun struct {
 	cur   *v1.PersistentVolume
 	cm    *v1.ConfigMap
 	state *rewriteState
-	// kind is what cur is (rewrite.KindOther when there is none), classified once per
+	// kind is what cur is (kindOther when there is none), classified once per
 	// observation for every step's done.
-	kind rewrite.Kind
+	kind pvKind
 	why  string
 	// havePV and haveCM say that cur and cm are what the last write
 	// returned, so the next observation need not read them.
@@ -61,7 +61,7 @@ type pvRun struct {
 	// server.
 	cached bool
 	// checked is what the checks before the first write read, for cur's uid.
-	checked      *checks
+	checked      *checkedPV
 	waitingSince time.Time
 	// journal is the entry of Ceph CSI's journal this run writes (the
 	// rewrite of an adopted image) or removes (its undo), while the state
@@ -178,9 +178,9 @@ func (r *pvRun) verify() error {
 	}
 	kind, why := r.kind, r.why
 	switch {
-	case kind == rewrite.KindOther && s != nil:
+	case kind == kindOther && s != nil:
 		return fmt.Errorf("pv/%s is %s, and ConfigMap %s holds a replacement for it; not touching either", name, why, r.where())
-	case kind == rewrite.KindOther:
+	case kind == kindOther:
 		return refuse(rewrite.CodeNotInScope, "%s", why)
 	case kind == r.dir.of().target:
 		if s == nil {
@@ -203,14 +203,14 @@ func (r *pvRun) verify() error {
 
 // classify sets what the live PV is.
 func (r *pvRun) classify() {
-	r.kind, r.why = rewrite.KindOther, ""
+	r.kind, r.why = kindOther, ""
 	if r.cur != nil {
 		r.kind, r.why = r.a.kindOf(r.cur)
 	}
 }
 
 // isSource reports whether the live PV is the one this run replaces.
-func (r *pvRun) isSource() bool { return r.cur != nil && r.kind == r.dir.Source() }
+func (r *pvRun) isSource() bool { return r.cur != nil && r.kind == r.dir.of().source }
 
 // Step 1: Retain, the original policy recorded on the PV.
 

@@ -86,7 +86,11 @@ func (r *Result) record(a *Writer, obj rewrite.ObjectRef, err error) (interrupte
 // steps in order, until each is done, refused or failed. A refused PV is
 // reported and left as it was; the others go on. The error joins every
 // PV's, sorted by name; ErrWriteLimit when the write limit stopped it.
+// With Options.DryRun it is DryRunPVs.
 func (a *Writer) PVs(ctx context.Context, targets []Target) (Result, error) {
+	if a.dryRun {
+		return Result{}, a.DryRunPVs(ctx, targets)
+	}
 	var r Result
 	if err := a.listState(ctx); err != nil {
 		return r, err

@@ -14,7 +14,7 @@ import (
 // check runs every check on a live in-tree PV before the first write to it
 // and returns what it read, with the PV's replacement; a refusal says why
 // the PV is left alone.
-func (a *Writer) check(ctx context.Context, cur *v1.PersistentVolume) (*checks, error) {
+func (a *Writer) check(ctx context.Context, cur *v1.PersistentVolume) (*checkedPV, error) {
 	pvc, err := a.claimChecks(ctx, cur)
 	if err != nil {
 		return nil, err
@@ -53,7 +53,7 @@ func (a *Writer) check(ctx context.Context, cur *v1.PersistentVolume) (*checks, 
 	if ad != nil {
 		a.note(rewrite.PVRef(cur.Name), ad.summary(repl))
 	}
-	return &checks{uid: cur.UID, sc: sc, pvc: pvc, repl: repl, kept: kept, adoption: ad}, nil
+	return &checkedPV{uid: cur.UID, sc: sc, pvc: pvc, repl: repl, kept: kept, adoption: ad}, nil
 }
 
 // secretRefusal is why the rewrite leaves an in-tree Ceph PV alone for the
@@ -93,7 +93,7 @@ func (a *Writer) secretRefusal(ctx context.Context, cur *v1.PersistentVolume, r 
 }
 
 // buildRewrite is the CSI replacement of an in-tree PV.
-func (a *Writer) buildRewrite(cur *v1.PersistentVolume, c *checks) (*v1.PersistentVolume, string, error) {
+func (a *Writer) buildRewrite(cur *v1.PersistentVolume, c *checkedPV) (*v1.PersistentVolume, string, error) {
 	rewriteOf := rewrite.Rewrite
 	if c.adoption != nil && c.adoption.why == "" {
 		rewriteOf = rewrite.RewriteAdopted

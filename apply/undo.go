@@ -16,7 +16,7 @@ import (
 
 // checkUndo runs every check on a CSI PV csimigrate created before the
 // undo's first write to it, and builds the in-tree PV that replaces it.
-func (a *Writer) checkUndo(ctx context.Context, cur *v1.PersistentVolume) (*checks, error) {
+func (a *Writer) checkUndo(ctx context.Context, cur *v1.PersistentVolume) (*checkedPV, error) {
 	pvc, err := a.claimChecks(ctx, cur)
 	if err != nil {
 		return nil, err
@@ -74,11 +74,11 @@ func (a *Writer) checkUndo(ctx context.Context, cur *v1.PersistentVolume) (*chec
 			return nil, asRefusal(err)
 		}
 	}
-	return &checks{uid: cur.UID, pvc: pvc, repl: in}, nil
+	return &checkedPV{uid: cur.UID, pvc: pvc, repl: in}, nil
 }
 
 // buildUndo is the in-tree replacement of a CSI PV csimigrate created.
-func (a *Writer) buildUndo(cur *v1.PersistentVolume, _ *checks) (*v1.PersistentVolume, string, error) {
+func (a *Writer) buildUndo(cur *v1.PersistentVolume, _ *checkedPV) (*v1.PersistentVolume, string, error) {
 	in, err := rewrite.UndoReplacement(a.tr, cur)
 	return in, "", err
 }

@@ -93,7 +93,7 @@ func (ad *adoption) vsphereSummary() string {
 
 // needsRegistration: the adoption registers the disk before the replacement
 // is saved (its handle is the ID registration gives).
-func (c *checks) needsRegistration() bool {
+func (c *checkedPV) needsRegistration() bool {
 	return c != nil && c.adoption != nil && c.adoption.disk != nil && c.adoption.why == "" && c.adoption.disk.registered() == ""
 }
 

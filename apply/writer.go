@@ -32,6 +32,10 @@ type Options struct {
 	// zero value), its undo, the adoption of CSI PVs (needs Ceph) or its
 	// undo.
 	Direction Direction
+	// DryRun makes the Writer only check: PVs and Classes run every check
+	// and send each write with the API server's server-side dry run
+	// (DryRunPVs, DryRunClasses), writing nothing and needing no Lease.
+	DryRun bool
 	// Online allows rewriting PVs that running pods use where the nodes
 	// running them already migrate the plugin (the online-safety rule).
 	Online bool
@@ -113,6 +117,10 @@ func (f HolderFunc) Holding() bool { return f() }
 // written.
 var ErrNotHolding = errors.New("the writer Lease is not held by this process; nothing was written (one csimigrate writer at a time)")
 
+// ErrDryRun is returned by a Step that would write on a Writer made with
+// Options.DryRun: nothing is written.
+var ErrDryRun = errors.New("a dry run writes nothing")
+
 // ErrWriteLimit is returned when a Writer reached Options.MaxWrites; the
 // objects it left are finished by another run.
 var ErrWriteLimit = errors.New("interrupted (write limit reached)")
@@ -174,8 +182,10 @@ type Writer struct {
 	// online allows rewriting PVs that running pods use where onlineSafe
 	// holds.
 	online bool
-	// dir is what the Writer replaces by what (Options.Direction).
+	// dir is what the Writer replaces by what (Options.Direction); dryRun
+	// makes PVs and Classes dry runs (Options.DryRun).
 	dir       Direction
+	dryRun    bool
 	stepLimit int // stop after this many mutating steps (0: no limit)
 	// ceph adopts RBD images (nil: none is adopted); cephConfig gives the
 	// cluster entries' rados namespaces.
@@ -194,9 +204,9 @@ type Writer struct {
 	// Lists read for the checks, shared by the workers for a short while.
 	classes map[string]cached[*storagev1.StorageClass]
 	pods    map[string]cached[[]v1.Pod]
-	// allPVs are "name=cluster/pool/image" of the cluster's RBD PVs, for
-	// finding the PVs that share an image.
-	allPVs cached[[]string]
+	// allPVs are the cluster's PVs with the volume each names, for
+	// finding the PVs that share one.
+	allPVs cached[[]pvVolume]
 	// withState names the PVs that had a state ConfigMap when the run
 	// listed them (nil: not listed); a PV not in it needs no read of its
 	// ConfigMap before its first write (a ConfigMap created since makes
@@ -241,7 +251,7 @@ func New(client kubernetes.Interface, tr *translate.Translator, logger klog.Logg
 		ns = DefaultStateNamespace
 	}
 	a := &Writer{client: client, tr: tr, logger: logger, events: events, stateNS: ns, concurrency: o.Concurrency,
-		online: o.Online, dir: o.Direction, stepLimit: o.MaxWrites, ceph: o.Ceph, cephConfig: o.CephConfig, cephfsSecret: o.CephFSSecret, vsphere: o.VSphere,
+		online: o.Online, dir: o.Direction, dryRun: o.DryRun, stepLimit: o.MaxWrites, ceph: o.Ceph, cephConfig: o.CephConfig, cephfsSecret: o.CephFSSecret, vsphere: o.VSphere,
 		lease: o.Lease, cephServed: o.CephServed, sourceChanged: slices.Clone(o.SourceChanged)}
 	if o.Listers != nil {
 		a.listers = *o.Listers
@@ -265,16 +275,11 @@ func (a *Writer) Kept() []string {
 }
 
 // IsSource reports whether a PV is one the Writer's direction replaces.
-func (a *Writer) IsSource(pv *v1.PersistentVolume) bool {
-	kind, _ := a.kindOf(pv)
-	return kind == a.dir.Source()
-}
+func (a *Writer) IsSource(pv *v1.PersistentVolume) bool { return a.dir.ReplacesPV(a.tr, pv) }
 
 // IsSourceClass reports whether a StorageClass is one the Writer's
 // direction replaces (none for the adoption of CSI PVs).
-func (a *Writer) IsSourceClass(sc *storagev1.StorageClass) bool {
-	return !a.dir.AdoptsCSI() && rewrite.ClassKindOf(a.tr, sc) == a.dir.Source()
-}
+func (a *Writer) IsSourceClass(sc *storagev1.StorageClass) bool { return a.dir.ReplacesClass(a.tr, sc) }
 
 // cached is a value read from the cluster at a time.
 type cached[T any] struct {
@@ -289,11 +294,14 @@ const cacheFor = 5 * time.Second
 
 // takeWrite is the gate of every write: it lets the next write to obj
 // through and announces it, or returns
-// ErrNotHolding when this process does not hold the writer Lease and
-// ErrWriteLimit when the write limit is reached.
+// ErrDryRun for a dry run, ErrNotHolding when this process does not hold
+// the writer Lease and ErrWriteLimit when the write limit is reached.
 func (a *Writer) takeWrite(obj rewrite.ObjectRef, what string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.dryRun {
+		return &ObjectError{Object: obj, Err: ErrDryRun}
+	}
 	if a.lease == nil || !a.lease.Holding() {
 		return &ObjectError{Object: obj, Err: ErrNotHolding}
 	}

@@ -99,12 +99,16 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 // rewriteRefusal is the finding for what makes rewrite -apply refuse the
 // PV (objectRefusal, claimRefusal), or for claims the input lacks.
 func (p *Planner) rewriteRefusal(pv *v1.PersistentVolume) *plugin.Finding {
-	refused := func(err error) *plugin.Finding {
-		return &plugin.Finding{Code: FindingRewriteRefuses, Severity: plugin.SeverityBlocker, Field: "PersistentVolume " + pv.Name,
+	refused := func(field string, err error) *plugin.Finding {
+		return &plugin.Finding{Code: FindingRewriteRefuses, Severity: plugin.SeverityBlocker, Field: field,
 			Message: "the rewrite would refuse it: " + reasonOf(err), Remedy: remedyOf(err), Action: actionOf(err), ActsOn: actsOnOf(err)}
 	}
 	if err := rewrite.ObjectRefusal(pv); err != nil {
-		return refused(err)
+		field := "metadata.finalizers"
+		if pv.DeletionTimestamp != nil {
+			field = "metadata.deletionTimestamp"
+		}
+		return refused(field, err)
 	}
 	c := pv.Spec.ClaimRef
 	if c == nil {
@@ -112,7 +116,7 @@ func (p *Planner) rewriteRefusal(pv *v1.PersistentVolume) *plugin.Finding {
 	}
 	if !p.claims.seen && c.UID != "" {
 		if pv.Status.Phase == v1.VolumeReleased {
-			return refused(&rewrite.Refusal{Code: rewrite.CodeClaimGone, Reason: fmt.Sprintf("its claim %s/%s is gone (the PV is Released)", c.Namespace, c.Name),
+			return refused("spec.claimRef", &rewrite.Refusal{Code: rewrite.CodeClaimGone, Reason: fmt.Sprintf("its claim %s/%s is gone (the PV is Released)", c.Namespace, c.Name),
 				Remedy: "reclaim it (delete the image by hand, then the PV), or re-bind it: clear spec.claimRef.uid and create a claim with spec.volumeName " + pv.Name})
 		}
 		return &plugin.Finding{Code: FindingClaimNotChecked, Severity: plugin.SeverityBlocker, Field: "spec.claimRef",
@@ -123,7 +127,7 @@ func (p *Planner) rewriteRefusal(pv *v1.PersistentVolume) *plugin.Finding {
 		pvc = nil
 	}
 	if err := rewrite.ClaimRefusal(pv, pvc); err != nil {
-		return refused(err)
+		return refused("spec.claimRef", err)
 	}
 	return nil
 }

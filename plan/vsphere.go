@@ -271,7 +271,7 @@ func (p *Planner) settleVCenter(plan *Plan) {
 	}
 	for _, n := range p.vsphere.nodes {
 		if n.UUID == "" {
-			hazard(plugin.Finding{Code: FindingVSphereNodeVM, Severity: plugin.SeverityWarning, Object: "Node " + n.Node,
+			hazard(plugin.Finding{Code: FindingVSphereNodeVM, Severity: plugin.SeverityWarning, Object: "node/" + n.Node,
 				Message: "node " + n.Node + " has no vsphere:// providerID: its virtual machine is not checked, and the driver cannot attach volumes to it",
 				Remedy:  "run the vSphere cloud provider (it sets the providerID) on the node, or keep vSphere volumes off it"})
 			report.Nodes = append(report.Nodes, n)
@@ -279,7 +279,7 @@ func (p *Planner) settleVCenter(plan *Plan) {
 		}
 		vm, ok := env.VMs[n.UUID]
 		if !ok {
-			hazard(plugin.Finding{Code: FindingVSphereNodeVM, Severity: plugin.SeverityBlocker, Object: "Node " + n.Node,
+			hazard(plugin.Finding{Code: FindingVSphereNodeVM, Severity: plugin.SeverityBlocker, Object: "node/" + n.Node,
 				Message: fmt.Sprintf("node %s's virtual machine (BIOS UUID %s) is not in vCenter: the driver cannot attach volumes to it", n.Node, n.UUID),
 				Remedy:  "check the node's providerID and the driver's vCenter and datacenters"})
 			report.Nodes = append(report.Nodes, n)

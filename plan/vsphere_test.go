@@ -165,8 +165,8 @@ func TestPlanVCenterEnvironment(t *testing.T) {
 	// field within it Field.
 	want := []string{
 		"VCenterTooOldForMigration vCenter  Blocker",
-		"VSphereNodeVM Node n3  Blocker",
-		"VSphereNodeVM Node n4  Warning",
+		"VSphereNodeVM node/n3  Blocker",
+		"VSphereNodeVM node/n4  Warning",
 		"check_deprecated_hw_version vm/vm-2  Blocker",
 		"check_deprecated_vcenter vcenter  Warning",
 		"VSphereDriverMissing  CSINode Blocker",

@@ -161,9 +161,10 @@ const (
 	// clusterID) where the cluster's Ceph CSI deployment reads its config,
 	// in the form that lasts there.
 	ActionAddCephEntry Action = "AddCephEntry"
-	// ActionChangeSource: a reconciler keeps the object of ActsOn ("Kind
-	// name") from a source of its own; put the new form there, then say
-	// that the source has changed.
+	// ActionChangeSource: a reconciler keeps the object of ActsOn (as
+	// kubectl's TYPE/NAME: "pv/NAME", "storageclass/NAME") from a source
+	// of its own; put the new form there, then say that the source has
+	// changed.
 	ActionChangeSource Action = "ChangeSource"
 )
 

@@ -245,7 +245,7 @@ func KeptRefusal(kind string, o metav1.Object, changed bool) error {
 	return &Refusal{Code: CodeKeptByReconciler, Reason: reason,
 		Remedy: fmt.Sprintf("put the new form in %s, with the reconciler paused for it; then say so with annotation %s=true on %s %s, and resume the reconciler after the rewrite",
 			strings.Join(where, "; "), AnnSourceChanged, kind, o.GetName()),
-		Action: plugin.ActionChangeSource, ActsOn: kind + " " + o.GetName()}
+		Action: plugin.ActionChangeSource, ActsOn: ObjectRef{Kind: kind, Name: o.GetName()}.Resource()}
 }
 
 // ChangedSources is the set of objects an administrator has said the

@@ -65,7 +65,7 @@ func TestKeepersOf(t *testing.T) {
 			t.Errorf("%s: refusal %v, want one: %v", tc.name, err, tc.reconciles)
 		}
 		var r *rewrite.Refusal
-		if err != nil && (!errors.As(err, &r) || r.Code != rewrite.CodeKeptByReconciler || r.Action != plugin.ActionChangeSource || r.ActsOn != "PersistentVolume pv") {
+		if err != nil && (!errors.As(err, &r) || r.Code != rewrite.CodeKeptByReconciler || r.Action != plugin.ActionChangeSource || r.ActsOn != "pv/pv") {
 			t.Errorf("%s: refusal %#v", tc.name, err)
 		}
 		if err := rewrite.KeptRefusal("PersistentVolume", pv, true); err != nil {

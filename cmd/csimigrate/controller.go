@@ -83,7 +83,7 @@ func (o *controllerOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.plugins, "plugins", "", "comma-separated in-tree plugins in scope, e.g. kubernetes.io/rbd (default: all)")
 	fs.StringVar(&o.pvSelector, "pv-selector", "", "label selector of the PVs in scope (default: all)")
 	fs.StringVar(&o.classSelector, "class-selector", "", "label selector of the StorageClasses in scope (default: all)")
-	fs.BoolVar(&o.ctl.DryRun, "dry-run", false, "only report, with the checks of the real run: send each object's writes with server-side dry run and say in Events what would be done; takes the Lease "+reportLeaseName+" instead of the writer's, so rewrite -apply and an acting controller are not held up")
+	fs.BoolVar(&o.ctl.Writer.DryRun, "dry-run", false, "only report, with the checks of the real run: send each object's writes with server-side dry run and say in Events what would be done; takes the Lease "+reportLeaseName+" instead of the writer's, so rewrite -apply and an acting controller are not held up")
 	fs.BoolVar(&o.ctl.Writer.Online, "online", false, onlineUsage)
 	fs.IntVar(&o.ctl.Workers, "workers", 2, "objects worked on at once, per kind")
 	fs.DurationVar(&o.ctl.Recheck, "recheck", time.Minute, "how soon a blocked, in-use or waiting object is looked at again")
@@ -330,7 +330,7 @@ const reportLeaseName = "csimigrate-report"
 // leaseName is the Lease this controller leads by: the writer Lease when it
 // acts, reportLeaseName when it only reports.
 func (o *controllerOptions) leaseName() string {
-	if o.ctl.DryRun {
+	if o.ctl.Writer.DryRun {
 		return reportLeaseName
 	}
 	return apply.LeaseName
@@ -359,7 +359,7 @@ func (o *controllerOptions) lead(ctx context.Context, leClient kubernetes.Interf
 		LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
-				logger.Info("Leading", "lease", name, "dryRun", o.ctl.DryRun, "identity", o.identity)
+				logger.Info("Leading", "lease", name, "dryRun", o.ctl.Writer.DryRun, "identity", o.identity)
 				runErr = run(ctx)
 			},
 			OnStoppedLeading: func() { logger.Info("Not leading: the controller stopped", "lease", name, "identity", o.identity) },

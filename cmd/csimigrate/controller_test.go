@@ -850,13 +850,13 @@ func TestKustomizeOverlaysAccepted(t *testing.T) {
 		check func(t *testing.T, o *controllerOptions, ctr v1.Container, pod v1.PodSpec)
 	}{
 		{manifests, func(t *testing.T, o *controllerOptions, _ v1.Container, _ v1.PodSpec) {
-			if !o.ctl.DryRun {
+			if !o.ctl.Writer.DryRun {
 				t.Errorf("the base does not run with -dry-run: it would write")
 			}
 		}},
 		{"deploy/overlays/act", func(t *testing.T, o *controllerOptions, _ v1.Container, _ v1.PodSpec) {
-			if o.ctl.DryRun || o.pvSelector == "" || o.classSelector == "" || o.adopt {
-				t.Errorf("act: dry run %t, PV selector %q, class selector %q, adopt %t: want it to write, on labelled objects only", o.ctl.DryRun, o.pvSelector, o.classSelector, o.adopt)
+			if o.ctl.Writer.DryRun || o.pvSelector == "" || o.classSelector == "" || o.adopt {
+				t.Errorf("act: dry run %t, PV selector %q, class selector %q, adopt %t: want it to write, on labelled objects only", o.ctl.Writer.DryRun, o.pvSelector, o.classSelector, o.adopt)
 			}
 		}},
 		{"deploy/overlays/adopt-ceph", func(t *testing.T, o *controllerOptions, ctr v1.Container, pod v1.PodSpec) {
@@ -864,13 +864,13 @@ func TestKustomizeOverlaysAccepted(t *testing.T) {
 			for _, m := range ctr.VolumeMounts {
 				mounts[m.Name] = m.MountPath
 			}
-			if o.ctl.DryRun || o.pvSelector == "" || !o.adopt || o.cephFlags.tools.Keyring != "/etc/ceph/keyring" || o.translation.cephConfig != "/etc/ceph-csi-config/config.json" ||
+			if o.ctl.Writer.DryRun || o.pvSelector == "" || !o.adopt || o.cephFlags.tools.Keyring != "/etc/ceph/keyring" || o.translation.cephConfig != "/etc/ceph-csi-config/config.json" ||
 				mounts["ceph"] != "/etc/ceph" || mounts["ceph-csi-config"] != "/etc/ceph-csi-config" || len(pod.Volumes) != 3 {
 				t.Errorf("adopt-ceph: arguments %q, mounts %v, volumes %v: want adoption with the mounted configuration, on labelled objects", ctr.Args, mounts, pod.Volumes)
 			}
 		}},
 		{"deploy/overlays/adopt-vsphere", func(t *testing.T, o *controllerOptions, ctr v1.Container, _ v1.PodSpec) {
-			if o.ctl.DryRun || o.pvSelector == "" || !o.adopt || !slices.Equal(o.ctl.Plugins, []string{"kubernetes.io/vsphere-volume"}) || !o.vsphere.wanted() {
+			if o.ctl.Writer.DryRun || o.pvSelector == "" || !o.adopt || !slices.Equal(o.ctl.Plugins, []string{"kubernetes.io/vsphere-volume"}) || !o.vsphere.wanted() {
 				t.Errorf("adopt-vsphere: arguments %q: want vSphere adoption, on labelled vSphere objects", ctr.Args)
 			}
 		}},

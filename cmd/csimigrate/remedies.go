@@ -43,8 +43,7 @@ var commandRemedies = map[plugin.Action]func(object, engine string) string{
 		return engine + " (csimigrate plan -live prints it, as the deployment keeps it)"
 	},
 	plugin.ActionChangeSource: func(object, engine string) string {
-		ref := strings.Replace(strings.Replace(object, "PersistentVolume ", "pv/", 1), "StorageClass ", "storageclass/", 1)
-		return engine + " (or run with -source-changed " + ref + "); csimigrate plan prints the form to put there, under KEPT BY RECONCILERS"
+		return engine + " (or run with -source-changed " + object + "); csimigrate plan prints the form to put there, under KEPT BY RECONCILERS"
 	},
 	plugin.ActionCreateSecret: func(_, engine string) string {
 		return engine + " (csimigrate plan lists it under SECRETS)"

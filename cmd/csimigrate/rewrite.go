@@ -69,7 +69,7 @@ func (o *rewriteOptions) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.undo, "undo", false, "replace the CSI PVs and StorageClasses csimigrate's rewrite created by the in-tree ones they replaced (the review, or with -apply the undo itself)")
 	// The flags only -apply takes: what is registered here.
 	o.applyFlags = registered(fs, func() {
-		fs.BoolVar(&o.dry, "dry-run", false, "with -apply: use the API server's server-side dry run")
+		fs.BoolVar(&o.writer.DryRun, "dry-run", false, "with -apply: use the API server's server-side dry run")
 		fs.StringVar(&o.writer.StateNamespace, "state-namespace", apply.DefaultStateNamespace, "with -apply: namespace of the ConfigMaps that hold replacements between steps")
 		fs.IntVar(&o.writer.Concurrency, "concurrency", 8, "with -apply: how many PVs to rewrite at once (each PV's steps stay in order)")
 		fs.Float64Var(&o.qps, "qps", 100, "with -apply: the client's request rate limit towards the API server, per second")
@@ -260,7 +260,7 @@ func (rv *review) pv(obj any) {
 	if !ok || rv.werr != nil {
 		return
 	}
-	if kind, _ := rewrite.KindOf(rv.tr, pv); kind != rv.dir.Source() {
+	if !rv.dir.ReplacesPV(rv.tr, pv) {
 		return
 	}
 	if why := rv.blocked.refusal(pvBackend(pv)); why != "" && !rv.dir.IsUndo() {
@@ -330,7 +330,7 @@ func (rv *review) kept(kind string, o metav1.Object) bool {
 
 // class writes the steps for one StorageClass the direction replaces.
 func (rv *review) class(sc *storagev1.StorageClass) {
-	if rv.werr != nil || rewrite.ClassKindOf(rv.tr, sc) != rv.dir.Source() {
+	if rv.werr != nil || !rv.dir.ReplacesClass(rv.tr, sc) {
 		return
 	}
 	if why := rv.blocked.refusal(classBackend(sc)); why != "" && !rv.dir.IsUndo() {

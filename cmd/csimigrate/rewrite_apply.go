@@ -53,7 +53,7 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 	}
 	targets, unserved := a.withCephEntries(live, targets, stderr)
 	refused = refused || unserved
-	if o.dry {
+	if o.writer.DryRun {
 		// What the real run would wait for before its first write.
 		switch holder, lerr := apply.LeaseHolder(ctx, a.client, o.writer.StateNamespace); {
 		case lerr != nil:
@@ -421,7 +421,6 @@ type applyOptions struct {
 	// undo and adoptCSI are -undo and -adopt-csi, which make the writer's
 	// Direction (directionOf).
 	undo, adoptCSI bool
-	dry            bool
 	qps32          float32
 	burst          int
 	// leaseWait is how long to wait for the writer Lease.

@@ -51,7 +51,10 @@ type Options struct {
 	// (CephServed: a Ceph volume waits until its entry is served; nil: not
 	// checked) and the writer Lease as this replica holds it (Lease: its
 	// leader election's; without it, every write is refused). The
-	// controller sets Listers itself, to its informers'.
+	// controller sets Listers itself, to its informers'. With
+	// Writer.DryRun it only reports: each object's writes are sent with
+	// server-side dry run, and Events say what would be done (a refusal's
+	// code, a reclaim policy kept, WouldMigrate).
 	Writer apply.Options
 	// Plugins are the in-tree plugins in scope ("kubernetes.io/rbd"); none
 	// means every plugin the translator knows.
@@ -59,10 +62,6 @@ type Options struct {
 	// PVSelector and ClassSelector narrow the PVs and StorageClasses in
 	// scope by their labels; nil means every one.
 	PVSelector, ClassSelector labels.Selector
-	// DryRun only reports: each object's writes are sent with server-side
-	// dry run by a writer of the same Options, and Events say what would be
-	// done (a refusal's code, a reclaim policy kept, WouldMigrate).
-	DryRun bool
 	// Workers is how many objects are worked on at once; 0 means 2.
 	Workers int
 	// Recheck is how soon an object that is blocked, in use or waiting for
@@ -373,7 +372,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		return err
 	}
 	c.readyOnce.Do(func() { close(c.ready) })
-	c.logger.Info("Controller started", "stateNamespace", c.o.Writer.StateNamespace, "dryRun", c.o.DryRun, "online", c.o.Writer.Online)
+	c.logger.Info("Controller started", "stateNamespace", c.o.Writer.StateNamespace, "dryRun", c.o.Writer.DryRun, "online", c.o.Writer.Online)
 	var wg sync.WaitGroup
 	for range c.o.Workers {
 		wg.Add(2)
@@ -621,7 +620,7 @@ func (c *Controller) syncPV(ctx context.Context, name string) (time.Duration, bo
 			}
 			return c.o.Recheck, false, nil
 		}
-		if c.o.DryRun {
+		if c.o.Writer.DryRun {
 			return c.dryRunPV(ctx, pv)
 		}
 	}
@@ -845,7 +844,7 @@ func (c *Controller) syncClass(ctx context.Context, name string) (time.Duration,
 			}
 			return c.o.Recheck, false, nil
 		}
-		if c.o.DryRun {
+		if c.o.Writer.DryRun {
 			ev := &collect{}
 			w, err := c.dryRunWriter(ev)
 			if err != nil {

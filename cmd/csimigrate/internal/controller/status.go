@@ -106,7 +106,7 @@ func (c *Controller) conditions(s Status) []metav1.Condition {
 	}
 	progressing := remaining > s.Blocked+s.Waiting
 	progressMsg := fmt.Sprintf("%d in-tree PVs and %d in-tree StorageClasses remain in scope", s.InTreePVs, s.InTreeClasses)
-	if c.o.DryRun {
+	if c.o.Writer.DryRun {
 		progressing = false
 		progressMsg += " (dry run: nothing is written)"
 	}
