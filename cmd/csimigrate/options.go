@@ -354,10 +354,19 @@ func parseObjectRef(v string) (rewrite.ObjectRef, error) {
 	if ok && name != "" && !strings.Contains(name, "/") {
 		switch strings.ToLower(kind) {
 		case "pv", "persistentvolume", "persistentvolumes":
-			return rewrite.ObjectRef{Kind: "PersistentVolume", Name: name}, nil
+			return rewrite.PVRef(name), nil
 		case "sc", "storageclass", "storageclasses":
-			return rewrite.ObjectRef{Kind: "StorageClass", Name: name}, nil
+			return rewrite.ClassRef(name), nil
 		}
 	}
 	return rewrite.ObjectRef{}, fmt.Errorf("%q: want pv/NAME or storageclass/NAME", v)
+}
+
+// parseTarget reads a target named on rewrite's command line: a PV's name,
+// or a reference as parseObjectRef reads it.
+func parseTarget(v string) (rewrite.ObjectRef, error) {
+	if !strings.Contains(v, "/") {
+		return rewrite.PVRef(v), nil
+	}
+	return parseObjectRef(v)
 }

@@ -116,6 +116,11 @@ func (o *rewriteOptions) validate() error {
 	if err := o.common.validate(); err != nil {
 		return err
 	}
+	for _, n := range o.names {
+		if _, err := parseTarget(n); err != nil {
+			return err
+		}
+	}
 	switch {
 	case !o.doApply && (len(o.applyOnly) > 0 || len(o.names) > 0):
 		// The review of an adoption takes -adopt and the Ceph flags: its

@@ -279,9 +279,14 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 	}
 	var namedPVs, namedSCs []apply.Target
 	for _, n := range names {
-		list, kind, name, from := &namedPVs, "PV", n, pvs
-		if rest, ok := strings.CutPrefix(n, "storageclass/"); ok {
-			list, kind, name, from = &namedSCs, "StorageClass", rest, scs
+		ref, err := parseTarget(n)
+		if err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+			return nil, nil, exitUsage
+		}
+		list, kind, name, from := &namedPVs, "PV", ref.Name, pvs
+		if ref.Kind == rewrite.KindStorageClass {
+			list, kind, from = &namedSCs, "StorageClass", scs
 		}
 		i := slices.IndexFunc(from, func(t apply.Target) bool { return t.Name == name })
 		if i < 0 {
