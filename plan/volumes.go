@@ -11,6 +11,7 @@ import (
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
+	"github.com/csimigrate/csimigrate/translate"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -25,7 +26,11 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 	if pv.Spec.ClaimRef != nil {
 		vp.Claim = claimKey(pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name)
 	}
-	if !p.tr.IsPVMigratable(pv) {
+	// The translation and the plugin's findings, from one lookup of the
+	// PV's plugin.
+	out, checked, _, err := p.tr.TranslateAndCheckPV(p.logger, pv)
+	var noPlugin *translate.NoPluginError
+	if errors.As(err, &noPlugin) {
 		vp.Reason = "no migration plugin registered for " + name
 		p.plan.Volumes = append(p.plan.Volumes, vp)
 		p.plan.Blocked = true
@@ -39,7 +44,6 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 		vp.Findings = append(vp.Findings, *f)
 		driverNotChecked = nil
 	}
-	checked := p.tr.CheckPV(pv)
 	for _, f := range checked {
 		if p.secrets.seen && secretWarnings[f.Code] {
 			// The secrets are in the input: finish judges them instead.
@@ -47,7 +51,6 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 		}
 		vp.Findings = append(vp.Findings, f)
 	}
-	out, err := p.tr.TranslateInTreePVToCSI(p.logger, pv)
 	if err != nil {
 		vp.Reason = err.Error()
 	} else {
