@@ -213,7 +213,7 @@ func (a *Writer) dryRunSteps(ctx context.Context, cur, repl *v1.PersistentVolume
 	upd := cur.DeepCopy()
 	upd.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
 	if _, err := pvs.Update(ctx, upd, metav1.UpdateOptions{DryRun: dry}); err != nil {
-		errs = append(errs, &ObjectError{Object: rewrite.PVRef(cur.Name), Err: fmt.Errorf("Retain: %w", err)})
+		errs = append(errs, &ObjectError{Object: rewrite.PVRef(cur.Name), Err: fmt.Errorf("setting reclaim policy Retain: %w", err)})
 	}
 	if err := pvs.Delete(ctx, cur.Name, metav1.DeleteOptions{DryRun: dry}); err != nil {
 		errs = append(errs, &ObjectError{Object: rewrite.PVRef(cur.Name), Err: fmt.Errorf("delete: %w", err)})
