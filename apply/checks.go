@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -51,13 +52,38 @@ func (a *Writer) storageClass(ctx context.Context, pv *v1.PersistentVolume) (*st
 	})
 }
 
+// reasons gathers the refusals of one object's checks, so that its refusal
+// names every reason at once (rewrite.JoinRefusals).
+type reasons struct{ list []*rewrite.Refusal }
+
+// add keeps err's refusal and returns nil; any other error (a failed read)
+// is returned as it is, and ends the checks.
+func (rs *reasons) add(err error) error {
+	var r *rewrite.Refusal
+	if errors.As(err, &r) {
+		rs.list = append(rs.list, r)
+		return nil
+	}
+	return err
+}
+
+// err is the object's refusal, or nil when no check refused it.
+func (rs *reasons) err() error {
+	if r := rewrite.JoinRefusals(rs.list...); r != nil {
+		return r
+	}
+	return nil
+}
+
 // claimChecks refuses a PV for what its object says and for its claim,
-// which it returns (nil when the PV is not bound).
+// which it returns (nil when the PV is not bound) with the refusal that
+// names every such reason.
 func (a *Writer) claimChecks(ctx context.Context, cur *v1.PersistentVolume) (*v1.PersistentVolumeClaim, error) {
-	if err := objectRefusal(cur); err != nil {
+	var rs reasons
+	if err := rs.add(objectRefusal(cur)); err != nil {
 		return nil, err
 	}
-	if err := a.keptRefusal("PersistentVolume", cur); err != nil {
+	if err := rs.add(a.keptRefusal("PersistentVolume", cur)); err != nil {
 		return nil, err
 	}
 	var pvc *v1.PersistentVolumeClaim
@@ -67,7 +93,28 @@ func (a *Writer) claimChecks(ctx context.Context, cur *v1.PersistentVolume) (*v1
 			return nil, err
 		}
 	}
-	return pvc, claimRefusal(cur, pvc)
+	if err := rs.add(claimRefusal(cur, pvc)); err != nil {
+		return nil, err
+	}
+	return pvc, rs.err()
+}
+
+// driverRefusal is why the rewrite leaves an object alone whose
+// replacement names CSI driver driver while no CSIDriver object registers
+// it: nothing would provision, attach or mount for it (the plan's
+// CSIDriverMissing).
+func (a *Writer) driverRefusal(ctx context.Context, driver string) error {
+	d, err := readThrough(a, &a.drivers, driver, func() (*storagev1.CSIDriver, error) {
+		return getOrNil(a.client.StorageV1().CSIDrivers().Get(ctx, driver, metav1.GetOptions{}))
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("reading CSIDriver %s: %w", driver, err)
+	case d == nil:
+		return &rewrite.Refusal{Code: rewrite.CodeCSIDriverMissing, Reason: fmt.Sprintf("no CSIDriver object registers %s, the driver the replacement names: nothing would provision, attach or mount its volumes", driver),
+			Remedy: "install the driver first (kubectl get csidrivers lists what is installed)"}
+	}
+	return nil
 }
 
 // inUseRefusal refuses a PV that pods which have not finished use, unless

@@ -119,22 +119,42 @@ func (r *classRun) checkFirst(ctx context.Context) error {
 
 // classChecks runs every check on a class before the first write to it and
 // returns its replacement; a refusal leaves it as it was.
+//
+// A class is replaced only when its replacement would work: its CSI driver
+// is registered, the Ceph CSI driver serves the cluster entry it names and
+// the secrets it names hold what the driver reads; the refusal names every
+// reason at once, with the codes the plan gives.
 func (a *Writer) classChecks(ctx context.Context, cur *storagev1.StorageClass) (*storagev1.StorageClass, error) {
-	if err := a.keptRefusal("StorageClass", cur); err != nil {
+	var rs reasons
+	if err := rs.add(a.keptRefusal("StorageClass", cur)); err != nil {
 		return nil, err
 	}
 	if a.dir.IsUndo() {
 		repl, err := rewrite.ClassUndoReplacement(cur)
 		if err != nil {
-			return nil, asRefusal(err)
+			rs.add(asRefusal(err))
+			return nil, rs.err()
 		}
-		return repl, a.inTreeServed(repl.Provisioner)
+		if err := rs.add(a.inTreeServed(repl.Provisioner)); err != nil {
+			return nil, err
+		}
+		return repl, rs.err()
 	}
 	repl, err := a.classReplacement(cur)
 	if err != nil {
-		return nil, refuse(rewrite.CodeNotTranslatable, "%v", err)
+		rs.add(refuse(rewrite.CodeNotTranslatable, "%v", err))
+		return nil, rs.err()
 	}
-	return repl, a.classSecretRefusal(ctx, cur, repl)
+	for _, check := range []func() error{
+		func() error { return a.driverRefusal(ctx, repl.Provisioner) },
+		func() error { return a.classEntryRefusal(ctx, repl) },
+		func() error { return a.classSecretRefusal(ctx, cur, repl) },
+	} {
+		if err := rs.add(check()); err != nil {
+			return nil, err
+		}
+	}
+	return repl, rs.err()
 }
 
 func (r *classRun) saySave() string {

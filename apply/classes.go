@@ -56,7 +56,7 @@ func (a *Writer) LiveClassTargets(ctx context.Context) ([]Target, error) {
 // Refusals and errors are as PVs reports them.
 func (a *Writer) Classes(ctx context.Context, targets []Target) (Result, error) {
 	if a.dryRun {
-		return Result{}, a.DryRunClasses(ctx, targets)
+		return a.dryRunAll(targets, rewrite.ClassRef, func(t Target) error { return a.dryRunClass(ctx, t) })
 	}
 	var r Result
 	for _, t := range targets {
@@ -69,33 +69,43 @@ func (a *Writer) Classes(ctx context.Context, targets []Target) (Result, error) 
 
 // DryRunClasses runs every check and sends each write of every target
 // StorageClass's replacement with server-side dry run (the replacement under
-// a temporary name). It writes nothing.
+// a temporary name). It writes nothing. Each refusal is reported through
+// Events.Refused, as the real run reports it.
 func (a *Writer) DryRunClasses(ctx context.Context, targets []Target) error {
+	_, err := a.dryRunAll(targets, rewrite.ClassRef, func(t Target) error { return a.dryRunClass(ctx, t) })
+	return err
+}
+
+// dryRunClass is one target class's dry run: its checks' refusal, or the
+// errors of the steps the API server would not accept, joined.
+func (a *Writer) dryRunClass(ctx context.Context, t Target) error {
 	dry := []string{metav1.DryRunAll}
-	return dryRunEach(targets, func(t Target) []error {
-		cur, err := a.client.StorageV1().StorageClasses().Get(ctx, t.Name, metav1.GetOptions{})
-		if err != nil {
-			return []error{&ObjectError{Object: rewrite.ClassRef(t.Name), Err: err}}
-		}
-		if !a.IsSourceClass(cur) {
-			return nil
-		}
-		r, err := a.classChecks(ctx, cur)
-		if err != nil {
-			return []error{&ObjectError{Object: rewrite.ClassRef(t.Name), Err: err}}
-		}
-		var errs []error
-		if err := a.client.StorageV1().StorageClasses().Delete(ctx, t.Name, metav1.DeleteOptions{DryRun: dry}); err != nil {
-			errs = append(errs, &ObjectError{Object: rewrite.ClassRef(t.Name), Err: fmt.Errorf("delete: %w", err)})
-		}
-		r.Name = "csimigrate-dry-run-" + string(cur.UID)
-		if _, err := a.client.StorageV1().StorageClasses().Create(ctx, r, metav1.CreateOptions{DryRun: dry}); err != nil {
-			errs = append(errs, &ObjectError{Object: rewrite.ClassRef(t.Name), Err: fmt.Errorf("create: %w", err)})
-		} else {
-			a.note(rewrite.ClassRef(t.Name), "delete and create as "+r.Provisioner+" would be accepted")
-		}
-		return errs
-	})
+	cur, err := a.client.StorageV1().StorageClasses().Get(ctx, t.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if !a.IsSourceClass(cur) {
+		a.note(rewrite.ClassRef(t.Name), "not "+a.dir.AScope()+" StorageClass; nothing to do")
+		return nil
+	}
+	if t.UID != "" && cur.UID != t.UID {
+		return refuse(rewrite.CodeReplacedSinceReview, "the live StorageClass has uid %s, the reviewed one %s (replaced since the review)", cur.UID, t.UID)
+	}
+	r, err := a.classChecks(ctx, cur)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if err := a.client.StorageV1().StorageClasses().Delete(ctx, t.Name, metav1.DeleteOptions{DryRun: dry}); err != nil {
+		errs = append(errs, fmt.Errorf("delete: %w", err))
+	}
+	r.Name = "csimigrate-dry-run-" + string(cur.UID)
+	if _, err := a.client.StorageV1().StorageClasses().Create(ctx, r, metav1.CreateOptions{DryRun: dry}); err != nil {
+		errs = append(errs, fmt.Errorf("create: %w", err))
+	} else {
+		a.note(rewrite.ClassRef(t.Name), "delete and create as "+r.Provisioner+" would be accepted")
+	}
+	return errors.Join(errs...)
 }
 
 // classSecretRefusal is why the rewrite leaves an in-tree RBD class alone

@@ -53,12 +53,16 @@ func (a *Writer) LiveTargets(ctx context.Context) ([]Target, error) {
 	return out, nil
 }
 
-// Result counts what a run over several objects did.
+// Result counts what a run over several objects did (a dry run: what the
+// real run would do).
 type Result struct {
 	// Done counts objects replaced, or found already done; Refused those
 	// left as they were (each reported through Events.Refused).
 	Done, Refused int
-	errs          []error
+	// RefusedBy counts the refused objects by each code their refusal
+	// names (an object refused for two reasons is counted under both).
+	RefusedBy map[rewrite.Code]int
+	errs      []error
 }
 
 // record counts the outcome of one object's run and reports a refusal; it
@@ -70,6 +74,12 @@ func (r *Result) record(a *Writer, obj rewrite.ObjectRef, err error) (interrupte
 		return true
 	case errors.As(err, &ref):
 		r.Refused++
+		if r.RefusedBy == nil {
+			r.RefusedBy = map[rewrite.Code]int{}
+		}
+		for _, c := range ref.Codes() {
+			r.RefusedBy[c]++
+		}
 		a.mu.Lock()
 		a.events.Refused(obj, ref)
 		a.mu.Unlock()
@@ -89,7 +99,7 @@ func (r *Result) record(a *Writer, obj rewrite.ObjectRef, err error) (interrupte
 // With Options.DryRun it is DryRunPVs.
 func (a *Writer) PVs(ctx context.Context, targets []Target) (Result, error) {
 	if a.dryRun {
-		return Result{}, a.DryRunPVs(ctx, targets)
+		return a.dryRunAll(targets, rewrite.PVRef, func(t Target) error { return a.dryRunPV(ctx, t) })
 	}
 	var r Result
 	if err := a.listState(ctx); err != nil {
@@ -131,56 +141,63 @@ func (a *Writer) PVs(ctx context.Context, targets []Target) (Result, error) {
 	return r, errors.Join(r.errs...)
 }
 
-// dryRunEach dry-runs each target with one, which sends the target's steps
-// with server-side dry run and returns the errors of those that fail, each
-// naming the object and the step.
-func dryRunEach(targets []Target, one func(t Target) []error) error {
-	var errs []error
+// dryRunAll dry-runs each target with one, which checks it and sends its
+// steps with server-side dry run, and counts and reports each outcome as
+// the real run does (a refusal through Events.Refused); the error joins
+// every target's, each naming the object.
+func (a *Writer) dryRunAll(targets []Target, ref func(string) rewrite.ObjectRef, one func(t Target) error) (Result, error) {
+	var r Result
 	for _, t := range targets {
-		errs = append(errs, one(t)...)
+		r.record(a, ref(t.Name), one(t))
 	}
-	return errors.Join(errs...)
+	return r, errors.Join(r.errs...)
 }
 
 // DryRunPVs runs every check and sends each write of every target PV's
 // rewrite (or undo) to the API server with server-side dry run (the
 // replacement is validated under a temporary name, since the original still
-// exists). It writes nothing.
+// exists). It writes nothing. Each refusal is reported through
+// Events.Refused, as the real run reports it.
 func (a *Writer) DryRunPVs(ctx context.Context, targets []Target) error {
+	_, err := a.dryRunAll(targets, rewrite.PVRef, func(t Target) error { return a.dryRunPV(ctx, t) })
+	return err
+}
+
+// dryRunPV is one target's dry run: its checks' refusal, or the errors
+// of the steps the API server would not accept, joined.
+func (a *Writer) dryRunPV(ctx context.Context, t Target) error {
 	dir := a.Direction()
-	return dryRunEach(targets, func(t Target) []error {
-		ref := rewrite.PVRef(t.Name)
-		cur, err := a.client.CoreV1().PersistentVolumes().Get(ctx, t.Name, metav1.GetOptions{})
-		if err != nil {
-			return []error{&ObjectError{Object: ref, Err: err}}
+	ref := rewrite.PVRef(t.Name)
+	cur, err := a.client.CoreV1().PersistentVolumes().Get(ctx, t.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if !a.IsSource(cur) {
+		a.note(ref, "not "+dir.AScope()+" PV; nothing to do")
+		return nil
+	}
+	if t.UID != "" && cur.UID != t.UID {
+		return refuse(rewrite.CodeReplacedSinceReview, "the live PV has uid %s, the reviewed one %s (replaced since the review)", cur.UID, t.UID)
+	}
+	c, err := dir.of().check(a, ctx, cur)
+	if err != nil {
+		return err
+	}
+	errs := a.dryRunSteps(ctx, cur, c.repl)
+	if len(errs) == 0 {
+		a.note(ref, "Retain, delete and create as "+pvDriver(c.repl)+" would be accepted")
+		if change := rewrite.AccessModeChange(cur, c.repl); change != "" && !dir.IsUndo() {
+			a.note(ref, change) // as the real run's save step notes it
 		}
-		if !a.IsSource(cur) {
-			a.note(ref, "not "+dir.AScope()+" PV; nothing to do")
-			return nil
+		a.noteJournal(ref, c.repl)
+		if c.needsRegistration() {
+			a.note(ref, "would register disk "+c.adoption.disk.path+" as a First Class Disk and CNS volume in vCenter first (the handle is the ID vCenter gives it)")
 		}
-		if t.UID != "" && cur.UID != t.UID {
-			return []error{&ObjectError{Object: ref, Err: fmt.Errorf("the live PV has uid %s, the reviewed one %s", cur.UID, t.UID)}}
+		if c.kept != "" {
+			a.keptRetain(t.Name, c.kept)
 		}
-		c, err := dir.of().check(a, ctx, cur)
-		if err != nil {
-			return []error{&ObjectError{Object: ref, Err: err}}
-		}
-		errs := a.dryRunSteps(ctx, cur, c.repl)
-		if len(errs) == 0 {
-			a.note(ref, "Retain, delete and create as "+pvDriver(c.repl)+" would be accepted")
-			if change := rewrite.AccessModeChange(cur, c.repl); change != "" && !dir.IsUndo() {
-				a.note(ref, change) // as the real run's save step notes it
-			}
-			a.noteJournal(ref, c.repl)
-			if c.needsRegistration() {
-				a.note(ref, "would register disk "+c.adoption.disk.path+" as a First Class Disk and CNS volume in vCenter first (the handle is the ID vCenter gives it)")
-			}
-			if c.kept != "" {
-				a.keptRetain(t.Name, c.kept)
-			}
-		}
-		return errs
-	})
+	}
+	return errors.Join(errs...)
 }
 
 // noteJournal names, for a dry run, each Ceph-side write the adoption of
@@ -213,15 +230,15 @@ func (a *Writer) dryRunSteps(ctx context.Context, cur, repl *v1.PersistentVolume
 	upd := cur.DeepCopy()
 	upd.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
 	if _, err := pvs.Update(ctx, upd, metav1.UpdateOptions{DryRun: dry}); err != nil {
-		errs = append(errs, &ObjectError{Object: rewrite.PVRef(cur.Name), Err: fmt.Errorf("setting reclaim policy Retain: %w", err)})
+		errs = append(errs, fmt.Errorf("setting reclaim policy Retain: %w", err))
 	}
 	if err := pvs.Delete(ctx, cur.Name, metav1.DeleteOptions{DryRun: dry}); err != nil {
-		errs = append(errs, &ObjectError{Object: rewrite.PVRef(cur.Name), Err: fmt.Errorf("delete: %w", err)})
+		errs = append(errs, fmt.Errorf("delete: %w", err))
 	}
 	repl = repl.DeepCopy()
 	repl.Name = "csimigrate-dry-run-" + string(cur.UID)
 	if _, err := pvs.Create(ctx, repl, metav1.CreateOptions{DryRun: dry}); err != nil {
-		errs = append(errs, &ObjectError{Object: rewrite.PVRef(cur.Name), Err: fmt.Errorf("create %s PV: %w", a.dir.of().targetWord, err)})
+		errs = append(errs, fmt.Errorf("create %s PV: %w", a.dir.of().targetWord, err))
 	}
 	return errs
 }

@@ -7,16 +7,19 @@ import (
 	"strings"
 
 	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 )
 
 // check runs every check on a live in-tree PV before the first write to it
 // and returns what it read, with the PV's replacement; a refusal says why
-// the PV is left alone.
+// the PV is left alone, naming every reason the checks found.
 func (a *Writer) check(ctx context.Context, cur *v1.PersistentVolume) (*checkedPV, error) {
+	var rs reasons
 	pvc, err := a.claimChecks(ctx, cur)
-	if err != nil {
+	if err := rs.add(err); err != nil {
 		return nil, err
 	}
 	sc, err := a.storageClass(ctx, cur)
@@ -25,16 +28,23 @@ func (a *Writer) check(ctx context.Context, cur *v1.PersistentVolume) (*checkedP
 	}
 	r, err := rewrite.Rewrite(a.tr, a.logger, cur, sc, pvc)
 	if err != nil {
-		return nil, refuse(rewrite.CodeNotTranslatable, "%v", err)
+		rs.add(refuse(rewrite.CodeNotTranslatable, "%v", err))
+		return nil, rs.err()
 	}
-	if err := a.cephEntryRefusal(ctx, cur, r.CSI); err != nil {
-		return nil, err
-	}
-	if err := a.secretRefusal(ctx, cur, r); err != nil {
-		return nil, err
+	for _, check := range []func() error{
+		func() error { return a.driverRefusal(ctx, r.CSI.Spec.CSI.Driver) },
+		func() error { return a.cephEntryRefusal(ctx, cur, r.CSI) },
+		func() error { return a.secretRefusal(ctx, cur, r) },
+	} {
+		if err := rs.add(check()); err != nil {
+			return nil, err
+		}
 	}
 	inUse, err := a.inUseRefusal(ctx, cur, cur, r.CSI.Spec.CSI.Driver, r.CSI.Spec.CSI.VolumeHandle)
-	if err != nil {
+	if err := rs.add(err); err != nil {
+		return nil, err
+	}
+	if err := rs.err(); err != nil {
 		return nil, err
 	}
 	ad, err := a.adoptionOf(ctx, cur, r.CSI, inUse)
@@ -61,12 +71,14 @@ func (a *Writer) check(ctx context.Context, cur *v1.PersistentVolume) (*checkedP
 // that ends with reclaim policy Delete included): each must exist with what
 // the driver reads, as the user of the in-tree source (secrets.CephCSISecretReady,
 // the rule the plan applies). A PV rewritten before its secret is ready would
-// not stage, expand or delete. Values are never read into anything printed.
+// not stage, expand or delete. Every such Secret is named at once. Values
+// are never read into anything printed.
 func (a *Writer) secretRefusal(ctx context.Context, cur *v1.PersistentVolume, r rewrite.PV) error {
 	needs := rewrite.SecretNeeds(cur, r.CSI)
 	if need, ok := r.DeletionNeed(); ok {
 		needs = append(needs, need)
 	}
+	var rs reasons
 	for _, need := range needs {
 		ref := need.Key()
 		s, err := a.secret(ctx, need.Namespace, need.Name)
@@ -82,14 +94,14 @@ func (a *Writer) secretRefusal(ctx context.Context, cur *v1.PersistentVolume, r 
 		for _, f := range fixes {
 			remedy = fmt.Sprintf("add %s: %s to Secret %s", f.Field, f.Value, ref)
 		}
-		code := rewrite.CodeSecretNotReady
-		if s == nil {
-			code = rewrite.CodeSecretMissing
+		code := rewrite.CodeSecretMissing
+		if s != nil {
+			code = rewrite.CodeSecretNotReady
 		}
-		return &rewrite.Refusal{Code: code, Reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), %s", ref, strings.Join(need.Uses, ", "), problem), Remedy: remedy,
-			Action: plugin.ActionCreateSecret, ActsOn: "Secret " + ref}
+		rs.add(&rewrite.Refusal{Code: code, Reason: fmt.Sprintf("Secret %s, which Ceph CSI reads for the rewritten PV (%s), %s", ref, strings.Join(need.Uses, ", "), problem), Remedy: remedy,
+			Action: plugin.ActionCreateSecret, ActsOn: "Secret " + ref})
 	}
-	return nil
+	return rs.err()
 }
 
 // buildRewrite is the CSI replacement of an in-tree PV.
@@ -109,11 +121,25 @@ func (a *Writer) buildRewrite(cur *v1.PersistentVolume, c *checkedPV) (*v1.Persi
 // the Ceph CSI driver does not serve the cluster entry its replacement repl
 // names (rewrite.CephEntryNeeded): the driver would not mount it.
 func (a *Writer) cephEntryRefusal(ctx context.Context, cur, repl *v1.PersistentVolume) error {
-	if a.cephServed == nil {
-		return nil
-	}
 	e, ok := rewrite.CephEntryNeeded(cur, repl)
-	if !ok {
+	return a.entryRefusal(ctx, e, ok, "the migrated volume names")
+}
+
+// classEntryRefusal is why the rewrite leaves an in-tree RBD StorageClass
+// alone while the Ceph CSI driver does not serve the cluster entry its
+// replacement repl names (rewrite.ClassCephEntryNeeded): nothing the class
+// provisions would mount, and the cluster's class (often its default) would
+// fail every new claim.
+func (a *Writer) classEntryRefusal(ctx context.Context, repl *storagev1.StorageClass) error {
+	e, ok := rewrite.ClassCephEntryNeeded(repl)
+	return a.entryRefusal(ctx, e, ok, "the replacement class names")
+}
+
+// entryRefusal is why the rewrite leaves an object alone whose replacement
+// needs entry e (ok: it needs one) while Options.CephServed does not list
+// it; who is what names it ("the migrated volume names").
+func (a *Writer) entryRefusal(ctx context.Context, e ceph.ClusterEntry, ok bool, who string) error {
+	if a.cephServed == nil || !ok {
 		return nil
 	}
 	served, err := a.cephServed(ctx)
@@ -128,7 +154,7 @@ func (a *Writer) cephEntryRefusal(ctx context.Context, cur, repl *v1.PersistentV
 	}
 	if _, err := served.Lookup(e.ClusterID); err != nil {
 		return &rewrite.Refusal{Code: rewrite.CodeCephEntryMissing,
-			Reason: fmt.Sprintf("Ceph CSI does not serve cluster entry %s (monitors %s), which the migrated volume names (%v): the driver would not mount it", e.ClusterID, strings.Join(e.Monitors, ","), err),
+			Reason: fmt.Sprintf("Ceph CSI does not serve cluster entry %s (monitors %s), which %s (%v): the driver would not mount it", e.ClusterID, strings.Join(e.Monitors, ","), who, err),
 			Remedy: "add the entry where the cluster's Ceph CSI deployment reads its config, in the form that lasts there", Action: plugin.ActionAddCephEntry, ActsOn: e.ClusterID}
 	}
 	return nil

@@ -219,8 +219,10 @@ type Writer struct {
 	// cephServed reads the served Ceph CSI cluster entries (nil: not
 	// checked).
 	cephServed func(ctx context.Context) (ceph.ClusterConfig, error)
-	// secrets are Secrets read for the checks, by "namespace/name".
+	// secrets are Secrets read for the checks, by "namespace/name", and
+	// drivers the CSIDrivers (nil: none of that name), by name.
 	secrets map[string]cached[*v1.Secret]
+	drivers map[string]cached[*storagev1.CSIDriver]
 	// sourceChanged are Options.SourceChanged.
 	sourceChanged rewrite.ChangedSources
 	// fsids are the fsids read at monitor lists (joined by ","), for the

@@ -22,6 +22,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/rewrite"
 )
 
 // How a Ceph CSI driver is deployed, which decides where it reads its
@@ -45,8 +46,10 @@ const (
 // Finding codes of the Ceph CSI cluster config.
 const (
 	// FindingCephClusterEntryMissing: the driver's config has no entry for
-	// the volume's clusterID yet.
-	FindingCephClusterEntryMissing = "CephClusterEntryMissing"
+	// the volume's clusterID yet. The code is the refusal's
+	// (rewrite.CodeCephEntryMissing): one code per condition, in the plan,
+	// the writer's refusals, the controller's Events and its metrics.
+	FindingCephClusterEntryMissing = string(rewrite.CodeCephEntryMissing)
 	// FindingCephCSIConfigNotFound: where the driver reads its config is
 	// not in the input.
 	FindingCephCSIConfigNotFound = "CephCSIConfigNotFound"
@@ -134,9 +137,9 @@ func (p *Planner) settleCephConfig(plan *Plan, at volumeIndex) []volumeNote {
 		notes = append(notes, blockedBy(pv, volumes[pv]))
 	}
 	for _, name := range slices.Sorted(maps.Keys(classes)) {
-		if i := slices.IndexFunc(plan.StorageClasses, func(s StorageClassPlan) bool { return s.Name == name }); i >= 0 && plan.StorageClasses[i].Migratable {
+		if i := slices.IndexFunc(plan.StorageClasses, func(s StorageClassPlan) bool { return s.Name == name }); i >= 0 && !slices.Contains(plan.StorageClasses[i].Codes, string(rewrite.CodeNotTranslatable)) {
 			f := classes[name]
-			p.classBlocked(name, f.Message+"; "+f.Remedy)
+			p.classBlocked(name, f.Code, f.Message+"; "+f.Remedy)
 		}
 	}
 	return notes

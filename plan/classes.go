@@ -21,14 +21,14 @@ func (p *Planner) addStorageClass(sc *storagev1.StorageClass) {
 	p.plugins[in.Provisioner] = true
 	sp := StorageClassPlan{Name: sc.Name, From: sc.Provisioner}
 	if sc.Provisioner == plugin.CephFSExternalProvisioner {
-		sp.Reason = p.cephFSProvisionerClass(sc)
+		sp.Reason, sp.Codes = p.cephFSProvisionerClass(sc), []string{string(rewrite.CodeNotTranslatable)}
 		p.plan.StorageClasses = append(p.plan.StorageClasses, sp)
 		p.plan.Blocked = true
 		return
 	}
 	out, err := p.tr.TranslateInTreeStorageClassToCSI(p.logger, in.Provisioner, in)
 	if err != nil {
-		sp.Reason = err.Error()
+		sp.Reason, sp.Codes = err.Error(), []string{string(rewrite.CodeNotTranslatable)}
 		p.plan.Blocked = true
 	} else {
 		sp.Migratable, sp.To = true, out.Provisioner
@@ -40,8 +40,7 @@ func (p *Planner) addStorageClass(sc *storagev1.StorageClass) {
 			notes = append(notes, "parameters without a Ceph CSI counterpart are dropped: "+d)
 		}
 		sp.Reason = strings.Join(notes, "; ")
-		if mons := out.Parameters["monitors"]; mons != "" && in.Provisioner == rbd.PluginName {
-			e := ceph.ClusterEntry{ClusterID: out.Parameters["clusterID"], Monitors: strings.Split(mons, ",")}
+		if e, ok := rewrite.ClassCephEntryNeeded(out); ok && in.Provisioner == rbd.PluginName {
 			p.ceph.clusters[e.ClusterID] = e
 			p.ceph.config.need(in.Provisioner, e, "", sc.Name)
 		}
@@ -57,7 +56,7 @@ func (p *Planner) addStorageClass(sc *storagev1.StorageClass) {
 	if f := p.drivers.check(in.Provisioner); f != nil && sp.Migratable {
 		// The class's needs are planned all the same (its secrets), but
 		// nothing would provision for it.
-		sp.Migratable, sp.Reason = false, f.Message+"; "+f.Remedy
+		sp.Migratable, sp.Reason, sp.Codes = false, f.Message+"; "+f.Remedy, []string{f.Code}
 		p.plan.Blocked = true
 	}
 	p.keptClass(&sp, sc)
@@ -81,11 +80,19 @@ func (p *Planner) cephFSProvisionerClass(sc *storagev1.StorageClass) string {
 		", fsName: <your file system>, csi.storage.k8s.io/provisioner-secret-name/-namespace and node-stage-secret-name/-namespace naming such a secret"
 }
 
-// classBlocked marks an in-tree class as not migratable, for why.
-func (p *Planner) classBlocked(name, why string) {
+// classBlocked marks an in-tree class as not migratable, for why (of
+// code), which joins what already blocks it: the class names every reason,
+// as rewrite -apply's refusal of it does.
+func (p *Planner) classBlocked(name, code, why string) {
 	if i := slices.IndexFunc(p.plan.StorageClasses, func(s StorageClassPlan) bool { return s.Name == name }); i >= 0 {
-		p.plan.StorageClasses[i].Migratable = false
-		p.plan.StorageClasses[i].Reason = why
+		sp := &p.plan.StorageClasses[i]
+		if sp.Migratable || sp.Reason == "" {
+			sp.Reason = why
+		} else {
+			sp.Reason += "; also: " + why
+		}
+		sp.Migratable = false
+		sp.Codes = append(sp.Codes, code)
 	}
 	p.plan.Blocked = true
 }
@@ -104,8 +111,13 @@ func (p *Planner) keptClass(sp *StorageClassPlan, sc *storagev1.StorageClass) {
 			sp.Source = rewrite.SourceClass(r)
 		}
 	}
-	if f.Severity == plugin.SeverityBlocker && sp.Migratable {
-		sp.Migratable, sp.Reason = false, f.Message
+	if f.Severity == plugin.SeverityBlocker {
+		if sp.Migratable {
+			sp.Reason = f.Message
+		} else {
+			sp.Reason += "; also: " + f.Message
+		}
+		sp.Migratable, sp.Codes = false, append(sp.Codes, f.Code)
 		p.plan.Blocked = true
 	}
 }

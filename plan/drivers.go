@@ -11,13 +11,14 @@ import (
 
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
+	"github.com/csimigrate/csimigrate/rewrite"
 )
 
 // Finding codes of the drivers a cluster has.
 const (
 	// FindingCSIDriverMissing: no CSI driver of the volume's backend is
 	// installed (no CSIDriver object of its name), or not the one chosen.
-	FindingCSIDriverMissing = "CSIDriverMissing"
+	FindingCSIDriverMissing = string(rewrite.CodeCSIDriverMissing)
 	// FindingCSIDriverAmbiguous: two or more drivers of the backend are
 	// installed and none was chosen.
 	FindingCSIDriverAmbiguous = "CSIDriverAmbiguous"

@@ -110,6 +110,9 @@ type StorageClassPlan struct {
 	To         string `json:"to,omitempty"`
 	Migratable bool   `json:"migratable"`
 	Reason     string `json:"reason,omitempty"`
+	// Codes are the codes of what blocks the class, in order (none when it
+	// is migratable): the codes rewrite -apply refuses it with.
+	Codes []string `json:"codes,omitempty"`
 	// KeptBy, Kept and Source are VolumePlan's for the class: Kept is the
 	// finding (FindingKeptByReconciler), which blocks the class while its
 	// keepers have not been told.
@@ -141,12 +144,13 @@ const (
 	FindingReclaimKept = "ReclaimPolicyKeptRetain"
 	// FindingSecretMissing: a Secret a migrated volume or class needs is
 	// not in the input (or, for rewrite -apply, not in the cluster).
-	FindingSecretMissing = "SecretMissing"
+	FindingSecretMissing = string(rewrite.CodeSecretMissing)
 	// FindingSecretsNotChecked: the input has no Secrets.
 	FindingSecretsNotChecked = "SecretsNotChecked"
 	// FindingVolumeInUse: pods use the volume; the rewrite waits for them
-	// to stop, or replaces it under them only online.
-	FindingVolumeInUse = "VolumeInUse"
+	// to stop, or replaces it under them only online. The code is the
+	// refusal's (rewrite.CodeInUse).
+	FindingVolumeInUse = string(rewrite.CodeInUse)
 	// FindingCephConfigEntry: an entry of the Ceph CSI cluster config
 	// given to the translator that Ceph CSI would not serve.
 	FindingCephConfigEntry = "CephConfigEntry"
@@ -155,7 +159,7 @@ const (
 	FindingClassSecretNeedsAdminId = "RBDClassSecretNeedsAdminId"
 	// FindingSecretNotReady: a Secret a migrated volume (or class) makes
 	// the Ceph CSI driver read is missing or lacks what the driver reads.
-	FindingSecretNotReady = "SecretNotReady"
+	FindingSecretNotReady = string(rewrite.CodeSecretNotReady)
 	// FindingAccessModesChanged: the rewritten PV has other access modes
 	// than the in-tree PV (a translation narrowed them).
 	FindingAccessModesChanged = "AccessModesChanged"
@@ -164,5 +168,5 @@ const (
 	// has not been told of the new form (rewrite.KeptRefusal, the writer's
 	// rule); a warning once the source is said to have changed, or for a
 	// tool that only creates the object when it is missing.
-	FindingKeptByReconciler = "KeptByReconciler"
+	FindingKeptByReconciler = string(rewrite.CodeKeptByReconciler)
 )

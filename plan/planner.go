@@ -204,6 +204,11 @@ type Options struct {
 	// administrator says have the new form (rewrite.KeptRefusal), as
 	// rewrite -apply is told.
 	SourceChanged rewrite.ChangedSources
+	// Online says the rewrite is to run online (rewrite -apply -online):
+	// a volume in use is then a warning where the cluster's release still
+	// migrates its plugin on the nodes (onlineMayApply), and a blocker
+	// everywhere else, as the writer refuses it there.
+	Online bool
 }
 
 // New returns a Planner that translates with tr and logs to logger. It reads
@@ -326,22 +331,103 @@ func (p *Planner) Finish() *Plan {
 	}
 	p.settleVCenter(plan)
 	at.annotate(plan, p.settleCephConfig(plan, at))
-	at.annotate(plan, inUseWarnings(plan))
+	at.annotate(plan, p.inUseWarnings(plan))
 	p.addNotices(plan)
 	return plan
 }
 
-// inUseWarnings warn of each volume in use what the rewrite does with it.
-func inUseWarnings(plan *Plan) []volumeNote {
+// inUseWarnings say of each volume in use what the rewrite does with it:
+// it refuses it (rewrite.CodeInUse) while its pods have not finished,
+// unless it runs online where the release still migrates the plugin on the
+// nodes (then the writer's online check decides, and this is a warning).
+// The remedy names the workloads to scale down.
+func (p *Planner) inUseWarnings(plan *Plan) []volumeNote {
 	var notes []volumeNote
 	for _, v := range plan.Volumes {
-		if len(v.InUseBy) > 0 {
-			notes = append(notes, volumeNote{pv: v.Name, findings: []plugin.Finding{{Code: FindingVolumeInUse, Severity: plugin.SeverityWarning, Field: "claim " + v.Claim,
-				Message: "in use by " + strings.Join(v.InUseBy, ", ") + "; the rewrite refuses a PV in use while its pods run (unless it is rewritten online, where the plugin is already migrated on their nodes)",
-				Remedy:  "stop the pods (scale their workloads to zero) before the rewrite deletes and recreates the PV object; data is kept"}}})
+		if len(v.InUseBy) == 0 {
+			continue
 		}
+		workloads := p.workloadsOf(v.InUseBy)
+		stop := "stop the pods " + strings.Join(v.InUseBy, ", ")
+		if len(workloads) > 0 {
+			stop = "scale " + strings.Join(workloads, ", ") + " to zero (kubectl scale --replicas=0), or stop the pods"
+		}
+		f := plugin.Finding{Code: FindingVolumeInUse, Severity: plugin.SeverityBlocker, Field: "claim " + v.Claim,
+			Remedy: stop + " before the rewrite deletes and recreates the PV object, then start them again; data is kept"}
+		removed, online := p.inTreeRemoved(v.Plugin), onlineMayApply(v.Plugin, p.opts.KubernetesMinor)
+		switch {
+		case removed:
+			f.Message = fmt.Sprintf("in use by %s; Kubernetes 1.%d has no in-tree %s plugin, so these pods cannot mount the volume until it is rewritten, and no kubelet migrates it online: the rewrite refuses it while they exist", strings.Join(v.InUseBy, ", "), p.opts.KubernetesMinor, v.Plugin)
+		case !online:
+			f.Message = "in use by " + strings.Join(v.InUseBy, ", ") + "; the rewrite refuses a PV in use while its pods have not finished, and no kubelet migrates " + v.Plugin + " volumes, so -online cannot apply"
+		case p.opts.Online:
+			f.Severity = plugin.SeverityWarning
+			f.Message = "in use by " + strings.Join(v.InUseBy, ", ") + "; rewritten online only where every node running them already migrates the plugin (the writer checks each node's CSINode and VolumeAttachment), else refused"
+		default:
+			f.Message = "in use by " + strings.Join(v.InUseBy, ", ") + "; the rewrite refuses a PV in use while its pods have not finished (or, with -online, where the plugin is not already migrated on their nodes)"
+		}
+		n := volumeNote{pv: v.Name, findings: []plugin.Finding{f}}
+		if f.Severity == plugin.SeverityBlocker {
+			n.block = f.Message
+		}
+		notes = append(notes, n)
 	}
 	return notes
+}
+
+// inTreeRemoved reports whether the cluster's release (Options.
+// KubernetesMinor; 0: not known) has no in-tree plugin of that name.
+func (p *Planner) inTreeRemoved(inTree string) bool {
+	m := p.opts.KubernetesMinor
+	for _, pl := range featuregate.Plugins {
+		if pl.InTreeName == inTree {
+			return m != 0 && pl.InTreeRemovedIn != 0 && m >= pl.InTreeRemovedIn
+		}
+	}
+	return false
+}
+
+// onlineMayApply reports whether kubelets of release minor (0: not known)
+// can migrate volumes of in-tree plugin inTree to CSI, which a rewrite
+// online needs: Kubernetes has the plugin's translation (never CephFS's)
+// and has not removed it.
+func onlineMayApply(inTree string, minor int) bool {
+	for _, pl := range featuregate.Plugins {
+		if pl.InTreeName == inTree {
+			return !pl.Project && (pl.TranslationRemovedIn == 0 || minor == 0 || minor < pl.TranslationRemovedIn)
+		}
+	}
+	return false
+}
+
+// workloadsOf names the workloads ("StatefulSet shop/db") whose pods
+// ("namespace/name") those are: each pod's top owner in the input, or its
+// direct owner where that is not in the input; pods without an owner are
+// left out.
+func (p *Planner) workloadsOf(pods []string) []string {
+	var out []string
+	for _, pod := range pods {
+		ns, name, _ := strings.Cut(pod, "/")
+		key, owner := "Pod/"+ns+"/"+name, ""
+		for i := 0; i < 8; i++ {
+			next, known := p.inline.owners[key]
+			if !known || next == "" {
+				break
+			}
+			owner = next
+			kind, n, _ := strings.Cut(next, "/")
+			key = kind + "/" + ns + "/" + n
+		}
+		if owner == "" {
+			continue
+		}
+		// key is the top owner's "Kind/namespace/name".
+		kind, rest, _ := strings.Cut(key, "/")
+		if w := kind + " " + rest; !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // addNotices adds what concerns the migration beyond the volumes: the

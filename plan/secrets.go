@@ -140,7 +140,13 @@ func (p *Planner) planSecret(need secretNeed, add func(SecretPlan)) (n volumeNot
 		for _, f := range fixes {
 			why = fmt.Sprintf("Ceph CSI would provision as client.admin: add %s: %s to Secret %s", f.Field, f.Value, ref)
 		}
-		p.classBlocked(need.class, why)
+		// The writer refuses the class with SecretNotReady where the
+		// hazard is the adminId's own finding.
+		classCode := code
+		if classCode == FindingClassSecretNeedsAdminId {
+			classCode = FindingSecretNotReady
+		}
+		p.classBlocked(need.class, classCode, why)
 		return volumeNote{}, false
 	}
 	// The PV form of an inline volume: its own plan says what it needs.
@@ -161,7 +167,7 @@ func (p *Planner) secretNotChecked(need secretNeed, what string, add func(Secret
 	case need.pv != "":
 		return volumeNote{pv: need.pv, block: p.intern(why)}, true
 	case need.class != "":
-		p.classBlocked(need.class, "its admin "+strings.ToLower(why[:1])+why[1:])
+		p.classBlocked(need.class, FindingSecretsNotChecked, "its admin "+strings.ToLower(why[:1])+why[1:])
 	}
 	return volumeNote{}, false
 }

@@ -205,31 +205,32 @@ func (p *Planner) vsphereDisk(field string, src *v1.VsphereVirtualDiskVolumeSour
 // with them.
 func (p *Planner) vsphereClass(sc *storagev1.StorageClass) {
 	vc := p.opts.VCenter
-	var problems []string
+	var problems, codes []string
 	for k, v := range sc.Parameters {
 		var found bool
 		var err error
-		var what string
+		var what, missing string
 		switch strings.ToLower(k) {
 		case "datastore":
-			what = fmt.Sprintf("datastore %q", v)
+			what, missing = fmt.Sprintf("datastore %q", v), FindingVSphereDatastoreMissing
 			found, err = vc.Datastore(v)
 		case "storagepolicyname":
-			what = fmt.Sprintf("storage policy %q", v)
+			what, missing = fmt.Sprintf("storage policy %q", v), FindingVSpherePolicyMissing
 			found, err = vc.StoragePolicy(v, false)
 		default:
 			continue
 		}
 		switch {
 		case err != nil:
-			problems = append(problems, fmt.Sprintf("reading %s from vCenter failed: %v", what, err))
+			problems, codes = append(problems, fmt.Sprintf("reading %s from vCenter failed: %v", what, err)), append(codes, FindingVCenterRead)
 		case !found:
-			problems = append(problems, what+" is not in vCenter: the driver would fail to provision with the class")
+			problems, codes = append(problems, what+" is not in vCenter: the driver would fail to provision with the class"), append(codes, missing)
 		}
 	}
 	if len(problems) > 0 {
 		slices.Sort(problems)
-		p.classBlocked(sc.Name, strings.Join(problems, "; ")+"; create it in vCenter under that name, or recreate the class with one that exists")
+		slices.Sort(codes)
+		p.classBlocked(sc.Name, codes[0], strings.Join(problems, "; ")+"; create it in vCenter under that name, or recreate the class with one that exists")
 	}
 }
 

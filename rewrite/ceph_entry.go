@@ -1,7 +1,10 @@
 package rewrite
 
 import (
+	"strings"
+
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 )
@@ -28,4 +31,20 @@ func CephEntryNeeded(pv, out *v1.PersistentVolume) (e ceph.ClusterEntry, ok bool
 		}
 	}
 	return e, true
+}
+
+// ClassCephEntryNeeded is the Ceph CSI cluster entry the CSI form out of an
+// in-tree RBD StorageClass needs the driver to serve for the volumes it
+// provisions: its monitors' entry under the clusterID out names. ok is false
+// for a class of another kind, or one whose form names no monitors. Neither
+// argument is modified.
+func ClassCephEntryNeeded(out *storagev1.StorageClass) (e ceph.ClusterEntry, ok bool) {
+	if out == nil {
+		return ceph.ClusterEntry{}, false
+	}
+	mons, id := out.Parameters["monitors"], out.Parameters["clusterID"]
+	if mons == "" || id == "" {
+		return ceph.ClusterEntry{}, false
+	}
+	return ceph.ClusterEntry{ClusterID: id, Monitors: strings.Split(mons, ",")}, true
 }

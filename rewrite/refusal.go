@@ -75,6 +75,10 @@ const (
 	// PV's immutable source, and nobody has said that the source has
 	// changed (KeptRefusal).
 	CodeKeptByReconciler Code = "KeptByReconciler"
+	// CodeCSIDriverMissing: no CSIDriver object registers the CSI driver
+	// the replacement names: nothing would provision, attach or mount for
+	// it. The plan's finding of the same code says so too.
+	CodeCSIDriverMissing Code = "CSIDriverMissing"
 )
 
 // Refusal is an object a rewrite leaves exactly as it was: a code, the
@@ -89,14 +93,50 @@ type Refusal struct {
 	// with its own commands and flags; ActsOn names what it acts on.
 	Action plugin.Action `json:"action,omitempty"`
 	ActsOn string        `json:"actsOn,omitempty"`
+	// Also are the object's other reasons to be left as it was, each with
+	// its own code, found by the same checks (JoinRefusals): an admin
+	// sees every one at once, not the next only after fixing the first.
+	Also []*Refusal `json:"also,omitempty"`
 }
 
-// Error is the reason and the remedy.
+// Error is the reason and the remedy, then each further reason's.
 func (r *Refusal) Error() string {
-	if r.Remedy == "" {
-		return r.Reason
+	s := r.Reason
+	if r.Remedy != "" {
+		s += "; " + r.Remedy
 	}
-	return r.Reason + "; " + r.Remedy
+	for _, o := range r.Also {
+		s += "; also (" + string(o.Code) + "): " + o.Error()
+	}
+	return s
+}
+
+// Codes are the refusal's code and its further reasons' codes, in order.
+func (r *Refusal) Codes() []Code {
+	out := []Code{r.Code}
+	for _, o := range r.Also {
+		out = append(out, o.Codes()...)
+	}
+	return out
+}
+
+// JoinRefusals is the refusal of an object the checks left as it was for
+// each refusal of rs (nil ones skipped): the first, with the others as its
+// Also, or nil when there is none. No argument is modified.
+func JoinRefusals(rs ...*Refusal) *Refusal {
+	var first *Refusal
+	for _, r := range rs {
+		switch {
+		case r == nil:
+		case first == nil:
+			c := *r
+			c.Also = slices.Clone(r.Also)
+			first = &c
+		default:
+			first.Also = append(first.Also, r)
+		}
+	}
+	return first
 }
 
 // Refuse is a refusal with a code and a reason made by fmt.Sprintf.

@@ -85,3 +85,47 @@ func TestRefusalsProperty(t *testing.T) {
 		}
 	})
 }
+
+// An object refused for several reasons names each, with its code, in the
+// order the checks found them; the arguments are left as they were.
+func TestJoinRefusals(t *testing.T) {
+	entry := &rewrite.Refusal{Code: rewrite.CodeCephEntryMissing, Reason: "no entry", Remedy: "add it"}
+	secret := &rewrite.Refusal{Code: rewrite.CodeSecretMissing, Reason: "no secret"}
+	driver := &rewrite.Refusal{Code: rewrite.CodeCSIDriverMissing, Reason: "no driver", Also: []*rewrite.Refusal{secret}}
+	for _, tc := range []struct {
+		name  string
+		in    []*rewrite.Refusal
+		codes []rewrite.Code
+		text  string
+	}{
+		{"none", nil, nil, ""},
+		{"only nils", []*rewrite.Refusal{nil, nil}, nil, ""},
+		{"one", []*rewrite.Refusal{nil, entry}, []rewrite.Code{rewrite.CodeCephEntryMissing}, "no entry; add it"},
+		{"two", []*rewrite.Refusal{entry, secret}, []rewrite.Code{rewrite.CodeCephEntryMissing, rewrite.CodeSecretMissing}, "no entry; add it; also (SecretMissing): no secret"},
+		{"nested", []*rewrite.Refusal{driver, entry}, []rewrite.Code{rewrite.CodeCSIDriverMissing, rewrite.CodeSecretMissing, rewrite.CodeCephEntryMissing},
+			"no driver; also (SecretMissing): no secret; also (CephEntryMissing): no entry; add it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := rewrite.JoinRefusals(tc.in...)
+			if tc.codes == nil {
+				if got != nil {
+					t.Fatalf("JoinRefusals = %v, want nil", got)
+				}
+				return
+			}
+			if diff := cmp.Diff(tc.codes, got.Codes()); diff != "" {
+				t.Errorf("codes (-want +got):\n%s", diff)
+			}
+			if got.Error() != tc.text {
+				t.Errorf("Error() = %q, want %q", got.Error(), tc.text)
+			}
+			var r *rewrite.Refusal
+			if !errors.As(fmt.Errorf("wrapped: %w", got), &r) || r.Code != tc.codes[0] {
+				t.Errorf("errors.As finds %v, want code %s", r, tc.codes[0])
+			}
+		})
+	}
+	if len(entry.Also) != 0 || len(driver.Also) != 1 {
+		t.Errorf("an argument was modified: %+v %+v", entry, driver)
+	}
+}

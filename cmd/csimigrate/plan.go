@@ -40,6 +40,8 @@ type planOptions struct {
 	mappings map[string]string
 	// sourceChanged are -source-changed's objects.
 	sourceChanged rewrite.ChangedSources
+	// online is -online: the plan of rewrite -apply -online.
+	online bool
 }
 
 const planSummary = "Reports, per volume, whether it can be migrated and why not; the Ceph CSI config map to create;\n" +
@@ -65,6 +67,7 @@ func (o *planOptions) register(fs *flag.FlagSet) {
 		return err
 	})
 	registerSourceChanged(fs, &o.sourceChanged)
+	fs.BoolVar(&o.online, "online", false, "plan for rewrite -apply -online: a volume in use is then a warning where the release still migrates its plugin on the nodes (the rewrite checks each node), not a blocker")
 	fs.BoolVar(&o.readSecrets, "read-secrets", true, "with -live: read Secrets to check the fields migration needs (values are never printed)")
 	fs.BoolVar(&o.readCeph, "read-ceph", false, "read each in-tree RBD image and CephFS subvolume from Ceph (with Ceph's tools, as -ceph-conf, -ceph-id, -ceph-keyring and -ceph-command-prefix say) to tell what rewrite -apply -adopt makes of it, instead of predicting it from its class or path (Ceph's volumes module records a legacy subvolume's metadata under /volumes/_legacy the first time it is asked, as on Ceph CSI's first call)")
 	o.ceph.register(fs, "-read-ceph")
@@ -96,7 +99,7 @@ func (o *planOptions) validate() error {
 func (o *planOptions) planner(stderr io.Writer) *plan.Planner {
 	topo, _ := o.vsphereTopology()
 	opts := plan.Options{VSphereKeys: []string{topo.ZoneKey, topo.RegionKey}, KubernetesMinor: o.k8sMinor,
-		CephConfigWarnings: o.cephWarnings, CephCSINamespace: o.cephCSINamespace, VSphereMappings: o.mappings, Drivers: o.drivers, SourceChanged: o.sourceChanged}
+		CephConfigWarnings: o.cephWarnings, CephCSINamespace: o.cephCSINamespace, VSphereMappings: o.mappings, Drivers: o.drivers, SourceChanged: o.sourceChanged, Online: o.online}
 	if o.vcenter != nil {
 		opts.VCenter = o.vcenter
 	}
@@ -365,9 +368,9 @@ func writePlanTable(out io.Writer, p *plan.Plan, wide bool) error {
 		hazards.add([]string{h.object, string(h.f.Severity), h.f.Code}, [2]string{h.f.Code, h.f.Message}, [2]string{"remedy", h.f.Remedy})
 	}
 	hazards.write(w, wide, "MESSAGE", "REMEDY")
-	classes := table{title: "\nSTORAGE CLASSES (immutable: delete and recreate with the same name)", columns: []string{"NAME", "FROM", "TO", "MIGRATABLE"}}
+	classes := table{title: "\nSTORAGE CLASSES (immutable: delete and recreate with the same name)", columns: []string{"NAME", "FROM", "TO", "MIGRATABLE", "CODES"}}
 	for _, s := range p.StorageClasses {
-		classes.add([]string{s.Name, s.From, dash(s.To), yesNo(s.Migratable)}, [2]string{"", s.Reason})
+		classes.add([]string{s.Name, s.From, dash(s.To), yesNo(s.Migratable), dash(strings.Join(s.Codes, ","))}, [2]string{"", s.Reason})
 	}
 	classes.write(w, wide, "NOTE")
 	if err := writeKept(w, p); err != nil {
@@ -392,9 +395,12 @@ func writePlanTable(out io.Writer, p *plan.Plan, wide bool) error {
 			}
 		}
 	}
-	if p.Blocked {
+	switch {
+	case p.Blocked:
 		fmt.Fprintln(w, "\nRESULT: BLOCKED: resolve the items marked NO before migrating")
-	} else {
+	case nothingToMigrate(p):
+		fmt.Fprintln(w, "\nRESULT: nothing to migrate: no in-tree PVs, classes or inline volumes")
+	default:
 		fmt.Fprintln(w, "\nRESULT: ready to migrate")
 	}
 	return w.err
@@ -548,4 +554,10 @@ func writeKept(w io.Writer, p *plan.Plan) error {
 		}
 	}
 	return nil
+}
+
+// nothingToMigrate reports whether the plan found nothing in-tree: no PV,
+// StorageClass, inline volume or claim template of a plugin it migrates.
+func nothingToMigrate(p *plan.Plan) bool {
+	return len(p.Volumes) == 0 && len(p.StorageClasses) == 0 && len(p.InlineVolumes) == 0 && len(p.ClaimTemplates) == 0
 }

@@ -85,12 +85,26 @@ func localizeFinding(f *plugin.Finding) {
 }
 
 // refusalText is a refusal's reason and remedy in the command's words.
+//
+// Each further reason (Also) follows with its code.
 func refusalText(r *rewrite.Refusal) string {
-	remedy := commandRemedy(r.Action, r.ActsOn, r.Remedy)
-	if remedy == "" {
-		return r.Reason
+	s := r.Reason
+	if remedy := commandRemedy(r.Action, r.ActsOn, r.Remedy); remedy != "" {
+		s += "; " + remedy
 	}
-	return r.Reason + "; " + remedy
+	for _, o := range r.Also {
+		s += "; also (" + string(o.Code) + "): " + refusalText(o)
+	}
+	return s
+}
+
+// codesText is a refusal's codes, joined by ", ".
+func codesText(r *rewrite.Refusal) string {
+	var cs []string
+	for _, c := range r.Codes() {
+		cs = append(cs, string(c))
+	}
+	return strings.Join(cs, ", ")
 }
 
 // commandError is an error of the writer (each of a joined error's on

@@ -166,6 +166,16 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Rea
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitInput
 	}
+	if !o.writer.Direction.IsUndo() {
+		// The plan's verdict of each in-tree object, as -apply's checks
+		// give it on the same cluster: a refused object's steps are not
+		// in the review.
+		var err error
+		if rv.planVerdicts, err = reviewVerdicts(c, tr, o.writer.SourceChanged, stdin); err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+			return exitInput
+		}
+	}
 	// The PVs and classes name the drivers the input's CSIDrivers have.
 	var err error
 	if rv.tr, rv.blocked, err = driversFor(tr, rv.in.drivers, c.drivers, stderr); err != nil {
@@ -211,6 +221,17 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Rea
 	if rv.script {
 		writeScriptFooter(rv.w, rv.dir, rv.pvs, rv.classes)
 	}
+	if rv.refusedObjects > 0 && rv.werr == nil {
+		// The summary of what -apply would refuse, in the output and on
+		// stderr, by code.
+		var parts []string
+		for _, c := range slices.Sorted(maps.Keys(rv.refused)) {
+			parts = append(parts, fmt.Sprintf("%s %d", c, rv.refused[c]))
+		}
+		line := fmt.Sprintf("%d objects refused and left as they are (%s): rewrite -apply refuses them too; resolve them (csimigrate plan says how), then review again", rv.refusedObjects, strings.Join(parts, ", "))
+		_, rv.werr = fmt.Fprintf(rv.w, "\n# %s\n", line)
+		fmt.Fprintln(stderr, line)
+	}
 	if rv.werr == nil {
 		rv.werr = rv.w.Flush()
 	}
@@ -240,8 +261,14 @@ type review struct {
 	blocked blockedDrivers
 	// sourceChanged are -source-changed's objects (rewrite.KeptRefusal).
 	sourceChanged rewrite.ChangedSources
-	// What was written, whether an object failed, and the first write error.
-	pvs, classes int
+	// planVerdicts are the plan's refusals of in-tree objects (a rewrite's
+	// review).
+	planVerdicts planVerdicts
+	// refused counts the objects refused, by code.
+	refused map[string]int
+	// What was written (and refused), whether an object failed, and the
+	// first write error.
+	pvs, classes, refusedObjects int
 	failed       bool
 	werr         error
 }
@@ -268,9 +295,12 @@ func (rv *review) pv(obj any) {
 	if !rv.dir.ReplacesPV(rv.tr, pv) {
 		return
 	}
+	if v, ok := rv.planVerdicts.pvs[pv.Name]; ok {
+		rv.refuse(rewrite.PVRef(pv.Name), v)
+		return
+	}
 	if why := rv.blocked.refusal(pvBackend(pv)); why != "" && !rv.dir.IsUndo() {
-		fmt.Fprintf(rv.stderr, "PersistentVolume %s: %s\n", pv.Name, why)
-		rv.failed = true
+		rv.refuse(rewrite.PVRef(pv.Name), planVerdict{codes: rv.blocked.codes(pvBackend(pv)), text: why})
 		return
 	}
 	if rv.kept("PersistentVolume", pv) {
@@ -288,6 +318,11 @@ func (rv *review) pv(obj any) {
 		p, err = rv.in.replacement(rv.tr, pv)
 	}
 	if err != nil {
+		var r *rewrite.Refusal
+		if errors.As(err, &r) {
+			rv.refuse(rewrite.PVRef(pv.Name), planVerdict{codes: codeStrings(r), text: refusalText(r)})
+			return
+		}
 		fmt.Fprintf(rv.stderr, "PersistentVolume %s: %s\n", pv.Name, commandError(err))
 		rv.failed = true
 		return
@@ -328,9 +363,41 @@ func (rv *review) kept(kind string, o metav1.Object) bool {
 	if !errors.As(err, &r) {
 		return false
 	}
-	fmt.Fprintf(rv.stderr, "%s %s: %s: %s\n", kind, o.GetName(), r.Code, refusalText(r))
-	rv.failed = true
+	ref := rewrite.PVRef(o.GetName())
+	if kind == "StorageClass" {
+		ref = rewrite.ClassRef(o.GetName())
+	}
+	rv.refuse(ref, planVerdict{codes: codeStrings(r), text: refusalText(r)})
 	return true
+}
+
+// refuse writes, where the object's steps would be, that the run leaves
+// it as it is and why (a comment, in either output form), says so on
+// stderr, and counts it: the review then exits non-zero.
+func (rv *review) refuse(obj rewrite.ObjectRef, v planVerdict) {
+	codes := strings.Join(v.codes, ", ")
+	line := fmt.Sprintf("%s: refused (%s), left as it is: %s", obj.Resource(), codes, v.text)
+	fmt.Fprintln(rv.stderr, line)
+	if rv.werr == nil {
+		_, rv.werr = fmt.Fprintf(rv.w, "\n# %s\n", strings.ReplaceAll(line, "\n", "\n# "))
+	}
+	if rv.refused == nil {
+		rv.refused = map[string]int{}
+	}
+	for _, c := range v.codes {
+		rv.refused[c]++
+	}
+	rv.refusedObjects++
+	rv.failed = true
+}
+
+// codeStrings are a refusal's codes as strings.
+func codeStrings(r *rewrite.Refusal) []string {
+	var out []string
+	for _, c := range r.Codes() {
+		out = append(out, string(c))
+	}
+	return out
 }
 
 // class writes the steps for one StorageClass the direction replaces.
@@ -338,9 +405,12 @@ func (rv *review) class(sc *storagev1.StorageClass) {
 	if rv.werr != nil || !rv.dir.ReplacesClass(rv.tr, sc) {
 		return
 	}
+	if v, ok := rv.planVerdicts.classes[sc.Name]; ok {
+		rv.refuse(rewrite.ClassRef(sc.Name), v)
+		return
+	}
 	if why := rv.blocked.refusal(classBackend(sc)); why != "" && !rv.dir.IsUndo() {
-		fmt.Fprintf(rv.stderr, "StorageClass %s: %s\n", sc.Name, why)
-		rv.failed = true
+		rv.refuse(rewrite.ClassRef(sc.Name), planVerdict{codes: rv.blocked.codes(classBackend(sc)), text: why})
 		return
 	}
 	if rv.kept("StorageClass", sc) {

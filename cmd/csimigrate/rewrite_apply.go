@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/plan"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
@@ -46,22 +48,22 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 	if code != exitOK {
 		return code
 	}
-	targets, classes, refused, err := a.withoutBlocked(ctx, targets, classes, stderr)
+	targets, classes, err = a.withoutBlocked(ctx, targets, classes)
 	if err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitBlocked
 	}
-	targets, unserved := a.withCephEntries(live, targets, stderr)
-	refused = refused || unserved
+	targets = a.withCephEntries(live, targets)
 	if o.writer.DryRun {
-		// What the real run would wait for before its first write.
+		// What the real run would wait for before its first write, then
+		// what it would do, counted as it counts.
 		switch holder, lerr := apply.LeaseHolder(ctx, a.client, o.writer.StateNamespace); {
 		case lerr != nil:
 			err = fmt.Errorf("reading the writer Lease: %w", lerr)
 		case holder != "":
 			a.say("the writer Lease %s/%s is held by %s: the real run would wait up to %s (-lease-wait) for it, then refuse\n", o.writer.StateNamespace, apply.LeaseName, holder, o.leaseWait)
 		}
-		err = errors.Join(err, a.w.DryRunPVs(ctx, targets), a.w.DryRunClasses(ctx, classes))
+		err = errors.Join(err, a.applyAll(ctx, targets, classes))
 	} else {
 		// One writer at a time: the Lease every csimigrate writer holds,
 		// which the Writer checks before each write.
@@ -79,7 +81,7 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 		fmt.Fprintf(stderr, "csimigrate rewrite: %s\n", commandError(err))
 		return exitBlocked
 	}
-	if refused {
+	if a.refused.Refused > 0 {
 		return exitBlocked
 	}
 	return exitOK
@@ -150,29 +152,49 @@ func (a *applier) readServed(ctx context.Context, drivers map[string]string, ado
 // withCephEntries are the targets whose Ceph CSI driver serves the
 // cluster entry their migrated PV needs, as the plan of the live cluster
 // judges it (where each driver reads its config, and what it has); the
-// others are reported and left as they are. An undo (no plan) needs no
-// entry.
-func (a *applier) withCephEntries(live *plan.Plan, pvs []apply.Target, stderr io.Writer) (kept []apply.Target, refused bool) {
+// others are refused with the plan's code, counted and left as they are. An
+// undo (no plan) needs no entry.
+func (a *applier) withCephEntries(live *plan.Plan, pvs []apply.Target) []apply.Target {
 	if live == nil {
-		return pvs, false
+		return pvs
 	}
-	why := map[string]string{}
+	why := map[string]*rewrite.Refusal{}
 	for _, v := range live.Volumes {
 		for _, f := range v.Findings {
 			if f.Code == plan.FindingCephClusterEntryMissing || f.Code == plan.FindingCephCSIConfigNotFound {
-				why[v.Name] = f.Message + "; " + commandRemedy(f.Action, f.ActsOn, f.Remedy)
+				why[v.Name] = rewrite.JoinRefusals(why[v.Name], findingRefusal(&f))
 			}
 		}
 	}
+	var kept []apply.Target
 	for _, t := range pvs {
-		if w := why[t.Name]; w != "" {
-			fmt.Fprintf(stderr, "pv/%s: refused: %s\n", t.Name, w)
-			refused = true
+		if r := why[t.Name]; r != nil {
+			a.refuse(rewrite.PVRef(t.Name), r)
 			continue
 		}
 		kept = append(kept, t)
 	}
-	return kept, refused
+	return kept
+}
+
+// findingRefusal is the refusal of an object for a plan's blocker f, with
+// its code.
+func findingRefusal(f *plugin.Finding) *rewrite.Refusal {
+	return &rewrite.Refusal{Code: rewrite.Code(f.Code), Reason: f.Message, Remedy: f.Remedy, Action: f.Action, ActsOn: f.ActsOn}
+}
+
+// refuse reports an object the run leaves as it was before the writer
+// sees it (its backend's driver, its Ceph entry), and counts it as the
+// writer counts its own refusals.
+func (a *applier) refuse(obj rewrite.ObjectRef, r *rewrite.Refusal) {
+	textEvents{a.out}.Refused(obj, r)
+	a.refused.Refused++
+	if a.refused.RefusedBy == nil {
+		a.refused.RefusedBy = map[rewrite.Code]int{}
+	}
+	for _, c := range r.Codes() {
+		a.refused.RefusedBy[c]++
+	}
 }
 
 // livePlan is the plan of the live cluster (without Secrets) with tr and
@@ -192,11 +214,12 @@ func livePlan(ctx context.Context, client kubernetes.Interface, tr *translate.Tr
 }
 
 // withoutBlocked are the targets whose backend's driver the cluster has;
-// the others are reported and left as they are (only a rewrite needs the
-// driver; an undo does not).
-func (a *applier) withoutBlocked(ctx context.Context, pvs, scs []apply.Target, stderr io.Writer) (keptPVs, keptSCs []apply.Target, refused bool, err error) {
+// the others are refused with the plan's code (CSIDriverMissing,
+// CSIDriverAmbiguous), counted and left as they are (only a rewrite needs
+// the driver; an undo does not).
+func (a *applier) withoutBlocked(ctx context.Context, pvs, scs []apply.Target) (keptPVs, keptSCs []apply.Target, err error) {
 	if len(a.blocked) == 0 || a.opts.Direction.IsUndo() {
-		return pvs, scs, false, nil
+		return pvs, scs, nil
 	}
 	pvBackendOf := func(name string) (string, error) {
 		pv, err := a.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
@@ -209,33 +232,31 @@ func (a *applier) withoutBlocked(ctx context.Context, pvs, scs []apply.Target, s
 		}
 		return classBackend(sc), nil
 	}
-	keptPVs, refusedPVs, err := a.keepServed(pvs, "pv", pvBackendOf, stderr)
-	if err != nil {
-		return nil, nil, false, err
+	if keptPVs, err = a.keepServed(pvs, rewrite.PVRef, pvBackendOf); err != nil {
+		return nil, nil, err
 	}
-	keptSCs, refusedSCs, err := a.keepServed(scs, "storageclass", classBackendOf, stderr)
-	return keptPVs, keptSCs, refusedPVs || refusedSCs, err
+	keptSCs, err = a.keepServed(scs, rewrite.ClassRef, classBackendOf)
+	return keptPVs, keptSCs, err
 }
 
-// keepServed are the targets (of kind, as "pv") whose backend (backendOf
-// reads it from the cluster) is not blocked; a target gone from the
-// cluster (deleted by an interrupted run: its saved replacement is created
-// again by the writer, whose checks judge it) is kept.
-func (a *applier) keepServed(targets []apply.Target, kind string, backendOf func(string) (string, error), stderr io.Writer) (kept []apply.Target, refused bool, err error) {
+// keepServed are the targets (ref makes their reference) whose backend
+// (backendOf reads it from the cluster) is not blocked; a target gone from
+// the cluster (deleted by an interrupted run: its saved replacement is
+// created again by the writer, whose checks judge it) is kept.
+func (a *applier) keepServed(targets []apply.Target, ref func(string) rewrite.ObjectRef, backendOf func(string) (string, error)) (kept []apply.Target, err error) {
 	for _, t := range targets {
 		backend, err := backendOf(t.Name)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return nil, false, fmt.Errorf("reading %s/%s: %w", kind, t.Name, err)
-		case a.blocked.refusal(backend) != "":
-			fmt.Fprintf(stderr, "%s/%s: refused: %s\n", kind, t.Name, a.blocked.refusal(backend))
-			refused = true
+			return nil, fmt.Errorf("reading %s: %w", ref(t.Name).Resource(), err)
+		case a.blocked[backend] != nil:
+			a.refuse(ref(t.Name), findingRefusal(a.blocked[backend]))
 			continue
 		}
 		kept = append(kept, t)
 	}
-	return kept, refused, nil
+	return kept, nil
 }
 
 // selectTargets are the PVs and StorageClasses a run acts on: those of the
@@ -302,9 +323,12 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 // applyAll takes the steps of every target PV, then of every target
 // StorageClass (whose in-tree form the PVs' deletion secrets are read from),
 // and prints the summary.
+//
+// A dry run (Options.DryRun) takes the same path: the writer checks and
+// dry-runs each object, and the summary counts what the real run would do.
 func (a *applier) applyAll(ctx context.Context, targets, classes []apply.Target) error {
 	r, pvErr := a.rewriteAll(ctx, targets)
-	if r.Done > 0 {
+	if r.Done > 0 && !a.opts.DryRun {
 		a.waitClaimsBound(ctx, targets)
 	}
 	var rc apply.Result
@@ -312,8 +336,28 @@ func (a *applier) applyAll(ctx context.Context, targets, classes []apply.Target)
 	if !errors.Is(pvErr, apply.ErrWriteLimit) {
 		rc, scErr = a.rewriteClasses(ctx, classes)
 	}
-	a.say("%d PersistentVolumes and %d StorageClasses %s or already done, %d refused and left as they were, %d steps taken\n",
-		r.Done, rc.Done, a.opts.Direction.Done(), r.Refused+rc.Refused, a.steps)
+	refused := a.refused.Refused + r.Refused + rc.Refused
+	byCode := map[rewrite.Code]int{}
+	for _, m := range []map[rewrite.Code]int{a.refused.RefusedBy, r.RefusedBy, rc.RefusedBy} {
+		for c, n := range m {
+			byCode[c] += n
+		}
+	}
+	a.refused.Refused, a.refused.RefusedBy = refused, byCode
+	codes := ""
+	if len(byCode) > 0 {
+		var parts []string
+		for _, c := range slices.Sorted(maps.Keys(byCode)) {
+			parts = append(parts, fmt.Sprintf("%s %d", c, byCode[c]))
+		}
+		codes = " (" + strings.Join(parts, ", ") + ")"
+	}
+	done, steps := a.opts.Direction.Done()+" or already done", fmt.Sprintf("%d steps taken", a.steps)
+	if a.opts.DryRun {
+		done, steps = "would be "+a.opts.Direction.Done()+" or are already done", "nothing written (dry run)"
+	}
+	a.say("%d PersistentVolumes and %d StorageClasses %s, %d refused and left as they were%s, %s\n",
+		r.Done, rc.Done, done, refused, codes, steps)
 	return errors.Join(pvErr, scErr)
 }
 
@@ -373,6 +417,9 @@ type applier struct {
 	lease *apply.Lease
 	// steps is how many writes w took, as of its last run.
 	steps int
+	// refused counts the objects left as they were: those refused before
+	// the writer saw them, then (after applyAll) every refusal of the run.
+	refused apply.Result
 }
 
 // build builds the applier's apply.Writer from its options, once they are
@@ -415,7 +462,7 @@ func (e textEvents) KeptRetain(pv rewrite.ObjectRef, why string) {
 	fmt.Fprintf(e.w, "%s: kept at %s\n", pv.Resource(), why)
 }
 func (e textEvents) Refused(obj rewrite.ObjectRef, r *rewrite.Refusal) {
-	fmt.Fprintf(e.w, "%s: refused, left as it was: %s\n", obj.Resource(), refusalText(r))
+	fmt.Fprintf(e.w, "%s: refused (%s), left as it was: %s\n", obj.Resource(), codesText(r), refusalText(r))
 }
 
 // applyOptions are the flags of rewrite -apply.

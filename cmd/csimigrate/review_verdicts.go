@@ -1,0 +1,81 @@
+package main
+
+import (
+	"io"
+
+	"github.com/csimigrate/csimigrate/plan"
+	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/translate"
+)
+
+// planVerdicts are the plan's refusals of the input's in-tree PVs and
+// StorageClasses (none: the plan would rewrite it), by name: what rewrite
+// -apply refuses on the same cluster, which the review shows in place of the
+// object's steps.
+type planVerdicts struct {
+	pvs, classes map[string]planVerdict
+}
+
+// planVerdict is why the plan blocks an object: its codes, in order, and the
+// reasons with their remedies in the command's words.
+type planVerdict struct {
+	codes []string
+	text  string
+}
+
+// reviewVerdicts plans the input as plan does (the PVs after everything
+// else) with the review's translator and -source-changed, and keeps each
+// blocked object's planVerdict.
+func reviewVerdicts(c *common, tr *translate.Translator, changed rewrite.ChangedSources, stdin io.Reader) (planVerdicts, error) {
+	pl := plan.New(tr, klog0(), plan.Options{Drivers: c.drivers, SourceChanged: changed})
+	passes := []plan.Phase{plan.PhaseOthers, plan.PhasePVs}
+	if c.live {
+		passes = passes[:1]
+	}
+	for _, phase := range passes {
+		if !c.live {
+			pl.SetPhase(phase)
+		}
+		if err := c.read(stdin, io.Discard, pl); err != nil {
+			return planVerdicts{}, err
+		}
+	}
+	p := pl.Finish()
+	v := planVerdicts{pvs: map[string]planVerdict{}, classes: map[string]planVerdict{}}
+	for _, vp := range p.Volumes {
+		if !vp.Migratable {
+			v.pvs[vp.Name] = volumeVerdict(vp)
+		}
+	}
+	for _, sp := range p.StorageClasses {
+		if !sp.Migratable {
+			codes := sp.Codes
+			if len(codes) == 0 {
+				codes = []string{string(rewrite.CodeNotTranslatable)}
+			}
+			v.classes[sp.Name] = planVerdict{codes: codes, text: sp.Reason}
+		}
+	}
+	return v, nil
+}
+
+// volumeVerdict is the planVerdict of a PV the plan does not call migratable:
+// each Blocker finding with its code and remedy, or the plan's reason.
+func volumeVerdict(vp plan.VolumePlan) planVerdict {
+	var rs []*rewrite.Refusal
+	for i := range vp.Findings {
+		if f := &vp.Findings[i]; f.Severity == plugin.SeverityBlocker {
+			rs = append(rs, findingRefusal(f))
+		}
+	}
+	r := rewrite.JoinRefusals(rs...)
+	if r == nil {
+		r = &rewrite.Refusal{Code: rewrite.CodeNotTranslatable, Reason: vp.Reason}
+	}
+	var codes []string
+	for _, c := range r.Codes() {
+		codes = append(codes, string(c))
+	}
+	return planVerdict{codes: codes, text: refusalText(r)}
+}

@@ -1,0 +1,111 @@
+package plan_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/csimigrate/csimigrate/plan"
+	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/translate"
+)
+
+// An in-tree RBD class is blocked for each reason at once, with the codes
+// rewrite -apply refuses it with: its admin secret missing and its cluster
+// entry not served.
+func TestPlanClassCodes(t *testing.T) {
+	tr, err := translate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := plan.New(tr, logger, plan.Options{})
+	p.Add(&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: plugin.RBDDriverName}})
+	p.Add(cephConfig("10.9.9.9:6789")) // another cluster's entry only
+	p.Add(secret("other", "key", "AQBs3cr3t"))
+	p.Add(&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "rbd"}, Provisioner: plugin.RBDInTreePluginName,
+		Parameters: map[string]string{"monitors": testMonitor, "adminSecretName": "ceph-admin", "adminSecretNamespace": "ns", "pool": "rbd"}})
+	r := p.Finish()
+	if len(r.StorageClasses) != 1 {
+		t.Fatalf("classes %+v", r.StorageClasses)
+	}
+	sc := r.StorageClasses[0]
+	want := []string{string(rewrite.CodeSecretMissing), string(rewrite.CodeCephEntryMissing)}
+	if sc.Migratable || !r.Blocked {
+		t.Errorf("class migratable %v, plan blocked %v: want a blocked class", sc.Migratable, r.Blocked)
+	}
+	if diff := cmp.Diff(want, sc.Codes); diff != "" {
+		t.Errorf("codes (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(sc.Reason, "ceph-admin") || !strings.Contains(sc.Reason, "also: ") {
+		t.Errorf("reason %q: want both reasons", sc.Reason)
+	}
+	// The plan's codes are the refusals' own.
+	if plan.FindingCephClusterEntryMissing != string(rewrite.CodeCephEntryMissing) || plan.FindingVolumeInUse != string(rewrite.CodeInUse) ||
+		plan.FindingCSIDriverMissing != string(rewrite.CodeCSIDriverMissing) {
+		t.Errorf("plan codes %s, %s, %s differ from the refusals'", plan.FindingCephClusterEntryMissing, plan.FindingVolumeInUse, plan.FindingCSIDriverMissing)
+	}
+}
+
+// A volume in use blocks the plan wherever rewrite -apply refuses it:
+// without -online; with it, past the release that removed the plugin, and
+// for CephFS, which no kubelet migrates. Only with -online before the
+// removal is it a warning (the writer checks each node). The remedy names
+// the workload to scale down.
+func TestPlanInUse(t *testing.T) {
+	tr, err := translate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		minor    int
+		online   bool
+		cephfs   bool
+		severity plugin.Severity
+		says     string
+	}{
+		{"offline", 30, false, false, plugin.SeverityBlocker, "refuses a PV in use"},
+		{"online before the removal", 30, true, false, plugin.SeverityWarning, "rewritten online only where"},
+		{"online past the removal", 37, true, false, plugin.SeverityBlocker, "Kubernetes 1.37 has no in-tree kubernetes.io/rbd plugin"},
+		{"offline past the removal", 37, false, false, plugin.SeverityBlocker, "cannot mount the volume until it is rewritten"},
+		{"cephfs online", 30, true, true, plugin.SeverityBlocker, "no kubelet migrates kubernetes.io/cephfs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := withDrivers(plan.New(tr, logger, plan.Options{KubernetesMinor: tc.minor, Online: tc.online}))
+			pv := rbdPV("a", "", "admin")
+			if tc.cephfs {
+				pv.Spec.RBD = nil
+				pv.Spec.CephFS = &v1.CephFSPersistentVolumeSource{Monitors: []string{testMonitor}, Path: "/volumes/g/a", User: "admin", SecretRef: &v1.SecretReference{Name: "admin", Namespace: "ns"}}
+			}
+			pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: "data", UID: "u1"}
+			pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data", UID: "u1"}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: "a"}}
+			ctrl := true
+			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db-0", OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "db", Controller: &ctrl}}},
+				Spec: v1.PodSpec{Volumes: []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}}
+			for _, o := range []any{secret("admin", "key", "AQBs3cr3t", "userID", "admin", "userKey", "AQBs3cr3t"), pvc, pod, pv} {
+				p.Add(o)
+			}
+			r := p.Finish()
+			i := slices.IndexFunc(r.Volumes[0].Findings, func(f plugin.Finding) bool { return f.Code == plan.FindingVolumeInUse })
+			if i < 0 {
+				t.Fatalf("findings %+v: want %s", r.Volumes[0].Findings, plan.FindingVolumeInUse)
+			}
+			f := r.Volumes[0].Findings[i]
+			if f.Severity != tc.severity || !strings.Contains(f.Message, tc.says) {
+				t.Errorf("%s %q: want %s, saying %q", f.Severity, f.Message, tc.severity, tc.says)
+			}
+			if blocked := tc.severity == plugin.SeverityBlocker; r.Volumes[0].Migratable == blocked && blocked {
+				t.Errorf("migratable %v with a blocker", r.Volumes[0].Migratable)
+			}
+			if !strings.Contains(f.Remedy, "scale StatefulSet ns/db to zero") {
+				t.Errorf("remedy %q: want the StatefulSet named", f.Remedy)
+			}
+		})
+	}
+}
