@@ -103,14 +103,25 @@ func (a *Writer) claimChecks(ctx context.Context, cur *v1.PersistentVolume) (*v1
 // replacement names CSI driver driver while no CSIDriver object registers
 // it: nothing would provision, attach or mount for it (the plan's
 // CSIDriverMissing).
+//
+// The CSIDrivers are listed (the right the plan and the controller's
+// informer have already), once per cacheFor.
 func (a *Writer) driverRefusal(ctx context.Context, driver string) error {
-	d, err := readThrough(a, &a.drivers, driver, func() (*storagev1.CSIDriver, error) {
-		return getOrNil(a.client.StorageV1().CSIDrivers().Get(ctx, driver, metav1.GetOptions{}))
+	names, err := readThrough(a, &a.drivers, "", func() ([]string, error) {
+		list, err := a.client.StorageV1().CSIDrivers().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		names := make([]string, len(list.Items))
+		for i, d := range list.Items {
+			names[i] = d.Name
+		}
+		return names, nil
 	})
 	switch {
 	case err != nil:
-		return fmt.Errorf("reading CSIDriver %s: %w", driver, err)
-	case d == nil:
+		return fmt.Errorf("listing CSIDrivers: %w", err)
+	case !slices.Contains(names, driver):
 		return &rewrite.Refusal{Code: rewrite.CodeCSIDriverMissing, Reason: fmt.Sprintf("no CSIDriver object registers %s, the driver the replacement names: nothing would provision, attach or mount its volumes", driver),
 			Remedy: "install the driver first (kubectl get csidrivers lists what is installed)"}
 	}

@@ -146,9 +146,10 @@ func (a *Writer) classChecks(ctx context.Context, cur *storagev1.StorageClass) (
 		return nil, rs.err()
 	}
 	for _, check := range []func() error{
+		// In the order the plan names them.
 		func() error { return a.driverRefusal(ctx, repl.Provisioner) },
-		func() error { return a.classEntryRefusal(ctx, repl) },
 		func() error { return a.classSecretRefusal(ctx, cur, repl) },
+		func() error { return a.classEntryRefusal(ctx, repl) },
 	} {
 		if err := rs.add(check()); err != nil {
 			return nil, err

@@ -109,7 +109,7 @@ func TestDryRunWriterTakesNoWrite(t *testing.T) {
 	pv := testenv.BoundPV("pv", "ns", "claim", "uid-1", v1.PersistentVolumeSource{VsphereVolume: &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[ds] kubevols/pv.vmdk"}})
 	pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim", Namespace: "ns", UID: "uid-1"},
 		Spec: v1.PersistentVolumeClaimSpec{VolumeName: "pv"}, Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}}
-	c := fake.NewSimpleClientset(pv, pvc)
+	c := fake.NewSimpleClientset(pv, pvc, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: plugin.VSphereDriverName}})
 	w, err := New(c, tr, klog0(), nil, Options{DryRun: true, Lease: HolderFunc(func() bool { return true })})
 	if err != nil {
 		t.Fatal(err)

@@ -32,9 +32,10 @@ func (a *Writer) check(ctx context.Context, cur *v1.PersistentVolume) (*checkedP
 		return nil, rs.err()
 	}
 	for _, check := range []func() error{
+		// In the order the plan names them.
 		func() error { return a.driverRefusal(ctx, r.CSI.Spec.CSI.Driver) },
-		func() error { return a.cephEntryRefusal(ctx, cur, r.CSI) },
 		func() error { return a.secretRefusal(ctx, cur, r) },
+		func() error { return a.cephEntryRefusal(ctx, cur, r.CSI) },
 	} {
 		if err := rs.add(check()); err != nil {
 			return nil, err

@@ -220,9 +220,9 @@ type Writer struct {
 	// checked).
 	cephServed func(ctx context.Context) (ceph.ClusterConfig, error)
 	// secrets are Secrets read for the checks, by "namespace/name", and
-	// drivers the CSIDrivers (nil: none of that name), by name.
+	// drivers the names of the cluster's CSIDrivers (key "").
 	secrets map[string]cached[*v1.Secret]
-	drivers map[string]cached[*storagev1.CSIDriver]
+	drivers map[string]cached[[]string]
 	// sourceChanged are Options.SourceChanged.
 	sourceChanged rewrite.ChangedSources
 	// fsids are the fsids read at monitor lists (joined by ","), for the

@@ -359,12 +359,12 @@ func (p *Planner) inUseWarnings(plan *Plan) []volumeNote {
 		case removed:
 			f.Message = fmt.Sprintf("in use by %s; Kubernetes 1.%d has no in-tree %s plugin, so these pods cannot mount the volume until it is rewritten, and no kubelet migrates it online: the rewrite refuses it while they exist", strings.Join(v.InUseBy, ", "), p.opts.KubernetesMinor, v.Plugin)
 		case !online:
-			f.Message = "in use by " + strings.Join(v.InUseBy, ", ") + "; the rewrite refuses a PV in use while its pods have not finished, and no kubelet migrates " + v.Plugin + " volumes, so -online cannot apply"
+			f.Message = "in use by " + strings.Join(v.InUseBy, ", ") + "; the rewrite refuses a PV in use while its pods have not finished, and no kubelet migrates " + v.Plugin + " volumes, so it cannot be rewritten online either"
 		case p.opts.Online:
 			f.Severity = plugin.SeverityWarning
 			f.Message = "in use by " + strings.Join(v.InUseBy, ", ") + "; rewritten online only where every node running them already migrates the plugin (the writer checks each node's CSINode and VolumeAttachment), else refused"
 		default:
-			f.Message = "in use by " + strings.Join(v.InUseBy, ", ") + "; the rewrite refuses a PV in use while its pods have not finished (or, with -online, where the plugin is not already migrated on their nodes)"
+			f.Message = "in use by " + strings.Join(v.InUseBy, ", ") + "; the rewrite refuses a PV in use while its pods have not finished (a rewrite online, where the plugin is already migrated on their nodes, may replace it under them)"
 		}
 		n := volumeNote{pv: v.Name, findings: []plugin.Finding{f}}
 		if f.Severity == plugin.SeverityBlocker {

@@ -115,14 +115,14 @@ func TestRewriteApplyKeptByReconciler(t *testing.T) {
 			t.Fatalf("%v: exit %d: %s\n%s", args, code, stderr, out)
 		}
 		for obj := range before {
-			if !regexp.MustCompile(`(?m)` + obj + `: (refused, left as it was: )?kept by`).MatchString(out + stderr) {
+			if !regexp.MustCompile(`(?m)` + obj + `: (refused \([^)]*\), left as it (was|is): )?(the rewrite would refuse it: )?kept by`).MatchString(out + stderr) {
 				t.Errorf("%v: %s not refused as kept:\n%s\n%s", args, obj, out, stderr)
 			}
 		}
 		checkUnchanged(t, c, before)
 	}
 	// So does the review.
-	if _, stderr, code := runCmd(t, "", "rewrite", "-f", file); code == exitOK || !strings.Contains(stderr, "PersistentVolume kept-argo: KeptByReconciler") {
+	if _, stderr, code := runCmd(t, "", "rewrite", "-f", file); code == exitOK || !strings.Contains(stderr, "pv/kept-argo: refused (KeptByReconciler)") {
 		t.Errorf("review: exit %d: %s", code, stderr)
 	}
 

@@ -310,6 +310,11 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 			list, kind, from = &namedSCs, "StorageClass", scs
 		}
 		i := slices.IndexFunc(from, func(t apply.Target) bool { return t.Name == name })
+		if i < 0 && where == "cluster" && a.alreadyDone(ctx, ref) {
+			// Named again after its run: nothing left to do.
+			a.say("%s: already %s; nothing to do\n", ref.Resource(), dir.Done())
+			continue
+		}
 		if i < 0 {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %s %q is not %s %s of the %s\n", kind, name, dir.AScope(), kind, where)
 			return nil, nil, exitUsage
@@ -318,6 +323,18 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 	}
 	a.say("%d PersistentVolumes and %d StorageClasses of them named\n", len(namedPVs), len(namedSCs))
 	return namedPVs, namedSCs, exitOK
+}
+
+// alreadyDone reports whether the live object ref names is what the run's
+// direction makes: the reverse direction would replace it.
+func (a *applier) alreadyDone(ctx context.Context, ref rewrite.ObjectRef) bool {
+	back := a.opts.Direction.Reverse()
+	if ref.Kind == rewrite.KindStorageClass {
+		sc, err := a.client.StorageV1().StorageClasses().Get(ctx, ref.Name, metav1.GetOptions{})
+		return err == nil && back.ReplacesClass(a.tr, sc)
+	}
+	pv, err := a.client.CoreV1().PersistentVolumes().Get(ctx, ref.Name, metav1.GetOptions{})
+	return err == nil && back.ReplacesPV(a.tr, pv)
 }
 
 // applyAll takes the steps of every target PV, then of every target

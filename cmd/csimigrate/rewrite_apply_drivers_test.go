@@ -68,7 +68,7 @@ func TestRewriteApplyRookDriverNames(t *testing.T) {
 	}
 	// Without a choice the RBD PVs are refused and left exactly as they were.
 	out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "rook-rbd")
-	if code != exitBlocked || !strings.Contains(stderr, "pv/rook-rbd: refused") || !strings.Contains(stderr, "-driver kubernetes.io/rbd=DRIVER") {
+	if code != exitBlocked || !refusedWith(out, "pv/rook-rbd", "") || !strings.Contains(out, "(CSIDriverAmbiguous)") || !strings.Contains(out, "-driver kubernetes.io/rbd=DRIVER") {
 		t.Fatalf("rewrite -apply of two RBD drivers: exit %d:\n%s\n%s", code, out, stderr)
 	}
 	if pv, err := c.CoreV1().PersistentVolumes().Get(ctx, "rook-rbd", metav1.GetOptions{}); err != nil || pv.ResourceVersion != before["rook-rbd"].ResourceVersion {
@@ -134,8 +134,8 @@ func TestRewriteApplyChecksCephEntry(t *testing.T) {
 		}
 		ceph := pv.Spec.RBD != nil || pv.Spec.CephFS != nil
 		switch {
-		case ceph && !strings.Contains(stderr, "pv/"+n+": refused: "):
-			t.Errorf("%s: not refused:\n%s", n, stderr)
+		case ceph && !refusedWith(out, "pv/"+n, ""):
+			t.Errorf("%s: not refused:\n%s", n, out)
 		case ceph && pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete && n == "entry-rbd":
 			t.Errorf("%s: changed before its entry exists", n)
 		case !ceph && pv.Spec.CSI == nil:

@@ -167,7 +167,7 @@ func TestRewriteApplySafety(t *testing.T) {
 				pv = tc.after(t, pv)
 			}
 			out, _, code := rewriteApply(name)
-			if code != exitBlocked || !strings.Contains(out, "pv/"+name+": refused, left as it was") || !strings.Contains(out, tc.why) {
+			if code != exitBlocked || !refusedWith(out, "pv/"+name, "") || !strings.Contains(out, tc.why) {
 				t.Errorf("exit %d, want %d and %q:\n%s", code, exitBlocked, tc.why, out)
 			}
 			unchanged(t, c, pv)
@@ -324,7 +324,7 @@ func TestRewriteApplyStorageClasses(t *testing.T) {
 	other := mk("other", "example.com/driver", nil)
 
 	out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "storageclass/fast", "storageclass/thick")
-	if code != exitBlocked || !strings.Contains(out, "storageclass/thick: refused, left as it was") {
+	if code != exitBlocked || !refusedWith(out, "storageclass/thick", "") {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
 	}
 	got, err := c.StorageV1().StorageClasses().Get(ctx, "fast", metav1.GetOptions{})
@@ -341,10 +341,11 @@ func TestRewriteApplyStorageClasses(t *testing.T) {
 	if now, _ := c.StorageV1().StorageClasses().Get(ctx, "other", metav1.GetOptions{}); now.ResourceVersion != other.ResourceVersion {
 		t.Error("a class out of scope was changed")
 	}
-	// "fast" is no longer in-tree: naming it is a usage error; a run over
-	// the whole cluster leaves it as it is (and refuses "thick" again).
-	if _, _, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "storageclass/fast"); code != exitUsage {
-		t.Errorf("naming the replaced class: exit %d", code)
+	// "fast" is already replaced: named again, it is reported done (exit
+	// 0); a run over the whole cluster leaves it as it is (and refuses
+	// "thick" again).
+	if out, _, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "storageclass/fast"); code != exitOK || !strings.Contains(out, "storageclass/fast: already rewritten; nothing to do") {
+		t.Errorf("naming the replaced class: exit %d:\n%s", code, out)
 	}
 	if out, _, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc); code != exitBlocked || !strings.Contains(out, "0 PersistentVolumes and 0 StorageClasses rewritten") {
 		t.Errorf("second run: exit %d:\n%s", code, out)

@@ -19,23 +19,22 @@ import (
 )
 
 // runScript prints the rewrite script for the live cluster's in-tree PVs
-// named and runs it with kubectl against the test server.
-func runScript(t *testing.T, kc string, names ...string) (string, error) {
-	return runScriptChecked(t, kc, nil, names...)
+// and runs it with kubectl against the test server.
+func runScript(t *testing.T, kc string) (string, error) {
+	return runScriptChecked(t, kc, nil)
 }
 
-// runScriptChecked is runScript; check, when set, sees the script first.
-func runScriptChecked(t *testing.T, kc string, check func(script string), names ...string) (string, error) {
+// runScriptChecked is runScript; check, when set, sees the script first
+// (and may change the cluster after the review, before the script runs).
+func runScriptChecked(t *testing.T, kc string, check func(script string)) (string, error) {
 	t.Helper()
-	// The script is built from the live objects, as an admin does with
-	// kubectl get -o json | csimigrate rewrite -f -.
-	get := exec.Command("kubectl", append([]string{"--kubeconfig", kc, "get", "-o", "json", "pv"}, names...)...)
-	var pvs bytes.Buffer
-	get.Stdout, get.Stderr = &pvs, os.Stderr
-	if err := get.Run(); err != nil {
-		t.Fatalf("kubectl get: %v", err)
+	// The script is built from the live objects, as the README's admin
+	// does: csimigrate dump > cluster.json; csimigrate rewrite -f cluster.json.
+	dump, stderr, code := runCmd(t, "", "dump", "-kubeconfig", kc)
+	if code != exitOK {
+		t.Fatalf("dump: exit %d: %s", code, stderr)
 	}
-	script, stderr, code := runCmd(t, pvs.String(), "rewrite", "-f", "-")
+	script, stderr, code := runCmd(t, dump, "rewrite", "-f", "-")
 	if code != exitOK {
 		t.Fatalf("rewrite: exit %d: %s", code, stderr)
 	}
@@ -65,7 +64,7 @@ func TestRewriteScriptWithKubectl(t *testing.T) {
 		if !strings.Contains(script, "the PV names no StorageClass") {
 			t.Error("the script does not say why the policy stays Retain")
 		}
-	}, "script-ok")
+	})
 	if err != nil {
 		t.Fatalf("script: %v\n%s", err, out)
 	}
@@ -75,8 +74,21 @@ func TestRewriteScriptWithKubectl(t *testing.T) {
 	if pv.Spec.CSI == nil || pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Name != "script-ok" {
 		t.Errorf("after the script: %+v", pv.Spec)
 	}
-	held := testenv.CreateBoundPV(t, c, "script", "script-held", func(pv *v1.PersistentVolume) { pv.Finalizers = append(pv.Finalizers, "example.com/hold") })
-	out, err = runScript(t, kc, "script-held")
+	// A finalizer added after the review: the review had the PV's steps,
+	// and the script, which reads the PV first, stops there.
+	testenv.CreateBoundPV(t, c, "script", "script-held", nil)
+	var held *v1.PersistentVolume
+	out, err = runScriptChecked(t, kc, func(script string) {
+		if !strings.Contains(script, "rewrite_pv script-held ") {
+			t.Errorf("the review has no steps for script-held:\n%s", script)
+		}
+		pv := getPV(t, c, "script-held")
+		pv.Finalizers = append(pv.Finalizers, "example.com/hold")
+		var err error
+		if held, err = c.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
 	if err == nil || !strings.Contains(out, "script-held has finalizer example.com/hold") {
 		t.Errorf("the script went on: %v\n%s", err, out)
 	}
@@ -102,17 +114,15 @@ func TestRewriteScriptStorageClasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	get := exec.Command("kubectl", "--kubeconfig", kc, "get", "-o", "json", "pv,storageclass")
-	var dump bytes.Buffer
-	get.Stdout, get.Stderr = &dump, os.Stderr
-	if err := get.Run(); err != nil {
-		t.Fatalf("kubectl get: %v", err)
+	dump, stderr, code := runCmd(t, "", "dump", "-kubeconfig", kc)
+	if code != exitOK {
+		t.Fatalf("dump: exit %d: %s", code, stderr)
 	}
-	script, stderr, code := runCmd(t, dump.String(), "rewrite", "-f", "-")
+	script, stderr, code := runCmd(t, dump, "rewrite", "-f", "-")
 	if code != exitOK || !strings.Contains(script, "rewrite_sc gold kubernetes.io/vsphere-volume csi.vsphere.vmware.com "+string(sc.UID)) {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, script)
 	}
-	yamlOut, _, _ := runCmd(t, dump.String(), "rewrite", "-o", "yaml", "-f", "-")
+	yamlOut, _, _ := runCmd(t, dump, "rewrite", "-o", "yaml", "-f", "-")
 	if !strings.Contains(yamlOut, "kind: StorageClass") || !strings.Contains(yamlOut, "provisioner: csi.vsphere.vmware.com") {
 		t.Errorf("-o yaml does not show the class replacement:\n%s", yamlOut)
 	}

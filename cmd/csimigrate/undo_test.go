@@ -64,13 +64,13 @@ func TestUndoRefusals(t *testing.T) {
 		t.Errorf("undo on 1.37: exit %d, want %d:\n%s", code, exitBlocked, out)
 	}
 	for _, n := range []string{"ref-rbd", "ref-rbd-static", "ref-cephfs"} {
-		if !strings.Contains(out, "pv/"+n+": refused, left as it was: the API server is Kubernetes 1.37, and 1.31 removed the in-tree plugin") {
+		if !refusedWith(out, "pv/"+n, "the API server is Kubernetes 1.37, and 1.31 removed the in-tree plugin") {
 			t.Errorf("%s not refused for the release:\n%s", n, out)
 		}
 		unchanged(t, c, before[n])
 		noState(t, c, n)
 	}
-	if !strings.Contains(out, "storageclass/rbd-ref: refused, left as it was: the API server is Kubernetes 1.37") {
+	if !refusedWith(out, "storageclass/rbd-ref", "the API server is Kubernetes 1.37") {
 		t.Errorf("the RBD class was not refused:\n%s", out)
 	}
 	if diff := cmp.Diff(csiClass, class()); diff != "" {
@@ -100,7 +100,7 @@ func TestUndoRefusals(t *testing.T) {
 		}
 		for _, args := range [][]string{{"inuse"}, {"-online", "inuse"}} {
 			out, _, code := undo(args...)
-			if code != exitBlocked || !strings.Contains(out, "pv/inuse: refused, left as it was: in use by pods app-0") {
+			if code != exitBlocked || !refusedWith(out, "pv/inuse", "in use by pods app-0") {
 				t.Errorf("%q: exit %d:\n%s", args, code, out)
 			}
 		}
@@ -126,7 +126,7 @@ func TestUndoRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, _, code := undo("-f", reviewed)
-		if code != exitBlocked || !strings.Contains(out, "pv/rev-b: refused, left as it was: the live PV has uid "+string(b2.UID)+", the reviewed one "+string(b.UID)) {
+		if code != exitBlocked || !refusedWith(out, "pv/rev-b", "the live PV has uid "+string(b2.UID)+", the reviewed one "+string(b.UID)) {
 			t.Errorf("exit %d:\n%s", code, out)
 		}
 		if pv := getPV(t, c, "rev-a"); pv.Spec.VsphereVolume == nil {

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/plan"
+	"github.com/csimigrate/csimigrate/plugin"
+)
+
+// refusedLine is a refusal line of rewrite -apply (and its dry run) on
+// stdout, and of the review's comments: the object and its codes.
+var refusedLine = regexp.MustCompile(`(?m)^(?:# )?((?:pv|storageclass)/[^:]+): refused \(([^)]*)\)`)
+
+// refusedIn maps each object a run's output refuses to its codes.
+func refusedIn(out string) map[string]string {
+	m := map[string]string{}
+	for _, s := range refusedLine.FindAllStringSubmatch(out, -1) {
+		m[s[1]] = s[2]
+	}
+	return m
+}
+
+// planVerdictsOf maps each in-tree object plan -live blocks to its codes
+// (a volume's Blocker findings, a class's codes), as the runs word them.
+func planVerdictsOf(t *testing.T, kc string) map[string]string {
+	t.Helper()
+	out, stderr, code := runCmd(t, "", "plan", "-live", "-kubeconfig", kc, "-o", "json")
+	if code != exitOK && code != exitBlocked {
+		t.Fatalf("plan: exit %d: %s", code, stderr)
+	}
+	var p plan.Plan
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, v := range p.Volumes {
+		if v.Migratable {
+			continue
+		}
+		var cs []string
+		for _, f := range v.Findings {
+			if f.Severity == plugin.SeverityBlocker {
+				cs = append(cs, f.Code)
+			}
+		}
+		m["pv/"+v.Name] = strings.Join(cs, ", ")
+	}
+	for _, sc := range p.StorageClasses {
+		if !sc.Migratable {
+			m["storageclass/"+sc.Name] = strings.Join(sc.Codes, ", ")
+		}
+	}
+	return m
+}
+
+// On a cluster whose Ceph CSI does not serve the volumes' entry, and where
+// one class's admin secret is missing too, the plan, the review, the dry
+// run and the real run give each object the same verdict with the same
+// codes: the Ceph PVs and the RBD classes stay exactly as they were (the
+// cluster's default class among them), the summary counts every refusal
+// by code on stdout, and once the entry and the secret are there, all of
+// them are rewritten.
+func TestVerdictsAgree(t *testing.T) {
+	c, kc := startServer(t)
+	ctx := context.Background()
+	names := testenv.Seed(t, c, "agree")
+	own := `[{"clusterID":"own","monitors":["10.9.9.9:6789"]}]`
+	if err := testenv.SetCephCSIConfig(ctx, c, []byte(own)); err != nil {
+		t.Fatal(err)
+	}
+	// The cluster's default class, in-tree, whose admin secret is missing
+	// as well.
+	def := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "rbd-default", Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}},
+		Provisioner: plugin.RBDInTreePluginName, Parameters: map[string]string{"monitors": testenv.Monitor, "adminSecretName": "ceph-admin-default", "adminSecretNamespace": "kube-system", "pool": "rbd"}}
+	if _, err := c.StorageV1().StorageClasses().Create(ctx, def, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshotObjects(t, c)
+
+	want := planVerdictsOf(t, kc)
+	wantRefused := map[string]string{"pv/agree-rbd": "CephEntryMissing", "pv/agree-rbd-static": "CephEntryMissing", "pv/agree-cephfs": "CephEntryMissing",
+		"storageclass/rbd-agree": "CephEntryMissing", "storageclass/rbd-default": "SecretMissing, CephEntryMissing"}
+	if diff := cmpVerdicts(wantRefused, want); diff != "" {
+		t.Fatalf("plan -live verdicts: %s", diff)
+	}
+
+	dump, stderr, code := runCmd(t, "", "dump", "-kubeconfig", kc)
+	if code != exitOK {
+		t.Fatalf("dump: exit %d: %s", code, stderr)
+	}
+	review, stderr, code := runCmd(t, dump, "rewrite", "-f", "-")
+	if code != exitBlocked {
+		t.Fatalf("review: exit %d, want %d:\n%s\n%s", code, exitBlocked, review, stderr)
+	}
+	if diff := cmpVerdicts(want, refusedIn(review)); diff != "" {
+		t.Errorf("review: %s\n%s", diff, review)
+	}
+	for obj := range want {
+		kind, name, _ := strings.Cut(obj, "/")
+		step := map[string]string{"pv": "rewrite_pv ", "storageclass": "rewrite_sc "}[kind]
+		if strings.Contains(review, step+name+" ") {
+			t.Errorf("the review has the steps of %s, which it refuses", obj)
+		}
+	}
+	if !strings.Contains(review, "rewrite_pv agree-vsphere ") {
+		t.Errorf("the review lacks the steps of the vSphere PV, which nothing blocks:\n%s", review)
+	}
+
+	for _, args := range [][]string{{"-dry-run"}, nil} {
+		out, stderr, code := runCmd(t, "", append([]string{"rewrite", "-apply", "-kubeconfig", kc}, args...)...)
+		if code != exitBlocked {
+			t.Fatalf("rewrite -apply %v: exit %d, want %d:\n%s\n%s", args, code, exitBlocked, out, stderr)
+		}
+		if diff := cmpVerdicts(want, refusedIn(out)); diff != "" {
+			t.Errorf("rewrite -apply %v: %s\n%s", args, diff, out)
+		}
+		summary := "5 refused and left as they were (CephEntryMissing 5, SecretMissing 1)"
+		if !strings.Contains(out, summary) {
+			t.Errorf("rewrite -apply %v: no summary %q on stdout:\n%s", args, summary, out)
+		}
+	}
+	// Left exactly as they were.
+	after := snapshotObjects(t, c)
+	for obj := range want {
+		if after[obj] != before[obj] {
+			t.Errorf("%s changed: %s, was %s", obj, after[obj], before[obj])
+		}
+	}
+	if pv, err := c.CoreV1().PersistentVolumes().Get(ctx, "agree-vsphere", metav1.GetOptions{}); err != nil || pv.Spec.CSI == nil {
+		t.Errorf("the vSphere PV, which nothing blocks, was not rewritten: %v", err)
+	}
+
+	// Once the entry and the secret are there, nothing is refused.
+	withEntry := strings.TrimSuffix(own, "]") + "," + strings.TrimPrefix(testenv.CephCSIConfig, "[")
+	if err := testenv.SetCephCSIConfig(ctx, c, []byte(withEntry)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Secrets("kube-system").Create(ctx, testenv.CephSecret("kube-system", "ceph-admin-default", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := planVerdictsOf(t, kc); len(got) != 0 {
+		t.Errorf("plan -live with the entry and the secret: still blocks %v", got)
+	}
+	out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc)
+	if code != exitOK || len(refusedIn(out)) != 0 {
+		t.Fatalf("rewrite -apply with the entry: exit %d:\n%s\n%s", code, out, stderr)
+	}
+	testenv.RewrittenStates(t, c, "agree", names)
+	// Named again, a rewritten PV is already done.
+	out, stderr, code = runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "agree-rbd")
+	if code != exitOK || !strings.Contains(out, "pv/agree-rbd: already rewritten") {
+		t.Errorf("rewrite -apply of a rewritten PV: exit %d:\n%s\n%s", code, out, stderr)
+	}
+	for _, name := range []string{"rbd-agree", "rbd-default"} {
+		sc, err := c.StorageV1().StorageClasses().Get(ctx, name, metav1.GetOptions{})
+		if err != nil || sc.Provisioner != plugin.RBDDriverName {
+			t.Errorf("class %s after the rewrite: %v %v", name, err, sc)
+		}
+	}
+}
+
+// snapshotObjects is each PV's and StorageClass's uid and resourceVersion.
+func snapshotObjects(t *testing.T, c kubernetes.Interface) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	m := map[string]string{}
+	pvs, err := c.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pv := range pvs.Items {
+		m["pv/"+pv.Name] = string(pv.UID) + "@" + pv.ResourceVersion + sourceOf(&pv)
+	}
+	scs, err := c.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range scs.Items {
+		m["storageclass/"+sc.Name] = string(sc.UID) + "@" + sc.ResourceVersion + " " + sc.Provisioner
+	}
+	return m
+}
+
+func sourceOf(pv *v1.PersistentVolume) string {
+	if n := plugin.InTreeNameOfPV(pv); n != "" {
+		return " " + n
+	}
+	return " csi"
+}
+
+// cmpVerdicts says how got differs from want ("" when not).
+func cmpVerdicts(want, got map[string]string) string {
+	var diffs []string
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if got[k] != want[k] {
+			diffs = append(diffs, fmt.Sprintf("%s: %q, want %q", k, got[k], want[k]))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: %q, want none", k, got[k]))
+		}
+	}
+	return strings.Join(diffs, "; ")
+}
+
+// refusedWith reports whether out has the line of obj's refusal ("pv/x"),
+// whatever its codes, with a reason that starts with text.
+func refusedWith(out, obj, text string) bool {
+	return regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(obj) + `: refused \([^)]*\), left as it was: ` + regexp.QuoteMeta(text)).MatchString(out)
+}
