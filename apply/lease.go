@@ -46,11 +46,18 @@ type Lease struct {
 // returned context is cancelled if the Lease is lost, so that no write
 // follows; Release gives the Lease up.
 func HoldLease(ctx context.Context, client kubernetes.Interface, ns string, wait time.Duration) (context.Context, *Lease, error) {
+	return HoldLeaseSaying(ctx, client, ns, wait, nil)
+}
+
+// HoldLeaseSaying is HoldLease that, when it has to wait, says so at once
+// through say (nil: silent): who holds the Lease, and how long until it is
+// taken over should the holder have stopped renewing (an interrupted run).
+func HoldLeaseSaying(ctx context.Context, client kubernetes.Interface, ns string, wait time.Duration, say func(string)) (context.Context, *Lease, error) {
 	host, _ := os.Hostname()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	l := &Lease{client: client, ns: ns, id: fmt.Sprintf("csimigrate-%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b)), done: make(chan struct{})}
-	if err := l.take(ctx, time.Now().Add(wait)); err != nil {
+	if err := l.take(ctx, time.Now().Add(wait), say); err != nil {
 		return nil, nil, err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
@@ -63,8 +70,9 @@ func HoldLease(ctx context.Context, client kubernetes.Interface, ns string, wait
 // take writes the Lease as ours: created when there is none, taken over
 // when it has no holder or its holder stopped renewing, else waited for
 // until deadline.
-func (l *Lease) take(ctx context.Context, deadline time.Time) error {
+func (l *Lease) take(ctx context.Context, deadline time.Time, say func(string)) error {
 	leases := l.client.CoordinationV1().Leases(l.ns)
+	said := false
 	var seenRV string
 	var seenAt time.Time
 	for {
@@ -90,6 +98,11 @@ func (l *Lease) take(ctx context.Context, deadline time.Time) error {
 					seenRV, seenAt = cur.ResourceVersion, time.Now()
 				}
 				if time.Since(seenAt) <= dur {
+					if say != nil && !said {
+						said = true
+						say(fmt.Sprintf("waiting for the writer Lease %s/%s, held by %s: taken over in %s if its holder has stopped renewing it (an interrupted run), else waited for until %s",
+							l.ns, LeaseName, *h, (dur - time.Since(seenAt)).Round(time.Second), deadline.Format(time.TimeOnly)))
+					}
 					if time.Now().After(deadline) {
 						return fmt.Errorf("another writer holds Lease %s/%s (holder %s): only one csimigrate writes at a time; nothing was written: run again when it is done (a holder that stops renewing is taken over after %s without a change)",
 							l.ns, LeaseName, *h, dur)

@@ -26,7 +26,7 @@ import (
 const (
 	stateKey = "state.json"
 	// stateLabel names the PV a state ConfigMap belongs to.
-	stateLabel = "csimigrate.io/rewrite-of"
+	stateLabel = rewrite.AnnRunOf
 	// annStateSHA256 is the SHA-256 of the state, to refuse a hand-edited
 	// ConfigMap.
 	annStateSHA256 = "csimigrate.io/state-sha256"
@@ -267,5 +267,5 @@ type scState struct {
 
 const (
 	// stateLabelSC names the StorageClass a state ConfigMap belongs to.
-	stateLabelSC = "csimigrate.io/rewrite-of-storageclass"
+	stateLabelSC = rewrite.AnnRunOfClass
 )

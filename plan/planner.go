@@ -59,6 +59,8 @@ type Planner struct {
 	vsphere vsphereInput
 	inline  inlineInput
 	shared  sharedVolumes
+	// runs are the writer's saved states: what interrupted runs left.
+	runs runInput
 	// drivers are the input's CSI drivers and where their node plugins
 	// run.
 	drivers clusterDrivers
@@ -284,6 +286,7 @@ func (p *Planner) Add(obj any) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name, UID: o.UID, Annotations: o.Annotations, DeletionTimestamp: o.DeletionTimestamp},
 			Spec:       v1.PersistentVolumeClaimSpec{VolumeName: o.Spec.VolumeName}}
 	case *storagev1.StorageClass:
+		p.runs.saw(p.runs.classes, o.Name)
 		p.classes.byName[o.Name] = o
 		if o.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
 			p.classes.defaultName = o.Name
@@ -298,7 +301,10 @@ func (p *Planner) Add(obj any) {
 	case *storagev1.CSIDriver:
 		p.drivers.add(o)
 		p.ceph.config.addObject(o)
-	case *v1.ConfigMap, *unstructured.Unstructured:
+	case *v1.ConfigMap:
+		p.runs.addState(o)
+		p.ceph.config.addObject(o)
+	case *unstructured.Unstructured:
 		p.ceph.config.addObject(o)
 	case *storagev1.CSINode:
 		p.vsphere.sawCSINodes = true
@@ -332,6 +338,7 @@ func (p *Planner) Finish() *Plan {
 	p.settleVCenter(plan)
 	at.annotate(plan, p.settleCephConfig(plan, at))
 	at.annotate(plan, p.inUseWarnings(plan))
+	p.settleRuns(plan)
 	p.addNotices(plan)
 	return plan
 }

@@ -109,3 +109,50 @@ func TestPlanInUse(t *testing.T) {
 		})
 	}
 }
+
+// The writer's saved states name what an interrupted run left: a PV
+// deleted and not created again blocks the plan, naming its claim (Lost)
+// and saying to run the rewrite again; a PV the run is deleting is not
+// "being deleted, nothing to migrate" but a run to resume.
+func TestPlanInterruptedRuns(t *testing.T) {
+	state := func(name, ann, of string) *v1.ConfigMap {
+		return &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "csimigrate"},
+			Annotations: map[string]string{ann: of}}}
+	}
+	p := planner(t)
+	now := metav1.Now()
+	deleting := rbdPV("mid", "", "admin")
+	deleting.DeletionTimestamp = &now
+	deleting.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: "mid", UID: "u2"}
+	for _, o := range []any{
+		secret("admin", "key", "AQBs3cr3t"),
+		state("csimigrate-rewrite-gone", rewrite.AnnRunOf, "gone"),
+		state("csimigrate-rewrite-mid", rewrite.AnnRunOf, "mid"),
+		&v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data", UID: "u1"}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: "gone"}, Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimLost}},
+		&v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mid", UID: "u2"}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: "mid"}},
+		deleting,
+	} {
+		p.Add(o)
+	}
+	r := p.Finish()
+	got := map[string]plugin.Finding{}
+	for _, f := range r.Hazards {
+		if f.Code == plan.FindingInterruptedRun {
+			got[f.Object] = f
+		}
+	}
+	if f := got["pv/gone"]; f.Severity != plugin.SeverityBlocker || !strings.Contains(f.Message, "claim ns/data shows Lost") || !strings.Contains(f.Remedy, "run the rewrite again") {
+		t.Errorf("pv/gone: %+v", f)
+	}
+	if f := got["pv/mid"]; f.Severity != plugin.SeverityWarning {
+		t.Errorf("pv/mid: %+v", f)
+	}
+	if !r.Blocked {
+		t.Error("the plan is not blocked by a PV that is gone")
+	}
+	for _, v := range r.Volumes {
+		if v.Name == "mid" && slices.Contains(codes(v), string(rewrite.CodeBeingDeleted)) {
+			t.Errorf("pv/mid, which a saved run is deleting, is refused as being deleted: %+v", v.Findings)
+		}
+	}
+}

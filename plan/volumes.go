@@ -16,6 +16,7 @@ import (
 )
 
 func (p *Planner) addPV(pv *v1.PersistentVolume) {
+	p.runs.saw(p.runs.pvs, pv.Name)
 	name := plugin.InTreeNameOfPV(pv)
 	if name == "" {
 		return
@@ -103,10 +104,18 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 // PV (objectRefusal, claimRefusal), or for claims the input lacks.
 func (p *Planner) rewriteRefusal(pv *v1.PersistentVolume) *plugin.Finding {
 	refused := func(field string, err error) *plugin.Finding {
-		return &plugin.Finding{Code: FindingRewriteRefuses, Severity: plugin.SeverityBlocker, Field: field,
+		// The refusal's own code (ClaimGone, BeingDeleted, ...): one code
+		// per condition, in the plan and the writer's refusals.
+		code := string(rewrite.CodeOf(err))
+		if code == "" {
+			code = FindingRewriteRefuses
+		}
+		return &plugin.Finding{Code: code, Severity: plugin.SeverityBlocker, Field: field,
 			Message: "the rewrite would refuse it: " + reasonOf(err), Remedy: remedyOf(err), Action: actionOf(err), ActsOn: actsOnOf(err)}
 	}
-	if err := rewrite.ObjectRefusal(pv); err != nil {
+	if err := rewrite.ObjectRefusal(pv); err != nil && !(pv.DeletionTimestamp != nil && p.runs.resumes(pv.Name)) {
+		// (A PV a saved run is deleting is resumed by that run: the
+		// settled runs say so.)
 		field := "metadata.finalizers"
 		if pv.DeletionTimestamp != nil {
 			field = "metadata.deletionTimestamp"
@@ -160,7 +169,7 @@ func (p *Planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.
 	if err != nil {
 		// CheckPV's blockers are reported already (the caller asks only
 		// without them); what is left is the class's provisioner secret.
-		return []plugin.Finding{{Code: FindingRewriteRefuses, Severity: plugin.SeverityBlocker, Field: "spec.storageClassName",
+		return []plugin.Finding{{Code: string(rewrite.CodeNotTranslatable), Severity: plugin.SeverityBlocker, Field: "spec.storageClassName",
 			Message: "the rewrite would refuse it: " + err.Error(),
 			Remedy:  "fix the provisioner secret parameters (csi.storage.k8s.io/provisioner-secret-name and csi.storage.k8s.io/provisioner-secret-namespace) of StorageClass " + pv.Spec.StorageClassName}}, nil
 	}

@@ -38,3 +38,13 @@ func (r ObjectRef) Resource() string {
 	}
 	return strings.ToLower(r.Kind) + "/" + r.Name
 }
+
+// The annotations by which a writer's saved state (a ConfigMap labelled
+// app.kubernetes.io/managed-by: csimigrate in the state namespace) names
+// the object whose run it holds: a PV's (AnnRunOf) or a StorageClass's
+// (AnnRunOfClass). A state outlives a run that was interrupted; the plan
+// reads them to name what such a run left half-done.
+const (
+	AnnRunOf      = "csimigrate.io/rewrite-of"
+	AnnRunOfClass = "csimigrate.io/rewrite-of-storageclass"
+)

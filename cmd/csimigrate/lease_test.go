@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -56,12 +59,41 @@ func TestRewriteApplyLease(t *testing.T) {
 		t.Error("the PV was written while another writer held the Lease")
 	}
 
+	// Interrupted (SIGINT, as Ctrl-C sends it) while it waits: it says so,
+	// and nothing is written.
+	if bin := os.Getenv("CSIMIGRATE_BIN"); bin == "" {
+		t.Error("CSIMIGRATE_BIN is not set: scripts/test builds the command for this test")
+	} else {
+		cmd := exec.Command(bin, "rewrite", "-apply", "-kubeconfig", kc, "-lease-wait", "60s", "lease-a")
+		var outb, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &outb, &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(outb.String(), "waiting for the writer Lease") && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		_ = cmd.Process.Signal(os.Interrupt)
+		err := cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != exitBlocked || !strings.Contains(errb.String(), "interrupted while waiting for the writer Lease: nothing was written") {
+			t.Errorf("interrupted: %v, exit %d\n%s\n%s", err, code, outb.String(), errb.String())
+		}
+		if now := getPV(t, c, "lease-a"); now.ResourceVersion != pv.ResourceVersion {
+			t.Error("the interrupted run wrote the PV")
+		}
+	}
+
 	// A holder that stopped renewing (a 1 s Lease, not renewed): taken
 	// over, the PV rewritten, the Lease given up after.
 	hold("crashed-writer", 1)
 	out, stderr, code = runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "-lease-wait", "10s", "lease-a")
 	if code != exitOK {
 		t.Fatalf("after the holder stopped renewing: exit %d\n%s\n%s", code, out, stderr)
+	}
+	// It said at once what it waited for, and for how long.
+	if !strings.Contains(out, "waiting for the writer Lease kube-system/csimigrate-writer, held by crashed-writer: taken over in ") {
+		t.Errorf("the wait for a stale Lease was silent:\n%s", out)
 	}
 	if now := getPV(t, c, "lease-a"); now.Spec.CSI == nil {
 		t.Error("not rewritten")

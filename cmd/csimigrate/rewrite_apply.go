@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"os/signal"
+	"syscall"
 	"slices"
 	"strings"
 	"time"
@@ -32,7 +35,11 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 	if code != exitOK {
 		return code
 	}
-	ctx := context.Background()
+	// Ctrl-C (or SIGTERM) ends the run between writes: every object is
+	// left where a rerun resumes it, and the run says so.
+	interrupted, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx := interrupted
 	live, err := a.readServed(ctx, c.drivers, o.adopt && c.cephConfig == "")
 	if err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
@@ -67,12 +74,21 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 	} else {
 		// One writer at a time: the Lease every csimigrate writer holds,
 		// which the Writer checks before each write.
-		if ctx, a.lease, err = apply.HoldLease(ctx, a.client, o.writer.StateNamespace, o.leaseWait); err != nil {
+		if ctx, a.lease, err = apply.HoldLeaseSaying(ctx, a.client, o.writer.StateNamespace, o.leaseWait, func(s string) { a.say("%s\n", s) }); err != nil {
+			if interrupted.Err() != nil {
+				err = errors.New("interrupted while waiting for the writer Lease: nothing was written")
+			}
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return exitBlocked
 		}
 		err = a.applyAll(ctx, targets, classes)
+		// Released at once, interrupted or not: the next run need not
+		// wait for a stale Lease.
 		a.lease.Release(context.Background())
+		if interrupted.Err() != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: interrupted: objects begun are left half-done, their replacements saved in ConfigMaps in %s (csimigrate plan names them); run the same rewrite -apply again to resume\n", o.writer.StateNamespace)
+			return exitBlocked
+		}
 	}
 	if kept := a.w.Kept(); len(kept) > 0 {
 		fmt.Fprintf(stdout, "%d PersistentVolumes kept at reclaim policy Retain instead of Delete (see above): %s\n", len(kept), strings.Join(kept, ", "))
