@@ -269,8 +269,8 @@ type review struct {
 	// What was written (and refused), whether an object failed, and the
 	// first write error.
 	pvs, classes, refusedObjects int
-	failed       bool
-	werr         error
+	failed                       bool
+	werr                         error
 }
 
 // readInputs reads the StorageClasses, and the claims when a class's secret

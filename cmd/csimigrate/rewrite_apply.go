@@ -8,9 +8,9 @@ import (
 	"maps"
 	"os"
 	"os/signal"
-	"syscall"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
