@@ -16,12 +16,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/csimigrate/csimigrate/rewrite"
 )
 
 const dumpSummary = "Writes, as one JSON List on standard output, what plan -f and rewrite -f read from a cluster: the kinds\n" +
 	"plan -live lists, Secrets with their values left out (the fields are kept, and the user names Ceph CSI's\n" +
 	"checks compare: adminId, adminID, userID), containers' env values left out, and only the config maps\n" +
-	"Ceph CSI reads its cluster entries from. Usage: csimigrate dump > cluster.json; csimigrate plan -f cluster.json."
+	"Ceph CSI reads its cluster entries from (and, by their metadata only, the writer's saved states, which name\n" +
+	"what an interrupted rewrite left half-done). Usage: csimigrate dump > cluster.json; csimigrate plan -f cluster.json."
 
 // redacted stands for a Secret value the dump leaves out: non-empty, as
 // the value was, so that the plan's checks of which fields are set hold.
@@ -146,7 +149,11 @@ func dumpItem(obj any) (map[string]any, string, error) {
 				keep[k] = v
 			}
 		}
-		if len(keep) == 0 {
+		// A writer's saved state, by its metadata only: the plan names what
+		// an interrupted run left half-done from it.
+		_, runOf := cm.Annotations[rewrite.AnnRunOf]
+		_, runOfClass := cm.Annotations[rewrite.AnnRunOfClass]
+		if len(keep) == 0 && !(cm.Labels["app.kubernetes.io/managed-by"] == "csimigrate" && (runOf || runOfClass)) {
 			return nil, "", nil
 		}
 		c := cm.DeepCopy()

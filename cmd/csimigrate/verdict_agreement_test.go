@@ -3,21 +3,25 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/translate"
 )
 
 // refusedLine is a refusal line of rewrite -apply (and its dry run) on
@@ -221,4 +225,61 @@ func cmpVerdicts(want, got map[string]string) string {
 // whatever its codes, with a reason that starts with text.
 func refusedWith(out, obj, text string) bool {
 	return regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(obj) + `: refused \([^)]*\), left as it was: ` + regexp.QuoteMeta(text)).MatchString(out)
+}
+
+// A rewrite -apply interrupted after it deleted a PV (the write limit, as
+// a crash would leave it): plan -live, and plan -f of a dump, name the PV,
+// its claim (Lost while the PV is gone) and the remedy, a run again; the
+// rerun resumes it, and the plan no longer names it.
+func TestPlanNamesInterruptedRun(t *testing.T) {
+	c, kc := startServer(t)
+	ctx := context.Background()
+	testenv.CreateBoundPV(t, c, "cut", "cut-a", nil)
+	tr, err := translate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := apply.HolderFunc(func() bool { return true })
+	w, err := apply.New(c, tr, klog0(), nil, apply.Options{MaxWrites: 4, Lease: holder}) // Retain, save, delete, its pv-protection finalizer
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.PVs(ctx, []apply.Target{{Name: "cut-a"}}); !errors.Is(err, apply.ErrWriteLimit) {
+		t.Fatalf("the interrupted run: %v", err)
+	}
+	for i := 0; ; i++ {
+		if _, err := c.CoreV1().PersistentVolumes().Get(ctx, "cut-a", metav1.GetOptions{}); err != nil {
+			break
+		}
+		if i == 50 {
+			t.Fatal("the PV is still there after the run's delete")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	dump, stderr, code := runCmd(t, "", "dump", "-kubeconfig", kc)
+	if code != exitOK {
+		t.Fatalf("dump: exit %d: %s", code, stderr)
+	}
+	for _, args := range [][]string{{"-live", "-kubeconfig", kc}, {"-f", "-"}} {
+		in := ""
+		if args[0] == "-f" {
+			in = dump
+		}
+		out, stderr, code := runCmd(t, in, append([]string{"plan", "-o", "json"}, args...)...)
+		var p plan.Plan
+		if err := json.Unmarshal([]byte(out), &p); err != nil || code != exitBlocked {
+			t.Fatalf("plan %v: exit %d, %v: %s", args, code, err, stderr)
+		}
+		i := slices.IndexFunc(p.Hazards, func(f plugin.Finding) bool { return f.Code == plan.FindingInterruptedRun && f.Object == "pv/cut-a" })
+		if i < 0 || p.Hazards[i].Severity != plugin.SeverityBlocker || !strings.Contains(p.Hazards[i].Message, "claim cut/cut-a") || !strings.Contains(p.Hazards[i].Remedy, "run the rewrite again") {
+			t.Errorf("plan %v: hazards %+v: want the interrupted run named, with its claim", args, p.Hazards)
+		}
+	}
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc); code != exitOK {
+		t.Fatalf("the rerun: exit %d\n%s\n%s", code, out, stderr)
+	}
+	out, _, _ := runCmd(t, "", "plan", "-live", "-kubeconfig", kc)
+	if strings.Contains(out, plan.FindingInterruptedRun) || !strings.Contains(out, "RESULT: nothing to migrate") {
+		t.Errorf("after the rerun:\n%s", out)
+	}
 }
