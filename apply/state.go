@@ -230,6 +230,22 @@ func StateOf(cm *v1.ConfigMap) (obj rewrite.ObjectRef, ok bool) {
 	return rewrite.ObjectRef{}, false
 }
 
+// SavedClaim is the claim the saved state of PV pv names (a run saved it
+// before deleting the PV), for a program that scopes its runs by the claims'
+// namespace; ok is false when there is no such state, it cannot be read, or
+// it names no claim.
+func (a *Writer) SavedClaim(ctx context.Context, pv string) (claim types.NamespacedName, ok bool) {
+	cm, err := getOrNil(a.client.CoreV1().ConfigMaps(a.stateNS).Get(ctx, StateName(pv), metav1.GetOptions{}))
+	if err != nil || cm == nil {
+		return types.NamespacedName{}, false
+	}
+	var s rewriteState
+	if err := a.readState(cm, &s); err != nil || s.ClaimName == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: s.ClaimNamespace, Name: s.ClaimName}, true
+}
+
 // InProgressError: an object's saved state belongs to a run in the other
 // direction (a rewrite's state met by an undo, or the other way round, or
 // an adoption's): nothing is done with it until that run is finished.

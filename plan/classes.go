@@ -14,7 +14,7 @@ import (
 )
 
 func (p *Planner) addStorageClass(sc *storagev1.StorageClass) {
-	if !rewrite.TranslatableClass(p.tr, sc) {
+	if p.opts.Namespace != "" || !rewrite.TranslatableClass(p.tr, sc) {
 		return
 	}
 	in := rewrite.InTreeClass(sc)

@@ -35,6 +35,9 @@ func (p *Planner) addWorkload(w *rewrite.Workload) {
 			}
 		}
 	}
+	if ns := p.opts.Namespace; ns != "" && w.Namespace != ns {
+		return
+	}
 	for i := range w.Spec.Volumes {
 		vol := &w.Spec.Volumes[i]
 		if name := plugin.InTreeNameOfVolume(vol); name != "" {

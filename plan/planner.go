@@ -211,6 +211,11 @@ type Options struct {
 	// migrates its plugin on the nodes (onlineMayApply), and a blocker
 	// everywhere else, as the writer refuses it there.
 	Online bool
+	// Namespace, when set, scopes the plan to the claims of that namespace
+	// (kubectl's -n): only PVs bound to its claims are planned, with the
+	// inline volumes and claim templates of its workloads; StorageClasses,
+	// which serve every namespace, are read for those PVs but not planned.
+	Namespace string
 }
 
 // New returns a Planner that translates with tr and logs to logger. It reads

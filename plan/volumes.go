@@ -18,7 +18,7 @@ import (
 func (p *Planner) addPV(pv *v1.PersistentVolume) {
 	p.runs.saw(p.runs.pvs, pv.Name)
 	name := plugin.InTreeNameOfPV(pv)
-	if name == "" {
+	if name == "" || !p.inScope(pv) {
 		return
 	}
 	p.settleDrivers()
@@ -301,4 +301,11 @@ func (p *Planner) markInUse(plan *Plan) []volumeNote {
 		}
 	}
 	return notes
+}
+
+// inScope reports whether a PV is in Options.Namespace's scope: bound to a
+// claim of that namespace (every PV without one).
+func (p *Planner) inScope(pv *v1.PersistentVolume) bool {
+	ns := p.opts.Namespace
+	return ns == "" || pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == ns
 }

@@ -87,8 +87,12 @@ type inputFlags struct {
 	// readSecrets: with -live, Secrets are read too (plan's -read-secrets);
 	// readNodes: Nodes too (plan's -read-vsphere).
 	readSecrets, readNodes bool
-	// namespace is the namespace of namespaced input objects without one.
-	namespace string
+	// namespace is the namespace of namespaced input objects without one;
+	// namespaceSet says -n was given: it then scopes the commands to the
+	// claims of that namespace (scope), unless allNamespaces (-A).
+	namespace     string
+	namespaceSet  bool
+	allNamespaces bool
 	// stdinFile is the file standard input was spooled to: its documents
 	// are named "<stdin>".
 	stdinFile string
@@ -100,13 +104,47 @@ func (in *inputFlags) register(fs *flag.FlagSet) {
 	fs.Var(&in.files, "f", "manifest file, directory or - for stdin (repeatable); none: the embedded sample")
 	fs.BoolVar(&in.live, "live", false, "read the input from the cluster of -kubeconfig instead of files")
 	in.clusterFlags.register(fs)
-	fs.StringVar(&in.namespace, "n", metav1.NamespaceDefault, "namespace of input objects that have none (as kubectl -n)")
-	fs.StringVar(&in.namespace, "namespace", metav1.NamespaceDefault, "the same as -n")
+	in.namespace = metav1.NamespaceDefault
+	ns := namespaceFlag{in}
+	fs.Var(ns, "n", "scope to the claims of this namespace, as kubectl -n: only PVs bound to its claims and its workloads' inline volumes, no StorageClass unless named (without -n: every namespace, as -A); also the namespace of input objects that have none")
+	fs.Var(ns, "namespace", "the same as -n")
+	fs.BoolVar(&in.allNamespaces, "A", false, "every namespace, and the PVs without claims and the StorageClasses (the default)")
+	fs.BoolVar(&in.allNamespaces, "all-namespaces", false, "the same as -A")
+}
+
+// namespaceFlag is -n: the namespace, and that it was given.
+type namespaceFlag struct{ in *inputFlags }
+
+func (f namespaceFlag) String() string {
+	if f.in == nil {
+		return ""
+	}
+	return f.in.namespace
+}
+
+func (f namespaceFlag) Set(v string) error {
+	if errs := validation.IsDNS1123Label(v); len(errs) > 0 {
+		return fmt.Errorf("namespace %q: %s", v, strings.Join(errs, "; "))
+	}
+	f.in.namespace, f.in.namespaceSet = v, true
+	return nil
+}
+
+// scope is the namespace whose claims the command acts on, "" for every
+// namespace.
+func (in *inputFlags) scope() string {
+	if in.namespaceSet && !in.allNamespaces {
+		return in.namespace
+	}
+	return ""
 }
 
 func (in *inputFlags) validate() error {
 	if in.live && len(in.files) > 0 {
 		return errors.New("-live and -f exclude each other")
+	}
+	if in.namespaceSet && in.allNamespaces {
+		return errors.New("-n and -A exclude each other")
 	}
 	return nil
 }

@@ -99,7 +99,7 @@ func (o *planOptions) validate() error {
 func (o *planOptions) planner(stderr io.Writer) *plan.Planner {
 	topo, _ := o.vsphereTopology()
 	opts := plan.Options{VSphereKeys: []string{topo.ZoneKey, topo.RegionKey}, KubernetesMinor: o.k8sMinor,
-		CephConfigWarnings: o.cephWarnings, CephCSINamespace: o.cephCSINamespace, VSphereMappings: o.mappings, Drivers: o.drivers, SourceChanged: o.sourceChanged, Online: o.online}
+		CephConfigWarnings: o.cephWarnings, CephCSINamespace: o.cephCSINamespace, VSphereMappings: o.mappings, Drivers: o.drivers, SourceChanged: o.sourceChanged, Online: o.online, Namespace: o.scope()}
 	if o.vcenter != nil {
 		opts.VCenter = o.vcenter
 	}

@@ -28,7 +28,7 @@ type planVerdict struct {
 // else) with the review's translator and -source-changed, and keeps each
 // blocked object's planVerdict.
 func reviewVerdicts(c *common, tr *translate.Translator, changed rewrite.ChangedSources, stdin io.Reader) (planVerdicts, error) {
-	pl := plan.New(tr, klog0(), plan.Options{Drivers: c.drivers, SourceChanged: changed})
+	pl := plan.New(tr, klog0(), plan.Options{Drivers: c.drivers, SourceChanged: changed, Namespace: c.scope()})
 	passes := []plan.Phase{plan.PhaseOthers, plan.PhasePVs}
 	if c.live {
 		passes = passes[:1]

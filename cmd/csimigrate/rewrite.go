@@ -160,7 +160,7 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Rea
 		return exitInput
 	}
 	defer c.cleanup()
-	rv := &review{tr: tr, dir: o.writer.Direction, script: c.output == "script", stderr: stderr, sourceChanged: o.writer.SourceChanged,
+	rv := &review{tr: tr, dir: o.writer.Direction, script: c.output == "script", stderr: stderr, sourceChanged: o.writer.SourceChanged, scope: c.scope(),
 		in: &rewriteInputs{classes: map[string]*storagev1.StorageClass{}}, w: bufio.NewWriterSize(stdout, 1<<16)}
 	if err := rv.readInputs(c, stdin); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
@@ -266,6 +266,8 @@ type review struct {
 	planVerdicts planVerdicts
 	// refused counts the objects refused, by code.
 	refused map[string]int
+	// scope is -n's namespace ("" for every one).
+	scope string
 	// What was written (and refused), whether an object failed, and the
 	// first write error.
 	pvs, classes, refusedObjects int
@@ -292,7 +294,7 @@ func (rv *review) pv(obj any) {
 	if !ok || rv.werr != nil {
 		return
 	}
-	if !rv.dir.ReplacesPV(rv.tr, pv) {
+	if !rv.dir.ReplacesPV(rv.tr, pv) || !inNamespace(pv, rv.scope) {
 		return
 	}
 	if v, ok := rv.planVerdicts.pvs[pv.Name]; ok {
@@ -402,7 +404,8 @@ func codeStrings(r *rewrite.Refusal) []string {
 
 // class writes the steps for one StorageClass the direction replaces.
 func (rv *review) class(sc *storagev1.StorageClass) {
-	if rv.werr != nil || !rv.dir.ReplacesClass(rv.tr, sc) {
+	if rv.werr != nil || !rv.dir.ReplacesClass(rv.tr, sc) || rv.scope != "" {
+		// (A class serves every namespace: not in -n's scope.)
 		return
 	}
 	if v, ok := rv.planVerdicts.classes[sc.Name]; ok {
@@ -630,3 +633,9 @@ func pvNamesQuoted(s []string) []string {
 
 // translatableClass is rewrite.TranslatableClass.
 var translatableClass = rewrite.TranslatableClass
+
+// inNamespace reports whether pv is in -n's scope ns: bound to a claim of
+// that namespace ("": every PV).
+func inNamespace(pv *v1.PersistentVolume, ns string) bool {
+	return ns == "" || pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == ns
+}

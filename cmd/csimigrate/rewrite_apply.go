@@ -290,12 +290,12 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 			return nil, nil, exitInput
 		}
 		for _, pv := range inv.PVs {
-			if a.w.IsSource(pv) {
+			if a.w.IsSource(pv) && (len(names) > 0 || inNamespace(pv, c.scope())) {
 				pvs = append(pvs, apply.Target{Name: pv.Name, UID: pv.UID})
 			}
 		}
 		for _, sc := range inv.StorageClasses {
-			if a.w.IsSourceClass(sc) {
+			if a.w.IsSourceClass(sc) && (len(names) > 0 || c.scope() == "") {
 				scs = append(scs, apply.Target{Name: sc.Name, UID: sc.UID})
 			}
 		}
@@ -305,11 +305,17 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 		if pvs, err = a.w.LiveTargets(ctx); err == nil {
 			scs, err = a.w.LiveClassTargets(ctx)
 		}
+		if err == nil && len(names) == 0 && c.scope() != "" {
+			// -n: the PVs of the namespace's claims, and no class.
+			where = "namespace " + c.scope()
+			scs = nil
+			pvs, err = a.inNamespace(ctx, pvs, c.scope())
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return nil, nil, exitBlocked
 		}
-		a.say("%d %s PersistentVolumes and %d %s StorageClasses (or interrupted runs) in the cluster\n", len(pvs), dir.Scope(), len(scs), dir.Scope())
+		a.say("%d %s PersistentVolumes and %d %s StorageClasses (or interrupted runs) in the %s\n", len(pvs), dir.Scope(), len(scs), dir.Scope(), where)
 	}
 	if len(names) == 0 {
 		return pvs, scs, exitOK
@@ -339,6 +345,27 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 	}
 	a.say("%d PersistentVolumes and %d StorageClasses of them named\n", len(namedPVs), len(namedSCs))
 	return namedPVs, namedSCs, exitOK
+}
+
+// inNamespace are the targets whose live PV is bound to a claim of
+// namespace ns (those whose PV is gone, an interrupted run's, by the claim
+// their saved state names).
+func (a *applier) inNamespace(ctx context.Context, targets []apply.Target, ns string) ([]apply.Target, error) {
+	var out []apply.Target
+	for _, t := range targets {
+		pv, err := a.client.CoreV1().PersistentVolumes().Get(ctx, t.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			if claim, ok := a.w.SavedClaim(ctx, t.Name); ok && claim.Namespace == ns {
+				out = append(out, t)
+			}
+		case err != nil:
+			return nil, fmt.Errorf("reading pv/%s: %w", t.Name, err)
+		case inNamespace(pv, ns):
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
 
 // alreadyDone reports whether the live object ref names is what the run's

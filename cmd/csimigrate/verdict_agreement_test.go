@@ -283,3 +283,50 @@ func TestPlanNamesInterruptedRun(t *testing.T) {
 		t.Errorf("after the rerun:\n%s", out)
 	}
 }
+
+// -n scopes plan, the review and rewrite -apply to the claims of one
+// namespace, as kubectl's -n does: another namespace's PVs and every
+// StorageClass (which serve all namespaces) are left as they are.
+func TestNamespaceScopes(t *testing.T) {
+	c, kc := startServer(t)
+	a := testenv.Seed(t, c, "nsa")
+	b := testenv.Seed(t, c, "nsb")
+	before := snapshotObjects(t, c)
+
+	out, stderr, code := runCmd(t, "", "plan", "-live", "-kubeconfig", kc, "-n", "nsa", "-o", "json")
+	var p plan.Plan
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatalf("plan -n: exit %d, %v: %s", code, err, stderr)
+	}
+	var planned []string
+	for _, v := range p.Volumes {
+		planned = append(planned, v.Name)
+	}
+	if slices.Sort(planned); !slices.Equal(planned, a) || len(p.StorageClasses) != 0 {
+		t.Errorf("plan -n nsa: volumes %v, classes %+v; want %v and no class", planned, p.StorageClasses, a)
+	}
+	dump, _, _ := runCmd(t, "", "dump", "-kubeconfig", kc)
+	review, stderr, _ := runCmd(t, dump, "rewrite", "-f", "-", "-n", "nsa")
+	for _, n := range b {
+		if strings.Contains(review, "rewrite_pv "+n+" ") {
+			t.Errorf("review -n nsa has the steps of %s:\n%s", n, review)
+		}
+	}
+	if strings.Contains(review, "rewrite_sc ") || !strings.Contains(review, "rewrite_pv nsa-vsphere ") {
+		t.Errorf("review -n nsa: %s\n%s", stderr, review)
+	}
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "-n", "nsa"); code != exitOK {
+		t.Fatalf("rewrite -apply -n nsa: exit %d\n%s\n%s", code, out, stderr)
+	}
+	after := snapshotObjects(t, c)
+	for obj, was := range before {
+		_, name, _ := strings.Cut(obj, "/")
+		changed := after[obj] != was
+		if want := slices.Contains(a, name); changed != want {
+			t.Errorf("%s: changed %v, want %v", obj, changed, want)
+		}
+	}
+	if _, _, code := runCmd(t, "", "plan", "-live", "-kubeconfig", kc, "-n", "nsa", "-A"); code != exitUsage {
+		t.Errorf("-n with -A: exit %d, want %d", code, exitUsage)
+	}
+}
