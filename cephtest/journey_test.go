@@ -164,7 +164,13 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 	j.createSecrets(p.Secrets)
 	inlinePV := j.moveInline("inline-app")
 	j.deletePod("fs-app")
-	if review := j.csimigrate(0, "rewrite", "-f", j.file, "-source-changed", "storageclass/"+jClass); !strings.Contains(review, jCephFS) {
+	// The review of the cluster as it is now, with the options the run
+	// takes: what it prints is what the run does.
+	dump = j.csimigrate(0, "dump", "-kubeconfig", j.kc)
+	if err := os.WriteFile(j.file, []byte(dump), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if review := j.csimigrate(0, "rewrite", "-f", j.file, "-online", "-source-changed", "storageclass/"+jClass); !strings.Contains(review, "rewrite_pv "+jCephFS+" ") {
 		t.Errorf("the review has no step of %s:\n%s", jCephFS, review)
 	}
 	out := j.csimigrate(0, "rewrite", "-apply", "-online", "-adopt", "-ceph-conf", c.Conf, "-kubeconfig", j.kc, "-source-changed", "storageclass/"+jClass,

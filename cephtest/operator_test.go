@@ -25,6 +25,7 @@ import (
 	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/secrets"
 )
 
@@ -109,7 +110,7 @@ func TestCephCSIOperatorRendersPlanEntry(t *testing.T) {
 			objects = cfg.Objects
 		}
 	}
-	if len(objects) != 2 || !strings.Contains(rbdFindings(before), "CephClusterEntryMissing") {
+	if len(objects) != 2 || !strings.Contains(rbdFindings(before), string(rewrite.CodeCephEntryMissing)) {
 		t.Fatalf("plan before the entry: objects %v, RBD findings %s", objects, rbdFindings(before))
 	}
 	// Created as the plan prints them (kubectl create -f).
@@ -128,7 +129,7 @@ func TestCephCSIOperatorRendersPlanEntry(t *testing.T) {
 		t.Fatalf("Rook's entry lost: %s", cfg)
 	}
 	after := plan()
-	if f := rbdFindings(after); strings.Contains(f, "CephClusterEntryMissing") || strings.Contains(f, "CephCSIConfigNotFound") {
+	if f := rbdFindings(after); strings.Contains(f, string(rewrite.CodeCephEntryMissing)) || strings.Contains(f, "CephCSIConfigNotFound") {
 		t.Fatalf("the rendered entry is not found served: %s", f)
 	}
 	// Ceph CSI reads the config.json the operator rendered, and serves the

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 
+	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
@@ -25,10 +26,11 @@ type planVerdict struct {
 }
 
 // reviewVerdicts plans the input as plan does (the PVs after everything
-// else) with the review's translator and -source-changed, and keeps each
+// else) with the review's translator and the writer's options it shares
+// with -apply (-source-changed, -online), and keeps each
 // blocked object's planVerdict.
-func reviewVerdicts(c *common, tr *translate.Translator, changed rewrite.ChangedSources, stdin io.Reader) (planVerdicts, error) {
-	pl := plan.New(tr, klog0(), plan.Options{Drivers: c.drivers, SourceChanged: changed, Namespace: c.scope()})
+func reviewVerdicts(c *common, tr *translate.Translator, w apply.Options, stdin io.Reader) (planVerdicts, error) {
+	pl := plan.New(tr, klog0(), plan.Options{Drivers: c.drivers, SourceChanged: w.SourceChanged, Online: w.Online, Namespace: c.scope()})
 	passes := []plan.Phase{plan.PhaseOthers, plan.PhasePVs}
 	if c.live {
 		passes = passes[:1]

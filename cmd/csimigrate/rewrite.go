@@ -66,6 +66,9 @@ func (o *rewriteOptions) register(fs *flag.FlagSet) {
 	o.common.register(fs, "script", "yaml")
 	fs.BoolVar(&o.doApply, "apply", false, "carry out the rewrite against the cluster of -kubeconfig")
 	registerSourceChanged(fs, &o.writer.SourceChanged)
+	// -online changes the verdict of a PV in use: the review takes it as
+	// -apply does, so that it shows what that run does.
+	fs.BoolVar(&o.writer.Online, "online", false, onlineUsage+" (the review's verdicts as -apply -online gives them)")
 	fs.BoolVar(&o.undo, "undo", false, "replace the CSI PVs and StorageClasses csimigrate's rewrite created by the in-tree ones they replaced (the review, or with -apply the undo itself)")
 	// The flags only -apply takes: what is registered here.
 	o.applyFlags = registered(fs, func() {
@@ -75,7 +78,6 @@ func (o *rewriteOptions) register(fs *flag.FlagSet) {
 		fs.Float64Var(&o.qps, "qps", 100, "with -apply: the client's request rate limit towards the API server, per second")
 		fs.IntVar(&o.burst, "burst", 200, "with -apply: the client's burst above -qps")
 		fs.DurationVar(&o.leaseWait, "lease-wait", 30*time.Second, "with -apply: how long to wait while another csimigrate writer holds the Lease "+apply.LeaseName+" in -state-namespace")
-		fs.BoolVar(&o.writer.Online, "online", false, "with -apply: "+onlineUsage)
 		fs.BoolVar(&o.adoptCSI, "adopt-csi", false, "with -apply -adopt: adopt the CSI PVs of rbd.csi.ceph.com that carry a migration handle (an earlier rewrite's, or Kubernetes' own migration's), and the static CSI PVs of cephfs.csi.ceph.com (with -cephfs-secret), instead of rewriting in-tree PVs; with -undo, give such adopted PVs their migration handle or static form back")
 	})
 	o.adoptFlags.register(fs, "with -apply: ", "; with -undo, undo such PVs too (their entries removed)")
@@ -171,7 +173,7 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Rea
 		// give it on the same cluster: a refused object's steps are not
 		// in the review.
 		var err error
-		if rv.planVerdicts, err = reviewVerdicts(c, tr, o.writer.SourceChanged, stdin); err != nil {
+		if rv.planVerdicts, err = reviewVerdicts(c, tr, o.writer, stdin); err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return exitInput
 		}
