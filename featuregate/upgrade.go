@@ -12,7 +12,9 @@ import (
 func UpgradeSteps(minor int, p PluginGates) []string {
 	name := p.InTreeName
 	var out []string
-	fg, err := ForVersion(minor)
+	// A release newer than the table has the newest known release's
+	// gates: for these plugins nothing changed after their removal.
+	fg, err := ForVersion(min(minor, MaxMinor))
 	if err == nil && p.Project {
 		err = AddProjectGates(fg)
 	}

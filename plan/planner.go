@@ -175,7 +175,8 @@ type Options struct {
 	CephFSID func(monitors []string) (string, error)
 	// KubernetesMinor is the cluster's Kubernetes minor version, for the
 	// feature-gate steps of the plugins its objects use
-	// (featuregate.MinMinor to featuregate.MaxMinor; 0: none).
+	// (featuregate.MinMinor or later, a release after featuregate.MaxMinor
+	// with that one's rules; 0: none).
 	KubernetesMinor int
 	// CephConfigWarnings are what the Ceph CSI cluster config given to the
 	// translator accepts but Ceph CSI would not serve
@@ -451,6 +452,9 @@ func (p *Planner) addNotices(plan *Plan) {
 	}
 	if m := p.opts.KubernetesMinor; m != 0 {
 		var steps []string
+		if m > featuregate.MaxMinor && len(p.plugins) > 0 {
+			steps = append(steps, fmt.Sprintf("1.%d is newer than the releases csimigrate knows (to 1.%d): their rules apply; for these plugins nothing changes after 1.31, which removed the in-tree Ceph plugins (vSphere's in 1.30)", m, featuregate.MaxMinor))
+		}
 		for _, pl := range featuregate.Plugins {
 			if !p.plugins[pl.InTreeName] {
 				continue

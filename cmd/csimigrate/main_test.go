@@ -60,6 +60,8 @@ func TestGolden(t *testing.T) {
 		{"plan-wide.txt", []string{"plan", "-o", "wide"}, exitBlocked},
 		{"plan.json", []string{"plan", "-o", "json"}, exitBlocked},
 		{"plan-1.24.txt", []string{"plan", "-kubernetes-version", "1.24"}, exitBlocked},
+		// Newer than the gate table: accepted, with its newest rules.
+		{"plan-1.38.txt", []string{"plan", "-kubernetes-version", "1.38"}, exitBlocked},
 		{"translate.yaml", []string{"translate"}, exitBlocked},
 		{"rewrite.sh", []string{"rewrite"}, exitBlocked},
 		{"rewrite-dump.yaml", []string{"rewrite", "-o", "yaml", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml"}, exitOK},

@@ -58,10 +58,10 @@ func (o *planOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.cephCSINamespace, "ceph-csi-namespace", "", "the namespace of the Ceph CSI drivers' config map, where the input has such maps in\n"+
 		"several namespaces and not the drivers' pods that tell which one each reads")
 	o.k8sMinor = 30
-	fs.Func("kubernetes-version", fmt.Sprintf("the cluster's current Kubernetes minor version, 1.%d to 1.%d, for the feature-gate steps (default 1.30)", featuregate.MinMinor, featuregate.MaxMinor), func(v string) error {
+	fs.Func("kubernetes-version", fmt.Sprintf("the cluster's current Kubernetes minor version, 1.%d or later (a release after 1.%d has 1.%d's rules), for the feature-gate steps (default 1.30)", featuregate.MinMinor, featuregate.MaxMinor, featuregate.MaxMinor), func(v string) error {
 		minor, err := featuregate.ParseMinor(v)
-		if err == nil && (minor < featuregate.MinMinor || minor > featuregate.MaxMinor) {
-			err = fmt.Errorf("kubernetes 1.%d: want 1.%d to 1.%d", minor, featuregate.MinMinor, featuregate.MaxMinor)
+		if err == nil && minor < featuregate.MinMinor {
+			err = fmt.Errorf("kubernetes 1.%d: want 1.%d or later", minor, featuregate.MinMinor)
 		}
 		o.k8sMinor = minor
 		return err
