@@ -84,7 +84,7 @@ func TestPlanDrivers(t *testing.T) {
 		{"chosen, not installed", []string{plugin.RBDDriverName}, map[string]string{plugin.RBDInTreePluginName: rookRBD},
 			verdict{Driver: rookRBD, ClassTo: rookRBD, Codes: []string{plan.FindingCSIDriverMissing}, Gates: "routes only to"}},
 		{"no CSIDrivers", nil, nil,
-			verdict{Driver: plugin.RBDDriverName, ClassTo: plugin.RBDDriverName, Hazards: []string{plan.FindingCSIDriversNotChecked}, Gates: "CSIMigrationRBD"}},
+			verdict{Driver: plugin.RBDDriverName, ClassTo: plugin.RBDDriverName, Codes: []string{plan.FindingCSIDriversNotChecked}, Hazards: []string{plan.FindingCSIDriversNotChecked}, Gates: "CSIMigrationRBD"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, driversLast := range []bool{false, true} {

@@ -165,7 +165,8 @@ func (p *Planner) secretNotChecked(need secretNeed, what string, add func(Secret
 	why := "Secret " + ref + " not checked: the input has no Secrets"
 	switch {
 	case need.pv != "":
-		return volumeNote{pv: need.pv, block: p.intern(why)}, true
+		return volumeNote{pv: need.pv, block: p.intern(why), findings: []plugin.Finding{{Code: FindingSecretsNotChecked, Severity: plugin.SeverityBlocker, Object: "Secret " + ref,
+			Message: p.intern(why), Remedy: "give the Secrets too", Action: plugin.ActionGiveInput, ActsOn: "Secrets"}}}, true
 	case need.class != "":
 		p.classBlocked(need.class, FindingSecretsNotChecked, "its admin "+strings.ToLower(why[:1])+why[1:])
 	}

@@ -93,6 +93,7 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 	}
 	if f := driverNotChecked; f != nil && vp.Migratable {
 		vp.Migratable, vp.Reason = false, f.Message
+		vp.Findings = append(vp.Findings, *f)
 	}
 	if !vp.Migratable {
 		p.plan.Blocked = true

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csimigrate/csimigrate/plan"
+	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
@@ -147,7 +148,7 @@ func TestFieldInputs(t *testing.T) {
 		if code != exitBlocked {
 			t.Fatalf("exit %d", code)
 		}
-		if v := volume(t, p, "released-rbd"); v.Migratable || !slices.Contains(codesOf(p), "released-rbd:"+plan.FindingRewriteRefuses) {
+		if v := volume(t, p, "released-rbd"); v.Migratable || !slices.Contains(codesOf(p), "released-rbd:"+string(rewrite.CodeClaimGone)) {
 			t.Errorf("released: %+v", v)
 		}
 		if v := volume(t, p, "rbd-nons"); !v.Migratable || len(v.Findings) > 0 {

@@ -34,6 +34,11 @@ func reviewVerdicts(c *common, tr *translate.Translator, w apply.Options, stdin 
 	passes := []plan.Phase{plan.PhaseOthers, plan.PhasePVs}
 	if c.live {
 		passes = passes[:1]
+		// The Secrets too, as plan -live reads them: the verdict of a
+		// volume depends on them.
+		cc := *c
+		cc.readSecrets = true
+		c = &cc
 	}
 	for _, phase := range passes {
 		if !c.live {
