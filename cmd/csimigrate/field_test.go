@@ -17,10 +17,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csimigrate/csimigrate/plan"
-	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
+	"github.com/csimigrate/csimigrate/rewrite"
 )
 
 // planOf runs plan -o json with args and decodes the plan. Input from
