@@ -150,3 +150,13 @@ func (a *Writer) classSecretRefusal(ctx context.Context, cur, r *storagev1.Stora
 
 // classAdminSecret is rewrite.ClassAdminSecret.
 var classAdminSecret = rewrite.ClassAdminSecret
+
+// ReviewClass runs every check the Writer makes on a live StorageClass of
+// its direction before the first write, and returns the class that would
+// replace it; it writes nothing.
+func (a *Writer) ReviewClass(ctx context.Context, cur *storagev1.StorageClass) (*storagev1.StorageClass, error) {
+	if cur == nil || !a.IsSourceClass(cur) {
+		return nil, fmt.Errorf("not %s StorageClass", a.dir.AScope())
+	}
+	return a.classChecks(ctx, cur)
+}

@@ -204,6 +204,17 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Rea
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return exitUsage
 		}
+	} else if c.live && o.writer.Direction.IsUndo() {
+		// The undo's verdicts are the writer's own on the live cluster:
+		// its release (no undo to a removed plugin), claims and pods.
+		client, err := clientFor(c.kubeconfig, c.context, 50, 100)
+		if err == nil {
+			rv.writer, err = apply.New(client, rv.tr, c.logger(stderr), textEvents{stderr}, apply.Options{Direction: o.writer.Direction, Online: o.writer.Online, SourceChanged: o.writer.SourceChanged})
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+			return exitUsage
+		}
 	}
 	if rv.script {
 		// A failed write is reported with the rest of the output's.
@@ -423,12 +434,21 @@ func (rv *review) class(sc *storagev1.StorageClass) {
 	}
 	var r *storagev1.StorageClass
 	var err error
-	if rv.dir.IsUndo() {
+	switch {
+	case rv.writer != nil:
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		r, err = rv.writer.ReviewClass(ctx, sc)
+		cancel()
+	case rv.dir.IsUndo():
 		r, err = rewrite.ClassUndoReplacement(sc)
-	} else {
+	default:
 		r, err = rewrite.ClassReplacement(rv.tr, klog0(), sc)
 	}
 	if err != nil {
+		if r := (*rewrite.Refusal)(nil); errors.As(err, &r) {
+			rv.refuse(rewrite.ClassRef(sc.Name), planVerdict{codes: codeStrings(r), text: refusalText(r)})
+			return
+		}
 		fmt.Fprintf(rv.stderr, "StorageClass %s: %v\n", sc.Name, err)
 		rv.failed = true
 		return
