@@ -31,6 +31,11 @@ type Plan struct {
 	// it serves, and the missing ones in the form that lasts there (none
 	// without Ceph volumes or classes).
 	CephCSIConfig []CephCSIConfigPlan `json:"cephCSIConfig,omitempty"`
+	// KubernetesMinor is the release the plan is for (0: none given), and
+	// ServerVersion the API server's version as read from the cluster (""
+	// when the input is files).
+	KubernetesMinor int    `json:"kubernetesMinor,omitempty"`
+	ServerVersion   string `json:"serverVersion,omitempty"`
 	// VCenter is what the plan read from vCenter (with Options.VCenter and
 	// vSphere volumes or classes in the input).
 	VCenter *VCenterReport `json:"vcenter,omitempty"`
@@ -169,4 +174,7 @@ const (
 	// rule); a warning once the source is said to have changed, or for a
 	// tool that only creates the object when it is missing.
 	FindingKeptByReconciler = string(rewrite.CodeKeptByReconciler)
+	// FindingVersionMismatch: the plan is for another release than the
+	// API server runs.
+	FindingVersionMismatch = "KubernetesVersionMismatch"
 )

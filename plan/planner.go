@@ -212,6 +212,10 @@ type Options struct {
 	// migrates its plugin on the nodes (onlineMayApply), and a blocker
 	// everywhere else, as the writer refuses it there.
 	Online bool
+	// ServerVersion is the API server's version as read from the cluster
+	// ("v1.37.2"; "" when not read). With KubernetesMinor of another
+	// release (an administrator's choice), the plan names the difference.
+	ServerVersion string
 	// Namespace, when set, scopes the plan to the claims of that namespace
 	// (kubectl's -n): only PVs bound to its claims are planned, with the
 	// inline volumes and claim templates of its workloads; StorageClasses,
@@ -449,6 +453,14 @@ func (p *Planner) addNotices(plan *Plan) {
 	for _, w := range p.opts.CephConfigWarnings {
 		plan.Hazards = append(plan.Hazards, plugin.Finding{Code: FindingCephConfigEntry, Severity: plugin.SeverityWarning, Field: "Ceph CSI config.json",
 			Message: w, Remedy: "fix or remove the entry in Ceph CSI's config map; volumes of other clusterIDs are not affected"})
+	}
+	plan.KubernetesMinor, plan.ServerVersion = p.opts.KubernetesMinor, p.opts.ServerVersion
+	if v := p.opts.ServerVersion; v != "" && p.opts.KubernetesMinor != 0 {
+		if m, err := featuregate.ParseMinor(v); err == nil && m != p.opts.KubernetesMinor {
+			plan.Hazards = append(plan.Hazards, plugin.Finding{Code: FindingVersionMismatch, Severity: plugin.SeverityWarning, Field: "Kubernetes version",
+				Message: fmt.Sprintf("the API server runs Kubernetes %s, but the plan is for 1.%d, as it was asked: its steps and blockers are those of 1.%d", v, p.opts.KubernetesMinor, p.opts.KubernetesMinor),
+				Remedy:  "plan for the release the cluster runs, unless you plan an upgrade to the one asked"})
+		}
 	}
 	if m := p.opts.KubernetesMinor; m != 0 {
 		var steps []string

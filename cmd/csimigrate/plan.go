@@ -26,8 +26,12 @@ import (
 // planOptions are plan's flags.
 type planOptions struct {
 	common
-	// k8sMinor is -kubernetes-version's minor version.
+	// k8sMinor is -kubernetes-version's minor version (k8sMinorSet: it was
+	// given), else the live API server's; serverVersion is the API
+	// server's as read (-live).
 	k8sMinor         int
+	k8sMinorSet      bool
+	serverVersion    string
 	cephCSINamespace string
 	// readCeph reads RBD images and CephFS subvolumes with Ceph's tools
 	// for the plan's forms.
@@ -63,7 +67,7 @@ func (o *planOptions) register(fs *flag.FlagSet) {
 		if err == nil && minor < featuregate.MinMinor {
 			err = fmt.Errorf("kubernetes 1.%d: want 1.%d or later", minor, featuregate.MinMinor)
 		}
-		o.k8sMinor = minor
+		o.k8sMinor, o.k8sMinorSet = minor, true
 		return err
 	})
 	registerSourceChanged(fs, &o.sourceChanged)
@@ -98,7 +102,7 @@ func (o *planOptions) validate() error {
 // planner is the plan's planner for the options.
 func (o *planOptions) planner(stderr io.Writer) *plan.Planner {
 	topo, _ := o.vsphereTopology()
-	opts := plan.Options{VSphereKeys: []string{topo.ZoneKey, topo.RegionKey}, KubernetesMinor: o.k8sMinor,
+	opts := plan.Options{VSphereKeys: []string{topo.ZoneKey, topo.RegionKey}, KubernetesMinor: o.k8sMinor, ServerVersion: o.serverVersion,
 		CephConfigWarnings: o.cephWarnings, CephCSINamespace: o.cephCSINamespace, VSphereMappings: o.mappings, Drivers: o.drivers, SourceChanged: o.sourceChanged, Online: o.online, Namespace: o.scope()}
 	if o.vcenter != nil {
 		opts.VCenter = o.vcenter
@@ -140,6 +144,14 @@ func (o *planOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitInput
 		}
 		defer o.vcenter.Close()
+	}
+	if o.live {
+		// The cluster's own release, as kubectl version reads it, unless
+		// -kubernetes-version names another (the plan then says so).
+		if err := o.readServerVersion(); err != nil {
+			fmt.Fprintf(stderr, "csimigrate plan: %v\n", err)
+			return exitInput
+		}
 	}
 	pl := o.planner(stderr)
 	// From files, the PVs in a second pass, once claims, classes and
@@ -334,6 +346,11 @@ func wrap(s string, width int, indent string) string {
 // table, or with wide in it.
 func writePlanTable(out io.Writer, p *plan.Plan, wide bool) error {
 	w := &stickyWriter{w: out}
+	if p.ServerVersion != "" {
+		// The release read from the cluster, first: every step below is
+		// that release's (or the one asked, which a hazard then names).
+		fmt.Fprintf(w, "KUBERNETES: the API server runs %s; the plan is for 1.%d\n\n", p.ServerVersion, p.KubernetesMinor)
+	}
 	vols := table{title: "PERSISTENT VOLUMES", columns: []string{"NAME", "PLUGIN", "DRIVER", "MIGRATABLE", "CLAIM", "IN USE BY"}}
 	forms := table{title: "\nVOLUMES AFTER MIGRATION (native: the CSI driver's own volume, rewrite -apply -adopt; migration-handle, static: what the driver serves for them)",
 		columns: []string{"NAME", "FORM", "FEATURES"}}
@@ -560,4 +577,26 @@ func writeKept(w io.Writer, p *plan.Plan) error {
 // StorageClass, inline volume or claim template of a plugin it migrates.
 func nothingToMigrate(p *plan.Plan) bool {
 	return len(p.Volumes) == 0 && len(p.StorageClasses) == 0 && len(p.InlineVolumes) == 0 && len(p.ClaimTemplates) == 0
+}
+
+// readServerVersion reads the live API server's version; without
+// -kubernetes-version, the plan is for its release.
+func (o *planOptions) readServerVersion() error {
+	client, err := clientFor(o.kubeconfig, o.context, 50, 100)
+	if err != nil {
+		return err
+	}
+	v, err := client.Discovery().ServerVersion()
+	if err != nil {
+		return fmt.Errorf("reading the API server's version: %w", err)
+	}
+	minor, err := featuregate.ParseMinor(v.GitVersion)
+	if err != nil {
+		return fmt.Errorf("the API server's version %q: %w", v.GitVersion, err)
+	}
+	o.serverVersion = v.GitVersion
+	if !o.k8sMinorSet {
+		o.k8sMinor = minor
+	}
+	return nil
 }

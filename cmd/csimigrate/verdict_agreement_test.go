@@ -330,3 +330,37 @@ func TestNamespaceScopes(t *testing.T) {
 		t.Errorf("-n with -A: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// plan -live plans for the release the API server runs, as kubectl reads
+// it: on 1.37 it says so first, names no gate that 1.37 lacks, and blocks a
+// volume in use (no kubelet of 1.37 mounts it in-tree, none migrates it);
+// -kubernetes-version asks for another release, and the plan names the
+// difference.
+func TestPlanReadsTheRelease(t *testing.T) {
+	c, kc := startServer(t)
+	ctx := context.Background()
+	testenv.CreateBoundPV(t, c, "rel", "rel-a", nil)
+	if _, err := c.CoreV1().Pods("rel").Create(ctx, testenv.PodOn("rel", "app-0", "", "rel-a"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runCmd(t, "", "plan", "-live", "-kubeconfig", kc)
+	first, _, _ := strings.Cut(out, "\n")
+	if code != exitBlocked || first != "KUBERNETES: the API server runs "+v.GitVersion+"; the plan is for 1.37" {
+		t.Fatalf("plan -live: exit %d, first line %q: %s\n%s", code, first, stderr, out)
+	}
+	if strings.Contains(out, "CSIMigrationRBD=true") || !strings.Contains(out, "Kubernetes 1.37 has no in-tree kubernetes.io/rbd plugin") {
+		t.Errorf("plan -live on 1.37:\n%s", out)
+	}
+	out, _, _ = runCmd(t, "", "plan", "-live", "-kubeconfig", kc, "-kubernetes-version", "1.30", "-o", "json")
+	var p plan.Plan
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.KubernetesMinor != 30 || p.ServerVersion != v.GitVersion || !slices.ContainsFunc(p.Hazards, func(f plugin.Finding) bool { return f.Code == plan.FindingVersionMismatch }) {
+		t.Errorf("plan -kubernetes-version 1.30 on %s: minor %d, server %q, hazards %+v", v.GitVersion, p.KubernetesMinor, p.ServerVersion, p.Hazards)
+	}
+}
