@@ -15,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csimigrate/csimigrate/apply"
@@ -362,5 +363,92 @@ func TestPlanReadsTheRelease(t *testing.T) {
 	}
 	if p.KubernetesMinor != 30 || p.ServerVersion != v.GitVersion || !slices.ContainsFunc(p.Hazards, func(f plugin.Finding) bool { return f.Code == plan.FindingVersionMismatch }) {
 		t.Errorf("plan -kubernetes-version 1.30 on %s: minor %d, server %q, hazards %+v", v.GitVersion, p.KubernetesMinor, p.ServerVersion, p.Hazards)
+	}
+}
+
+// For each code the plan gives a PV for what the PV, its claim, its pods
+// and its keepers say, the review, the dry run and the real run refuse it
+// with the same codes, and leave it as it was.
+func TestVerdictsAgreeEveryCode(t *testing.T) {
+	c, kc := startServer(t)
+	ctx := context.Background()
+	const ns = "codes"
+	mk := func(name string, edit func(*v1.PersistentVolume)) { testenv.CreateBoundPV(t, c, ns, name, edit) }
+	mk("ok", nil)
+	mk("fin", func(pv *v1.PersistentVolume) { pv.Finalizers = append(pv.Finalizers, "example.com/hold") })
+	mk("prebound", func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef.UID = "" })
+	mk("gone", nil) // its claim deleted, held by pvc-protection: being deleted
+	if err := c.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, "gone", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Claims truly gone (their pvc-protection finalizer removed), one of
+	// them created again (another uid).
+	for _, n := range []string{"released", "replaced"} {
+		mk(n, nil)
+		claims := c.CoreV1().PersistentVolumeClaims(ns)
+		if err := claims.Delete(ctx, n, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := claims.Patch(ctx, n, types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, testenv.ClaimFor(ns, "replaced", "replaced"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A vSphere volume, whose driver is not installed.
+	mk("nodriver", func(pv *v1.PersistentVolume) {
+		pv.Spec.PersistentVolumeSource = v1.PersistentVolumeSource{VsphereVolume: &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[ds] kubevols/nodriver.vmdk"}}
+	})
+	if err := c.StorageV1().CSIDrivers().Delete(ctx, plugin.VSphereDriverName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mk("inuse", nil)
+	if _, err := c.CoreV1().Pods(ns).Create(ctx, testenv.PodOn(ns, "app-0", "", "inuse"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mk("kept", func(pv *v1.PersistentVolume) {
+		pv.Annotations = map[string]string{"argocd.argoproj.io/tracking-id": "storage:/PersistentVolume:/kept"}
+	})
+	mk("deleting", nil)
+	if err := c.CoreV1().PersistentVolumes().Delete(ctx, "deleting", metav1.DeleteOptions{}); err != nil { // held by pv-protection
+		t.Fatal(err)
+	}
+	before := snapshotObjects(t, c)
+	want := planVerdictsOf(t, kc)
+	for obj, code := range map[string]string{"pv/fin": "UnknownFinalizer", "pv/prebound": "PreBound", "pv/gone": "ClaimBeingDeleted", "pv/inuse": "InUse",
+		"pv/kept": "KeptByReconciler", "pv/deleting": "BeingDeleted", "pv/released": "ClaimGone", "pv/replaced": "ClaimReplaced", "pv/nodriver": "CSIDriverMissing"} {
+		if !slices.Contains(strings.Split(want[obj], ", "), code) {
+			t.Errorf("plan -live: %s has %q, want %s among them", obj, want[obj], code)
+		}
+	}
+	if _, ok := want["pv/ok"]; ok {
+		t.Errorf("plan -live blocks pv/ok: %q", want["pv/ok"])
+	}
+	dump, stderr, code := runCmd(t, "", "dump", "-kubeconfig", kc)
+	if code != exitOK {
+		t.Fatalf("dump: exit %d: %s", code, stderr)
+	}
+	review, _, _ := runCmd(t, dump, "rewrite", "-f", "-")
+	if diff := cmpVerdicts(want, refusedIn(review)); diff != "" {
+		t.Errorf("review: %s", diff)
+	}
+	for _, args := range [][]string{{"-dry-run"}, nil} {
+		out, stderr, code := runCmd(t, "", append([]string{"rewrite", "-apply", "-kubeconfig", kc}, args...)...)
+		if code != exitBlocked {
+			t.Fatalf("rewrite -apply %v: exit %d\n%s\n%s", args, code, out, stderr)
+		}
+		if diff := cmpVerdicts(want, refusedIn(out)); diff != "" {
+			t.Errorf("rewrite -apply %v: %s\n%s", args, diff, out)
+		}
+	}
+	after := snapshotObjects(t, c)
+	for obj := range want {
+		if after[obj] != before[obj] {
+			t.Errorf("%s changed: %s, was %s", obj, after[obj], before[obj])
+		}
+	}
+	if pv := getPV(t, c, "ok"); pv.Spec.CSI == nil {
+		t.Error("pv/ok, which nothing blocks, was not rewritten")
 	}
 }
