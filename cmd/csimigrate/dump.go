@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -60,7 +61,15 @@ func (o *dumpOptions) run(_ io.Reader, stdout, stderr io.Writer) int {
 	}
 	w := bufio.NewWriterSize(stdout, 1<<16)
 	d := &dumpSink{w: w, counts: map[string]int{}}
-	fmt.Fprint(w, `{"apiVersion":"v1","kind":"List","items":[`)
+	// The API server's version first, before the items: plan -f of the
+	// dump plans for the release the cluster runs, as plan -live does.
+	v, err := client.Discovery().ServerVersion()
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate dump: reading the API server's version: %v\n", err)
+		return exitInput
+	}
+	version, _ := json.Marshal(v.GitVersion)
+	fmt.Fprintf(w, `{"apiVersion":"v1","kind":"List",%q:%s,"items":[`, dumpVersionKey, version)
 	for _, src := range liveListers(client, true, true) {
 		opts := metav1.ListOptions{Limit: 500}
 		for {
@@ -256,4 +265,48 @@ func dropEnvValues(v any) {
 			dropEnvValues(c)
 		}
 	}
+}
+
+// dumpVersionKey is the member of a dump's List, before its items, that
+// records the API server's version ("v1.37.2").
+const dumpVersionKey = "csimigrate.io/serverVersion"
+
+// dumpServerVersion is the API server's version a dump among files
+// records ("" when none does): read from each file's head, up to its
+// items, so that a large dump is not read for it.
+func dumpServerVersion(files []string) string {
+	for _, path := range files {
+		if v := fileServerVersion(path); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func fileServerVersion(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	dec := json.NewDecoder(bufio.NewReader(f))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		if err != nil || !ok || key == "items" {
+			return ""
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return ""
+		}
+		var s string
+		if key == dumpVersionKey && json.Unmarshal(v, &s) == nil {
+			return s
+		}
+	}
+	return ""
 }

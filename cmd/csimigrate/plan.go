@@ -152,6 +152,14 @@ func (o *planOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "csimigrate plan: %v\n", err)
 			return exitInput
 		}
+	} else if v := dumpServerVersion(o.files); v != "" {
+		// A dump's: the release of the cluster it was read from.
+		if minor, err := featuregate.ParseMinor(v); err == nil {
+			o.serverVersion = v
+			if !o.k8sMinorSet {
+				o.k8sMinor = minor
+			}
+		}
 	}
 	pl := o.planner(stderr)
 	// From files, the PVs in a second pass, once claims, classes and

@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
@@ -30,7 +31,19 @@ type planVerdict struct {
 // with -apply (-source-changed, -online), and keeps each
 // blocked object's planVerdict.
 func reviewVerdicts(c *common, tr *translate.Translator, w apply.Options, stdin io.Reader) (planVerdicts, error) {
-	pl := plan.New(tr, klog0(), plan.Options{Drivers: c.drivers, SourceChanged: w.SourceChanged, Online: w.Online, Namespace: c.scope()})
+	// The release of the cluster, as plan reads it (a dump records it).
+	minor, version := 0, dumpServerVersion(c.files)
+	if c.live {
+		if client, err := clientFor(c.kubeconfig, c.context, 50, 100); err == nil {
+			if v, err := client.Discovery().ServerVersion(); err == nil {
+				version = v.GitVersion
+			}
+		}
+	}
+	if m, err := featuregate.ParseMinor(version); err == nil && version != "" {
+		minor = m
+	}
+	pl := plan.New(tr, klog0(), plan.Options{Drivers: c.drivers, SourceChanged: w.SourceChanged, Online: w.Online, Namespace: c.scope(), KubernetesMinor: minor, ServerVersion: version})
 	passes := []plan.Phase{plan.PhaseOthers, plan.PhasePVs}
 	if c.live {
 		passes = passes[:1]
