@@ -18,14 +18,10 @@ import (
 	"github.com/csimigrate/csimigrate/rewrite"
 )
 
-// runScript prints the rewrite script for the live cluster's in-tree PVs
-// and runs it with kubectl against the test server.
-func runScript(t *testing.T, kc string) (string, error) {
-	return runScriptChecked(t, kc, nil)
-}
-
-// runScriptChecked is runScript; check, when set, sees the script first
-// (and may change the cluster after the review, before the script runs).
+// runScriptChecked prints the rewrite script for the live cluster's
+// in-tree PVs and runs it with kubectl against the test server; check,
+// when set, sees the script first (and may change the cluster after the
+// review, before the script runs).
 func runScriptChecked(t *testing.T, kc string, check func(script string)) (string, error) {
 	t.Helper()
 	// The script is built from the live objects, as the README's admin
