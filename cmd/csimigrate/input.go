@@ -679,14 +679,17 @@ func (c *inputFlags) read(stdin io.Reader, stderr io.Writer, inv Sink) error {
 		}
 		client, err := clientFor(c.kubeconfig, c.context, 50, 100)
 		if err != nil {
-			return err
+			return noCluster(err)
 		}
 		return readLive(context.Background(), client, inv, c.readSecrets, c.readNodes, progress, stderr)
 	}
 	rd := &reader{sink: inv, progress: progress, namespace: c.namespace, stdinFile: c.stdinFile}
 	defer rd.report(stderr)
-	if len(c.files) == 0 {
+	if c.sample {
 		return rd.readStream("<embedded sample>", bytes.NewReader(sample))
+	}
+	if len(c.files) == 0 {
+		return errors.New("no input: give -f FILE, -live or -sample")
 	}
 	return rd.readInputs(c.files, stdin)
 }
@@ -734,4 +737,9 @@ func objectName(j []byte) string {
 		return o.Metadata.Namespace + "/" + o.Metadata.Name
 	}
 	return o.Metadata.Name
+}
+
+// noCluster is why the live cluster cannot be read, with the other inputs.
+func noCluster(err error) error {
+	return fmt.Errorf("reading the cluster of the current kubeconfig context (as kubectl does; -kubeconfig and -context name another): %w; or give -f cluster.json (csimigrate dump writes it), or -sample for the embedded sample", err)
 }

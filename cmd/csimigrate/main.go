@@ -17,8 +17,9 @@
 // Input is what `csimigrate dump` writes (the cluster's objects, Secret
 // values left out), or manifests as `kubectl get pv,pvc,sc,pods -A -o yaml`
 // prints them, from files, directories or "-" (stdin), given with
-// -f, or a live cluster with -live (and -kubeconfig). With neither, the
-// command runs on an embedded sample cluster.
+// -f, or a live cluster: without -f, the cluster of the current kubeconfig
+// context, as kubectl reads it. -sample (and the command with no arguments
+// at all) runs on an embedded sample cluster, and says so.
 //
 // Exit codes: 0 success; 1 something blocks (plan) or an object failed to
 // translate or rewrite; 2 usage error; 3 unreadable input; 4 the output could
@@ -60,15 +61,20 @@ Commands:
   controller run the migration in the cluster (deploy/base, deploy/overlays)
   version    print the version, the commit and the Go version it was built with
 
-Run "csimigrate <command> -h" for a command's flags. With no -f the command
-runs on an embedded sample cluster.
+Run "csimigrate <command> -h" for a command's flags. Without -f a command
+reads the cluster of the current kubeconfig context, as kubectl does;
+-sample (or csimigrate with no arguments) reads an embedded sample cluster.
 `
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd := "plan"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+	if len(args) == 0 {
+		// The README's first command: the plan of the embedded sample,
+		// which says so.
+		args = []string{"-sample"}
+	} else if !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
-	} else if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+	} else if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}

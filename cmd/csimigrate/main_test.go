@@ -57,13 +57,13 @@ func TestGolden(t *testing.T) {
 		code int
 	}{
 		{"plan.txt", nil, exitBlocked},
-		{"plan-wide.txt", []string{"plan", "-o", "wide"}, exitBlocked},
-		{"plan.json", []string{"plan", "-o", "json"}, exitBlocked},
-		{"plan-1.24.txt", []string{"plan", "-kubernetes-version", "1.24"}, exitBlocked},
+		{"plan-wide.txt", []string{"plan", "-sample", "-o", "wide"}, exitBlocked},
+		{"plan.json", []string{"plan", "-sample", "-o", "json"}, exitBlocked},
+		{"plan-1.24.txt", []string{"plan", "-sample", "-kubernetes-version", "1.24"}, exitBlocked},
 		// Newer than the gate table: accepted, with its newest rules.
-		{"plan-1.38.txt", []string{"plan", "-kubernetes-version", "1.38"}, exitBlocked},
-		{"translate.yaml", []string{"translate"}, exitBlocked},
-		{"rewrite.sh", []string{"rewrite"}, exitBlocked},
+		{"plan-1.38.txt", []string{"plan", "-sample", "-kubernetes-version", "1.38"}, exitBlocked},
+		{"translate.yaml", []string{"translate", "-sample"}, exitBlocked},
+		{"rewrite.sh", []string{"rewrite", "-sample"}, exitBlocked},
 		{"rewrite-dump.yaml", []string{"rewrite", "-o", "yaml", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml"}, exitOK},
 		{"plan-dump.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml", "-kubernetes-version", "v1.31.2", "-vsphere-topology-categories", "k8s-zone,k8s-region"}, exitOK},
 		{"plan-csinodes.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml", "-f", "testdata/csinodes.yaml"}, exitBlocked},
@@ -146,9 +146,9 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space
 // 4 and the cause, not with the exit code of bad input.
 func TestOutputErrors(t *testing.T) {
 	for _, args := range [][]string{
-		{"plan"}, {"plan", "-o", "json"}, {"plan", "-o", "yaml"},
-		{"translate"}, {"translate", "-o", "json"},
-		{"rewrite"}, {"rewrite", "-o", "yaml"},
+		{"plan", "-sample"}, {"plan", "-sample", "-o", "json"}, {"plan", "-sample", "-o", "yaml"},
+		{"translate", "-sample"}, {"translate", "-sample", "-o", "json"},
+		{"rewrite", "-sample"}, {"rewrite", "-sample", "-o", "yaml"},
 	} {
 		var stderr strings.Builder
 		code := run(args, strings.NewReader(""), failingWriter{}, &stderr)
@@ -187,7 +187,7 @@ func TestInputForms(t *testing.T) {
 		multi.WriteString("---\n")
 		multi.Write(y)
 	}
-	want, _, _ := runCmd(t, "", "plan", "-o", "json")
+	want, _, _ := runCmd(t, "", "plan", "-sample", "-o", "json")
 	got, stderr, _ := runCmd(t, multi.String(), "plan", "-o", "json", "-f", "-")
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("multi-document stdin differs from the List (%s):\n%s", stderr, diff)
@@ -217,7 +217,7 @@ func TestNoSecretValues(t *testing.T) {
 	if len(values) == 0 {
 		t.Fatal("the sample has no secrets")
 	}
-	for _, args := range [][]string{{"plan"}, {"plan", "-o", "json"}, {"plan", "-o", "yaml"}, {"translate"}, {"rewrite"}, {"plan", "-v"}} {
+	for _, args := range [][]string{{"plan", "-sample"}, {"plan", "-sample", "-o", "json"}, {"plan", "-sample", "-o", "yaml"}, {"translate", "-sample"}, {"rewrite", "-sample"}, {"plan", "-sample", "-v"}} {
 		out, stderr, _ := runCmd(t, "", args...)
 		for _, v := range values {
 			if strings.Contains(out+stderr, v) {
@@ -272,7 +272,7 @@ func TestPlanCephConfigWarnings(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(`[{"clusterID":"fs-only","cephFS":{"subvolumeGroup":"csi"}},{"clusterID":"x","monitors":["10.0.0.1:6789"]},{"clusterID":"x","monitors":["10.0.0.2:6789"]}]`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, code := runCmd(t, "", "plan", "-ceph-config", cfg)
+	out, stderr, code := runCmd(t, "", "plan", "-sample", "-ceph-config", cfg)
 	if code != exitBlocked {
 		t.Fatalf("exit %d (the sample blocks by design), stderr:\n%s", code, stderr)
 	}
@@ -284,7 +284,7 @@ func TestPlanCephConfigWarnings(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(`{"clusterID":"x"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, code := runCmd(t, "", "plan", "-ceph-config", cfg); code != exitUsage || !strings.Contains(stderr, cfg) {
+	if _, stderr, code := runCmd(t, "", "plan", "-sample", "-ceph-config", cfg); code != exitUsage || !strings.Contains(stderr, cfg) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }
@@ -441,13 +441,13 @@ func buildRewrite(inv *Inventory, tr *translate.Translator) (*RewritePlan, []err
 // config map's config.json (kept as kubectl apply takes it) is wider than
 // 140 columns; -o wide puts the texts in the tables, as before.
 func TestPlanTableWidth(t *testing.T) {
-	out, _, _ := runCmd(t, "", "plan")
+	out, _, _ := runCmd(t, "", "plan", "-sample")
 	for _, line := range strings.Split(out, "\n") {
 		if len(line) > 140 && !strings.HasPrefix(line, "  config.json: ") {
 			t.Errorf("a line of %d columns: %s", len(line), line)
 		}
 	}
-	wide, _, _ := runCmd(t, "", "plan", "-o", "wide")
+	wide, _, _ := runCmd(t, "", "plan", "-sample", "-o", "wide")
 	if !strings.Contains(wide, "\tREMEDY") && !strings.Contains(wide, "  REMEDY") {
 		t.Errorf("-o wide has no REMEDY column:\n%s", wide)
 	}

@@ -84,6 +84,8 @@ type inputFlags struct {
 	clusterFlags
 	files stringList
 	live  bool
+	// sample is -sample: the embedded sample cluster is the input.
+	sample bool
 	// readSecrets: with -live, Secrets are read too (plan's -read-secrets);
 	// readNodes: Nodes too (plan's -read-vsphere).
 	readSecrets, readNodes bool
@@ -101,8 +103,9 @@ type inputFlags struct {
 }
 
 func (in *inputFlags) register(fs *flag.FlagSet) {
-	fs.Var(&in.files, "f", "manifest file, directory or - for stdin (repeatable); none: the embedded sample")
-	fs.BoolVar(&in.live, "live", false, "read the input from the cluster of -kubeconfig instead of files")
+	fs.Var(&in.files, "f", "manifest file, directory or - for stdin (repeatable); none: the cluster of the current kubeconfig context, as kubectl reads it")
+	fs.BoolVar(&in.live, "live", false, "read the input from the cluster of -kubeconfig (the default without -f)")
+	fs.BoolVar(&in.sample, "sample", false, "read the embedded sample cluster (what csimigrate with no arguments plans), not yours")
 	in.clusterFlags.register(fs)
 	in.namespace = metav1.NamespaceDefault
 	ns := namespaceFlag{in}
@@ -139,9 +142,20 @@ func (in *inputFlags) scope() string {
 	return ""
 }
 
+// liveByDefault makes the live cluster the input where neither files nor
+// the sample are given, as kubectl reads the current context.
+func (in *inputFlags) liveByDefault() {
+	if len(in.files) == 0 && !in.sample {
+		in.live = true
+	}
+}
+
 func (in *inputFlags) validate() error {
 	if in.live && len(in.files) > 0 {
 		return errors.New("-live and -f exclude each other")
+	}
+	if in.sample && (in.live || len(in.files) > 0) {
+		return errors.New("-sample excludes -f and -live: the sample is an input of its own")
 	}
 	if in.namespaceSet && in.allNamespaces {
 		return errors.New("-n and -A exclude each other")

@@ -82,6 +82,7 @@ func (o *planOptions) complete(fs *flag.FlagSet) error {
 	if err := noArgs(fs.Args()); err != nil {
 		return err
 	}
+	o.liveByDefault()
 	o.vsphere.complete(fs)
 	o.readNodes = o.vsphere.read
 	var err error
@@ -190,9 +191,12 @@ func (o *planOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
 	case "yaml":
 		err = writeYAML(stdout, report)
 	case "wide":
-		err = writePlanTable(stdout, report, true)
+		err = writePlanTable(stdout, report, true, o.sample)
 	default:
-		err = writePlanTable(stdout, report, false)
+		err = writePlanTable(stdout, report, false, o.sample)
+	}
+	if o.sample && (o.output == "json" || o.output == "yaml") {
+		fmt.Fprintln(stderr, sampleNote)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "csimigrate plan: writing the output: %v\n", err)
@@ -352,8 +356,17 @@ func wrap(s string, width int, indent string) string {
 
 // writePlanTable writes the plan as tables, the long texts below each
 // table, or with wide in it.
-func writePlanTable(out io.Writer, p *plan.Plan, wide bool) error {
+func writePlanTable(out io.Writer, p *plan.Plan, wide, sample bool) error {
 	w := &stickyWriter{w: out}
+	result := "RESULT"
+	if sample {
+		note := sampleNote + "\n"
+		if !wide {
+			note = wrap(sampleNote, textWidth, "")
+		}
+		fmt.Fprintf(w, "%s\n", note)
+		result = "RESULT (of the sample, not your cluster)"
+	}
 	if p.ServerVersion != "" {
 		// The release read from the cluster, first: every step below is
 		// that release's (or the one asked, which a hazard then names).
@@ -422,11 +435,11 @@ func writePlanTable(out io.Writer, p *plan.Plan, wide bool) error {
 	}
 	switch {
 	case p.Blocked:
-		fmt.Fprintln(w, "\nRESULT: BLOCKED: resolve the items marked NO before migrating")
+		fmt.Fprintln(w, "\n"+result+": BLOCKED: resolve the items marked NO before migrating")
 	case nothingToMigrate(p):
-		fmt.Fprintln(w, "\nRESULT: nothing to migrate: no in-tree PVs, classes or inline volumes")
+		fmt.Fprintln(w, "\n"+result+": nothing to migrate: no in-tree PVs, classes or inline volumes")
 	default:
-		fmt.Fprintln(w, "\nRESULT: ready to migrate")
+		fmt.Fprintln(w, "\n"+result+": ready to migrate")
 	}
 	return w.err
 }
@@ -592,7 +605,7 @@ func nothingToMigrate(p *plan.Plan) bool {
 func (o *planOptions) readServerVersion() error {
 	client, err := clientFor(o.kubeconfig, o.context, 50, 100)
 	if err != nil {
-		return err
+		return noCluster(err)
 	}
 	v, err := client.Discovery().ServerVersion()
 	if err != nil {
@@ -608,3 +621,6 @@ func (o *planOptions) readServerVersion() error {
 	}
 	return nil
 }
+
+// sampleNote is the first line of every output of the embedded sample.
+const sampleNote = "SAMPLE: this is csimigrate's embedded sample cluster, not yours. Plan yours with csimigrate plan (the current kubeconfig context, as kubectl) or csimigrate plan -f cluster.json (from csimigrate dump)."

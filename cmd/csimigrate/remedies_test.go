@@ -58,7 +58,7 @@ func TestEngineNamesNoFlags(t *testing.T) {
 	actions := map[plugin.Action]bool{}
 	for _, files := range inputs {
 		o := &planOptions{}
-		o.files = files
+		o.files, o.sample = files, len(files) == 0
 		o.nodeExpand = true
 		o.k8sMinor = 30
 		var err error

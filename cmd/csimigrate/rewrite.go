@@ -99,6 +99,10 @@ func registered(fs *flag.FlagSet, register func()) map[string]bool {
 
 func (o *rewriteOptions) complete(fs *flag.FlagSet) error {
 	o.names = fs.Args()
+	if !o.doApply {
+		// The review reads what -apply reads: the live cluster without -f.
+		o.liveByDefault()
+	}
 	fs.Visit(func(f *flag.Flag) {
 		if o.applyFlags[f.Name] {
 			o.applyOnly = append(o.applyOnly, "-"+f.Name)
@@ -222,6 +226,11 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Rea
 		if rv.werr == nil && rv.writer != nil {
 			rv.werr = writeScriptJournal(rv.w, rv.ceph)
 		}
+	}
+	if c.sample && rv.werr == nil {
+		// Said first (after the script's shebang and header) and on stderr.
+		_, rv.werr = fmt.Fprintf(rv.w, "# %s\n", sampleNote)
+		fmt.Fprintln(stderr, sampleNote)
 	}
 	if err := c.read(stdin, io.Discard, sinkFunc(rv.pv)); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)

@@ -418,7 +418,7 @@ func TestRewriteApplyOnline(t *testing.T) {
 		t.Errorf("not rewritten: %+v", got.Spec.PersistentVolumeSource)
 	}
 	// The review takes -online too (a PV in use's verdict depends on it).
-	if _, stderr, code := runCmd(t, "", "rewrite", "-online"); code == exitUsage {
+	if _, stderr, code := runCmd(t, "", "rewrite", "-sample", "-online"); code == exitUsage {
 		t.Errorf("-online without -apply: exit %d: %s", code, stderr)
 	}
 }

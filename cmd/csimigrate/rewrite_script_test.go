@@ -176,7 +176,7 @@ func TestReviewScriptsLint(t *testing.T) {
 		t.Fatal(err)
 	}
 	scripts := map[string]string{"journal": "#!/usr/bin/env bash\n" + journal.String()}
-	for name, args := range map[string][]string{"rewrite": {"rewrite", "-o", "script"}, "undo": {"rewrite", "-undo", "-o", "script"}} {
+	for name, args := range map[string][]string{"rewrite": {"rewrite", "-sample", "-o", "script"}, "undo": {"rewrite", "-sample", "-undo", "-o", "script"}} {
 		out, stderr, code := runCmd(t, "", args...)
 		if code != exitOK && code != exitBlocked || !strings.HasPrefix(out, "#!/usr/bin/env bash") {
 			t.Fatalf("%v: exit %d\n%s", args, code, stderr)

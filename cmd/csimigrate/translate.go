@@ -56,6 +56,7 @@ func (o *translateOptions) complete(fs *flag.FlagSet) error {
 	if err := noArgs(fs.Args()); err != nil {
 		return err
 	}
+	o.liveByDefault()
 	var err error
 	o.tr, err = o.translator()
 	return err
@@ -70,6 +71,12 @@ func (o *translateOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer o.cleanup()
 	sink := &translateSink{capacity: o.inlineCapacity, tr: o.tr, logger: o.logger(stderr), stderr: stderr, w: bufio.NewWriterSize(stdout, 1<<16), json: o.output == "json"}
+	if o.sample {
+		fmt.Fprintln(stderr, sampleNote)
+		if !sink.json {
+			fmt.Fprintf(sink.w, "# %s\n", sampleNote)
+		}
+	}
 	if err := o.read(stdin, stderr, sink); err != nil {
 		fmt.Fprintf(stderr, "csimigrate translate: %v\n", err)
 		return exitInput

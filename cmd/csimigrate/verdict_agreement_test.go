@@ -332,8 +332,8 @@ func TestNamespaceScopes(t *testing.T) {
 	}
 }
 
-// plan -live plans for the release the API server runs, as kubectl reads
-// it: on 1.37 it says so first, names no gate that 1.37 lacks, and blocks a
+// plan, with no input named, plans the cluster of the current kubeconfig
+// context for the release its API server runs, as kubectl reads them: on 1.37 it says so first, names no gate that 1.37 lacks, and blocks a
 // volume in use (no kubelet of 1.37 mounts it in-tree, none migrates it);
 // -kubernetes-version asks for another release, and the plan names the
 // difference.
@@ -348,7 +348,10 @@ func TestPlanReadsTheRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, code := runCmd(t, "", "plan", "-live", "-kubeconfig", kc)
+	// No input named: the cluster of the current kubeconfig context, as
+	// kubectl reads it (not the embedded sample).
+	t.Setenv("KUBECONFIG", kc)
+	out, stderr, code := runCmd(t, "", "plan")
 	first, _, _ := strings.Cut(out, "\n")
 	if code != exitBlocked || first != "KUBERNETES: the API server runs "+v.GitVersion+"; the plan is for 1.37" {
 		t.Fatalf("plan -live: exit %d, first line %q: %s\n%s", code, first, stderr, out)

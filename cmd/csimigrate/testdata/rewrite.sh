@@ -93,6 +93,7 @@ rewrite_sc() {
   # 2. Create the replacement with the same name.
   printf '%s\n' "$manifest" | $KUBECTL create -f -
 }
+# SAMPLE: this is csimigrate's embedded sample cluster, not yours. Plan yours with csimigrate plan (the current kubeconfig context, as kubectl) or csimigrate plan -f cluster.json (from csimigrate dump).
 
 # pv/pvc-6f1c2a4e-0d1b-4b53-9a61-2b0c1d9a7e11: refused (SecretNotReady, CephEntryMissing, InUse), left as it is: Secret shop/ceph-user-secret, which Ceph CSI reads for migrated volumes (node-stage, controller-expand, node-expand), lacks adminId=kube: migrated volumes of RADOS user "kube" would otherwise connect as "admin"; add Secret shop/ceph-user-secret with adminId=kube (the plan's Secrets list it), then run the plan again; also (CephEntryMissing): rbd.csi.ceph.com (helm in ceph-csi-rbd) has no cluster entry cbda9496ca7d608f331a30a56c8592ac (monitors 10.70.53.126:6789,10.70.53.127:6789): it would not mount the migrated volume; add the entry to the csiConfig value of Helm release ceph-csi-rbd and upgrade it (an edit of the rendered config map is lost at the next upgrade); the plan gives the value; also (InUse): in use by shop/db-0; the rewrite refuses a PV in use while its pods have not finished (a rewrite online, where the plugin is already migrated on their nodes, may replace it under them); stop the pods shop/db-0 before the rewrite deletes and recreates the PV object, then start them again; data is kept
 
