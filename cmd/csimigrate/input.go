@@ -667,11 +667,13 @@ func (rd *reader) once(kind string, o metav1.Object) error {
 func (c *inputFlags) read(stdin io.Reader, stderr io.Writer, inv Sink) error {
 	count := 0
 	progress := func(n int) {
-		count += n
-		if count%10000 == 0 {
-			fmt.Fprintf(stderr, "read %d objects\n", count)
+		// Once per 10,000 objects read (never for none).
+		if before := count; n > 0 {
+			count += n
+			if count/10000 > before/10000 {
+				fmt.Fprintf(stderr, "read %d objects\n", count)
+			}
 		}
-
 	}
 	if c.live {
 		if len(c.files) > 0 {
