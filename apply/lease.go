@@ -13,12 +13,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/csimigrate/csimigrate/rewrite"
 )
 
 // LeaseName is the Lease every csimigrate writer holds while it writes
 // (rewrite -apply, and the controller, whose leader election takes the same
 // Lease), in the state namespace: one writer at a time.
-const LeaseName = "csimigrate-writer"
+const LeaseName = rewrite.WriterLease
 
 // writerLeaseDuration is how long a holder's Lease lasts without renewal;
 // it renews every third of it.

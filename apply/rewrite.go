@@ -28,7 +28,7 @@ func (a *Writer) check(ctx context.Context, cur *v1.PersistentVolume) (*checkedP
 	}
 	r, err := rewrite.Rewrite(a.tr, a.logger, cur, sc, pvc)
 	if err != nil {
-		rs.add(refuse(rewrite.CodeNotTranslatable, "%v", err))
+		rs.add(a.untranslatable(cur, err))
 		return nil, rs.err()
 	}
 	for _, check := range []func() error{
@@ -65,6 +65,24 @@ func (a *Writer) check(ctx context.Context, cur *v1.PersistentVolume) (*checkedP
 		a.note(rewrite.PVRef(cur.Name), ad.summary(repl))
 	}
 	return &checkedPV{uid: cur.UID, sc: sc, pvc: pvc, repl: repl, kept: kept, adoption: ad}, nil
+}
+
+// untranslatable is the refusal of a PV whose rewrite failed with err: its
+// plugin's blocking findings, each with its own code as the plan gives it
+// (CephFSSecretFileOnly, RBDInvalidSource, ...), or NotTranslatable with
+// err where the plugin names none.
+func (a *Writer) untranslatable(cur *v1.PersistentVolume, err error) *rewrite.Refusal {
+	_, findings, _, _ := a.tr.TranslateAndCheckPV(a.logger, cur)
+	var rs []*rewrite.Refusal
+	for _, f := range findings {
+		if f.Severity == plugin.SeverityBlocker {
+			rs = append(rs, &rewrite.Refusal{Code: rewrite.Code(f.Code), Reason: f.Message, Remedy: f.Remedy, Action: f.Action, ActsOn: f.ActsOn})
+		}
+	}
+	if r := rewrite.JoinRefusals(rs...); r != nil {
+		return r
+	}
+	return rewrite.Refuse(rewrite.CodeNotTranslatable, "%v", err)
 }
 
 // secretRefusal is why the rewrite leaves an in-tree Ceph PV alone for the

@@ -177,4 +177,6 @@ const (
 	// FindingVersionMismatch: the plan is for another release than the
 	// API server runs.
 	FindingVersionMismatch = "KubernetesVersionMismatch"
+	// FindingWriterRunning: a csimigrate writer holds the writer Lease.
+	FindingWriterRunning = "WriterRunning"
 )

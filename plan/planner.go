@@ -212,6 +212,10 @@ type Options struct {
 	// migrates its plugin on the nodes (onlineMayApply), and a blocker
 	// everywhere else, as the writer refuses it there.
 	Online bool
+	// WriterHolder names who holds the writer Lease as read from the
+	// cluster ("" for nobody, or not read): a run is under way, or one
+	// stopped less than the Lease's duration ago.
+	WriterHolder string
 	// ServerVersion is the API server's version as read from the cluster
 	// ("v1.37.2"; "" when not read). With KubernetesMinor of another
 	// release (an administrator's choice), the plan names the difference.
@@ -455,6 +459,11 @@ func (p *Planner) addNotices(plan *Plan) {
 			Message: w, Remedy: "fix or remove the entry in Ceph CSI's config map; volumes of other clusterIDs are not affected"})
 	}
 	plan.KubernetesMinor, plan.ServerVersion = p.opts.KubernetesMinor, p.opts.ServerVersion
+	if h := p.opts.WriterHolder; h != "" {
+		plan.Hazards = append(plan.Hazards, plugin.Finding{Code: FindingWriterRunning, Severity: plugin.SeverityWarning, Field: "Lease " + rewrite.WriterLease,
+			Message: fmt.Sprintf("a csimigrate writer (%s) holds the writer Lease: a rewrite is under way, or one stopped less than the Lease's duration ago; a rewrite started now waits for it", h),
+			Remedy:  "let it finish, or, if its run was interrupted, run the rewrite again: it takes the Lease over once it has stopped being renewed"})
+	}
 	if v := p.opts.ServerVersion; v != "" && p.opts.KubernetesMinor != 0 {
 		if m, err := featuregate.ParseMinor(v); err == nil && m != p.opts.KubernetesMinor {
 			plan.Hazards = append(plan.Hazards, plugin.Finding{Code: FindingVersionMismatch, Severity: plugin.SeverityWarning, Field: "Kubernetes version",

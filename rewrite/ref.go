@@ -48,3 +48,7 @@ const (
 	AnnRunOf      = "csimigrate.io/rewrite-of"
 	AnnRunOfClass = "csimigrate.io/rewrite-of-storageclass"
 )
+
+// WriterLease is the name of the Lease, in the writers' state namespace,
+// that keeps csimigrate's writers to one at a time.
+const WriterLease = "csimigrate-writer"

@@ -46,6 +46,10 @@ func TestRewriteApplyLease(t *testing.T) {
 	// A live holder: the dry run says the real run would wait for it, and
 	// takes no Lease; the real run waits, then refuses, nothing written.
 	hold("controller-0", 3600)
+	// The plan says a writer is running.
+	if out, _, _ := runCmd(t, "", "plan", "-live", "-kubeconfig", kc); !strings.Contains(out, "WriterRunning") || !strings.Contains(out, "a csimigrate writer (controller-0) holds the writer Lease") {
+		t.Errorf("plan -live with the Lease held:\n%s", out)
+	}
 	out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-dry-run", "-kubeconfig", kc, "-lease-wait", "2s", "lease-a")
 	if code != exitOK || !strings.Contains(out, "the writer Lease kube-system/csimigrate-writer is held by controller-0: the real run would wait up to 2s") {
 		t.Errorf("dry run with the Lease held: exit %d\n%s\n%s", code, out, stderr)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csimigrate/csimigrate/adopt"
+	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/apply/cephtool"
 	"github.com/csimigrate/csimigrate/apply/vcenter"
 	"github.com/csimigrate/csimigrate/featuregate"
@@ -32,6 +33,7 @@ type planOptions struct {
 	k8sMinor         int
 	k8sMinorSet      bool
 	serverVersion    string
+	writerHolder     string
 	cephCSINamespace string
 	// readCeph reads RBD images and CephFS subvolumes with Ceph's tools
 	// for the plan's forms.
@@ -103,7 +105,7 @@ func (o *planOptions) validate() error {
 // planner is the plan's planner for the options.
 func (o *planOptions) planner(stderr io.Writer) *plan.Planner {
 	topo, _ := o.vsphereTopology()
-	opts := plan.Options{VSphereKeys: []string{topo.ZoneKey, topo.RegionKey}, KubernetesMinor: o.k8sMinor, ServerVersion: o.serverVersion,
+	opts := plan.Options{VSphereKeys: []string{topo.ZoneKey, topo.RegionKey}, KubernetesMinor: o.k8sMinor, ServerVersion: o.serverVersion, WriterHolder: o.writerHolder,
 		CephConfigWarnings: o.cephWarnings, CephCSINamespace: o.cephCSINamespace, VSphereMappings: o.mappings, Drivers: o.drivers, SourceChanged: o.sourceChanged, Online: o.online, Namespace: o.scope()}
 	if o.vcenter != nil {
 		opts.VCenter = o.vcenter
@@ -618,6 +620,11 @@ func (o *planOptions) readServerVersion() error {
 	o.serverVersion = v.GitVersion
 	if !o.k8sMinorSet {
 		o.k8sMinor = minor
+	}
+	// A writer that holds the Lease (in the default state namespace): a
+	// rewrite under way, or interrupted moments ago.
+	if h, err := apply.LeaseHolder(context.Background(), client, apply.DefaultStateNamespace); err == nil {
+		o.writerHolder = h
 	}
 	return nil
 }

@@ -134,7 +134,7 @@ func TestRewriteApplySafety(t *testing.T) {
 			}
 			return getPV(t, c, pv.Name)
 		}},
-		{name: "blocked", why: "CephFS volume uses only a secretFile", edit: func(pv *v1.PersistentVolume) {
+		{name: "blocked", why: "the volume authenticates with a key file on the node", edit: func(pv *v1.PersistentVolume) {
 			pv.Spec.RBD = nil
 			pv.Spec.CephFS = &v1.CephFSPersistentVolumeSource{Monitors: []string{"10.70.53.126:6789"}, SecretFile: "/etc/ceph/admin.secret"}
 		}},
