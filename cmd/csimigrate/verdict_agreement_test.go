@@ -406,6 +406,11 @@ func TestVerdictsAgreeEveryCode(t *testing.T) {
 	if err := c.StorageV1().CSIDrivers().Delete(ctx, plugin.VSphereDriverName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// A CephFS volume that authenticates with a key file on the node: the
+	// plugin's own finding, in the plan and in the refusal.
+	mk("keyfile", func(pv *v1.PersistentVolume) {
+		pv.Spec.PersistentVolumeSource = v1.PersistentVolumeSource{CephFS: &v1.CephFSPersistentVolumeSource{Monitors: []string{testenv.Monitor}, Path: "/volumes/keyfile", SecretFile: "/etc/ceph/admin.secret"}}
+	})
 	mk("inuse", nil)
 	if _, err := c.CoreV1().Pods(ns).Create(ctx, testenv.PodOn(ns, "app-0", "", "inuse"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -420,7 +425,7 @@ func TestVerdictsAgreeEveryCode(t *testing.T) {
 	before := snapshotObjects(t, c)
 	want := planVerdictsOf(t, kc)
 	for obj, code := range map[string]string{"pv/fin": "UnknownFinalizer", "pv/prebound": "PreBound", "pv/gone": "ClaimBeingDeleted", "pv/inuse": "InUse",
-		"pv/kept": "KeptByReconciler", "pv/deleting": "BeingDeleted", "pv/released": "ClaimGone", "pv/replaced": "ClaimReplaced", "pv/nodriver": "CSIDriverMissing"} {
+		"pv/kept": "KeptByReconciler", "pv/deleting": "BeingDeleted", "pv/released": "ClaimGone", "pv/replaced": "ClaimReplaced", "pv/nodriver": "CSIDriverMissing", "pv/keyfile": "CephFSSecretFileOnly"} {
 		if !slices.Contains(strings.Split(want[obj], ", "), code) {
 			t.Errorf("plan -live: %s has %q, want %s among them", obj, want[obj], code)
 		}
