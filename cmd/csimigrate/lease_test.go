@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,7 +70,7 @@ func TestRewriteApplyLease(t *testing.T) {
 		t.Error("CSIMIGRATE_BIN is not set: scripts/test builds the command for this test")
 	} else {
 		cmd := exec.Command(bin, "rewrite", "-apply", "-kubeconfig", kc, "-lease-wait", "60s", "lease-a")
-		var outb, errb bytes.Buffer
+		var outb, errb lockedBuffer // written by exec's copying goroutines while polled here
 		cmd.Stdout, cmd.Stderr = &outb, &errb
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -106,4 +107,23 @@ func TestRewriteApplyLease(t *testing.T) {
 	if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "" {
 		t.Errorf("the Lease after the run: %+v, %v; want it given up (no holder)", l, err)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe to write from one goroutine while
+// another reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
