@@ -76,7 +76,7 @@ func (a *Writer) untranslatable(cur *v1.PersistentVolume, err error) *rewrite.Re
 	var rs []*rewrite.Refusal
 	for _, f := range findings {
 		if f.Severity == plugin.SeverityBlocker {
-			rs = append(rs, &rewrite.Refusal{Code: rewrite.Code(f.Code), Reason: f.Message, Remedy: f.Remedy, Action: f.Action, ActsOn: f.ActsOn})
+			rs = append(rs, rewrite.FindingRefusal(f))
 		}
 	}
 	if r := rewrite.JoinRefusals(rs...); r != nil {

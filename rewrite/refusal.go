@@ -120,6 +120,12 @@ func (r *Refusal) Codes() []Code {
 	return out
 }
 
+// FindingRefusal is the refusal of an object for a blocking finding f (a
+// plugin's or the plan's): the same code, message, remedy and action.
+func FindingRefusal(f plugin.Finding) *Refusal {
+	return &Refusal{Code: Code(f.Code), Reason: f.Message, Remedy: f.Remedy, Action: f.Action, ActsOn: f.ActsOn}
+}
+
 // JoinRefusals is the refusal of an object the checks left as it was for
 // each refusal of rs (nil ones skipped): the first, with the others as its
 // Also, or nil when there is none. No argument is modified.

@@ -86,7 +86,7 @@ func volumeVerdict(vp plan.VolumePlan) planVerdict {
 	var rs []*rewrite.Refusal
 	for i := range vp.Findings {
 		if f := &vp.Findings[i]; f.Severity == plugin.SeverityBlocker {
-			rs = append(rs, findingRefusal(f))
+			rs = append(rs, rewrite.FindingRefusal(*f))
 		}
 	}
 	r := rewrite.JoinRefusals(rs...)

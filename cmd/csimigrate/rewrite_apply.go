@@ -20,7 +20,6 @@ import (
 
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/plan"
-	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
@@ -178,7 +177,7 @@ func (a *applier) withCephEntries(live *plan.Plan, pvs []apply.Target) []apply.T
 	for _, v := range live.Volumes {
 		for _, f := range v.Findings {
 			if f.Code == plan.FindingCephClusterEntryMissing || f.Code == plan.FindingCephCSIConfigNotFound {
-				why[v.Name] = rewrite.JoinRefusals(why[v.Name], findingRefusal(&f))
+				why[v.Name] = rewrite.JoinRefusals(why[v.Name], rewrite.FindingRefusal(f))
 			}
 		}
 	}
@@ -191,12 +190,6 @@ func (a *applier) withCephEntries(live *plan.Plan, pvs []apply.Target) []apply.T
 		kept = append(kept, t)
 	}
 	return kept
-}
-
-// findingRefusal is the refusal of an object for a plan's blocker f, with
-// its code.
-func findingRefusal(f *plugin.Finding) *rewrite.Refusal {
-	return &rewrite.Refusal{Code: rewrite.Code(f.Code), Reason: f.Message, Remedy: f.Remedy, Action: f.Action, ActsOn: f.ActsOn}
 }
 
 // refuse reports an object the run leaves as it was before the writer
@@ -267,7 +260,7 @@ func (a *applier) keepServed(targets []apply.Target, ref func(string) rewrite.Ob
 		case err != nil:
 			return nil, fmt.Errorf("reading %s: %w", ref(t.Name).Resource(), err)
 		case a.blocked[backend] != nil:
-			a.refuse(ref(t.Name), findingRefusal(a.blocked[backend]))
+			a.refuse(ref(t.Name), rewrite.FindingRefusal(*a.blocked[backend]))
 			continue
 		}
 		kept = append(kept, t)
