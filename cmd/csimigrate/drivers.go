@@ -57,15 +57,6 @@ func (b blockedDrivers) refusal(inTree string) string {
 	return f.Message + "; " + commandRemedy(f.Action, f.ActsOn, f.Remedy)
 }
 
-// codes is the code of why a PV or class of in-tree plugin inTree is not
-// rewritten (none when it may be).
-func (b blockedDrivers) codes(inTree string) []string {
-	if f := b[inTree]; f != nil {
-		return []string{f.Code}
-	}
-	return nil
-}
-
 // driversFor is tr translating to the drivers of set (chosen: -driver),
 // and the backends whose driver is missing or not chosen. Without
 // CSIDrivers the upstream names are used and stderr says so.

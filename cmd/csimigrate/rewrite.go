@@ -184,7 +184,7 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Rea
 	}
 	// The PVs and classes name the drivers the input's CSIDrivers have.
 	var err error
-	if rv.tr, rv.blocked, err = driversFor(tr, rv.in.drivers, c.drivers, stderr); err != nil {
+	if rv.tr, _, err = driversFor(tr, rv.in.drivers, c.drivers, stderr); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitUsage
 	}
@@ -279,8 +279,6 @@ type review struct {
 	// (reading the live cluster and Ceph with ceph's tools).
 	writer *apply.Writer
 	ceph   cephtool.Tools
-	// blocked are the backends the cluster has no (chosen) driver for.
-	blocked blockedDrivers
 	// sourceChanged are -source-changed's objects (rewrite.KeptRefusal).
 	sourceChanged rewrite.ChangedSources
 	// planVerdicts are the plan's refusals of in-tree objects (a rewrite's
@@ -321,10 +319,6 @@ func (rv *review) pv(obj any) {
 	}
 	if v, ok := rv.planVerdicts.pvs[pv.Name]; ok {
 		rv.refuse(rewrite.PVRef(pv.Name), v)
-		return
-	}
-	if why := rv.blocked.refusal(pvBackend(pv)); why != "" && !rv.dir.IsUndo() {
-		rv.refuse(rewrite.PVRef(pv.Name), planVerdict{codes: rv.blocked.codes(pvBackend(pv)), text: why})
 		return
 	}
 	if rv.kept("PersistentVolume", pv) {
@@ -432,10 +426,6 @@ func (rv *review) class(sc *storagev1.StorageClass) {
 	}
 	if v, ok := rv.planVerdicts.classes[sc.Name]; ok {
 		rv.refuse(rewrite.ClassRef(sc.Name), v)
-		return
-	}
-	if why := rv.blocked.refusal(classBackend(sc)); why != "" && !rv.dir.IsUndo() {
-		rv.refuse(rewrite.ClassRef(sc.Name), planVerdict{codes: rv.blocked.codes(classBackend(sc)), text: why})
 		return
 	}
 	if rv.kept("StorageClass", sc) {
