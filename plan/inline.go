@@ -23,10 +23,14 @@ type inlineFound struct {
 // templates.
 func (p *Planner) addWorkload(w *rewrite.Workload) {
 	p.inline.owners[w.Key()] = w.Owner
+	p.addReplicas(w)
 	p.ceph.config.addWorkload(w)
 	if w.Kind == "Pod" && !w.Finished {
 		if w.Spec.NodeName != "" {
 			p.pods.node[w.Namespace+"/"+w.Name] = w.Spec.NodeName
+		}
+		if w.Stuck != "" {
+			p.pods.stuck[w.Namespace+"/"+w.Name] = w.Stuck
 		}
 		for _, vol := range w.Spec.Volumes {
 			if vol.PersistentVolumeClaim != nil {

@@ -36,6 +36,12 @@ type Plan struct {
 	// when the input is files).
 	KubernetesMinor int    `json:"kubernetesMinor,omitempty"`
 	ServerVersion   string `json:"serverVersion,omitempty"`
+	// Broken are, on a release that neither has an in-tree plugin nor
+	// translates it (RBD and CephFS from 1.31), that plugin's PVs, with
+	// the pods they keep from starting; Rescue is then what mends them,
+	// in order (empty where nothing is broken).
+	Broken []BrokenVolume `json:"broken,omitempty"`
+	Rescue []RescueStep   `json:"rescue,omitempty"`
 	// VCenter is what the plan read from vCenter (with Options.VCenter and
 	// vSphere volumes or classes in the input).
 	VCenter *VCenterReport `json:"vcenter,omitempty"`

@@ -82,6 +82,9 @@ type claimInput struct {
 type podInput struct {
 	byClaim map[string][]string
 	node    map[string]string
+	// stuck says of each pod that cannot start what its status shows
+	// (rewrite.PodStuck).
+	stuck map[string]string
 }
 
 // classInput are the input's StorageClasses by name, its default class,
@@ -133,6 +136,9 @@ type inlineInput struct {
 	owners    map[string]string
 	templates []ClaimTemplatePlan
 	capacity  resource.Quantity
+	// replicas are the replicas of each workload that has them, by
+	// "Kind/namespace/name" (a rescue scales them back).
+	replicas map[string]int32
 }
 
 // sharedVolumes maps a volume (rewrite.VolumeKey: an RBD image, a CephFS
@@ -232,12 +238,12 @@ type Options struct {
 func New(tr *translate.Translator, logger klog.Logger, opts Options) *Planner {
 	return &Planner{opts: opts, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}},
 		claims:  claimInput{slim: map[string]*v1.PersistentVolumeClaim{}},
-		pods:    podInput{byClaim: map[string][]string{}, node: map[string]string{}},
+		pods:    podInput{byClaim: map[string][]string{}, node: map[string]string{}, stuck: map[string]string{}},
 		classes: classInput{byName: map[string]*storagev1.StorageClass{}},
 		secrets: secretInput{slim: map[string]*v1.Secret{}},
 		ceph:    cephInput{clusters: map[string]ceph.ClusterEntry{}, readImage: opts.RBDImage, readSubvolume: opts.CephFSSubvolume},
 		vsphere: vsphereInput{keys: opts.VSphereKeys},
-		inline:  inlineInput{owners: map[string]string{}, capacity: rewrite.DefaultInlineCapacity},
+		inline:  inlineInput{owners: map[string]string{}, replicas: map[string]int32{}, capacity: rewrite.DefaultInlineCapacity},
 		shared:  sharedVolumes{byKey: map[string][]string{}},
 		plugins: map[string]bool{}, drivers: clusterDrivers{chosen: opts.Drivers}}
 }
@@ -273,6 +279,27 @@ func (p *Planner) SetPhase(ph Phase) { p.phase = ph }
 
 // Plugins are the in-tree plugins the objects read use.
 func (p *Planner) Plugins() map[string]bool { return maps.Clone(p.plugins) }
+
+// Listed says that the input is a listing of every object of a resource
+// ("csidrivers", "csinodes", "persistentvolumeclaims", "secrets", as the
+// API server names them), read whole even where it has none: an empty
+// listing then means that the cluster has none (no CSI driver installed),
+// not that the input left them out. Call it before the PVs; other
+// resources are ignored.
+func (p *Planner) Listed(resource string) {
+	switch resource {
+	case "csidrivers":
+		p.drivers.sawCSIDrivers = true
+	case "csinodes":
+		if p.drivers.onNode == nil {
+			p.drivers.onNode, p.drivers.vsphereKeys = map[string][]string{}, map[string][]string{}
+		}
+	case "persistentvolumeclaims":
+		p.claims.seen = true
+	case "secrets":
+		p.secrets.seen = true
+	}
+}
 
 // Add reads one object: a PV, claim, StorageClass, CSIDriver, CSINode,
 // Secret (only the fields the checks read are kept, never a key), Pod or
@@ -354,6 +381,7 @@ func (p *Planner) Finish() *Plan {
 	at.annotate(plan, p.inUseWarnings(plan))
 	p.settleRuns(plan)
 	p.addNotices(plan)
+	p.settleRescue(plan)
 	return plan
 }
 

@@ -34,6 +34,9 @@ type Workload struct {
 	ClaimTemplates []v1.PersistentVolumeClaim
 	// Finished is set for a pod that succeeded or failed.
 	Finished bool
+	// Stuck says, of a pod on a node whose containers cannot start yet,
+	// what its status shows (PodStuck), "" otherwise.
+	Stuck string
 	// Obj is the object itself, Meta its metadata.
 	Obj  runtime.Object
 	Meta *metav1.ObjectMeta
@@ -52,7 +55,7 @@ func WorkloadOf(obj any) (*Workload, bool) {
 	var meta *metav1.ObjectMeta
 	switch o := obj.(type) {
 	case *v1.Pod:
-		w = Workload{Kind: "Pod", APIVersion: "v1", Spec: &o.Spec, Finished: o.Status.Phase == v1.PodSucceeded || o.Status.Phase == v1.PodFailed}
+		w = Workload{Kind: "Pod", APIVersion: "v1", Spec: &o.Spec, Finished: o.Status.Phase == v1.PodSucceeded || o.Status.Phase == v1.PodFailed, Stuck: PodStuck(o)}
 		meta = &o.ObjectMeta
 	case *appsv1.Deployment:
 		w, meta = Workload{Kind: "Deployment", APIVersion: "apps/v1", Spec: &o.Spec.Template.Spec}, &o.ObjectMeta
@@ -79,6 +82,32 @@ func WorkloadOf(obj any) (*Workload, bool) {
 		w.Owner = ref.Kind + "/" + ref.Name
 	}
 	return &w, true
+}
+
+// PodStuck says what a pod's status shows when it is on a node and its
+// containers cannot start, as kubectl and the kubelet print it: a
+// container (or init container) waiting in ContainerCreating (the
+// kubelet has not mounted its volumes), or condition PodReadyToStartContainers
+// False (no sandbox, which the kubelet makes only once the volumes are
+// mounted). It returns "" for a pod that runs, has finished, is being
+// deleted or is not scheduled yet, and for nil.
+func PodStuck(p *v1.Pod) string {
+	if p == nil || p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+		return ""
+	}
+	for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, c := range list {
+			if w := c.State.Waiting; w != nil && w.Reason == "ContainerCreating" {
+				return w.Reason
+			}
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReadyToStartContainers && c.Status == v1.ConditionFalse {
+			return string(v1.PodReadyToStartContainers) + " False"
+		}
+	}
+	return ""
 }
 
 // InlineClaimName is the name of the PV and of the claim that replace the

@@ -120,6 +120,10 @@ func readLive(ctx context.Context, c kubernetes.Interface, sink Sink, withSecret
 			}
 			opts.Continue = cont
 		}
+		// Listed whole: none of a kind is what the cluster has.
+		if l, ok := sink.(interface{ Listed(resource string) }); ok {
+			l.Listed(src.what)
+		}
 	}
 	return nil
 }

@@ -127,9 +127,11 @@ func TestUsage(t *testing.T) {
 		"rewrite -live -adopt -dry-run -cephfs-secret ns/name": "-dry-run only with -apply",
 		// A target is a PV's name or kubectl's TYPE/NAME of a PV or a
 		// StorageClass.
-		"rewrite -apply secret/s": `"secret/s": want pv/NAME or storageclass/NAME`,
-		"rewrite -apply pv/a sc/": `"sc/": want pv/NAME or storageclass/NAME`,
-		"rewrite -apply a/b/c":    `"a/b/c": want pv/NAME or storageclass/NAME`,
+		"rewrite -apply secret/s":  `"secret/s": want a PV's name, pv/NAME, pvc/NAMESPACE/NAME, namespace/NAME or storageclass/NAME`,
+		"rewrite -apply pv/a sc/":  `"sc/": want a PV's name, pv/NAME, pvc/NAMESPACE/NAME, namespace/NAME or storageclass/NAME`,
+		"rewrite -apply a/b/c":     `"a/b/c": want a PV's name, pv/NAME, pvc/NAMESPACE/NAME, namespace/NAME or storageclass/NAME`,
+		"rewrite -apply pvc/app":   `"pvc/app": want a PV's name, pv/NAME, pvc/NAMESPACE/NAME, namespace/NAME or storageclass/NAME`,
+		"rewrite -apply ns/Bad_NS": `"ns/Bad_NS": want a PV's name, pv/NAME, pvc/NAMESPACE/NAME, namespace/NAME or storageclass/NAME`,
 	} {
 		if _, stderr, code := runCmd(t, "", strings.Fields(args)...); code != exitUsage || !strings.Contains(stderr, want) {
 			t.Errorf("%s: exit %d, %q; want a usage error saying %q", args, code, stderr, want)

@@ -413,12 +413,3 @@ func parseObjectRef(v string) (rewrite.ObjectRef, error) {
 	}
 	return rewrite.ObjectRef{}, fmt.Errorf("%q: want pv/NAME or storageclass/NAME", v)
 }
-
-// parseTarget reads a target named on rewrite's command line: a PV's name,
-// or a reference as parseObjectRef reads it.
-func parseTarget(v string) (rewrite.ObjectRef, error) {
-	if !strings.Contains(v, "/") {
-		return rewrite.PVRef(v), nil
-	}
-	return parseObjectRef(v)
-}

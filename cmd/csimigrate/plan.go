@@ -60,7 +60,7 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func (o *planOptions) register(fs *flag.FlagSet) {
-	o.common.register(fs, "table", "wide", "json", "yaml")
+	o.common.register(fs, "table", "wide", "json", "yaml", "ceph-csi")
 	fs.StringVar(&o.cephCSINamespace, "ceph-csi-namespace", "", "the namespace of the Ceph CSI drivers' config map, where the input has such maps in\n"+
 		"several namespaces and not the drivers' pods that tell which one each reads")
 	o.k8sMinor = 30
@@ -192,6 +192,8 @@ func (o *planOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
 		err = writeJSON(stdout, report)
 	case "yaml":
 		err = writeYAML(stdout, report)
+	case "ceph-csi":
+		err = writeCephCSIObjects(stdout, stderr, report)
 	case "wide":
 		err = writePlanTable(stdout, report, true, o.sample)
 	default:
@@ -374,6 +376,7 @@ func writePlanTable(out io.Writer, p *plan.Plan, wide, sample bool) error {
 		// that release's (or the one asked, which a hazard then names).
 		fmt.Fprintf(w, "KUBERNETES: the API server runs %s; the plan is for 1.%d\n\n", p.ServerVersion, p.KubernetesMinor)
 	}
+	writeRescue(w, p, wide)
 	vols := table{title: "PERSISTENT VOLUMES", columns: []string{"NAME", "PLUGIN", "DRIVER", "MIGRATABLE", "CLAIM", "IN USE BY"}}
 	forms := table{title: "\nVOLUMES AFTER MIGRATION (native: the CSI driver's own volume, rewrite -apply -adopt; migration-handle, static: what the driver serves for them)",
 		columns: []string{"NAME", "FORM", "FEATURES"}}
@@ -444,6 +447,35 @@ func writePlanTable(out io.Writer, p *plan.Plan, wide, sample bool) error {
 		fmt.Fprintln(w, "\n"+result+": ready to migrate")
 	}
 	return w.err
+}
+
+// writeCephCSIObjects writes, for kubectl create -f, the objects that give
+// Ceph CSI the cluster entries it lacks, as its deployment keeps them: the
+// ceph-csi-operator's (with its Drivers where Ceph CSI is not installed),
+// or the config map with its entries kept and the missing ones added. A
+// Helm release's values, or a deployment not known, it names on stderr.
+func writeCephCSIObjects(stdout, stderr io.Writer, p *plan.Plan) error {
+	for _, c := range p.CephCSIConfig {
+		switch {
+		case c.Reason != "":
+			fmt.Fprintf(stderr, "csimigrate plan: where %s reads its cluster entries is not known: %s\n", strings.Join(c.Drivers, ", "), c.Reason)
+		case len(c.Missing) == 0:
+		case c.HelmValues != "":
+			fmt.Fprintf(stderr, "csimigrate plan: Helm release %s (namespace %s) keeps the entries of %s: give it the csiConfig value csimigrate plan prints (helm upgrade --reuse-values -f)\n",
+				c.HelmRelease, c.Namespace, strings.Join(c.Drivers, ", "))
+		case c.ConfigMapMerged != nil:
+			if err := writeYAML(stdout, c.ConfigMapMerged); err != nil {
+				return err
+			}
+		default:
+			for _, o := range c.Objects {
+				if err := writeYAML(stdout, o); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // stickyWriter keeps the first error of its writes and writes nothing

@@ -37,6 +37,8 @@ type rewriteOptions struct {
 	doApply bool
 	qps     float64
 	names   []string
+	// targets are names as read (parseTarget).
+	targets []target
 	// applyFlags are the flags only -apply takes (as registered);
 	// applyOnly those of them given.
 	applyFlags map[string]bool
@@ -122,16 +124,15 @@ func (o *rewriteOptions) validate() error {
 	if err := o.common.validate(); err != nil {
 		return err
 	}
-	for _, n := range o.names {
-		if _, err := parseTarget(n); err != nil {
-			return err
-		}
+	var err error
+	if o.targets, err = parseTargets(o.names); err != nil {
+		return err
 	}
 	switch {
-	case !o.doApply && (len(o.applyOnly) > 0 || len(o.names) > 0):
+	case !o.doApply && len(o.applyOnly) > 0:
 		// The review of an adoption takes -adopt and the Ceph flags: its
 		// Ceph-side writes are in the script.
-		return fmt.Errorf("%s only with -apply (without it, rewrite prints the steps for review)", strings.Join(append(o.applyOnly, pvNamesQuoted(o.names)...), ", "))
+		return fmt.Errorf("%s only with -apply (without it, rewrite prints the steps for review)", strings.Join(o.applyOnly, ", "))
 	case o.adoptCSI && !o.adopt:
 		return o.adoptFlags.validate("-adopt-csi")
 	case !o.adopt && o.adoptFlags.validate() != nil:
@@ -150,7 +151,7 @@ func (o *rewriteOptions) validate() error {
 
 func (o *rewriteOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
 	if !o.doApply {
-		return runReview(&o.common, o.tr, o.applyOptions, stdin, stdout, stderr)
+		return runReview(&o.common, o.tr, o.applyOptions, o.targets, stdin, stdout, stderr)
 	}
 	return runApply(&o.common, o.tr, o.applyOptions, o.names, stdin, stdout, stderr)
 }
@@ -160,13 +161,13 @@ func (o *rewriteOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
 // template needs claims): first the StorageClasses, then the PVs, each
 // written as it is read, so memory does not grow with the number of PVs.
 // Standard input is kept in a temporary file for that.
-func runReview(c *common, tr *translate.Translator, o applyOptions, stdin io.Reader, stdout, stderr io.Writer) int {
+func runReview(c *common, tr *translate.Translator, o applyOptions, targets []target, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := c.spoolStdin(stdin); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitInput
 	}
 	defer c.cleanup()
-	rv := &review{tr: tr, dir: o.writer.Direction, script: c.output == "script", stderr: stderr, sourceChanged: o.writer.SourceChanged, scope: c.scope(),
+	rv := &review{tr: tr, dir: o.writer.Direction, script: c.output == "script", stderr: stderr, sourceChanged: o.writer.SourceChanged, scope: c.scope(), targets: targets,
 		in: &rewriteInputs{classes: map[string]*storagev1.StorageClass{}}, w: bufio.NewWriterSize(stdout, 1<<16)}
 	if err := rv.readInputs(c, stdin); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
@@ -286,8 +287,10 @@ type review struct {
 	planVerdicts planVerdicts
 	// refused counts the objects refused, by code.
 	refused map[string]int
-	// scope is -n's namespace ("" for every one).
-	scope string
+	// scope is -n's namespace ("" for every one); targets the objects
+	// named (none: every one in scope).
+	scope   string
+	targets []target
 	// What was written (and refused), whether an object failed, and the
 	// first write error.
 	pvs, classes, refusedObjects int
@@ -314,7 +317,7 @@ func (rv *review) pv(obj any) {
 	if !ok || rv.werr != nil {
 		return
 	}
-	if !rv.dir.ReplacesPV(rv.tr, pv) || !inNamespace(pv, rv.scope) {
+	if !rv.dir.ReplacesPV(rv.tr, pv) || !inNamespace(pv, rv.scope) || !anySelectsPV(rv.targets, pv.Name, claimOf(pv)) {
 		return
 	}
 	if v, ok := rv.planVerdicts.pvs[pv.Name]; ok {
@@ -420,7 +423,7 @@ func codeStrings(r *rewrite.Refusal) []string {
 
 // class writes the steps for one StorageClass the direction replaces.
 func (rv *review) class(sc *storagev1.StorageClass) {
-	if rv.werr != nil || !rv.dir.ReplacesClass(rv.tr, sc) || rv.scope != "" {
+	if rv.werr != nil || !rv.dir.ReplacesClass(rv.tr, sc) || rv.scope != "" || !anySelectsClass(rv.targets, sc.Name) {
 		// (A class serves every namespace: not in -n's scope.)
 		return
 	}
@@ -641,15 +644,6 @@ func (in *rewriteInputs) replacement(tr *translate.Translator, pv *v1.Persistent
 		pvc = in.claims[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}]
 	}
 	return rewrite.Rewrite(tr, klog0(), pv, in.classes[pv.Spec.StorageClassName], pvc)
-}
-
-// pvNamesQuoted words PV names as an error names them: PV name "x".
-func pvNamesQuoted(s []string) []string {
-	out := make([]string, len(s))
-	for i, v := range s {
-		out[i] = fmt.Sprintf("PV name %q", v)
-	}
-	return out
 }
 
 // translatableClass is rewrite.TranslatableClass.

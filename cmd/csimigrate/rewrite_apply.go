@@ -313,31 +313,117 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 	if len(names) == 0 {
 		return pvs, scs, exitOK
 	}
-	var namedPVs, namedSCs []apply.Target
-	for _, n := range names {
-		ref, err := parseTarget(n)
-		if err != nil {
+	ts, err := parseTargets(names)
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return nil, nil, exitUsage
+	}
+	// A claim or namespace names PVs by the claim each is bound to: the
+	// reviewed input's, else the live PV's (or, where an interrupted run
+	// deleted it, the claim its saved state names).
+	claims := map[string]string{}
+	if slices.ContainsFunc(ts, target.byClaim) {
+		if claims, err = a.claimsOf(ctx, c, pvs, stdin); err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
-			return nil, nil, exitUsage
+			return nil, nil, exitInput
 		}
-		list, kind, name, from := &namedPVs, "PV", ref.Name, pvs
-		if ref.Kind == rewrite.KindStorageClass {
-			list, kind, from = &namedSCs, "StorageClass", scs
+	}
+	var namedPVs, namedSCs []apply.Target
+	matched := make([]bool, len(ts))
+	// Each object once, in the order of the input or the cluster.
+	for _, p := range pvs {
+		named := false
+		for i, t := range ts {
+			if t.selectsPV(p.Name, claims[p.Name]) {
+				named, matched[i] = true, true
+			}
 		}
-		i := slices.IndexFunc(from, func(t apply.Target) bool { return t.Name == name })
-		if i < 0 && where == "cluster" && a.alreadyDone(ctx, ref) {
-			// Named again after its run: nothing left to do.
-			a.say("%s: already %s; nothing to do\n", ref.Resource(), dir.Done())
+		if named {
+			namedPVs = append(namedPVs, p)
+		}
+	}
+	for _, sc := range scs {
+		named := false
+		for i, t := range ts {
+			if t.selectsClass(sc.Name) {
+				named, matched[i] = true, true
+			}
+		}
+		if named {
+			namedSCs = append(namedSCs, sc)
+		}
+	}
+	for i, t := range ts {
+		if matched[i] {
 			continue
 		}
-		if i < 0 {
-			fmt.Fprintf(stderr, "csimigrate rewrite: %s %q is not %s %s of the %s\n", kind, name, dir.AScope(), kind, where)
-			return nil, nil, exitUsage
+		switch {
+		case t.namespace != "":
+			a.say("%s: no %s PersistentVolume is bound to a claim of it; nothing to do\n", t.given, dir.Scope())
+			continue
+		case where == "cluster" && !t.byClaim() && a.alreadyDone(ctx, t.ref):
+			// Named again after its run: nothing left to do.
+			a.say("%s: already %s; nothing to do\n", t.ref.Resource(), dir.Done())
+			continue
+		case where == "cluster" && t.claim != "" && a.claimDone(ctx, t.claim):
+			a.say("%s: its PV is already %s; nothing to do\n", t.given, dir.Done())
+			continue
 		}
-		*list = append(*list, from[i])
+		kind, name := "PV", t.ref.Name
+		switch {
+		case t.claim != "":
+			kind, name = "claim", t.claim
+		case t.ref.Kind == rewrite.KindStorageClass:
+			kind = "StorageClass"
+		}
+		if t.claim != "" {
+			fmt.Fprintf(stderr, "csimigrate rewrite: claim %q is bound to no %s PV of the %s\n", name, dir.Scope(), where)
+		} else {
+			fmt.Fprintf(stderr, "csimigrate rewrite: %s %q is not %s %s of the %s\n", kind, name, dir.AScope(), kind, where)
+		}
+		return nil, nil, exitUsage
 	}
 	a.say("%d PersistentVolumes and %d StorageClasses of them named\n", len(namedPVs), len(namedSCs))
 	return namedPVs, namedSCs, exitOK
+}
+
+// claimsOf is the claim ("namespace/name") each target PV is bound to: in
+// the reviewed input, else on the cluster (a PV an interrupted run deleted:
+// the claim its saved state names).
+func (a *applier) claimsOf(ctx context.Context, c *common, targets []apply.Target, stdin io.Reader) (map[string]string, error) {
+	out := map[string]string{}
+	if len(c.files) > 0 {
+		inv := &Inventory{}
+		if err := c.read(stdin, io.Discard, inv); err != nil {
+			return nil, err
+		}
+		for _, pv := range inv.PVs {
+			out[pv.Name] = claimOf(pv)
+		}
+		return out, nil
+	}
+	for _, t := range targets {
+		pv, err := a.client.CoreV1().PersistentVolumes().Get(ctx, t.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			if claim, ok := a.w.SavedClaim(ctx, t.Name); ok {
+				out[t.Name] = claim.Namespace + "/" + claim.Name
+			}
+		case err != nil:
+			return nil, fmt.Errorf("reading pv/%s: %w", t.Name, err)
+		default:
+			out[t.Name] = claimOf(pv)
+		}
+	}
+	return out, nil
+}
+
+// claimDone reports whether the claim ("namespace/name") is bound to a PV
+// that the run's direction has made already.
+func (a *applier) claimDone(ctx context.Context, claim string) bool {
+	ns, name, _ := strings.Cut(claim, "/")
+	pvc, err := a.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+	return err == nil && pvc.Spec.VolumeName != "" && a.alreadyDone(ctx, rewrite.PVRef(pvc.Spec.VolumeName))
 }
 
 // inNamespace are the targets whose live PV is bound to a claim of
