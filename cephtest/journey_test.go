@@ -244,7 +244,7 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 	// Delete through Ceph CSI; a new claim on the replaced class.
 	j.deletePod("rbd-app2")
 	j.deleteClaim("rbd-data", jRBD, rbdImage)
-	j.provision()
+	j.provision(jClass, j.pv(jLeft).Spec.Capacity)
 	j.runbookRan()
 	if t.Failed() {
 		t.Logf("kube-controller-manager:\n%s\nhollow-node-%s:\n%s", j.srv.Logs("kube-controller-manager"), jNode2, j.srv.Logs("hollow-node-"+jNode2))
@@ -850,14 +850,13 @@ func (j *journey) deleteClaim(claim, pv, image string) {
 	}
 }
 
-// provision makes a claim on the replaced class and waits until
+// provision makes a claim of size on the replaced class and waits until
 // external-provisioner has provisioned an image Ceph lists.
-func (j *journey) provision() {
+func (j *journey) provision(class string, size v1.ResourceList) {
 	t := j.t
-	class := jClass
 	claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "new-data", Namespace: jNS},
 		Spec: v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: &class,
-			Resources: v1.VolumeResourceRequirements{Requests: j.pv(jLeft).Spec.Capacity}}}
+			Resources: v1.VolumeResourceRequirements{Requests: size}}}
 	if _, err := j.cs.CoreV1().PersistentVolumeClaims(jNS).Create(j.ctx, claim, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

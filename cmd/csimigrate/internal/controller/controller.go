@@ -70,6 +70,12 @@ type Options struct {
 	// StatusEvery is how often the status object and the gauges are
 	// brought up to date; 0 means 5 s.
 	StatusEvery time.Duration
+	// EventRefresh is how long after its last Event an object still left
+	// as it is for the same reason gets its Event again, so that
+	// kubectl describe shows it for as long as it lasts (the API server
+	// keeps Events for an hour by default, --event-ttl); 0 means 50
+	// minutes.
+	EventRefresh time.Duration
 }
 
 // Controller is the migration controller. Build it with New, run it with
@@ -106,6 +112,8 @@ type Controller struct {
 	// blocked maps PVs and StorageClasses to the code of the refusal that
 	// leaves them as they are (or a waiting reason).
 	blocked map[rewrite.ObjectRef]string
+	// said is when each blocked object's Event was last sent.
+	said map[rewrite.ObjectRef]time.Time
 	// started names the objects this process wrote to and has not seen
 	// done yet.
 	started map[rewrite.ObjectRef]bool
@@ -113,6 +121,8 @@ type Controller struct {
 	// a run uses what its own writes returned instead of reading again
 	// (the work queue never hands one key to two workers at once).
 	runs map[rewrite.ObjectRef]*apply.Run
+	// now is the clock (time.Now; a test's own).
+	now func() time.Time
 }
 
 // run is the writer's run of obj, made by mk when there is none.
@@ -173,6 +183,9 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, tr *translate.Trans
 	if o.StatusEvery <= 0 {
 		o.StatusEvery = 5 * time.Second
 	}
+	if o.EventRefresh <= 0 {
+		o.EventRefresh = 50 * time.Minute
+	}
 	if o.PVSelector == nil {
 		o.PVSelector = labels.Everything()
 	}
@@ -191,7 +204,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, tr *translate.Trans
 		inScope[p] = true
 	}
 	c := &Controller{client: client, dyn: dyn, tr: tr, logger: logger, rec: rec, m: m, o: o, inScope: inScope,
-		blocked: map[rewrite.ObjectRef]string{}, started: map[rewrite.ObjectRef]bool{}, runs: map[rewrite.ObjectRef]*apply.Run{}, ready: make(chan struct{}),
+		blocked: map[rewrite.ObjectRef]string{}, said: map[rewrite.ObjectRef]time.Time{}, now: time.Now, started: map[rewrite.ObjectRef]bool{}, runs: map[rewrite.ObjectRef]*apply.Run{}, ready: make(chan struct{}),
 		pvQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "pvs"}),
 		scQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "storageclasses"}),
 	}
@@ -548,17 +561,22 @@ func (c *Controller) classInScope(sc *storagev1.StorageClass) bool {
 	return c.o.ClassSelector.Matches(labels.Set(sc.Labels))
 }
 
-// setBlocked records why obj is left as it is ("" when it is not).
-func (c *Controller) setBlocked(obj rewrite.ObjectRef, why string) (changed bool) {
+// setBlocked records why obj is left as it is ("" when it is not). It
+// reports whether to say so in an Event: the reason changed, or it was
+// last said Options.EventRefresh ago (before the API server's Event TTL
+// removes it).
+func (c *Controller) setBlocked(obj rewrite.ObjectRef, why string) (say bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.blocked[obj] == why {
+	now := c.now()
+	if c.blocked[obj] == why && (why == "" || now.Sub(c.said[obj]) < c.o.EventRefresh) {
 		return false
 	}
 	if why == "" {
 		delete(c.blocked, obj)
+		delete(c.said, obj)
 	} else {
-		c.blocked[obj] = why
+		c.blocked[obj], c.said[obj] = why, now
 	}
 	return true
 }
@@ -665,9 +683,15 @@ func (c *Controller) outcome(obj rewrite.ObjectRef, cur any, p apply.Progress, e
 		}
 		return 0, false, nil
 	case errors.As(err, &ref):
+		c.mu.Lock()
+		again := c.blocked[obj] == string(ref.Code)
+		c.mu.Unlock()
 		if c.setBlocked(obj, string(ref.Code)) {
-			c.logger.Info("Left as it is", "object", obj.Resource(), "code", ref.Code, "reason", ref.Reason)
-			c.m.refusals.WithLabelValues(metricKind(obj), string(ref.Code)).Inc()
+			c.logger.Info("Left as it is", "object", obj.Resource(), "code", ref.Code, "reason", ref.Reason, "again", again)
+			if !again {
+				// Counted once per refusal, not per Event sent again.
+				c.m.refusals.WithLabelValues(metricKind(obj), string(ref.Code)).Inc()
+			}
 			msg := "left as it is: " + ref.Reason
 			if remedy := remedyOf(ref); remedy != "" {
 				msg += "; " + remedy

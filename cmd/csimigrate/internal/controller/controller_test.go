@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -258,6 +259,31 @@ func TestControllerRefusalDeduplicated(t *testing.T) {
 	got, err := f.client.CoreV1().PersistentVolumes().Get(context.Background(), "shared", metav1.GetOptions{})
 	if err != nil || got.Spec.VsphereVolume == nil || got.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete || len(got.Annotations) != 0 {
 		t.Errorf("the refused PV changed: %+v %v", got, err)
+	}
+}
+
+// An object still refused for the same reason gets its Event again once
+// EventRefresh has passed (before the API server's Event TTL would leave
+// kubectl describe empty), while the refusal is counted once.
+func TestControllerRefusalSaidAgain(t *testing.T) {
+	pv := vspherePV("shared")
+	pv.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}
+	pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: "gone", UID: "uid-gone"}
+	f := start(t, Options{Recheck: 20 * time.Millisecond, EventRefresh: 200 * time.Millisecond}, pv, driver)
+	n := 0
+	waitFor(t, "the refusal's Event said again", func() error {
+		for _, e := range f.events() {
+			if strings.Contains(e, string(rewrite.CodeClaimGone)) {
+				n++
+			}
+		}
+		if n < 4 {
+			return fmt.Errorf("%d refusal Events, want the PV's and its claim's twice", n)
+		}
+		return nil
+	})
+	if got := testutil.ToFloat64(f.m.refusals.WithLabelValues("pv", string(rewrite.CodeClaimGone))); got != 1 {
+		t.Errorf("refusals counted %v times, want once", got)
 	}
 }
 
@@ -625,4 +651,28 @@ func TestControllerKeptUntilSourceChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the rewrite once the source is said to have changed", func() error { return rewritten(f, "kept") })
+}
+
+// The status names the blocked objects with their codes, sorted, bounded
+// by MaxBlockedListed, while Blocked counts every one; waiting objects are
+// not blocked.
+func TestControllerStatusListsBlocked(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, _, _ := newForTest(t, ctx, fake.NewSimpleClientset(), Options{})
+	for i := range MaxBlockedListed + 10 {
+		c.setBlocked(rewrite.PVRef(fmt.Sprintf("pv-%03d", i)), string(rewrite.CodeInUse))
+	}
+	c.setBlocked(rewrite.ClassRef("rbd"), string(rewrite.CodeCephEntryMissing))
+	c.setBlocked(rewrite.PVRef("waiting"), ReasonWaitingForDriver)
+	s, err := c.count()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Blocked != MaxBlockedListed+11 || s.Waiting != 1 || len(s.BlockedObjects) != MaxBlockedListed {
+		t.Fatalf("blocked %d, waiting %d, listed %d: want %d, 1, %d", s.Blocked, s.Waiting, len(s.BlockedObjects), MaxBlockedListed+11, MaxBlockedListed)
+	}
+	if s.BlockedObjects[0] != "pv/pv-000: InUse" || !slices.IsSorted(s.BlockedObjects) {
+		t.Errorf("listed %v: want sorted, starting with pv/pv-000: InUse", s.BlockedObjects[:3])
+	}
 }

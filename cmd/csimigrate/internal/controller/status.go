@@ -27,6 +27,10 @@ var StatusResource = schema.GroupVersionResource{Group: "csimigrate.io", Version
 // StatusName is the CSIMigration object the controller writes its status to.
 const StatusName = "csimigrate"
 
+// MaxBlockedListed is how many blocked objects the status names: the
+// object stays small on a cluster of thousands (the count is whole).
+const MaxBlockedListed = 50
+
 // Status is what the status object says: what remains in scope, what is
 // left as it is and why.
 type Status struct {
@@ -35,6 +39,10 @@ type Status struct {
 	Blocked       int            `json:"blocked"`
 	Waiting       int            `json:"waitingForDriver"`
 	Reasons       map[string]int `json:"reasons,omitempty"`
+	// BlockedObjects names the objects left as they are with their code
+	// ("pv/NAME: CODE"), sorted, at most MaxBlockedListed of them
+	// (Blocked counts them all).
+	BlockedObjects []string `json:"blockedObjects,omitempty"`
 	// Conditions are Complete, Progressing and Blocked.
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
@@ -80,6 +88,11 @@ func (c *Controller) count() (Status, error) {
 		}
 		s.Blocked++
 		s.Reasons[why]++
+		s.BlockedObjects = append(s.BlockedObjects, obj.Resource()+": "+why)
+	}
+	slices.Sort(s.BlockedObjects)
+	if len(s.BlockedObjects) > MaxBlockedListed {
+		s.BlockedObjects = s.BlockedObjects[:MaxBlockedListed]
 	}
 	c.m.queueDepth.WithLabelValues("pvs").Set(float64(c.pvQueue.Len()))
 	c.m.queueDepth.WithLabelValues("storageclasses").Set(float64(c.scQueue.Len()))
