@@ -96,7 +96,11 @@ func TestCephRescue137(t *testing.T) {
 	if j.kc, err = srv.WriteKubeconfig(); err != nil {
 		t.Fatal(err)
 	}
+	// No Ceph CSI: neither its CSIDrivers nor its config map.
 	if err := srv.RemoveCSIDrivers(plugin.RBDDriverName, plugin.CephFSDriverName); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.cs.CoreV1().ConfigMaps("ceph-csi").Delete(j.ctx, "ceph-csi-config", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	controllers := append(slices.Clone(testenv.VolumeControllers), "persistentvolume-attach-detach-controller", "statefulset-controller")

@@ -21,6 +21,10 @@ func UpgradeSteps(minor int, p PluginGates) []string {
 	switch {
 	case err != nil:
 		return []string{err.Error()}
+	case p.Project && p.InTreeRemovedIn != 0 && minor >= p.InTreeRemovedIn:
+		// No Kubernetes component of this release has the plugin, and
+		// none built on it migrates it: no gate to name.
+		out = append(out, fmt.Sprintf("%s: 1.%d has no in-tree plugin, and Kubernetes never translated it: rewrite the stored PVs as %s PVs; they do not mount until then", name, minor, p.Driver))
 	case p.Project:
 		out = append(out, fmt.Sprintf("%s: Kubernetes never migrated it; components built with csimigrate migrate it with this project's gate %s (default on); stored PVs must be rewritten as CSI PVs before 1.%d, which removes the in-tree plugin", name, p.Migration, p.InTreeRemovedIn))
 	case p.TranslationRemovedIn != 0 && minor >= p.TranslationRemovedIn:

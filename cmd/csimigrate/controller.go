@@ -173,10 +173,12 @@ func restConfig(kubeconfig, context string) (*rest.Config, error) {
 // run runs the controller until ctx ends: it serves the health and metrics
 // endpoints at once, and runs the controller while this replica leads.
 func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) error {
-	logger := newStderrLogger(stderr)
-	if !o.log.verbose {
-		logger = logger.V(0)
+	// The controller logs at verbosity 4 unless -v=N says otherwise.
+	level := 4
+	if o.log.verbose {
+		level = o.log.level
 	}
+	logger := newStderrLogger(stderr, level)
 	cephCfg, err := o.translation.clusterConfig()
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-logr/logr/funcr"
@@ -304,22 +305,55 @@ func (o *outputFlags) validate() error {
 	return nil
 }
 
-// logFlags are -v.
-type logFlags struct{ verbose bool }
+// logFlags are -v: -v=N logs to stderr what is logged at verbosity N or
+// less, as kubectl's -v=N does; -v alone is -v=4.
+type logFlags struct {
+	verbose bool
+	level   int
+}
+
+// verbosity is -v's value: a bool flag (-v alone) that also takes a level.
+type verbosity struct{ l *logFlags }
+
+func (v verbosity) String() string {
+	if v.l == nil || !v.l.verbose {
+		return "0"
+	}
+	return strconv.Itoa(v.l.level)
+}
+
+func (v verbosity) Set(s string) error {
+	switch s {
+	case "true":
+		v.l.verbose, v.l.level = true, 4
+		return nil
+	case "false":
+		v.l.verbose, v.l.level = false, 0
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > 10 {
+		return fmt.Errorf("%q: want a level from 0 to 10 (-v=4), or -v alone for 4", s)
+	}
+	v.l.verbose, v.l.level = true, n
+	return nil
+}
+
+func (verbosity) IsBoolFlag() bool { return true }
 
 func (l *logFlags) register(fs *flag.FlagSet) {
-	fs.BoolVar(&l.verbose, "v", false, "log details to stderr")
+	fs.Var(verbosity{l}, "v", "log details to stderr: -v=N logs what is logged at verbosity N or less, as kubectl's -v=N (-v alone is -v=4)")
 }
 
 func (l *logFlags) logger(stderr io.Writer) klog.Logger {
 	if !l.verbose {
 		return klog.Background().V(100)
 	}
-	return newStderrLogger(stderr)
+	return newStderrLogger(stderr, l.level)
 }
 
-func newStderrLogger(w io.Writer) klog.Logger {
-	return funcr.New(func(prefix, args string) { fmt.Fprintln(w, args) }, funcr.Options{Verbosity: 4})
+func newStderrLogger(w io.Writer, level int) klog.Logger {
+	return funcr.New(func(prefix, args string) { fmt.Fprintln(w, args) }, funcr.Options{Verbosity: level})
 }
 
 // cephToolFlags say how Ceph's own tools reach the cluster, for the flag
