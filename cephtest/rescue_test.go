@@ -173,9 +173,15 @@ func TestCephRescue137(t *testing.T) {
 	if want := []string{rOrders, rStatic, rFS, "storageclass/" + rClass}; !sameSet(targets, want) {
 		t.Fatalf("the rescue rewrites %v, want %v", targets, want)
 	}
-	r.scale("orders", 0)
-	j.deletePod("static-app")
-	j.deletePod("fs-app")
+	// Stopped at once, then waited for: a stuck pod goes once the
+	// kubelet's wait for its volumes ends (about two minutes each).
+	r.scale("orders", 0, false)
+	for _, pod := range []string{"static-app", "fs-app"} {
+		if err := j.cs.CoreV1().Pods(jNS).Delete(j.ctx, pod, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.waitGone()
 	review := r.run(0, append([]string{"rewrite", "-kubeconfig", j.kc}, targets...)...)
 	for _, pv := range []string{rOrders, rStatic, rFS} {
 		if !strings.Contains(review, "rewrite_pv "+pv+" ") {
@@ -184,7 +190,7 @@ func TestCephRescue137(t *testing.T) {
 	}
 	out := r.run(0, append([]string{"rewrite", "-apply", "-kubeconfig", j.kc}, targets...)...)
 	t.Logf("rewrite -apply:\n%s", out)
-	r.scale("orders", 1)
+	r.scale("orders", 1, false)
 	testenv.WaitPodRunning(t, j.cs, jNS, "orders-0", 120*time.Second)
 	j.runPod("static-app", jNode1, "static-data")
 	j.runPod("fs-app", jNode1, "fs-data")
@@ -213,7 +219,7 @@ func TestCephRescue137(t *testing.T) {
 	j.expand(orders, ordersImage)
 	j.stageCephFS(j.pv(rFS))
 	j.provision(rClass, orders.Spec.Capacity)
-	r.scale("orders", 0)
+	r.scale("orders", 0, true)
 	j.deleteClaim("orders-db", rOrders, ordersImage)
 	r.pageRan()
 	if t.Failed() {
@@ -417,13 +423,16 @@ func (r *rescue) installOperator(dir string) {
 	}
 }
 
-// scale sets the StatefulSet orders' replicas, as kubectl scale does, and
-// waits until its pods are gone (0) or one exists.
-func (r *rescue) scale(name string, replicas int32) {
+// scale sets a StatefulSet's replicas, as kubectl scale does; with wait,
+// until it has that many pods.
+func (r *rescue) scale(name string, replicas int32, wait bool) {
 	t := r.t
 	if _, err := r.cs.AppsV1().StatefulSets(jNS).UpdateScale(r.ctx, name, &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: jNS},
 		Spec: autoscalingv1.ScaleSpec{Replicas: replicas}}, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	if !wait {
+		return
 	}
 	poll(t, 120*time.Second, fmt.Sprintf("StatefulSet %s at %d pods", name, replicas), func() (bool, string) {
 		pods, err := r.cs.CoreV1().Pods(jNS).List(r.ctx, metav1.ListOptions{LabelSelector: "app=" + name})
@@ -431,6 +440,22 @@ func (r *rescue) scale(name string, replicas int32) {
 			return false, err.Error()
 		}
 		return len(pods.Items) == int(replicas), fmt.Sprint(len(pods.Items))
+	})
+}
+
+// waitGone waits until no pod is left in the namespace (a stuck pod goes
+// once the kubelet's wait for its volumes ends, about two minutes).
+func (r *rescue) waitGone() {
+	poll(r.t, 240*time.Second, "the stopped pods to go", func() (bool, string) {
+		pods, err := r.cs.CoreV1().Pods(jNS).List(r.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var states []string
+		for _, p := range pods.Items {
+			states = append(states, fmt.Sprintf("%s deleted at %v: %s", p.Name, p.DeletionTimestamp, rewrite.PodStuck(&p)))
+		}
+		return len(pods.Items) == 0, strings.Join(states, "; ")
 	})
 }
 

@@ -113,10 +113,10 @@ func (p *Planner) settleRescue(plan *Plan) {
 		}
 	}
 	if len(install) > 0 {
-		add(RescueDriver, "install Ceph CSI with the ceph-csi-operator, and create the objects CEPH CSI CONFIG gives (a Driver for each driver, a CephConnection and a ClientProfile for each cluster entry): the rewritten PVs mount through "+strings.Join(install, " and "), install)
+		add(RescueDriver, "install Ceph CSI with the ceph-csi-operator, and create the objects the plan gives for it (a Driver for each driver, a CephConnection and a ClientProfile for each cluster entry): the rewritten PVs mount through "+strings.Join(install, " and "), install)
 	}
 	if len(entries) > 0 {
-		add(RescueEntries, "add the cluster entries CEPH CSI CONFIG gives, where the driver reads them: it serves no rewritten PV of a clusterID it lacks", entries)
+		add(RescueEntries, "add the cluster entries the plan gives, where the driver reads them: it serves no rewritten PV of a clusterID it lacks", entries)
 	}
 	var secrets []string
 	for _, s := range plan.Secrets {
@@ -125,7 +125,7 @@ func (p *Planner) settleRescue(plan *Plan) {
 		}
 	}
 	if len(secrets) > 0 {
-		add(RescueSecrets, "create or change the Secrets SECRETS lists: the rewritten PVs name them, and the driver reads them to mount, expand and delete", secrets)
+		add(RescueSecrets, "create or change the Secrets the plan lists: the rewritten PVs name them, and the driver reads them to mount, expand and delete", secrets)
 	}
 	var replicas []string
 	for _, w := range stop {

@@ -146,8 +146,8 @@ func (o *controllerOptions) validate() error {
 	return o.adoptFlags.validate()
 }
 
-func runController(args []string, stderr io.Writer) int {
-	return runCommand("controller", controllerSummary, &controllerOptions{}, args, nil, io.Discard, stderr)
+func runController(args []string, stdout, stderr io.Writer) int {
+	return runCommand("controller", controllerSummary, &controllerOptions{}, args, nil, stdout, stderr)
 }
 
 // run runs the controller until SIGINT or SIGTERM.

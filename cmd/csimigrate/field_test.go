@@ -219,14 +219,14 @@ spec:
 		}
 	})
 	t.Run("translate -h lists only translate's flags", func(t *testing.T) {
-		_, stderr, _ := runCmd(t, "", "translate", "-h")
+		help, _, _ := runCmd(t, "", "translate", "-h")
 		for _, f := range []string{"-kubernetes-version", "-ceph-csi-namespace", "-read-secrets"} {
-			if strings.Contains(stderr, f) {
+			if strings.Contains(help, f) {
 				t.Errorf("translate -h lists %s", f)
 			}
 		}
-		if !strings.Contains(stderr, "-inline-capacity") {
-			t.Errorf("translate -h: %s", stderr)
+		if !strings.Contains(help, "-inline-capacity") {
+			t.Errorf("translate -h: %s", help)
 		}
 	})
 }

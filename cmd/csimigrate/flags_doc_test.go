@@ -35,11 +35,8 @@ func flagDoc() string {
 		c.o.register(fs)
 		fmt.Fprintf(&b, "\n## csimigrate %s\n\n%s\n\n| flag | default | meaning |\n| --- | --- | --- |\n", c.name, strings.ReplaceAll(c.summary, "\n", " "))
 		fs.VisitAll(func(f *flag.Flag) {
-			name, usage := flag.UnquoteUsage(f)
-			arg := "`-" + f.Name
-			if name != "" {
-				arg += " " + name
-			}
+			a, usage := flagArg(f)
+			arg := "`" + a
 			def := ""
 			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "[]" {
 				def = "`" + f.DefValue + "`"

@@ -60,6 +60,7 @@ Commands:
   clusterid  print the Ceph CSI clusterID of a monitor list
   controller run the migration in the cluster (deploy/base, deploy/overlays)
   version    print the version, the commit and the Go version it was built with
+  completion print a completion script: bash or zsh (source <(csimigrate completion bash))
 
 Run "csimigrate <command> -h" for a command's flags. Without -f a command
 reads the cluster of the current kubeconfig context, as kubectl does;
@@ -88,13 +89,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "clusterid":
 		return runClusterID(args, stdout, stderr)
 	case "controller":
-		return runController(args, stderr)
+		return runController(args, stdout, stderr)
 	case "version":
 		return runVersion(args, stdout, stderr)
 	case "dump":
 		return runDump(args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
+		return exitOK
+	case "completion":
+		return runCompletion(args, stdout, stderr)
+	case "__complete":
+		complete(args, stdout)
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "csimigrate: unknown command %q\n\n%s", cmd, usage)
@@ -104,40 +110,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func newFlagSet(name, summary string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("csimigrate "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: csimigrate %s [flags]\n\n", name)
-		for _, para := range strings.Split(summary, "\n\n") {
-			fmt.Fprint(fs.Output(), wrap(strings.Join(strings.Fields(para), " "), helpWidth, ""), "\n")
-		}
-		fmt.Fprint(fs.Output(), "Flags:\n")
-		printFlags(fs.Output(), fs)
-	}
+	// -h writes the help, a usage error names it (runCommand).
+	fs.Usage = func() {}
 	return fs
 }
 
 // helpWidth is the width help text is wrapped to, so that it fits a
 // terminal.
 const helpWidth = 100
-
-// printFlags prints fs's flags as flag.PrintDefaults does (the flag, the
-// type of its value, its usage, a default that is not the zero value), the
-// usage wrapped to helpWidth columns.
-func printFlags(w io.Writer, fs *flag.FlagSet) {
-	const indent = "        "
-	fs.VisitAll(func(f *flag.Flag) {
-		typ, usage := flag.UnquoteUsage(f)
-		line := "  -" + f.Name
-		if typ != "" {
-			line += " " + typ
-		}
-		switch {
-		case f.DefValue == "" || f.DefValue == "false" || f.DefValue == "0" || f.DefValue == "0s" || f.DefValue == "[]":
-		case typ == "string":
-			usage += fmt.Sprintf(" (default %q)", f.DefValue)
-		default:
-			usage += fmt.Sprintf(" (default %v)", f.DefValue)
-		}
-		fmt.Fprintln(w, line)
-		fmt.Fprint(w, wrap(indent+strings.Join(strings.Fields(usage), " "), helpWidth, indent))
-	})
-}

@@ -42,8 +42,11 @@ func runCommand(name, summary string, o command, args []string, stdin io.Reader,
 	o.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			// Help on standard output, as kubectl gives it.
+			writeHelp(stdout, name, summary, fs)
 			return exitOK
 		}
+		fmt.Fprintf(stderr, "Run 'csimigrate %s -h' for its usage, examples and flags.\n", name)
 		return exitUsage
 	}
 	if err := o.complete(fs); err != nil {

@@ -18,7 +18,7 @@ func TestHelpNamesOnlyOwnFlags(t *testing.T) {
 		if code := run([]string{cmd, "-h"}, nil, &stdout, &stderr); code != exitOK {
 			t.Fatalf("%s -h: exit %d", cmd, code)
 		}
-		help := stderr.String()
+		help := stdout.String()
 		var own []string
 		for _, m := range flagLine.FindAllStringSubmatch(help, -1) {
 			own = append(own, m[1])
@@ -53,10 +53,37 @@ func TestHelpFitsTerminal(t *testing.T) {
 		if code := run([]string{cmd, "-h"}, nil, &stdout, &stderr); code != exitOK {
 			t.Fatalf("%s -h: exit %d", cmd, code)
 		}
-		for i, line := range strings.Split(stderr.String(), "\n") {
+		for i, line := range strings.Split(stdout.String(), "\n") {
 			if len(line) > helpWidth && strings.Contains(strings.TrimSpace(line), " ") {
 				t.Errorf("%s -h, line %d: %d columns, over %d: %q", cmd, i+1, len(line), helpWidth, line)
 			}
 		}
+	}
+}
+
+// Each command's help, as kubectl plugins give it, on standard output:
+// first a usage line with named placeholders, then examples, then its
+// flags in groups; no flag's value is a bare "value".
+func TestHelpAsKubectlPlugins(t *testing.T) {
+	for _, cmd := range []string{"plan", "translate", "rewrite", "clusterid", "controller", "dump"} {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{cmd, "-h"}, nil, &stdout, &stderr); code != exitOK {
+			t.Fatalf("%s -h: exit %d", cmd, code)
+		}
+		help := stdout.String()
+		if !strings.HasPrefix(help, "Usage:\n  csimigrate "+cmd+" ") || stderr.Len() != 0 {
+			t.Errorf("%s -h does not start with its usage line on stdout: %q (stderr %q)", cmd, help[:min(len(help), 80)], stderr.String())
+		}
+		if i, j := strings.Index(help, "\nExamples:\n"), strings.Index(help, " flags:\n"); i < 0 || j < i {
+			t.Errorf("%s -h: no examples before the flags:\n%s", cmd, help)
+		}
+		if regexp.MustCompile(`(?m)^  -[a-zA-Z-]+ value$`).MatchString(help) {
+			t.Errorf("%s -h shows a placeholder as \"value\":\n%s", cmd, help)
+		}
+	}
+	// A usage error names the help on stderr.
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"plan", "-nosuchflag"}, nil, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "csimigrate plan -h") {
+		t.Errorf("plan -nosuchflag: exit %d, %q", code, stderr.String())
 	}
 }

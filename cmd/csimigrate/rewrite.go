@@ -51,14 +51,13 @@ const rewriteSummary = "Replaces each in-tree PV by a CSI PV of the same name wi
 	"capacity, restore the reclaim policy. By default prints the steps for review (-o script: a bash script that\n" +
 	"reads the cluster before every step; -o yaml: the CSI PVs). With -apply it carries them out against the\n" +
 	"cluster of -kubeconfig, on the PVs of -f (the reviewed input, each only while its live uid is the reviewed\n" +
-	"one) or, without -f, on every in-tree PV of the cluster; PV names after the flags narrow that further.\n" +
+	"one) or, without -f, on every in-tree PV of the cluster; targets after the flags narrow that further.\n" +
 	"Every check runs before the first write to a PV; a PV that fails one is reported and left as it was. Every\n" +
 	"run derives its state from the cluster (the PVs and a ConfigMap per PV in -state-namespace), so an\n" +
 	"interrupted run is resumed by running it again. The in-tree StorageClasses in scope are replaced too,\n" +
 	"after the PVs (delete, then create the translated class; name one as storageclass/NAME). -dry-run sends\n" +
 	"every step with the API server's server-side dry run instead. -undo takes the same steps the other way:\n" +
-	"each CSI PV and StorageClass csimigrate's rewrite created is replaced by the in-tree one it replaced.\n\n" +
-	"Usage: csimigrate rewrite [flags] [-undo] [-apply [-dry-run] [PV name | storageclass/NAME ...]]"
+	"each CSI PV and StorageClass csimigrate's rewrite created is replaced by the in-tree one it replaced."
 
 func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return runCommand("rewrite", rewriteSummary, &rewriteOptions{}, args, stdin, stdout, stderr)
