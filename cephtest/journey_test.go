@@ -44,10 +44,10 @@ type journey struct {
 	pool string
 	ctx  context.Context
 	logs bytes.Buffer
-	// file is the dump's path; ran are the commands run, as
-	// docs/upgrade.md words them (record).
-	file string
-	ran  map[string]bool
+	// file is the dump's path, review the review's; ran are the
+	// commands run, as docs/upgrade.md words them (record).
+	file, review string
+	ran          map[string]bool
 }
 
 // The journey's objects (namespace default).
@@ -129,7 +129,10 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 	if err := os.WriteFile(j.file, []byte(dump), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := j.plan("-f", j.file, "-kubernetes-version", "1.30")
+	p := j.plan("-f", j.file)
+	if p.KubernetesMinor != 30 || p.ServerVersion != testenv.V1_30.Version {
+		t.Errorf("the plan of the dump is for 1.%d (%s), want the release the dump recorded, %s", p.KubernetesMinor, p.ServerVersion, testenv.V1_30.Version)
+	}
 	// The plan's Ceph CSI config: what the drivers (and the cluster's
 	// config map) are given.
 	configure(t, d, j.objects()...)
@@ -164,17 +167,23 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 	j.createSecrets(p.Secrets)
 	inlinePV := j.moveInline("inline-app")
 	j.deletePod("fs-app")
-	// The review of the cluster as it is now, with the options the run
-	// takes: what it prints is what the run does.
-	dump = j.csimigrate(0, "dump", "-kubeconfig", j.kc)
-	if err := os.WriteFile(j.file, []byte(dump), 0o600); err != nil {
-		t.Fatal(err)
+	// The plan of the cluster itself, ready now but for the PV left
+	// in-tree on purpose and what the rewrite will adopt.
+	if again := j.plan("-kubeconfig", j.kc); slices.ContainsFunc(again.Secrets, func(s plan.SecretPlan) bool { return s.Action == "create" }) {
+		t.Errorf("the plan still lists Secrets to create: %+v", again.Secrets)
 	}
-	if review := j.csimigrate(0, "rewrite", "-f", j.file, "-online", "-source-changed", "storageclass/"+jClass); !strings.Contains(review, "rewrite_pv "+jCephFS+" ") {
-		t.Errorf("the review has no step of %s:\n%s", jCephFS, review)
+	// The review of the cluster as it is now, with the run's options and
+	// targets, then the run given the review: what it prints is what the
+	// run does.
+	args := []string{"-online", "-adopt", "-ceph-conf", c.Conf, "-kubeconfig", j.kc, "-source-changed", "storageclass/" + jClass, jRBD, jCephFS, jAdopt, jStatic, "storageclass/" + jClass}
+	review := j.csimigrate(0, append([]string{"rewrite"}, args...)...)
+	for _, pv := range []string{jRBD, jCephFS, jAdopt, jStatic} {
+		if !strings.Contains(review, "rewrite_pv "+pv+" ") {
+			t.Errorf("the review has no step of %s:\n%s", pv, review)
+		}
 	}
-	out := j.csimigrate(0, "rewrite", "-apply", "-online", "-adopt", "-ceph-conf", c.Conf, "-kubeconfig", j.kc, "-source-changed", "storageclass/"+jClass,
-		jRBD, jCephFS, jAdopt, jStatic, "storageclass/"+jClass)
+	j.saveReview(review)
+	out := j.csimigrate(0, append([]string{"rewrite", "-apply", "-review", j.review}, args...)...)
 	t.Logf("rewrite -apply on 1.30:\n%s", out)
 	rbdPV, fsPV, adopted, static := j.pv(jRBD), j.pv(jCephFS), j.pv(jAdopt), j.pv(jStatic)
 	if rbdPV.Spec.CSI == nil || fsPV.Spec.CSI == nil || static.Spec.CSI == nil || rbdPV.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete ||
@@ -215,7 +224,10 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 	for _, log := range []string{"kube-controller-manager", "hollow-node-" + jNode1, "hollow-node-" + jNode2} {
 		testenv.NoErrorsAbout(t, j.srv.LogPath(log), jRBD, jCephFS, jAdopt, jStatic, inlinePV, "rbd-data", "fs-data", "adopt-data", "static-data", "inline-app-data")
 	}
-	after := j.plan("-live", "-kubeconfig", j.kc, "-kubernetes-version", "1.37")
+	after := j.plan("-kubeconfig", j.kc)
+	if after.KubernetesMinor != 37 {
+		t.Errorf("the plan after the upgrade is for 1.%d, want the release it read, 1.37", after.KubernetesMinor)
+	}
 	if steps := strings.Join(after.FeatureGates, "\n"); !strings.Contains(steps, "they do not mount until then") {
 		t.Errorf("the plan on 1.37 does not say the in-tree PVs do not mount: %q", steps)
 	}
@@ -239,7 +251,8 @@ func TestCephJourneyUpgrade130To137(t *testing.T) {
 	// The negative control's remedy: its pod stopped, the rewrite on
 	// 1.37, a new pod runs.
 	j.deletePod("left-app")
-	j.csimigrate(0, "rewrite", "-apply", "-kubeconfig", j.kc, jLeft)
+	j.saveReview(j.csimigrate(0, "rewrite", "-kubeconfig", j.kc, jLeft))
+	j.csimigrate(0, "rewrite", "-apply", "-review", j.review, "-kubeconfig", j.kc, jLeft)
 	j.runPod("left-app2", jNode2, "left-data")
 	// Delete through Ceph CSI; a new claim on the replaced class.
 	j.deletePod("rbd-app2")
@@ -567,9 +580,21 @@ func (j *journey) pv(name string) *v1.PersistentVolume {
 	return pv
 }
 
-// record notes a command run, as docs/upgrade.md words it: without
-// -kubeconfig and -o, the dump as cluster.json, the journey's PVs as
-// "PV...", its class as CLASS.
+// saveReview writes a review where the journey's next rewrite -apply
+// -review reads it (review.sh).
+func (j *journey) saveReview(review string) {
+	if j.review == "" {
+		j.review = filepath.Join(j.t.TempDir(), "review.sh")
+	}
+	if err := os.WriteFile(j.review, []byte(review), 0o600); err != nil {
+		j.t.Fatal(err)
+	}
+}
+
+// record notes a command run, as docs/upgrade.md words it with the names
+// it sets once: without -kubeconfig and -o, the dump as cluster.json, the
+// review as review.sh, the journey's PVs as $PVS (the one left in-tree as
+// $LEFT), its class as storageclass/$CLASS, Ceph's config as $CEPH_CONF.
 func (j *journey) record(args []string) {
 	words := []string{"csimigrate"}
 	for i := 0; i < len(args); i++ {
@@ -580,15 +605,19 @@ func (j *journey) record(args []string) {
 			continue
 		case a == j.file:
 			a = "cluster.json"
+		case a == j.review && a != "":
+			a = "review.sh"
 		case a == "storageclass/"+jClass:
-			a = "storageclass/CLASS"
+			a = "storageclass/$CLASS"
 		case a == j.c.Conf:
-			a = "/etc/ceph/ceph.conf"
-		case a == jRBD || a == jCephFS || a == jLeft || a == jAdopt || a == jStatic:
-			if words[len(words)-1] == "PV..." {
+			a = "$CEPH_CONF"
+		case a == jLeft:
+			a = "$LEFT"
+		case a == jRBD || a == jCephFS || a == jAdopt || a == jStatic:
+			if words[len(words)-1] == "$PVS" {
 				continue
 			}
-			a = "PV..."
+			a = "$PVS"
 		}
 		words = append(words, a)
 	}
@@ -596,14 +625,16 @@ func (j *journey) record(args []string) {
 }
 
 // runbookRan fails the test for each command of docs/upgrade.md's code
-// blocks that the journey did not run.
+// blocks that the journey did not run (those of its vSphere section are
+// the vSphere journey's).
 func (j *journey) runbookRan() {
 	b, err := os.ReadFile("../docs/upgrade.md")
 	if err != nil {
 		j.t.Fatal(err)
 	}
 	in, n := false, 0
-	for _, line := range strings.Split(string(b), "\n") {
+	page, _, _ := strings.Cut(string(b), "\n## vSphere")
+	for _, line := range strings.Split(page, "\n") {
 		line = strings.TrimSpace(line)
 		if strings.HasPrefix(line, "```") {
 			in = !in

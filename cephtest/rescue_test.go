@@ -46,6 +46,8 @@ const (
 type rescue struct {
 	*journey
 	rescueRan map[string]bool
+	// reviewFile is where the review was saved (review.sh).
+	reviewFile string
 }
 
 // TestCephRescue137 is docs/rescue.md on the cluster it is written for: a
@@ -114,7 +116,15 @@ func TestCephRescue137(t *testing.T) {
 	j.startProvisioner()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	// external-attacher's part for both drivers: the operator's CSIDriver
+	// says whether a driver's volumes attach.
 	testenv.PlayAttacher(ctx, t, j.cs, plugin.RBDDriverName)
+	testenv.PlayAttacher(ctx, t, j.cs, plugin.CephFSDriverName)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kube-controller-manager:\n%s\nhollow-node-%s:\n%s", srv.Logs("kube-controller-manager"), jNode1, srv.Logs("hollow-node-"+jNode1))
+		}
+	})
 	r.create(map[string]string{rOrders: ordersImage, rStatic: staticImage}, fsKey)
 	for _, pod := range []string{"orders-0", "static-app", "fs-app"} {
 		r.waitStuck(pod)
@@ -173,11 +183,27 @@ func TestCephRescue137(t *testing.T) {
 	if want := []string{rOrders, rStatic, rFS, "storageclass/" + rClass}; !sameSet(targets, want) {
 		t.Fatalf("the rescue rewrites %v, want %v", targets, want)
 	}
-	// Stopped at once, then waited for: a stuck pod goes once the
-	// kubelet's wait for its volumes ends (about two minutes each).
-	r.scale("orders", 0, false)
-	for _, pod := range []string{"static-app", "fs-app"} {
-		if err := j.cs.CoreV1().Pods(jNS).Delete(j.ctx, pod, metav1.DeleteOptions{}); err != nil {
+	// The rescue's stop step as it says: the StatefulSet scaled to zero,
+	// its stuck pod deleted (the scale-down waits on it), the pods of
+	// their own deleted; then waited for (a stuck pod goes once the
+	// kubelet's wait for its volumes ends).
+	stop := p.Rescue[slices.IndexFunc(p.Rescue, func(s plan.RescueStep) bool { return s.Step == plan.RescueStop })]
+	if !slices.Equal(stop.Delete, []string{jNS + "/orders-0"}) {
+		t.Errorf("the stop step deletes %v, want the StatefulSet's stuck pod", stop.Delete)
+	}
+	var pods []string
+	for _, obj := range stop.Objects {
+		switch kind, ref, _ := strings.Cut(obj, " "); kind {
+		case "StatefulSet":
+			r.scale(strings.TrimPrefix(ref, jNS+"/"), 0, false)
+		case "Pod":
+			pods = append(pods, ref)
+		default:
+			t.Errorf("the stop step names %s", obj)
+		}
+	}
+	for _, ref := range append(pods, stop.Delete...) {
+		if err := j.cs.CoreV1().Pods(jNS).Delete(j.ctx, strings.TrimPrefix(ref, jNS+"/"), metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -188,7 +214,14 @@ func TestCephRescue137(t *testing.T) {
 			t.Errorf("the review has no step of %s:\n%s", pv, review)
 		}
 	}
-	out := r.run(0, append([]string{"rewrite", "-apply", "-kubeconfig", j.kc}, targets...)...)
+	r.reviewFile = filepath.Join(t.TempDir(), "review.sh")
+	if err := os.WriteFile(r.reviewFile, []byte(review), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := r.run(0, append([]string{"rewrite", "-apply", "-review", r.reviewFile, "-kubeconfig", j.kc}, targets...)...)
+	if !strings.Contains(out, "the run is the one reviewed in") {
+		t.Errorf("rewrite -apply -review did not check the review:\n%s", out)
+	}
 	t.Logf("rewrite -apply:\n%s", out)
 	r.scale("orders", 1, false)
 	testenv.WaitPodRunning(t, j.cs, jNS, "orders-0", 120*time.Second)
@@ -222,9 +255,6 @@ func TestCephRescue137(t *testing.T) {
 	r.scale("orders", 0, true)
 	j.deleteClaim("orders-db", rOrders, ordersImage)
 	r.pageRan()
-	if t.Failed() {
-		t.Logf("kube-controller-manager:\n%s\nhollow-node-%s:\n%s", srv.Logs("kube-controller-manager"), jNode1, srv.Logs("hollow-node-"+jNode1))
-	}
 }
 
 // cephFSDir makes the CephFS volume's directory with the journey's file,
@@ -421,6 +451,11 @@ func (r *rescue) installOperator(dir string) {
 	if err := j.d.SetConfig([]byte(rendered)); err != nil {
 		t.Fatal(err)
 	}
+	for _, drv := range []string{plugin.RBDDriverName, plugin.CephFSDriverName} {
+		if d, err := j.cs.StorageV1().CSIDrivers().Get(j.ctx, drv, metav1.GetOptions{}); err == nil && d.Spec.AttachRequired != nil {
+			t.Logf("the operator's CSIDriver %s: attachRequired %v", drv, *d.Spec.AttachRequired)
+		}
+	}
 }
 
 // scale sets a StatefulSet's replicas, as kubectl scale does; with wait,
@@ -493,6 +528,8 @@ func (r *rescue) run(code int, args ...string) string {
 			continue
 		case "storageclass/" + rClass:
 			a = "storageclass/CLASS"
+		case r.reviewFile:
+			a = "review.sh"
 		case rOrders, rStatic, rFS:
 			if words[len(words)-1] == "PV..." {
 				continue

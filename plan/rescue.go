@@ -53,6 +53,12 @@ type RescueStep struct {
 	// replicas to restore ("" where it has none to scale), by Objects'
 	// index.
 	Replicas []string `json:"replicas,omitempty"`
+	// Delete are, for RescueStop, the stuck pods of StatefulSets
+	// ("namespace/name") to delete once they are scaled to zero: a
+	// StatefulSet's scale-down (podManagementPolicy OrderedReady, the
+	// default) waits for an unhealthy pod to be ready first, which a stuck
+	// pod never is.
+	Delete []string `json:"delete,omitempty"`
 }
 
 // The steps of a rescue, in their order.
@@ -71,7 +77,7 @@ const (
 // is installed, the cluster entries, the Secrets, the workloads stopped,
 // the rewrite, the workloads started.
 func (p *Planner) settleRescue(plan *Plan) {
-	var stop []string
+	var stop, del []string
 	for _, v := range plan.Volumes {
 		if !p.inTreeRemoved(v.Plugin) || onlineMayApply(v.Plugin, p.opts.KubernetesMinor) {
 			continue
@@ -89,6 +95,9 @@ func (p *Planner) settleRescue(plan *Plan) {
 			}
 			if !slices.Contains(stop, w) {
 				stop = append(stop, w)
+			}
+			if strings.HasPrefix(w, "StatefulSet ") && sp.Stuck != "" && !slices.Contains(del, pod) {
+				del = append(del, pod)
 			}
 		}
 		plan.Broken = append(plan.Broken, b)
@@ -132,8 +141,8 @@ func (p *Planner) settleRescue(plan *Plan) {
 		replicas = append(replicas, p.replicasOf(w))
 	}
 	if len(stop) > 0 {
-		plan.Rescue = append(plan.Rescue, RescueStep{Step: RescueStop, Objects: stop, Replicas: replicas,
-			Text: "stop the workloads of the broken volumes' pods (scale them to zero; delete a pod of its own): the rewrite refuses a PV whose pods have not finished, and a pod stuck now never mounts the old PV"})
+		plan.Rescue = append(plan.Rescue, RescueStep{Step: RescueStop, Objects: stop, Replicas: replicas, Delete: del,
+			Text: "stop the workloads of the broken volumes' pods (scale them to zero, then delete a StatefulSet's stuck pods, which its scale-down waits on; delete a pod of its own): the rewrite refuses a PV whose pods have not finished, and a pod stuck now never mounts the old PV"})
 	}
 	var targets []string
 	for _, b := range plan.Broken {

@@ -69,21 +69,23 @@ func TestPlanRescue(t *testing.T) {
 		t.Errorf("broken (-want +got):\n%s", diff)
 	}
 	type step struct {
-		Step              string
-		Objects, Replicas []string
+		Step                      string
+		Objects, Replicas, Delete []string
 	}
 	var got []step
 	for _, s := range r.Rescue {
 		if s.Text == "" {
 			t.Errorf("step %s says nothing", s.Step)
 		}
-		got = append(got, step{s.Step, s.Objects, s.Replicas})
+		got = append(got, step{s.Step, s.Objects, s.Replicas, s.Delete})
 	}
+	// The StatefulSet's stuck pod is deleted after the scale-down, which
+	// waits on it.
 	want := []step{
-		{plan.RescueDriver, []string{plugin.RBDDriverName}, nil},
-		{plan.RescueStop, []string{"StatefulSet ns/db", "Pod ns/tool"}, []string{"3", ""}},
-		{plan.RescueRewrite, []string{"a", "b", "storageclass/rbd"}, nil},
-		{plan.RescueStart, []string{"StatefulSet ns/db", "Pod ns/tool"}, []string{"3", ""}},
+		{plan.RescueDriver, []string{plugin.RBDDriverName}, nil, nil},
+		{plan.RescueStop, []string{"StatefulSet ns/db", "Pod ns/tool"}, []string{"3", ""}, []string{"ns/db-0"}},
+		{plan.RescueRewrite, []string{"a", "b", "storageclass/rbd"}, nil, nil},
+		{plan.RescueStart, []string{"StatefulSet ns/db", "Pod ns/tool"}, []string{"3", ""}, nil},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rescue (-want +got):\n%s", diff)

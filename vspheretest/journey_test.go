@@ -84,23 +84,62 @@ func TestVSphereUpgrade130To137(t *testing.T) {
 	}
 	testenv.RunPod(t, c, ns, "app", "node1", "vs-inuse")
 
-	dump := filepath.Join(t.TempDir(), "cluster.json")
-	code, out, stderr := csimigrate(t, "dump", "-kubeconfig", kc)
+	// docs/upgrade.md's vSphere section, command by command (run records
+	// each as the page words it).
+	dir := t.TempDir()
+	dump, review := filepath.Join(dir, "cluster.json"), filepath.Join(dir, "review.sh")
+	conf := confFile(t, vc, vc.Password)
+	pvs := []string{"vs-inuse", "vs-unused", "storageclass/" + class.Name}
+	ran := map[string]bool{}
+	run := func(args ...string) (int, []byte, string) {
+		t.Helper()
+		words := []string{"csimigrate"}
+		for i := 0; i < len(args); i++ {
+			switch a := args[i]; {
+			case a == "-kubeconfig":
+				i++
+			case a == dump:
+				words = append(words, "cluster.json")
+			case a == review:
+				words = append(words, "review.sh")
+			case a == conf:
+				words = append(words, "$VSPHERE_CONF")
+			case a == "storageclass/"+class.Name:
+				words = append(words, "storageclass/$CLASS")
+			case a == "vs-inuse" || a == "vs-unused":
+				if words[len(words)-1] != "$PVS" {
+					words = append(words, "$PVS")
+				}
+			default:
+				words = append(words, a)
+			}
+		}
+		ran[strings.Join(words, " ")] = true
+		return csimigrate(t, args...)
+	}
+	code, out, stderr := run("dump", "-kubeconfig", kc)
 	if code != 0 {
 		t.Fatalf("dump: exit %d: %s", code, stderr)
 	}
 	if err := os.WriteFile(dump, out, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, stderr := csimigrate(t, "plan", "-f", dump, "-kubernetes-version", "1.30"); !strings.Contains(string(out), "vs-unused") {
+	if code, out, stderr := run("plan", "-f", dump, "-read-vsphere", "-vsphere-conf", conf); code > 1 || !strings.Contains(string(out), "vs-unused") || !strings.Contains(string(out), "KUBERNETES: the API server runs "+testenv.V1_30.Version) {
 		t.Fatalf("plan: exit %d: %s\n%s", code, out, stderr)
 	}
-	conf := confFile(t, vc, vc.Password)
-	code, out, stderr = csimigrate(t, "rewrite", "-apply", "-online", "-adopt", "-vsphere-conf", conf, "-kubeconfig", kc,
-		"vs-inuse", "vs-unused", "storageclass/"+class.Name)
-	if code != 0 {
-		t.Fatalf("rewrite -apply -online -adopt: exit %d\n%s\n%s", code, out, stderr)
+	args := append([]string{"-online", "-adopt", "-vsphere-conf", conf, "-kubeconfig", kc}, pvs...)
+	code, out, stderr = run(append([]string{"rewrite"}, args...)...)
+	if code != 0 || !strings.Contains(string(out), "rewrite_pv vs-unused ") {
+		t.Fatalf("the review: exit %d\n%s\n%s", code, out, stderr)
 	}
+	if err := os.WriteFile(review, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr = run(append([]string{"rewrite", "-apply", "-review", review}, args...)...)
+	if code != 0 {
+		t.Fatalf("rewrite -apply -review -online -adopt: exit %d\n%s\n%s", code, out, stderr)
+	}
+	sectionRan(t, ran)
 	t.Logf("rewrite -apply on 1.30:\n%s", out)
 	inUse, unused := getPV(t, c, "vs-inuse"), getPV(t, c, "vs-unused")
 	switch {
@@ -150,6 +189,41 @@ func TestVSphereUpgrade130To137(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("kube-controller-manager:\n%s", srv.Logs("kube-controller-manager"))
+	}
+}
+
+// sectionRan fails the test for each command of docs/upgrade.md's vSphere
+// section that the journey did not run.
+func sectionRan(t *testing.T, ran map[string]bool) {
+	t.Helper()
+	b, err := os.ReadFile("../docs/upgrade.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## vSphere")
+	if !ok {
+		t.Fatal("docs/upgrade.md has no vSphere section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	in, n := false, 0
+	for _, line := range strings.Split(section, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "```") {
+			in = !in
+			continue
+		}
+		cmd, ok := strings.CutPrefix(line, "kubectl ")
+		if !in || !ok {
+			continue
+		}
+		cmd, _, _ = strings.Cut(cmd, " >")
+		n++
+		if !ran[strings.TrimSpace(cmd)] {
+			t.Errorf("docs/upgrade.md's vSphere section runs %q, which the journey did not; it ran %v", cmd, ran)
+		}
+	}
+	if n < 4 {
+		t.Errorf("the vSphere section has %d commands in code blocks: its form changed", n)
 	}
 }
 

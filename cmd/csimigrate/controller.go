@@ -231,7 +231,7 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 // read, as at start. Reading them needs the rights plan -live has; without
 // them it is fallback, and adopted volumes keep their migration entries.
 func (o *controllerOptions) servedCephConfig(ctx context.Context, client kubernetes.Interface, tr *translate.Translator, fallback ceph.ClusterConfig, logger klog.Logger) ceph.ClusterConfig {
-	_, served, err := livePlan(ctx, client, tr, o.translation.drivers)
+	_, served, err := livePlan(ctx, client, tr, plan.Options{Drivers: o.translation.drivers}, false)
 	if err != nil {
 		logger.Info("Not reading the Ceph CSI drivers' cluster entries: adopted volumes name their migration entries; give -ceph-config to name the drivers' own", "err", err.Error())
 		return fallback
@@ -270,7 +270,7 @@ func (o *controllerOptions) cephServed(client kubernetes.Interface, tr *translat
 			}
 			return last, lastErr
 		}
-		_, served, err := livePlan(ctx, client, tr, o.translation.drivers)
+		_, served, err := livePlan(ctx, client, tr, plan.Options{Drivers: o.translation.drivers}, false)
 		if err != nil {
 			return ceph.ClusterConfig{}, err
 		}

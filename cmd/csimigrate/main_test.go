@@ -398,6 +398,8 @@ func TestRewriteFromStdin(t *testing.T) {
 	for _, out := range []string{"script", "yaml"} {
 		want, _, wantCode := runCmd(t, "", "rewrite", "-o", out, "-f", "testdata/dump.json")
 		got, stderr, code := runCmd(t, string(dump), "rewrite", "-o", out, "-f", "-")
+		// The record names the input as given: the file, or "-".
+		want = strings.Replace(want, `"-f=testdata/dump.json"`, `"-f=-"`, 1)
 		if code != wantCode || got != want {
 			t.Errorf("-o %s: exit %d (file: %d), %s\n%s", out, code, wantCode, stderr, cmp.Diff(want, got))
 		}

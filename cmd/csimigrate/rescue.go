@@ -74,6 +74,10 @@ func rescueCommands(s plan.RescueStep) []string {
 				out = append(out, fmt.Sprintf("kubectl scale %s %s -n %s --replicas=%s", strings.ToLower(kind), name, ns, replicas))
 			}
 		}
+		for _, pod := range s.Delete {
+			ns, name, _ := strings.Cut(pod, "/")
+			out = append(out, fmt.Sprintf("kubectl delete pod %s -n %s    # stuck: the StatefulSet's scale-down waits on it", name, ns))
+		}
 	case plan.RescueRewrite:
 		targets := strings.Join(s.Objects, " ")
 		out = append(out, programName()+" rewrite "+targets+" > review.sh    # review: the steps, or what is refused and why",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"slices"
 
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/featuregate"
@@ -61,14 +62,29 @@ func reviewVerdicts(c *common, tr *translate.Translator, w apply.Options, stdin 
 			return planVerdicts{}, err
 		}
 	}
-	p := pl.Finish()
+	return verdictsOf(pl.Finish(), false), nil
+}
+
+// verdictsOf are the plan's verdicts of the objects it blocks. With
+// secretsUnread, a Secret the plan could not read is not a verdict (the
+// writer reads each one it needs itself).
+func verdictsOf(p *plan.Plan, secretsUnread bool) planVerdicts {
 	v := planVerdicts{pvs: map[string]planVerdict{}, classes: map[string]planVerdict{}}
 	for _, vp := range p.Volumes {
+		if secretsUnread {
+			vp.Findings = slices.DeleteFunc(slices.Clone(vp.Findings), func(f plugin.Finding) bool { return f.Code == plan.FindingSecretsNotChecked })
+			if !slices.ContainsFunc(vp.Findings, func(f plugin.Finding) bool { return f.Severity == plugin.SeverityBlocker }) {
+				continue
+			}
+		}
 		if !vp.Migratable {
 			v.pvs[vp.Name] = volumeVerdict(vp)
 		}
 	}
 	for _, sp := range p.StorageClasses {
+		if secretsUnread && slices.Equal(sp.Codes, []string{plan.FindingSecretsNotChecked}) {
+			continue
+		}
 		if !sp.Migratable {
 			codes := sp.Codes
 			if len(codes) == 0 {
@@ -77,7 +93,7 @@ func reviewVerdicts(c *common, tr *translate.Translator, w apply.Options, stdin 
 			v.classes[sp.Name] = planVerdict{codes: codes, text: sp.Reason}
 		}
 	}
-	return v, nil
+	return v
 }
 
 // volumeVerdict is the planVerdict of a PV the plan does not call migratable:

@@ -79,6 +79,7 @@ func (o *rewriteOptions) register(fs *flag.FlagSet) {
 		fs.Float64Var(&o.qps, "qps", 100, "with -apply: the client's request rate limit towards the API server, per second")
 		fs.IntVar(&o.burst, "burst", 200, "with -apply: the client's burst above -qps")
 		fs.DurationVar(&o.leaseWait, "lease-wait", 30*time.Second, "with -apply: how long to wait while another csimigrate writer holds the Lease "+apply.LeaseName+" in -state-namespace")
+		fs.StringVar(&o.reviewFile, "review", "", "with -apply: the review this run must be (the output of rewrite with the same options and targets): the run refuses before its first write if the options, the targets or the objects differ, or an object changed since (its uid or resourceVersion), and names the difference")
 		fs.BoolVar(&o.adoptCSI, "adopt-csi", false, "with -apply -adopt: adopt the CSI PVs of rbd.csi.ceph.com that carry a migration handle (an earlier rewrite's, or Kubernetes' own migration's), and the static CSI PVs of cephfs.csi.ceph.com (with -cephfs-secret), instead of rewriting in-tree PVs; with -undo, give such adopted PVs their migration handle or static form back")
 	})
 	o.adoptFlags.register(fs, "with -apply: ", "; with -undo, undo such PVs too (their entries removed)")
@@ -109,6 +110,8 @@ func (o *rewriteOptions) complete(fs *flag.FlagSet) error {
 			o.applyOnly = append(o.applyOnly, "-"+f.Name)
 		}
 	})
+	// What a review records, and an apply of it compares.
+	o.recorded, o.recordedTargets = recordedArgs(fs, o.applyFlags), o.names
 	if err := o.adoptFlags.complete(fs); err != nil {
 		return err
 	}
@@ -136,8 +139,8 @@ func (o *rewriteOptions) validate() error {
 		return o.adoptFlags.validate("-adopt-csi")
 	case !o.adopt && o.adoptFlags.validate() != nil:
 		return o.adoptFlags.validate()
-	case o.adopt && !o.doApply && o.vsphere.wanted():
-		return errors.New("-vsphere-conf and -vsphere-secret only with -apply -adopt")
+	case !o.doApply && !o.adopt && o.vsphere.wanted():
+		return errors.New("-vsphere-conf and -vsphere-secret in a review only with -adopt (the adoption's decisions read vCenter)")
 	case !o.doApply && o.adopt && !o.live:
 		return errors.New("-adopt in a review needs -live: the adoption's checks read the cluster and Ceph, as -apply does")
 	case o.doApply && o.live:
@@ -166,7 +169,7 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, targets []ta
 		return exitInput
 	}
 	defer c.cleanup()
-	rv := &review{tr: tr, dir: o.writer.Direction, script: c.output == "script", stderr: stderr, sourceChanged: o.writer.SourceChanged, scope: c.scope(), targets: targets,
+	rv := &review{tr: tr, dir: o.writer.Direction, script: c.output == "script", stderr: stderr, sourceChanged: o.writer.SourceChanged, scope: c.scope(), targets: targets, record: &reviewRecord{Args: o.recorded, Targets: o.recordedTargets},
 		in: &rewriteInputs{classes: map[string]*storagev1.StorageClass{}}, w: bufio.NewWriterSize(stdout, 1<<16)}
 	if err := rv.readInputs(c, stdin); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
@@ -202,9 +205,20 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, targets []ta
 			return exitUsage
 		}
 		rv.ceph = o.cephFlags.tools
+		wo := apply.Options{Direction: o.writer.Direction, Ceph: o.cephFlags.tools, CephConfig: cfg, CephFSSecret: o.cephfsSecret, SourceChanged: o.writer.SourceChanged, Online: o.writer.Online}
+		if o.vsphere.wanted() {
+			// A vSphere adoption's decisions read vCenter, as -apply's.
+			vc, _, err := o.vsphere.open(context.Background(), client, c.logger(stderr))
+			if err != nil {
+				fmt.Fprintf(stderr, "csimigrate rewrite: vCenter: %v\n", err)
+				return exitInput
+			}
+			defer vc.Close()
+			wo.VSphere = vc
+		}
 		// What it decides (adopted or why not) goes to stderr, beside the
 		// script.
-		if rv.writer, err = apply.New(client, rv.tr, c.logger(stderr), textEvents{stderr}, apply.Options{Direction: o.writer.Direction, Ceph: o.cephFlags.tools, CephConfig: cfg, CephFSSecret: o.cephfsSecret, SourceChanged: o.writer.SourceChanged}); err != nil {
+		if rv.writer, err = apply.New(client, rv.tr, c.logger(stderr), textEvents{stderr}, wo); err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return exitUsage
 		}
@@ -255,6 +269,10 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, targets []ta
 		fmt.Fprintln(stderr, line)
 	}
 	if rv.werr == nil {
+		// The record, last: an apply given this review checks it.
+		_, rv.werr = io.WriteString(rv.w, "\n"+rv.record.line())
+	}
+	if rv.werr == nil {
 		rv.werr = rv.w.Flush()
 	}
 	if rv.werr != nil {
@@ -290,6 +308,8 @@ type review struct {
 	// named (none: every one in scope).
 	scope   string
 	targets []target
+	// record is what the review records of itself (its last line).
+	record *reviewRecord
 	// What was written (and refused), whether an object failed, and the
 	// first write error.
 	pvs, classes, refusedObjects int
@@ -319,6 +339,8 @@ func (rv *review) pv(obj any) {
 	if !rv.dir.ReplacesPV(rv.tr, pv) || !inNamespace(pv, rv.scope) || !anySelectsPV(rv.targets, pv.Name, claimOf(pv)) {
 		return
 	}
+	refused := rv.refusedObjects
+	defer func() { rv.record.add(rewrite.PVRef(pv.Name), pv, rv.refusedObjects > refused) }()
 	if v, ok := rv.planVerdicts.pvs[pv.Name]; ok {
 		rv.refuse(rewrite.PVRef(pv.Name), v)
 		return
@@ -426,6 +448,8 @@ func (rv *review) class(sc *storagev1.StorageClass) {
 		// (A class serves every namespace: not in -n's scope.)
 		return
 	}
+	refused := rv.refusedObjects
+	defer func() { rv.record.add(rewrite.ClassRef(sc.Name), sc, rv.refusedObjects > refused) }()
 	if v, ok := rv.planVerdicts.classes[sc.Name]; ok {
 		rv.refuse(rewrite.ClassRef(sc.Name), v)
 		return

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
@@ -39,7 +40,7 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 	interrupted, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx := interrupted
-	live, err := a.readServed(ctx, c.drivers, o.adopt && c.cephConfig == "")
+	live, err := a.readServed(ctx, c, o.adopt && c.cephConfig == "")
 	if err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitBlocked
@@ -54,12 +55,19 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 	if code != exitOK {
 		return code
 	}
+	if o.reviewFile != "" {
+		// What runs is what was reviewed: its options, targets and
+		// objects, each as it was then; checked before the first write.
+		if code := a.checkReview(ctx, o, targets, classes, stderr); code != exitOK {
+			return code
+		}
+	}
 	targets, classes, err = a.withoutBlocked(ctx, targets, classes)
 	if err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitBlocked
 	}
-	targets = a.withCephEntries(live, targets)
+	targets, classes = a.withPlanVerdicts(live, targets, classes)
 	if o.writer.DryRun {
 		// What the real run would wait for before its first write, then
 		// what it would do, counted as it counts.
@@ -149,11 +157,11 @@ func newApplier(c *common, tr *translate.Translator, o applyOptions, stdout, std
 // writer checks each Ceph PV against them before its first write to it,
 // and, with adoptServed (-adopt without -ceph-config), an adoption names the
 // drivers' own entries from them.
-func (a *applier) readServed(ctx context.Context, drivers map[string]string, adoptServed bool) (*plan.Plan, error) {
+func (a *applier) readServed(ctx context.Context, c *common, adoptServed bool) (*plan.Plan, error) {
 	if a.opts.Direction.IsUndo() {
 		return nil, nil
 	}
-	result, served, err := livePlan(ctx, a.client, a.tr, drivers)
+	result, served, err := livePlan(ctx, a.client, a.tr, plan.Options{Drivers: c.drivers, SourceChanged: a.opts.SourceChanged, Online: a.opts.Online, Namespace: c.scope()}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -164,32 +172,44 @@ func (a *applier) readServed(ctx context.Context, drivers map[string]string, ado
 	return result, nil
 }
 
-// withCephEntries are the targets whose Ceph CSI driver serves the
-// cluster entry their migrated PV needs, as the plan of the live cluster
-// judges it (where each driver reads its config, and what it has); the
-// others are refused with the plan's code, counted and left as they are. An
-// undo (no plan) needs no entry.
-func (a *applier) withCephEntries(live *plan.Plan, pvs []apply.Target) []apply.Target {
+// withPlanVerdicts are the targets that the plan of the live cluster does
+// not block; the others are refused with the plan's verdict (every reason,
+// with its code, as the review gives it: what the review shows is what the
+// run does), counted and left as they are. The writer's own checks judge
+// the rest. An undo (no plan) is judged by the writer alone.
+func (a *applier) withPlanVerdicts(live *plan.Plan, pvs, scs []apply.Target) (keptPVs, keptSCs []apply.Target) {
 	if live == nil {
-		return pvs
+		return pvs, scs
 	}
-	why := map[string]*rewrite.Refusal{}
-	for _, v := range live.Volumes {
-		for _, f := range v.Findings {
-			if f.Code == plan.FindingCephClusterEntryMissing || f.Code == plan.FindingCephCSIConfigNotFound {
-				why[v.Name] = rewrite.JoinRefusals(why[v.Name], rewrite.FindingRefusal(f))
-			}
-		}
-	}
-	var kept []apply.Target
+	v := verdictsOf(live, true)
 	for _, t := range pvs {
-		if r := why[t.Name]; r != nil {
-			a.refuse(rewrite.PVRef(t.Name), r)
+		if pv, ok := v.pvs[t.Name]; ok {
+			a.refuseVerdict(rewrite.PVRef(t.Name), pv)
 			continue
 		}
-		kept = append(kept, t)
+		keptPVs = append(keptPVs, t)
 	}
-	return kept
+	for _, t := range scs {
+		if sc, ok := v.classes[t.Name]; ok {
+			a.refuseVerdict(rewrite.ClassRef(t.Name), sc)
+			continue
+		}
+		keptSCs = append(keptSCs, t)
+	}
+	return keptPVs, keptSCs
+}
+
+// refuseVerdict reports an object the plan blocks, as the writer reports
+// its refusals, and counts it by each of its codes.
+func (a *applier) refuseVerdict(obj rewrite.ObjectRef, v planVerdict) {
+	fmt.Fprintf(a.out, "%s: refused (%s), left as it was: %s\n", obj.Resource(), strings.Join(v.codes, ", "), v.text)
+	a.refused.Refused++
+	if a.refused.RefusedBy == nil {
+		a.refused.RefusedBy = map[rewrite.Code]int{}
+	}
+	for _, c := range v.codes {
+		a.refused.RefusedBy[rewrite.Code(c)]++
+	}
 }
 
 // refuse reports an object the run leaves as it was before the writer
@@ -206,12 +226,30 @@ func (a *applier) refuse(obj rewrite.ObjectRef, r *rewrite.Refusal) {
 	}
 }
 
-// livePlan is the plan of the live cluster (without Secrets) with tr and
-// the chosen drivers, and the cluster entries the Ceph CSI drivers read
-// (the RBD driver's first).
-func livePlan(ctx context.Context, client kubernetes.Interface, tr *translate.Translator, drivers map[string]string) (*plan.Plan, ceph.ClusterConfig, error) {
-	pl := plan.New(tr, klog0(), plan.Options{Drivers: drivers})
-	if err := readLive(ctx, client, pl, false, false, func(int) {}, io.Discard); err != nil {
+// livePlan is the plan of the live cluster, as plan -live makes it (its
+// release, its Secrets), with tr and the options the run shares with the
+// plan (opts: the chosen drivers, -source-changed, -online, -n), and the
+// cluster entries the Ceph CSI drivers read (the RBD driver's first).
+//
+// withSecrets reads the Secrets too; where listing them is forbidden, the
+// plan is made without them (the writer reads each Secret it needs).
+func livePlan(ctx context.Context, client kubernetes.Interface, tr *translate.Translator, opts plan.Options, withSecrets bool) (*plan.Plan, ceph.ClusterConfig, error) {
+	if withSecrets {
+		v, err := client.Discovery().ServerVersion()
+		if err != nil {
+			return nil, ceph.ClusterConfig{}, fmt.Errorf("reading the API server's version: %w", err)
+		}
+		if m, err := featuregate.ParseMinor(v.GitVersion); err == nil {
+			opts.KubernetesMinor, opts.ServerVersion = m, v.GitVersion
+		}
+	}
+	pl := plan.New(tr, klog0(), opts)
+	err := readLive(ctx, client, pl, withSecrets, false, func(int) {}, io.Discard)
+	if withSecrets && apierrors.IsForbidden(err) {
+		pl = plan.New(tr, klog0(), opts)
+		err = readLive(ctx, client, pl, false, false, func(int) {}, io.Discard)
+	}
+	if err != nil {
 		return nil, ceph.ClusterConfig{}, err
 	}
 	result := pl.Finish()
@@ -259,10 +297,12 @@ func (a *applier) keepServed(targets []apply.Target, ref func(string) rewrite.Ob
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return nil, fmt.Errorf("reading %s: %w", ref(t.Name).Resource(), err)
-		case a.blocked[backend] != nil:
+		case a.blocked[backend] != nil && a.blocked[backend].Code != string(rewrite.CodeCSIDriverMissing):
 			a.refuse(ref(t.Name), rewrite.FindingRefusal(*a.blocked[backend]))
 			continue
 		}
+		// A driver not installed the writer's checks refuse too, with
+		// every other reason (as the review gives them).
 		kept = append(kept, t)
 	}
 	return kept, nil
@@ -385,6 +425,32 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 	}
 	a.say("%d PersistentVolumes and %d StorageClasses of them named\n", len(namedPVs), len(namedSCs))
 	return namedPVs, namedSCs, exitOK
+}
+
+// checkReview compares the run with the review of -review: its options,
+// targets and objects, then each object's live uid and resourceVersion. It
+// names every difference, and the run stops before its first write.
+func (a *applier) checkReview(ctx context.Context, o applyOptions, pvs, classes []apply.Target, stderr io.Writer) int {
+	rec, err := readReview(o.reviewFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitUsage
+	}
+	if diffs := rec.differences(o.recorded, o.recordedTargets, pvs, classes); len(diffs) > 0 {
+		fmt.Fprintf(stderr, "csimigrate rewrite: this run is not the one reviewed in %s, nothing written:\n  %s\nreview again with this run's options and targets, or run the ones reviewed\n", o.reviewFile, strings.Join(diffs, "\n  "))
+		return exitUsage
+	}
+	changed, err := a.changedSinceReview(ctx, rec)
+	if err != nil {
+		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
+		return exitBlocked
+	}
+	if len(changed) > 0 {
+		fmt.Fprintf(stderr, "csimigrate rewrite: the cluster changed since the review in %s, nothing written:\n  %s\nreview again\n", o.reviewFile, strings.Join(changed, "\n  "))
+		return exitBlocked
+	}
+	a.say("the run is the one reviewed in %s: %d objects, each as it was then\n", o.reviewFile, len(rec.Objects))
+	return exitOK
 }
 
 // claimsOf is the claim ("namespace/name") each target PV is bound to: in
@@ -620,4 +686,9 @@ type applyOptions struct {
 	// Ceph CSI's journal, reaching Ceph with its tools, and vSphere disks
 	// as First Class Disks.
 	adoptFlags
+	// reviewFile is -review: the review this run must be; recorded are
+	// the run's own options and targets, as a review records them.
+	reviewFile      string
+	recorded        []string
+	recordedTargets []string
 }

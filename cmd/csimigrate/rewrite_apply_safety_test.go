@@ -79,7 +79,7 @@ func TestRewriteApplySafety(t *testing.T) {
 	}
 
 	t.Run("usage", func(t *testing.T) {
-		for _, args := range [][]string{{"rewrite", "-dry-run"}, {"rewrite", "-state-namespace", "x"}, {"rewrite", "pv-a"}, {"rewrite", "-apply", "-live", "-kubeconfig", kc}} {
+		for _, args := range [][]string{{"rewrite", "-dry-run"}, {"rewrite", "-state-namespace", "x"}, {"rewrite", "pvc/x"}, {"rewrite", "-apply", "-live", "-kubeconfig", kc}} {
 			if _, stderr, code := runCmd(t, "", args...); code != exitUsage {
 				t.Errorf("%q: exit %d, want %d: %s", args, code, exitUsage, stderr)
 			}
@@ -149,7 +149,7 @@ func TestRewriteApplySafety(t *testing.T) {
 			deletePVC(t, c, pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name)
 			return pv
 		}},
-		{name: "in-use", why: "in use by pods app-0", after: func(t *testing.T, pv *v1.PersistentVolume) *v1.PersistentVolume {
+		{name: "in-use", why: "in use by refused/app-0", after: func(t *testing.T, pv *v1.PersistentVolume) *v1.PersistentVolume {
 			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app-0", Namespace: pv.Spec.ClaimRef.Namespace}, Spec: v1.PodSpec{
 				Containers: []v1.Container{{Name: "app", Image: "registry.example/app:1"}},
 				Volumes:    []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: pv.Spec.ClaimRef.Name}}}}}}
@@ -358,9 +358,20 @@ func TestRewriteApplyStorageClasses(t *testing.T) {
 // A PV that running pods use is refused by default; with -online it is
 // rewritten only where the kubelet of the pods' node migrates the plugin and
 // kube-controller-manager attaches the volume as CSI (VolumeAttachment by
-// the driver), and then left exactly as it was otherwise.
+// the driver), and then left exactly as it was otherwise. On 1.30, whose
+// kubelets can migrate RBD (the plan blocks an online rewrite past the
+// removal, and the run refuses it with the plan's verdict).
 func TestRewriteApplyOnline(t *testing.T) {
-	c, kc := startServer(t)
+	s, err := testenv.StartRelease(os.Stderr, testenv.V1_30)
+	if err != nil {
+		t.Fatalf("cannot start kube-apiserver %s: %v", testenv.V1_30.Version, err)
+	}
+	t.Cleanup(s.Stop)
+	kc, err := s.WriteKubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Client
 	ctx := context.Background()
 	pv := testenv.CreateBoundPV(t, c, "online", "online-a", nil)
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app-0", Namespace: "online"}, Spec: v1.PodSpec{NodeName: "n1",
@@ -377,10 +388,10 @@ func TestRewriteApplyOnline(t *testing.T) {
 		}
 		unchanged(t, c, pv)
 	}
-	try("stop them first")
-	try("node n1 of pod app-0 has no CSINode", "-online")
+	try("stop the pods online/app-0")
+	try("the node plugin of rbd.csi.ceph.com is not registered on node(s) n1", "-online")
 	cn := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: "rbd.csi.ceph.com", NodeID: "n1"}}}}
-	cn, err := c.StorageV1().CSINodes().Create(ctx, cn, metav1.CreateOptions{})
+	cn, err = c.StorageV1().CSINodes().Create(ctx, cn, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

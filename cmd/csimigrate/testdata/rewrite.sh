@@ -185,3 +185,5 @@ provisioner: csi.vsphere.vmware.com
 echo "rewrote 1 PersistentVolumes and 1 StorageClasses"
 
 # 6 objects refused and left as they are (CephEntryMissing 5, CephFSSecretFileOnly 1, InUse 1, NotTranslatable 1, SecretMissing 1, SecretNotReady 1): rewrite -apply refuses them too; resolve them (csimigrate plan says how), then review again
+
+# csimigrate-review: {"args":["-sample=true"],"targets":[],"objects":[{"ref":"pv/pvc-6f1c2a4e-0d1b-4b53-9a61-2b0c1d9a7e11","uid":"","resourceVersion":"","refused":true},{"ref":"pv/legacy-reports","uid":"","resourceVersion":"","refused":true},{"ref":"pv/shared-assets","uid":"","resourceVersion":"","refused":true},{"ref":"pv/scratch-fs","uid":"","resourceVersion":"","refused":true},{"ref":"pv/pvc-93b1c7d2-8e4f-4a5b-9c6d-7e8f9a0b1c2d","uid":"","resourceVersion":""},{"ref":"storageclass/ceph-rbd","uid":"","resourceVersion":"","refused":true},{"ref":"storageclass/vsphere-gold","uid":"","resourceVersion":""},{"ref":"storageclass/vsphere-thick","uid":"","resourceVersion":"","refused":true}]}
