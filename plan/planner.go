@@ -68,6 +68,8 @@ type Planner struct {
 	messages map[string]string
 	// plugins are the in-tree plugins the input uses.
 	plugins map[string]bool
+	// kubelets are the nodes' names by their kubelets' minor release.
+	kubelets map[int][]string
 }
 
 // claimInput are the input's claims: slim (metadata and volumeName), by
@@ -339,6 +341,7 @@ func (p *Planner) Add(obj any) {
 		}
 	case *v1.Node:
 		p.addNode(o)
+		p.addKubelet(o)
 	case *storagev1.CSIDriver:
 		p.drivers.add(o)
 		p.ceph.config.addObject(o)
@@ -487,6 +490,7 @@ func (p *Planner) addNotices(plan *Plan) {
 			Message: w, Remedy: "fix or remove the entry in Ceph CSI's config map; volumes of other clusterIDs are not affected"})
 	}
 	plan.KubernetesMinor, plan.ServerVersion = p.opts.KubernetesMinor, p.opts.ServerVersion
+	plan.Hazards = append(plan.Hazards, p.kubeletWarnings()...)
 	if h := p.opts.WriterHolder; h != "" {
 		plan.Hazards = append(plan.Hazards, plugin.Finding{Code: FindingWriterRunning, Severity: plugin.SeverityWarning, Field: "Lease " + rewrite.WriterLease,
 			Message: fmt.Sprintf("a csimigrate writer (%s) holds the writer Lease: a rewrite is under way, or one stopped less than the Lease's duration ago; a rewrite started now waits for it", h),

@@ -69,8 +69,15 @@ func (o *dumpOptions) run(_ io.Reader, stdout, stderr io.Writer) int {
 		return exitInput
 	}
 	version, _ := json.Marshal(v.GitVersion)
-	fmt.Fprintf(w, `{"apiVersion":"v1","kind":"List",%q:%s,"items":[`, dumpVersionKey, version)
-	for _, src := range liveListers(client, true, true) {
+	// And the resources it lists whole: an empty one is the cluster's.
+	listers := liveListers(client, true, true)
+	var kinds []string
+	for _, src := range listers {
+		kinds = append(kinds, src.what)
+	}
+	listed, _ := json.Marshal(kinds)
+	fmt.Fprintf(w, `{"apiVersion":"v1","kind":"List",%q:%s,%q:%s,"items":[`, dumpVersionKey, version, dumpListedKey, listed)
+	for _, src := range listers {
 		opts := metav1.ListOptions{Limit: 500}
 		for {
 			cont, _, err := src.page(context.Background(), opts, d)
@@ -94,12 +101,12 @@ func (o *dumpOptions) run(_ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "csimigrate dump: %v\n", err)
 		return exitOutput
 	}
-	var kinds []string
+	var counts []string
 	for k, n := range d.counts {
-		kinds = append(kinds, fmt.Sprintf("%d %s", n, k))
+		counts = append(counts, fmt.Sprintf("%d %s", n, k))
 	}
-	sort.Strings(kinds)
-	fmt.Fprintf(stderr, "csimigrate dump: %d objects (%s); Secret values and containers' env values left out\n", d.n, strings.Join(kinds, ", "))
+	sort.Strings(counts)
+	fmt.Fprintf(stderr, "csimigrate dump: %d objects (%s); Secret values and containers' env values left out\n", d.n, strings.Join(counts, ", "))
 	return exitOK
 }
 
@@ -271,42 +278,60 @@ func dropEnvValues(v any) {
 // records the API server's version ("v1.37.2").
 const dumpVersionKey = "csimigrate.io/serverVersion"
 
+// dumpListedKey is the member of a dump's List, before its items, that
+// names the resources it lists whole (liveListers' kinds): none of one in
+// the dump is what the cluster has.
+const dumpListedKey = "csimigrate.io/listed"
+
 // dumpServerVersion is the API server's version a dump among files
 // records ("" when none does): read from each file's head, up to its
 // items, so that a large dump is not read for it.
 func dumpServerVersion(files []string) string {
 	for _, path := range files {
-		if v := fileServerVersion(path); v != "" {
+		if v, _ := fileHeader(path); v != "" {
 			return v
 		}
 	}
 	return ""
 }
 
-func fileServerVersion(path string) string {
+// dumpListed are the resources the dumps among files list whole.
+func dumpListed(files []string) []string {
+	var out []string
+	for _, path := range files {
+		_, listed := fileHeader(path)
+		out = append(out, listed...)
+	}
+	return out
+}
+
+// fileHeader reads a dump's version and listed resources from its head.
+func fileHeader(path string) (version string, listed []string) {
 	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	defer f.Close()
 	dec := json.NewDecoder(bufio.NewReader(f))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return ""
+		return "", nil
 	}
 	for dec.More() {
 		t, err := dec.Token()
 		key, ok := t.(string)
 		if err != nil || !ok || key == "items" {
-			return ""
+			return version, listed
 		}
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return ""
+			return version, listed
 		}
-		var s string
-		if key == dumpVersionKey && json.Unmarshal(v, &s) == nil {
-			return s
+		switch key {
+		case dumpVersionKey:
+			_ = json.Unmarshal(v, &version)
+		case dumpListedKey:
+			_ = json.Unmarshal(v, &listed)
 		}
 	}
-	return ""
+	return version, listed
 }

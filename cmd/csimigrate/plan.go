@@ -86,7 +86,9 @@ func (o *planOptions) complete(fs *flag.FlagSet) error {
 	}
 	o.liveByDefault()
 	o.vsphere.complete(fs)
-	o.readNodes = o.vsphere.read
+	// The nodes: their kubelets' versions (and, with -read-vsphere, their
+	// virtual machines).
+	o.readNodes = true
 	var err error
 	o.tr, err = o.translator()
 	return err
@@ -165,6 +167,10 @@ func (o *planOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	pl := o.planner(stderr)
+	// A dump's kinds listed whole: none of one is the cluster's none.
+	for _, r := range dumpListed(o.files) {
+		pl.Listed(r)
+	}
 	// From files, the PVs in a second pass, once claims, classes and
 	// secrets are known; -live lists PVs last.
 	passes := []plan.Phase{plan.PhaseOthers, plan.PhasePVs}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -179,9 +180,28 @@ func TestDocsReviewApplyPairs(t *testing.T) {
 			t.Errorf("%s, which the review has steps for, is not rewritten: %s", key, after[key])
 		}
 	}
-	// Run again with the same review: done, nothing refused anew.
-	out2, stderr, code := runCmd(t, "", "rewrite", "-apply", "-review", reviewFile, "-f", cluster, "-kubeconfig", kc)
+	// Run again with the same review (-o json: a result per object):
+	// what it rewrote is unchanged now, what it refused is refused again.
+	out2, stderr, code := runCmd(t, "", "rewrite", "-apply", "-review", reviewFile, "-f", cluster, "-kubeconfig", kc, "-o", "json")
 	if code != exitOK && code != exitBlocked || strings.Contains(stderr, "since the review") {
-		t.Errorf("the same apply again: exit %d\n%s\n%s", code, out2, stderr)
+		t.Fatalf("the same apply again: exit %d\n%s\n%s", code, out2, stderr)
+	}
+	var rep applyReport
+	if err := json.Unmarshal([]byte(out2), &rep); err != nil {
+		t.Fatalf("-o json: %v\n%s", err, out2)
+	}
+	got := map[string]string{}
+	for _, r := range rep.Results {
+		got[r.Object] = r.Result + " " + strings.Join(r.Codes, ", ")
+	}
+	want := map[string]string{}
+	for obj, codes := range refusedIn(review) {
+		want[obj] = "refused " + codes
+	}
+	for _, s := range steps {
+		want[map[string]string{"pv": "pv/", "sc": "storageclass/"}[s[1]]+s[2]] = "unchanged "
+	}
+	if diff := cmpVerdicts(want, got); diff != "" {
+		t.Errorf("-o json results: %s\n%s", diff, out2)
 	}
 }

@@ -45,6 +45,9 @@ func reviewVerdicts(c *common, tr *translate.Translator, w apply.Options, stdin 
 		minor = m
 	}
 	pl := plan.New(tr, klog0(), plan.Options{Drivers: c.drivers, SourceChanged: w.SourceChanged, Online: w.Online, Namespace: c.scope(), KubernetesMinor: minor, ServerVersion: version})
+	for _, r := range dumpListed(c.files) {
+		pl.Listed(r)
+	}
 	passes := []plan.Phase{plan.PhaseOthers, plan.PhasePVs}
 	if c.live {
 		passes = passes[:1]

@@ -64,7 +64,7 @@ func runRewrite(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func (o *rewriteOptions) register(fs *flag.FlagSet) {
-	o.common.register(fs, "script", "yaml")
+	o.common.register(fs, "script", "yaml", "json")
 	fs.BoolVar(&o.doApply, "apply", false, "carry out the rewrite against the cluster of -kubeconfig")
 	registerSourceChanged(fs, &o.writer.SourceChanged)
 	// -online changes the verdict of a PV in use: the review takes it as
@@ -135,6 +135,8 @@ func (o *rewriteOptions) validate() error {
 		// The review of an adoption takes -adopt and the Ceph flags: its
 		// Ceph-side writes are in the script.
 		return fmt.Errorf("%s only with -apply (without it, rewrite prints the steps for review)", strings.Join(o.applyOnly, ", "))
+	case !o.doApply && o.output == "json":
+		return errors.New("-o json only with -apply (a result per object); a review prints -o script or -o yaml")
 	case o.adoptCSI && !o.adopt:
 		return o.adoptFlags.validate("-adopt-csi")
 	case !o.adopt && o.adoptFlags.validate() != nil:

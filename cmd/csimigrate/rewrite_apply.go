@@ -55,6 +55,9 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 	if code != exitOK {
 		return code
 	}
+	if a.results != nil {
+		a.results.selected(targets, classes)
+	}
 	if o.reviewFile != "" {
 		// What runs is what was reviewed: its options, targets and
 		// objects, each as it was then; checked before the first write.
@@ -78,6 +81,7 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 			a.say("the writer Lease %s/%s is held by %s: the real run would wait up to %s (-lease-wait) for it, then refuse\n", o.writer.StateNamespace, apply.LeaseName, holder, o.leaseWait)
 		}
 		err = errors.Join(err, a.applyAll(ctx, targets, classes))
+		a.report(stdout, err)
 	} else {
 		// One writer at a time: the Lease every csimigrate writer holds,
 		// which the Writer checks before each write.
@@ -92,13 +96,14 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 		// Released at once, interrupted or not: the next run need not
 		// wait for a stale Lease.
 		a.lease.Release(context.Background())
+		a.report(stdout, err)
 		if interrupted.Err() != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: interrupted: objects begun are left half-done, their replacements saved in ConfigMaps in %s (csimigrate plan names them); run the same rewrite -apply again to resume\n", o.writer.StateNamespace)
 			return exitBlocked
 		}
 	}
 	if kept := a.w.Kept(); len(kept) > 0 {
-		fmt.Fprintf(stdout, "%d PersistentVolumes kept at reclaim policy Retain instead of Delete (see above): %s\n", len(kept), strings.Join(kept, ", "))
+		fmt.Fprintf(a.out, "%d PersistentVolumes kept at reclaim policy Retain instead of Delete (see above): %s\n", len(kept), strings.Join(kept, ", "))
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %s\n", commandError(err))
@@ -125,6 +130,10 @@ func newApplier(c *common, tr *translate.Translator, o applyOptions, stdout, std
 	// The writer's options as the flags bound them, with the access they
 	// ask for.
 	a = &applier{client: client, tr: tr, logger: c.logger(stderr), out: stdout, opts: o.writer}
+	if c.output == "json" {
+		// A result per object on stdout; the run's lines on stderr.
+		a.out, a.results = stderr, newObjectResults()
+	}
 	if o.adopt {
 		a.opts.Ceph, a.opts.CephFSSecret = o.cephFlags.tools, o.cephfsSecret
 		if a.opts.CephConfig, err = c.clusterConfig(); err != nil {
@@ -203,6 +212,9 @@ func (a *applier) withPlanVerdicts(live *plan.Plan, pvs, scs []apply.Target) (ke
 // its refusals, and counts it by each of its codes.
 func (a *applier) refuseVerdict(obj rewrite.ObjectRef, v planVerdict) {
 	fmt.Fprintf(a.out, "%s: refused (%s), left as it was: %s\n", obj.Resource(), strings.Join(v.codes, ", "), v.text)
+	if a.results != nil {
+		a.results.refuse(obj, v.codes, v.text)
+	}
 	a.refused.Refused++
 	if a.refused.RefusedBy == nil {
 		a.refused.RefusedBy = map[rewrite.Code]int{}
@@ -217,6 +229,9 @@ func (a *applier) refuseVerdict(obj rewrite.ObjectRef, v planVerdict) {
 // writer counts its own refusals.
 func (a *applier) refuse(obj rewrite.ObjectRef, r *rewrite.Refusal) {
 	textEvents{a.out}.Refused(obj, r)
+	if a.results != nil {
+		a.results.refuse(obj, codeStrings(r), refusalText(r))
+	}
 	a.refused.Refused++
 	if a.refused.RefusedBy == nil {
 		a.refused.RefusedBy = map[rewrite.Code]int{}
@@ -566,6 +581,16 @@ func (a *applier) applyAll(ctx context.Context, targets, classes []apply.Target)
 	return errors.Join(pvErr, scErr)
 }
 
+// report writes, with -o json, each object's outcome on stdout.
+func (a *applier) report(stdout io.Writer, runErr error) {
+	if a.results == nil {
+		return
+	}
+	if err := a.results.write(stdout, a.opts.Direction, a.opts.DryRun, a.refused.RefusedBy, a.steps, runErr); err != nil {
+		fmt.Fprintf(a.out, "csimigrate rewrite: writing the output: %v\n", err)
+	}
+}
+
 // claimsBoundWait is how long rewrite -apply waits for the claims of the
 // PVs it replaced to be Bound again (kube-controller-manager's claim sync
 // period is 15 s by default).
@@ -625,6 +650,8 @@ type applier struct {
 	// refused counts the objects left as they were: those refused before
 	// the writer saw them, then (after applyAll) every refusal of the run.
 	refused apply.Result
+	// results, with -o json, are each object's outcome (nil otherwise).
+	results *objectResults
 }
 
 // build builds the applier's apply.Writer from its options, once they are
@@ -633,7 +660,11 @@ func (a *applier) build() error {
 	o := a.opts
 	o.Lease = apply.HolderFunc(func() bool { return a.lease.Holding() })
 	var err error
-	a.w, err = apply.New(a.client, a.tr, a.logger, textEvents{a.out}, o)
+	var events apply.Events = textEvents{a.out}
+	if a.results != nil {
+		events = resultEvents{textEvents{a.out}, a.results}
+	}
+	a.w, err = apply.New(a.client, a.tr, a.logger, events, o)
 	return err
 }
 

@@ -421,7 +421,7 @@ func TestRewriteApplyOnline(t *testing.T) {
 	if _, err := c.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	try("stop them first") // still refused without -online
+	try("stop the pods online/app-0") // still refused without -online
 	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "-online", "online-a"); code != exitOK {
 		t.Fatalf("-online: exit %d: %s\n%s", code, stderr, out)
 	}
