@@ -408,7 +408,9 @@ func (p *Planner) inUseWarnings(plan *Plan) []volumeNote {
 			Remedy: stop + " before the rewrite deletes and recreates the PV object, then start them again; data is kept"}
 		removed, online := p.inTreeRemoved(v.Plugin), onlineMayApply(v.Plugin, p.opts.KubernetesMinor)
 		switch {
-		case removed:
+		case removed && !online:
+			// (vSphere: removed in 1.30, but translated for the kubelet
+			// still; its pods mount it through the driver.)
 			f.Message = fmt.Sprintf("in use by %s; Kubernetes 1.%d has no in-tree %s plugin, so these pods cannot mount the volume until it is rewritten, and no kubelet migrates it online: the rewrite refuses it while they exist", strings.Join(v.InUseBy, ", "), p.opts.KubernetesMinor, v.Plugin)
 		case !online:
 			f.Message = "in use by " + strings.Join(v.InUseBy, ", ") + "; the rewrite refuses a PV in use while its pods have not finished, and no kubelet migrates " + v.Plugin + " volumes, so it cannot be rewritten online either"

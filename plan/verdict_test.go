@@ -67,14 +67,18 @@ func TestPlanInUse(t *testing.T) {
 		minor    int
 		online   bool
 		cephfs   bool
+		vsphere  bool
 		severity plugin.Severity
 		says     string
 	}{
-		{"offline", 30, false, false, plugin.SeverityBlocker, "refuses a PV in use"},
-		{"online before the removal", 30, true, false, plugin.SeverityWarning, "rewritten online only where"},
-		{"online past the removal", 37, true, false, plugin.SeverityBlocker, "Kubernetes 1.37 has no in-tree kubernetes.io/rbd plugin"},
-		{"offline past the removal", 37, false, false, plugin.SeverityBlocker, "cannot mount the volume until it is rewritten"},
-		{"cephfs online", 30, true, true, plugin.SeverityBlocker, "no kubelet migrates kubernetes.io/cephfs"},
+		// vSphere's in-tree plugin went in 1.30, its translation did not:
+		// kubelets still mount its PVs through the driver.
+		{"vsphere online past the plugin's removal", 37, true, false, true, plugin.SeverityWarning, "rewritten online only where"},
+		{"offline", 30, false, false, false, plugin.SeverityBlocker, "refuses a PV in use"},
+		{"online before the removal", 30, true, false, false, plugin.SeverityWarning, "rewritten online only where"},
+		{"online past the removal", 37, true, false, false, plugin.SeverityBlocker, "Kubernetes 1.37 has no in-tree kubernetes.io/rbd plugin"},
+		{"offline past the removal", 37, false, false, false, plugin.SeverityBlocker, "cannot mount the volume until it is rewritten"},
+		{"cephfs online", 30, true, true, false, plugin.SeverityBlocker, "no kubelet migrates kubernetes.io/cephfs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := withDrivers(plan.New(tr, logger, plan.Options{KubernetesMinor: tc.minor, Online: tc.online}))
@@ -82,6 +86,10 @@ func TestPlanInUse(t *testing.T) {
 			if tc.cephfs {
 				pv.Spec.RBD = nil
 				pv.Spec.CephFS = &v1.CephFSPersistentVolumeSource{Monitors: []string{testMonitor}, Path: "/volumes/g/a", User: "admin", SecretRef: &v1.SecretReference{Name: "admin", Namespace: "ns"}}
+			}
+			if tc.vsphere {
+				pv.Spec.RBD = nil
+				pv.Spec.VsphereVolume = &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[ds] kubevols/a.vmdk", FSType: "ext4"}
 			}
 			pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: "data", UID: "u1"}
 			pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data", UID: "u1"}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: "a"}}
