@@ -122,7 +122,7 @@ func (p *Planner) settleRescue(plan *Plan) {
 		}
 	}
 	if len(install) > 0 {
-		add(RescueDriver, "install Ceph CSI with the ceph-csi-operator, and create the objects the plan gives for it (a Driver for each driver, a CephConnection and a ClientProfile for each cluster entry): the rewritten PVs mount through "+strings.Join(install, " and "), install)
+		add(RescueDriver, "install Ceph CSI with the ceph-csi-operator, and create the objects the plan gives for it (a Driver for each driver, a CephConnection and a ClientProfile for each cluster entry): the rewritten PVs mount through these drivers", install)
 	}
 	if len(entries) > 0 {
 		add(RescueEntries, "add the cluster entries the plan gives, where the driver reads them: it serves no rewritten PV of a clusterID it lacks", entries)

@@ -59,9 +59,12 @@ func rescueCommands(s plan.RescueStep) []string {
 		for i, obj := range s.Objects {
 			kind, ref, _ := strings.Cut(obj, " ")
 			ns, name, _ := strings.Cut(ref, "/")
-			replicas := "0"
-			if s.Step == plan.RescueStart {
+			replicas := ""
+			if i < len(s.Replicas) {
 				replicas = s.Replicas[i]
+			}
+			if s.Step == plan.RescueStop && replicas != "" {
+				replicas = "0"
 			}
 			switch {
 			case kind == "Pod" && s.Step == plan.RescueStop:
@@ -81,7 +84,7 @@ func rescueCommands(s plan.RescueStep) []string {
 	case plan.RescueRewrite:
 		targets := strings.Join(s.Objects, " ")
 		out = append(out, programName()+" rewrite "+targets+" > review.sh    # review: the steps, or what is refused and why",
-			programName()+" rewrite -apply "+targets)
+			programName()+" rewrite -apply -review review.sh "+targets+"    # what was reviewed, or nothing")
 	}
 	return out
 }
