@@ -267,8 +267,8 @@ func rewritePV(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVo
 }
 
 // keepClaimRef gives a replacement the claimRef's resourceVersion of the PV
-// it replaces (cleanPV clears it): the binder wrote it there, and the undo
-// gives it back.
+// it replaces (the replacement is built without it): the binder wrote it
+// there, and the undo gives it back.
 func keepClaimRef(repl, pv *v1.PersistentVolume) {
 	if repl.Spec.ClaimRef != nil && pv.Spec.ClaimRef != nil {
 		repl.Spec.ClaimRef.ResourceVersion = pv.Spec.ClaimRef.ResourceVersion

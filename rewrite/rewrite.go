@@ -12,9 +12,11 @@
 // StorageClass's, both ways), kinds.go (what an object is to the rewrite),
 // refusal.go (what makes a rewrite leave an object as it was), volume.go
 // (which PVs name one volume), ceph_entry.go (the Ceph cluster entry a
-// volume needs), inline.go (inline volumes and their workloads), and
-// rewrite.go (the Secrets, reclaim policy, access modes and class
-// parameters a rewritten object needs).
+// volume needs), inline.go (inline volumes, their workloads, and whether
+// a pod is stuck), keeper.go (the tools that keep an object from a source
+// of their own), ref.go (object references and the annotations of the
+// writer's saved states), and rewrite.go (the Secrets, reclaim policy,
+// access modes and class parameters a rewritten object needs).
 //
 // Every function is pure: it never modifies its arguments (except
 // KeepServedModes, whose purpose is to complete a translation it is given)
