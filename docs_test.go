@@ -11,7 +11,7 @@ import (
 // userPages are the pages users read: they say what is. History, dates,
 // test and benchmark names and commit ids belong in commit messages and in
 // docs/testing.md and docs/performance.md.
-var userPages = []string{"README.md", "docs/backends.md", "docs/command.md", "docs/controller.md", "docs/rewrite-apply.md", "docs/library.md", "docs/peers.md", "docs/flags.md", "docs/codes.md", "docs/prerequisites.md", "docs/upgrade.md"}
+var userPages = []string{"README.md", "docs/backends.md", "docs/command.md", "docs/controller.md", "docs/rewrite-apply.md", "docs/library.md", "docs/peers.md", "docs/flags.md", "docs/codes.md", "docs/prerequisites.md", "docs/upgrade.md", "docs/rescue.md"}
 
 // What a user page must not carry, and why.
 var notInUserPages = []struct {
