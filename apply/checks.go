@@ -12,6 +12,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csimigrate/csimigrate/featuregate"
@@ -156,23 +157,45 @@ func (a *Writer) inUseRefusal(ctx context.Context, cur, inTree *v1.PersistentVol
 
 // podsUsing lists the pods of a namespace, not finished, that use a claim.
 func (a *Writer) podsUsing(ctx context.Context, ns, claim string) ([]v1.Pod, error) {
+	var out []v1.Pod
+	if a.listers.Pods != nil {
+		// From the lister's own objects, read only: a copy of each that
+		// uses the claim, not of every pod of the namespace (a check of a
+		// namespace of thousands of pods would copy them all).
+		list, err := a.listers.Pods.Pods(ns).List(labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		for _, pod := range list {
+			if usesClaim(pod, claim) {
+				out = append(out, *pod)
+			}
+		}
+		return out, nil
+	}
 	pods, err := a.podsIn(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
-	var out []v1.Pod
-	for _, pod := range pods {
-		if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
-			continue
-		}
-		for _, vol := range pod.Spec.Volumes {
-			if vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ClaimName == claim {
-				out = append(out, pod)
-				break
-			}
+	for i := range pods {
+		if usesClaim(&pods[i], claim) {
+			out = append(out, pods[i])
 		}
 	}
 	return out, nil
+}
+
+// usesClaim reports whether a pod that has not finished uses the claim.
+func usesClaim(pod *v1.Pod, claim string) bool {
+	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		return false
+	}
+	for _, vol := range pod.Spec.Volumes {
+		if vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ClaimName == claim {
+			return true
+		}
+	}
+	return false
 }
 
 // onlineSafe reports why a PV used by running pods cannot be rewritten
@@ -245,12 +268,9 @@ func (a *Writer) onlineSafe(ctx context.Context, pv *v1.PersistentVolume, driver
 	return nil
 }
 
-// podsIn lists the pods of a namespace, from the Pods lister or reusing a
-// list younger than cacheFor.
+// podsIn lists the pods of a namespace, reusing a list younger than
+// cacheFor (without a Pods lister).
 func (a *Writer) podsIn(ctx context.Context, ns string) ([]v1.Pod, error) {
-	if a.listers.Pods != nil {
-		return a.listedPods(ns)
-	}
 	return readThrough(a, &a.pods, ns, func() ([]v1.Pod, error) {
 		var pods []v1.Pod
 		opts := metav1.ListOptions{Limit: 500}

@@ -64,21 +64,6 @@ func (a *Writer) claim(ctx context.Context, ns, name string) (*v1.PersistentVolu
 	return getOrNil(a.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{}))
 }
 
-// listedPods are the pods of a namespace from the Pods lister: shallow
-// copies, which the checks only read (a lister's objects are never
-// written to).
-func (a *Writer) listedPods(ns string) ([]v1.Pod, error) {
-	list, err := a.listers.Pods.Pods(ns).List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	out := make([]v1.Pod, len(list))
-	for i, p := range list {
-		out[i] = *p
-	}
-	return out, nil
-}
-
 // volumeAttachments lists the cluster's VolumeAttachments.
 func (a *Writer) volumeAttachments(ctx context.Context) ([]storagev1.VolumeAttachment, error) {
 	if a.listers.VolumeAttachments != nil {
