@@ -247,6 +247,10 @@ func (r *pvRun) checkFresh(ctx context.Context) error {
 			r.cur, r.havePV = live, true
 			return errLookAgain
 		}
+		// The same version: built from the API server's copy all the same
+		// (a cache may keep less of it: a controller's informers drop the
+		// managed fields' contents and kubectl's last-applied copy).
+		r.cur = live
 	}
 	return r.checkFirst(ctx)
 }

@@ -228,7 +228,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, tr *translate.Trans
 // what the writer's checks read), VolumeAttachments, and the writer's state
 // in its namespace.
 func (c *Controller) informers() (*apply.Listers, error) {
-	c.factory = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithTransform(trimObject))
+	c.factory = informers.NewSharedInformerFactory(c.client, 10*time.Minute)
 	c.podInf = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithTransform(trimPod))
 	c.stateInf = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithNamespace(c.o.Writer.StateNamespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = "app.kubernetes.io/managed-by=csimigrate" }))
@@ -251,35 +251,6 @@ func (c *Controller) informers() (*apply.Listers, error) {
 		return nil, err
 	}
 	return &apply.Listers{PVs: c.pvs, Claims: c.claims, Pods: podInf.Lister(), VolumeAttachments: vaInf.Lister(), States: c.states}, nil
-}
-
-// trimObject keeps of a cached object what the controller and the
-// writer's first look read: of its managed fields only who manages it and
-// how (the reconcilers a keeper check names; not the fields), and not
-// kubectl's last-applied copy of the object. Pods are trimPod's. Every
-// write is made from the API server's copy, never from the cache's.
-func trimObject(obj any) (any, error) {
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return obj, nil
-	}
-	if mf := m.GetManagedFields(); len(mf) > 0 {
-		slim := make([]metav1.ManagedFieldsEntry, len(mf))
-		for i, e := range mf {
-			slim[i] = metav1.ManagedFieldsEntry{Manager: e.Manager, Operation: e.Operation, Subresource: e.Subresource}
-		}
-		m.SetManagedFields(slim)
-	}
-	if a := m.GetAnnotations(); a[v1.LastAppliedConfigAnnotation] != "" {
-		b := make(map[string]string, len(a)-1)
-		for k, v := range a {
-			if k != v1.LastAppliedConfigAnnotation {
-				b[k] = v
-			}
-		}
-		m.SetAnnotations(b)
-	}
-	return obj, nil
 }
 
 // trimPod keeps of a pod what the writer's checks and the controller read
