@@ -628,32 +628,7 @@ func (j *journey) record(args []string) {
 // blocks that the journey did not run (those of its vSphere section are
 // the vSphere journey's).
 func (j *journey) runbookRan() {
-	b, err := os.ReadFile("../docs/upgrade.md")
-	if err != nil {
-		j.t.Fatal(err)
-	}
-	in, n := false, 0
-	page, _, _ := strings.Cut(string(b), "\n## vSphere")
-	for _, line := range strings.Split(page, "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "```") {
-			in = !in
-			continue
-		}
-		cmd, ok := strings.CutPrefix(line, "kubectl ")
-		if !in || !ok {
-			continue
-		}
-		cmd, _, _ = strings.Cut(cmd, " >")
-		cmd, _, _ = strings.Cut(cmd, " #")
-		n++
-		if !j.ran[strings.TrimSpace(cmd)] {
-			j.t.Errorf("docs/upgrade.md runs %q, which the journey did not; it ran %q", cmd, slices.Sorted(maps.Keys(j.ran)))
-		}
-	}
-	if n < 5 {
-		j.t.Errorf("docs/upgrade.md has %d kubectl csimigrate commands in code blocks: the runbook's form changed", n)
-	}
+	testenv.PageRan(j.t, "../docs/upgrade.md", "", "## vSphere", j.ran, 5)
 }
 
 // run runs the command and returns its combined output and exit status.

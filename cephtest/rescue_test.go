@@ -1,14 +1,11 @@
 package cephtest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -539,50 +536,11 @@ func (r *rescue) run(code int, args ...string) string {
 		words = append(words, a)
 	}
 	r.rescueRan[strings.Join(words, " ")] = true
-	cmd := exec.Command(envBin, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	got := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		got = ee.ExitCode()
-	} else if err != nil {
-		r.t.Fatal(err)
-	}
-	if got != code {
-		r.t.Fatalf("csimigrate %s: exit %d, want %d\n%s\n%s", strings.Join(args, " "), got, code, out, stderr.String())
-	}
-	return string(out)
+	return r.journey.csimigrate(code, args...)
 }
 
 // pageRan fails the test for each `kubectl csimigrate` command of
-// docs/rescue.md's code blocks that the test did not run (what follows a
-// pipe or a redirection is the shell's).
+// docs/rescue.md's code blocks that the test did not run.
 func (r *rescue) pageRan() {
-	b, err := os.ReadFile("../docs/rescue.md")
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	in, n := false, 0
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "```") {
-			in = !in
-			continue
-		}
-		cmd, ok := strings.CutPrefix(line, "kubectl ")
-		if !in || !ok || !strings.HasPrefix(cmd, "csimigrate ") {
-			continue
-		}
-		for _, sep := range []string{" |", " >", " #"} {
-			cmd, _, _ = strings.Cut(cmd, sep)
-		}
-		n++
-		if !r.rescueRan[strings.TrimSpace(cmd)] {
-			r.t.Errorf("docs/rescue.md runs %q, which the rescue did not; it ran %q", cmd, slices.Sorted(maps.Keys(r.rescueRan)))
-		}
-	}
-	if n < 4 {
-		r.t.Errorf("docs/rescue.md has %d kubectl csimigrate commands in code blocks: the page's form changed", n)
-	}
+	testenv.PageRan(r.t, "../docs/rescue.md", "", "", r.rescueRan, 4)
 }

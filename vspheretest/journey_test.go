@@ -139,7 +139,7 @@ func TestVSphereUpgrade130To137(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("rewrite -apply -review -online -adopt: exit %d\n%s\n%s", code, out, stderr)
 	}
-	sectionRan(t, ran)
+	testenv.PageRan(t, "../docs/upgrade.md", "## vSphere", "", ran, 4)
 	t.Logf("rewrite -apply on 1.30:\n%s", out)
 	inUse, unused := getPV(t, c, "vs-inuse"), getPV(t, c, "vs-unused")
 	switch {
@@ -189,41 +189,6 @@ func TestVSphereUpgrade130To137(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("kube-controller-manager:\n%s", srv.Logs("kube-controller-manager"))
-	}
-}
-
-// sectionRan fails the test for each command of docs/upgrade.md's vSphere
-// section that the journey did not run.
-func sectionRan(t *testing.T, ran map[string]bool) {
-	t.Helper()
-	b, err := os.ReadFile("../docs/upgrade.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(b), "\n## vSphere")
-	if !ok {
-		t.Fatal("docs/upgrade.md has no vSphere section")
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
-	in, n := false, 0
-	for _, line := range strings.Split(section, "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "```") {
-			in = !in
-			continue
-		}
-		cmd, ok := strings.CutPrefix(line, "kubectl ")
-		if !in || !ok {
-			continue
-		}
-		cmd, _, _ = strings.Cut(cmd, " >")
-		n++
-		if !ran[strings.TrimSpace(cmd)] {
-			t.Errorf("docs/upgrade.md's vSphere section runs %q, which the journey did not; it ran %v", cmd, ran)
-		}
-	}
-	if n < 4 {
-		t.Errorf("the vSphere section has %d commands in code blocks: its form changed", n)
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -301,21 +300,7 @@ func tail(s string, n int) string {
 // scrape returns the value of a metric line "name{labels} value", or -1.
 func (p *controllerProc) scrape(t *testing.T, series string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + p.metrics + "/metrics")
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
-			var v float64
-			if _, err := fmt.Sscan(rest, &v); err == nil {
-				return v
-			}
-		}
-	}
-	return -1
+	return scrapeMetric(p.metrics, series)
 }
 
 // pvPhase says whether a PV is rewritten (a CSI PV csimigrate created, its
