@@ -291,15 +291,7 @@ func (j *journey) cephFSDir() string {
 // controller.
 func (j *journey) start130() {
 	t := j.t
-	srv, err := testenv.StartRelease(&j.logs, testenv.V1_30)
-	if err != nil {
-		t.Fatalf("kube-apiserver %s: %v\n%s", testenv.V1_30.Version, err, j.logs.String())
-	}
-	t.Cleanup(srv.Stop)
-	j.srv, j.cs = srv, srv.Client
-	if j.kc, err = srv.WriteKubeconfig(); err != nil {
-		t.Fatal(err)
-	}
+	srv := j.startServer(testenv.V1_30)
 	// The CSIDrivers as Ceph CSI's deployment has them: RBD attaches,
 	// CephFS does not.
 	if err := srv.RemoveCSIDrivers(plugin.RBDDriverName, plugin.CephFSDriverName); err != nil {
@@ -318,6 +310,21 @@ func (j *journey) start130() {
 	// external-attacher's part: RBD VolumeAttachments marked attached
 	// (the API server keeps its address across the upgrade).
 	testenv.PlayAttacher(ctx, t, j.cs, plugin.RBDDriverName)
+}
+
+// startServer starts etcd and kube-apiserver of release r, stopped when
+// the test ends, with the journey's client and kubeconfig.
+func (j *journey) startServer(r testenv.Release) *testenv.Server {
+	srv, err := testenv.StartRelease(&j.logs, r)
+	if err != nil {
+		j.t.Fatalf("kube-apiserver %s: %v\n%s", r.Version, err, j.logs.String())
+	}
+	j.t.Cleanup(srv.Stop)
+	j.srv, j.cs = srv, srv.Client
+	if j.kc, err = srv.WriteKubeconfig(); err != nil {
+		j.t.Fatal(err)
+	}
+	return srv
 }
 
 // startComponents starts, of the server's release, kube-controller-manager

@@ -283,6 +283,23 @@ func runCsimigrate(t *testing.T, args ...string) ([]byte, string, int) {
 	return out, stderr.String(), 0
 }
 
+// entryRendered is the config.json the ceph-csi-operator rendered into
+// ceph-csi-config in ns, and whether it has entry id (else what is there,
+// or the operator's log).
+func entryRendered(ctx context.Context, srv *testenv.Server, ns, id string) (string, bool) {
+	cm, err := srv.Client.CoreV1().ConfigMaps(ns).Get(ctx, "ceph-csi-config", metav1.GetOptions{})
+	if err != nil {
+		return err.Error() + "\n" + srv.Logs("ceph-csi-operator"), false
+	}
+	rendered := cm.Data["config.json"]
+	cfg, err := ceph.ParseClusterConfig([]byte(rendered))
+	if err != nil {
+		return err.Error(), false
+	}
+	_, err = cfg.Lookup(id)
+	return rendered, err == nil
+}
+
 var driverGVR = schema.GroupVersionResource{Group: "csi.ceph.io", Version: "v1", Resource: "drivers"}
 
 // On a cluster without Ceph CSI (no CSIDriver of it, nothing of its config),
@@ -346,17 +363,9 @@ func TestCephCSIOperatorInstallFromPlan(t *testing.T) {
 		if ds, err := c.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{}); err != nil || len(ds.Items) == 0 {
 			return false, fmt.Sprintf("no node plugin DaemonSet (%v)\n%s", err, srv.Logs("ceph-csi-operator"))
 		}
-		cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, "ceph-csi-config", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error() + "\n" + srv.Logs("ceph-csi-operator")
-		}
-		rendered = cm.Data["config.json"]
-		cfg, err := ceph.ParseClusterConfig([]byte(rendered))
-		if err != nil {
-			return false, err.Error()
-		}
-		_, err = cfg.Lookup(id)
-		return err == nil, rendered
+		var ok bool
+		rendered, ok = entryRendered(ctx, srv, ns, id)
+		return ok, rendered
 	})
 	after := plan()
 	for _, v := range after.Volumes {

@@ -86,15 +86,7 @@ func TestCephRescue137(t *testing.T) {
 	// Kubernetes 1.37, no Ceph CSI: kube-controller-manager with the
 	// volume, attach/detach and StatefulSet controllers, a hollow kubelet,
 	// external-provisioner and the attacher's part waiting for the driver.
-	srv, err := testenv.StartRelease(&j.logs, testenv.V1_37)
-	if err != nil {
-		t.Fatalf("kube-apiserver %s: %v\n%s", testenv.V1_37.Version, err, j.logs.String())
-	}
-	t.Cleanup(srv.Stop)
-	j.srv, j.cs = srv, srv.Client
-	if j.kc, err = srv.WriteKubeconfig(); err != nil {
-		t.Fatal(err)
-	}
+	srv := j.startServer(testenv.V1_37)
 	// No Ceph CSI: neither its CSIDrivers nor its config map.
 	if err := srv.RemoveCSIDrivers(plugin.RBDDriverName, plugin.CephFSDriverName); err != nil {
 		t.Fatal(err)
@@ -433,17 +425,9 @@ func (r *rescue) installOperator(dir string) {
 				return false, "CSIDriver " + drv + ": " + err.Error() + "\n" + j.srv.Logs("ceph-csi-operator")
 			}
 		}
-		cm, err := j.cs.CoreV1().ConfigMaps(ns).Get(j.ctx, "ceph-csi-config", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error() + "\n" + j.srv.Logs("ceph-csi-operator")
-		}
-		rendered = cm.Data["config.json"]
-		cfg, err := ceph.ParseClusterConfig([]byte(rendered))
-		if err != nil {
-			return false, err.Error()
-		}
-		_, err = cfg.Lookup(id)
-		return err == nil, rendered
+		var ok bool
+		rendered, ok = entryRendered(j.ctx, j.srv, ns, id)
+		return ok, rendered
 	})
 	if err := j.d.SetConfig([]byte(rendered)); err != nil {
 		t.Fatal(err)
