@@ -32,6 +32,9 @@ func (p *Planner) addWorkload(w *rewrite.Workload) {
 		if w.Stuck != "" {
 			p.pods.stuck[w.Namespace+"/"+w.Name] = w.Stuck
 		}
+		if pod, ok := w.Obj.(*v1.Pod); ok {
+			p.pods.phase[w.Namespace+"/"+w.Name] = string(pod.Status.Phase)
+		}
 		for _, vol := range w.Spec.Volumes {
 			if vol.PersistentVolumeClaim != nil {
 				k := claimKey(w.Namespace, vol.PersistentVolumeClaim.ClaimName)

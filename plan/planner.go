@@ -85,8 +85,8 @@ type podInput struct {
 	byClaim map[string][]string
 	node    map[string]string
 	// stuck says of each pod that cannot start what its status shows
-	// (rewrite.PodStuck).
-	stuck map[string]string
+	// (rewrite.PodStuck), phase each pod's phase.
+	stuck, phase map[string]string
 }
 
 // classInput are the input's StorageClasses by name, its default class,
@@ -240,7 +240,7 @@ type Options struct {
 func New(tr *translate.Translator, logger klog.Logger, opts Options) *Planner {
 	return &Planner{opts: opts, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}},
 		claims:  claimInput{slim: map[string]*v1.PersistentVolumeClaim{}},
-		pods:    podInput{byClaim: map[string][]string{}, node: map[string]string{}, stuck: map[string]string{}},
+		pods:    podInput{byClaim: map[string][]string{}, node: map[string]string{}, stuck: map[string]string{}, phase: map[string]string{}},
 		classes: classInput{byName: map[string]*storagev1.StorageClass{}},
 		secrets: secretInput{slim: map[string]*v1.Secret{}},
 		ceph:    cephInput{clusters: map[string]ceph.ClusterEntry{}, readImage: opts.RBDImage, readSubvolume: opts.CephFSSubvolume},

@@ -30,8 +30,10 @@ type StuckPod struct {
 	// Pod is "namespace/name".
 	Pod string `json:"pod"`
 	// Stuck is what its status shows (rewrite.PodStuck: ContainerCreating,
-	// PodReadyToStartContainers False), "" while it still runs.
+	// PodReadyToStartContainers False), "" otherwise; Phase is its phase
+	// (Running: it still runs, and stops at its next restart).
 	Stuck string `json:"stuck,omitempty"`
+	Phase string `json:"phase,omitempty"`
 	// Workload is the object that owns it at the top ("StatefulSet
 	// app/orders"), "" for a pod of its own.
 	Workload string `json:"workload,omitempty"`
@@ -84,7 +86,7 @@ func (p *Planner) settleRescue(plan *Plan) {
 		}
 		b := BrokenVolume{PV: v.Name, Plugin: v.Plugin, Claim: v.Claim}
 		for _, pod := range v.InUseBy {
-			sp := StuckPod{Pod: pod, Stuck: p.pods.stuck[pod]}
+			sp := StuckPod{Pod: pod, Stuck: p.pods.stuck[pod], Phase: p.pods.phase[pod]}
 			if ws := p.workloadsOf([]string{pod}); len(ws) > 0 {
 				sp.Workload = ws[0]
 			}
@@ -96,7 +98,8 @@ func (p *Planner) settleRescue(plan *Plan) {
 			if !slices.Contains(stop, w) {
 				stop = append(stop, w)
 			}
-			if strings.HasPrefix(w, "StatefulSet ") && sp.Stuck != "" && !slices.Contains(del, pod) {
+			// Stuck, or not running at all: the scale-down waits on it.
+			if strings.HasPrefix(w, "StatefulSet ") && (sp.Stuck != "" || sp.Phase != string(v1.PodRunning)) && !slices.Contains(del, pod) {
 				del = append(del, pod)
 			}
 		}

@@ -62,8 +62,8 @@ func TestPlanRescue(t *testing.T) {
 	rescueInput(p)
 	r := p.Finish()
 	wantBroken := []plan.BrokenVolume{
-		{PV: "a", Plugin: plugin.RBDInTreePluginName, Claim: "ns/data", Pods: []plan.StuckPod{{Pod: "ns/db-0", Stuck: "ContainerCreating", Workload: "StatefulSet ns/db"}}},
-		{PV: "b", Plugin: plugin.RBDInTreePluginName, Claim: "ns/logs", Pods: []plan.StuckPod{{Pod: "ns/tool"}}},
+		{PV: "a", Plugin: plugin.RBDInTreePluginName, Claim: "ns/data", Pods: []plan.StuckPod{{Pod: "ns/db-0", Stuck: "ContainerCreating", Phase: "Pending", Workload: "StatefulSet ns/db"}}},
+		{PV: "b", Plugin: plugin.RBDInTreePluginName, Claim: "ns/logs", Pods: []plan.StuckPod{{Pod: "ns/tool", Phase: "Running"}}},
 	}
 	if diff := cmp.Diff(wantBroken, r.Broken); diff != "" {
 		t.Errorf("broken (-want +got):\n%s", diff)

@@ -26,8 +26,14 @@ func writeRescue(w io.Writer, p *plan.Plan, wide bool) {
 		}
 		for _, pod := range b.Pods {
 			status := pod.Stuck
-			if status == "" {
+			switch {
+			case status != "":
+			case pod.Phase == "Running":
 				status = "running (stops at its next restart)"
+			case pod.Phase != "":
+				status = pod.Phase + " (cannot start)"
+			default:
+				status = "-"
 			}
 			broken.add([]string{b.PV, b.Plugin, dash(b.Claim), pod.Pod, status, dash(pod.Workload)})
 		}
