@@ -7,8 +7,10 @@
 // CSI-migration gates a Kubernetes release had, with that release's
 // defaults, stages and locks: setting a gate the release did not have fails
 // with "unrecognized feature gate: X", setting a locked one with "cannot set
-// feature gate X to Y, feature is locked to Z". [Specs] gives the same data
-// as component-base VersionedSpecs.
+// feature gate X to Y, feature is locked to Z". [LifecycleOf] gives each
+// gate's stages; package versioned gives them as component-base
+// VersionedSpecs, which component-base has from 1.31 on (this package builds
+// with k8s.io/component-base from v0.30).
 //
 // CephFS never had Kubernetes gates. [CSIMigrationCephFS] and
 // [InTreePluginCephFSUnregister] are this project's own, for components built
@@ -141,9 +143,11 @@ func AllGates() []k8sfeaturegate.Feature {
 	return out
 }
 
-// LifecycleOf returns a gate's lifecycle.
+// LifecycleOf returns a gate's lifecycle, a copy: changing it changes
+// nothing this package answers.
 func LifecycleOf(f k8sfeaturegate.Feature) (Lifecycle, bool) {
 	l, ok := lifecycles[f]
+	l.Stages = slices.Clone(l.Stages)
 	return l, ok
 }
 
@@ -162,22 +166,6 @@ func SpecAt(f k8sfeaturegate.Feature, minor int) (k8sfeaturegate.FeatureSpec, bo
 		}
 	}
 	return spec, found
-}
-
-// Specs returns the gates' lifecycles as component-base versioned specs
-// (removal is not expressible there; use ForVersion for exact releases).
-func Specs() map[k8sfeaturegate.Feature]k8sfeaturegate.VersionedSpecs {
-	out := make(map[k8sfeaturegate.Feature]k8sfeaturegate.VersionedSpecs, len(lifecycles))
-	for f, l := range lifecycles {
-		var vs k8sfeaturegate.VersionedSpecs
-		for _, s := range l.Stages {
-			spec := s.Spec
-			spec.Version = version.MajorMinor(1, uint(s.Since))
-			vs = append(vs, spec)
-		}
-		out[f] = vs
-	}
-	return out
 }
 
 // ParseMinor parses "1.30", "v1.30.2" or "30" into the minor version 30.

@@ -33,9 +33,9 @@ func managedFields(t *rapid.T) []metav1.ManagedFieldsEntry {
 		case 1:
 			out[i].FieldsV1 = &metav1.FieldsV1{}
 		case 2:
-			out[i].FieldsV1 = metav1.NewFieldsV1("")
+			out[i].FieldsV1 = plugintest.FieldSet("")
 		case 3:
-			out[i].FieldsV1 = metav1.NewFieldsV1(rapid.StringMatching(`\{"f:[a-z]{1,8}":\{\}\}`).Draw(t, "raw"))
+			out[i].FieldsV1 = plugintest.FieldSet(rapid.StringMatching(`\{"f:[a-z]{1,8}":\{\}\}`).Draw(t, "raw"))
 		}
 	}
 	return out

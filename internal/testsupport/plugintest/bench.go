@@ -41,9 +41,9 @@ func Stored(pv *v1.PersistentVolume) *v1.PersistentVolume {
 	out.Status = v1.PersistentVolumeStatus{Phase: v1.VolumeBound, LastPhaseTransitionTime: &ts}
 	out.ManagedFields = []metav1.ManagedFieldsEntry{
 		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &ts, FieldsType: "FieldsV1",
-			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{".":{},"f:pv.kubernetes.io/bound-by-controller":{}},"f:finalizers":{".":{},"v:\"kubernetes.io/pv-protection\"":{}}},"f:spec":{"f:accessModes":{},"f:capacity":{".":{},"f:storage":{}},"f:claimRef":{".":{},"f:apiVersion":{},"f:kind":{},"f:name":{},"f:namespace":{},"f:resourceVersion":{},"f:uid":{}},"f:persistentVolumeReclaimPolicy":{},"f:volumeMode":{}}}`)},
+			FieldsV1: FieldSet(`{"f:metadata":{"f:annotations":{".":{},"f:pv.kubernetes.io/bound-by-controller":{}},"f:finalizers":{".":{},"v:\"kubernetes.io/pv-protection\"":{}}},"f:spec":{"f:accessModes":{},"f:capacity":{".":{},"f:storage":{}},"f:claimRef":{".":{},"f:apiVersion":{},"f:kind":{},"f:name":{},"f:namespace":{},"f:resourceVersion":{},"f:uid":{}},"f:persistentVolumeReclaimPolicy":{},"f:volumeMode":{}}}`)},
 		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &ts, FieldsType: "FieldsV1", Subresource: "status",
-			FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:lastPhaseTransitionTime":{},"f:phase":{}}}`)},
+			FieldsV1: FieldSet(`{"f:status":{"f:lastPhaseTransitionTime":{},"f:phase":{}}}`)},
 	}
 	return out
 }
