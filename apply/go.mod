@@ -3,16 +3,13 @@ module github.com/csimigrate/csimigrate/apply
 go 1.26.0
 
 require (
-	github.com/container-storage-interface/spec v1.13.0
 	github.com/csimigrate/csimigrate v0.1.0
 	github.com/google/go-cmp v0.7.0
 	github.com/vmware/govmomi v0.56.0
-	google.golang.org/grpc v1.84.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
 	k8s.io/klog/v2 v2.140.0
-	k8s.io/kubelet v0.37.2
 	pgregory.net/rapid v1.3.0
 )
 
@@ -61,7 +58,6 @@ require (
 	golang.org/x/term v0.45.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
-	google.golang.org/genproto/googleapis/rpc v0.0.0-20260825221802-da73d73af1c5 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
@@ -73,4 +69,3 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
-

@@ -28,6 +28,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/featuregate"
+	"github.com/csimigrate/csimigrate/nodetest"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/secrets"
@@ -346,7 +347,7 @@ func (j *journey) startComponents(gates string, nodes ...string) {
 			t.Fatal(err)
 		}
 		for _, drv := range []string{plugin.RBDDriverName, plugin.CephFSDriverName} {
-			testenv.StartNodePlugin(t, root, drv, n)
+			nodetest.StartNodePlugin(t, root, drv, n)
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/nodetest"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
@@ -151,9 +152,9 @@ func TestCephRescue137(t *testing.T) {
 	r.installOperator(opDir)
 	// The drivers' node plugins register on the node (what the
 	// operator's DaemonSets run, which no kubelet runs here).
-	plugins := map[string]*testenv.NodePlugin{}
+	plugins := map[string]*nodetest.NodePlugin{}
 	for _, drv := range []string{plugin.RBDDriverName, plugin.CephFSDriverName} {
-		plugins[drv] = testenv.StartNodePlugin(t, root, drv, jNode1)
+		plugins[drv] = nodetest.StartNodePlugin(t, root, drv, jNode1)
 	}
 
 	// 3. The Secrets the plan lists.

@@ -6,6 +6,7 @@ require (
 	github.com/container-storage-interface/spec v1.13.0
 	github.com/csimigrate/csimigrate v0.1.0
 	github.com/csimigrate/csimigrate/apply v0.1.0
+	github.com/csimigrate/csimigrate/nodetest v0.1.0
 	github.com/google/go-cmp v0.7.0
 	github.com/vmware/govmomi v0.56.0
 	google.golang.org/grpc v1.85.0
@@ -68,6 +69,7 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/component-base v0.37.2 // indirect
 	k8s.io/kube-openapi v0.0.0-20260821135717-be32def86098 // indirect
+	k8s.io/kubelet v0.37.2 // indirect
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect

@@ -17,6 +17,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/featuregate"
+	"github.com/csimigrate/csimigrate/nodetest"
 	"github.com/csimigrate/csimigrate/plugin"
 )
 
@@ -63,7 +64,7 @@ func TestVSphereUpgrade130To137(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			testenv.StartNodePlugin(t, root, plugin.VSphereDriverName, n)
+			nodetest.StartNodePlugin(t, root, plugin.VSphereDriverName, n)
 		}
 	}
 	start("node1")
