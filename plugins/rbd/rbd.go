@@ -546,11 +546,7 @@ func (p *Plugin) TranslateInTreeInlineVolumeToCSI(_ klog.Logger, vol *v1.Volume,
 	}, nil
 }
 
-// In-tree StorageClass parameters, lower-cased, in the order of the sc*
-// constants.
-var scKeys = [...]string{"adminid", "adminsecretname", "adminsecretnamespace", "fstype", "imageformat", "imagefeatures",
-	"keyring", "monitors", "pool", "userid", "usersecretname", "usersecretnamespace"}
-
+// The in-tree StorageClass parameters, one index each into scParams.
 const (
 	scAdminID = iota
 	scAdminSecretName
@@ -564,7 +560,50 @@ const (
 	scUserID
 	scUserSecretName
 	scUserSecretNamespace
+	scCount
 )
+
+// scParam is one parameter of an in-tree RBD StorageClass and what Ceph CSI
+// gets of it: a new parameter is one row here (its index above), and the
+// match, the checks and the translation read it from this table.
+type scParam struct {
+	// key is the key, lower-cased (keys are matched case-insensitively).
+	key string
+	// csi is the Ceph CSI class parameter its value becomes; "" when it
+	// becomes none of its own (the admin secret's name and namespace fill
+	// secretKinds' slots; a dropped one none).
+	csi string
+	// dropped: Ceph CSI has no counterpart; the key is logged and recorded
+	// in AnnDroppedParameters.
+	dropped bool
+	// allowed are the values accepted, when not any.
+	allowed []string
+}
+
+// scParams are the in-tree RBD provisioner's parameters. monitors also gives
+// the clusterID (their MD5), and pool has a default (RBDDefaultPool).
+var scParams = [scCount]scParam{
+	scAdminID:              {key: "adminid", csi: attrAdminID},
+	scAdminSecretName:      {key: "adminsecretname"},
+	scAdminSecretNamespace: {key: "adminsecretnamespace"},
+	scFSType:               {key: "fstype", csi: secrets.Prefix + "fstype"},
+	scImageFormat:          {key: "imageformat", csi: attrImageFormat, allowed: []string{"1", "2"}},
+	scImageFeatures:        {key: "imagefeatures", csi: attrImageFeatures},
+	scKeyring:              {key: "keyring", dropped: true},
+	scMonitors:             {key: "monitors", csi: attrMonitors},
+	scPool:                 {key: "pool", csi: attrPool},
+	scUserID:               {key: "userid", dropped: true},
+	scUserSecretName:       {key: "usersecretname", dropped: true},
+	scUserSecretNamespace:  {key: "usersecretnamespace", dropped: true},
+}
+
+// scKeys are scParams' keys, as scparams.Match takes them.
+var scKeys = func() (keys [scCount]string) {
+	for i, p := range scParams {
+		keys[i] = p.key
+	}
+	return keys
+}()
 
 // secretKinds are the secrets a translated StorageClass names, all the admin
 // secret; the node-expand one last (it is left out when disabled).
@@ -599,8 +638,8 @@ func (p *Plugin) TranslateInTreeStorageClassToCSI(logger klog.Logger, sc *storag
 	out.Parameters = classParams(&given, secretKinds[:kinds])
 	if dropped > 0 {
 		m := make(map[string]string, dropped)
-		for _, i := range [...]int{scUserID, scUserSecretName, scUserSecretNamespace, scKeyring} {
-			if g := given[i]; g.Set() {
+		for i, g := range given {
+			if scParams[i].dropped && g.Set() {
 				m[g.Key] = g.Value
 			}
 		}
@@ -621,13 +660,12 @@ func matchClass(given *[len(scKeys)]scparams.Param, parameters map[string]string
 	fp := func() *field.Path { return field.NewPath("parameters") }
 	errs = scparams.Match(given[:], parameters, scKeys[:], fp)
 	for i, g := range given {
+		row := scParams[i]
 		switch {
 		case !g.Set():
-		case i == scImageFormat:
-			if g.Value != "1" && g.Value != "2" {
-				errs = append(errs, field.NotSupported(fp().Key(g.Key), g.Value, []string{"1", "2"}))
-			}
-		case i == scUserID, i == scUserSecretName, i == scUserSecretNamespace, i == scKeyring:
+		case row.allowed != nil && !slices.Contains(row.allowed, g.Value):
+			errs = append(errs, field.NotSupported(fp().Key(g.Key), g.Value, row.allowed))
+		case row.dropped:
 			dropped++
 		}
 	}
@@ -648,10 +686,10 @@ func classParams(given *[len(scKeys)]scparams.Param, kinds []secrets.Keys) map[s
 	size := 2 + 2*len(kinds) // migration, pool; the secret names and namespaces
 	for i, g := range given {
 		switch {
-		case !g.Set():
+		case !g.Set(), scParams[i].csi == "", i == scPool:
 		case i == scMonitors:
 			size += 2 // monitors, clusterID
-		case i == scFSType, i == scImageFeatures, i == scImageFormat, i == scAdminID:
+		default:
 			size++
 		}
 	}
@@ -659,25 +697,12 @@ func classParams(given *[len(scKeys)]scparams.Param, kinds []secrets.Keys) map[s
 	params[attrMigration] = "true"
 	params[attrPool] = volumeid.RBDDefaultPool
 	for i, g := range given {
-		if !g.Set() {
-			continue
+		if csi := scParams[i].csi; csi != "" && g.Set() {
+			params[csi] = g.Value
 		}
-		v := g.Value
-		switch i {
-		case scFSType:
-			params[secrets.Prefix+"fstype"] = v
-		case scImageFeatures:
-			params[attrImageFeatures] = v
-		case scPool:
-			params[attrPool] = v
-		case scImageFormat:
-			params[attrImageFormat] = v
-		case scAdminID:
-			params[attrAdminID] = v
-		case scMonitors:
-			params[attrMonitors] = v
-			params[attrClusterID] = volumeid.ClusterID(v)
-		}
+	}
+	if g := given[scMonitors]; g.Set() {
+		params[attrClusterID] = volumeid.ClusterID(g.Value)
 	}
 	ns := defaultSecretNS
 	if g := given[scAdminSecretNamespace]; g.Set() {
