@@ -505,3 +505,23 @@ func TestCarriedMonitorsAndUser(t *testing.T) {
 		})
 	}
 }
+
+// The StorageClass generator the property and differential tests draw from
+// (gen.RBDStorageClass, which compat/ and compat37/ compare with
+// csi-translation-lib) draws every key of the plugin's parameter table, and
+// no other: a row added to the table without the generator fails here.
+func TestClassGeneratorDrawsEveryParameter(t *testing.T) {
+	drawn := map[string]bool{}
+	rapid.Check(t, func(t *rapid.T) {
+		for k := range gen.RBDStorageClass(t).Parameters {
+			drawn[strings.ToLower(k)] = true
+		}
+	})
+	want := map[string]bool{}
+	for _, k := range rbd.ClassKeys {
+		want[k] = true
+	}
+	if diff := cmp.Diff(want, drawn); diff != "" {
+		t.Errorf("keys of the table (-) and of the generator (+):\n%s", diff)
+	}
+}

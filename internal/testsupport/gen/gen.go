@@ -324,6 +324,7 @@ func RBDStorageClass(t *rapid.T) *storagev1.StorageClass {
 	opt("userId", rapid.SampledFrom([]string{"kube"}))
 	opt("userSecretName", DNSSubdomain())
 	opt("userSecretNamespace", DNSLabel())
+	opt("keyring", rapid.Just("/etc/ceph/keyring"))
 	opt("imageFormat", rapid.SampledFrom([]string{"1", "2"}))
 	opt("imageFeatures", rapid.Just("layering"))
 	opt("fsType", rapid.SampledFrom([]string{"ext4", "xfs"}))
