@@ -29,9 +29,17 @@
 //   - plan: the planner of csimigrate plan and its report: whether each
 //     volume and class of a cluster's objects can be migrated and what must
 //     happen first, by the rules of package rewrite.
+//   - adopt: what a volume becomes as one of its driver's own (Ceph CSI's
+//     journal, vSphere First Class Disks), without a client.
 //   - featuregate: the CSI-migration feature gates of every Kubernetes
 //     release and who owns a plugin's volumes; featuregate/staged: the
-//     staged migration planner of a running cluster.
+//     staged migration planner of a running cluster; featuregate/versioned:
+//     the gates as component-base versioned specs (k8s.io 1.31 or newer).
+//
+// The writer that applies the engine's decisions to a cluster, with
+// client-go, is github.com/csimigrate/csimigrate/apply, a module of its
+// own. The library's packages build with the k8s.io modules of Kubernetes
+// 1.30 through 1.37 (docs/library.md).
 //
 // A short example:
 //
