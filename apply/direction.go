@@ -91,9 +91,14 @@ func adoptionKindOf(pv *v1.PersistentVolume) (pvKind, string) {
 	return kindOther, "its volume handle is not a migration handle"
 }
 
-// identity is the CSI driver and volume handle of a PV: its own for a CSI
-// PV, its translation's for an in-tree one. A rewrite and its undo keep it.
-func (a *Writer) identity(pv *v1.PersistentVolume) (driver, handle string, err error) {
+// Identity is the CSI driver and volume handle of a PV: its own for a CSI
+// PV, its translation's for an in-tree one (an error when it has none). A
+// rewrite and its undo keep it, and the saved state records it: a program
+// that waits for a PV's driver asks this, as the Writer does.
+func (a *Writer) Identity(pv *v1.PersistentVolume) (driver, handle string, err error) {
+	if pv == nil {
+		return "", "", errors.New("no PV")
+	}
 	if pv.Spec.CSI == nil {
 		if pv, err = a.tr.TranslateInTreePVToCSI(a.logger, pv); err != nil {
 			return "", "", err

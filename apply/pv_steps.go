@@ -186,7 +186,7 @@ func (r *pvRun) verify() error {
 		if s == nil {
 			return nil
 		}
-		driver, handle, err := r.a.identity(cur)
+		driver, handle, err := r.a.Identity(cur)
 		if err != nil || driver != s.Driver || handle != s.Handle {
 			return fmt.Errorf("pv/%s is %s %q (%v), ConfigMap %s saved %s %q; not touching either", name, driver, handle, err, r.where(), s.Driver, s.Handle)
 		}

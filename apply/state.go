@@ -103,7 +103,7 @@ func (a *Writer) checkState(s *rewriteState) error {
 	if s.Direction == "" && (r.Spec.CSI == nil) != s.Undo {
 		diffs = append(diffs, fmt.Sprintf("a replacement of another kind (CSI: %t) than the state's direction (undo: %t)", r.Spec.CSI != nil, s.Undo))
 	}
-	if driver, handle, err := a.identity(r); err != nil || driver != s.Driver || handle != s.Handle {
+	if driver, handle, err := a.Identity(r); err != nil || driver != s.Driver || handle != s.Handle {
 		diffs = append(diffs, fmt.Sprintf("driver/handle %s/%s (%v), state %s/%s", driver, handle, err, s.Driver, s.Handle))
 	}
 	q := r.Spec.Capacity[v1.ResourceStorage]
@@ -196,7 +196,7 @@ func (a *Writer) loadState(cm *v1.ConfigMap) (*rewriteState, error) {
 // whether it is an undo's.
 func (a *Writer) saveState(ctx context.Context, cur, repl *v1.PersistentVolume, kept string, dir Direction) (*v1.ConfigMap, error) {
 	undo := dir.IsUndo()
-	driver, handle, err := a.identity(repl)
+	driver, handle, err := a.Identity(repl)
 	if err != nil {
 		return nil, refuse(rewrite.CodeNotTranslatable, "the replacement: %v", err)
 	}

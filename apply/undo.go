@@ -30,7 +30,7 @@ func (a *Writer) checkUndo(ctx context.Context, cur *v1.PersistentVolume) (*chec
 	}
 	// The in-tree PV must be the same volume to the kubelet, the
 	// attach/detach controller and the driver: they translate it.
-	driver, handle, err := a.identity(in)
+	driver, handle, err := a.Identity(in)
 	if err != nil {
 		return nil, refuse(rewrite.CodeNotTranslatable, "its in-tree form does not translate: %v", err)
 	}

@@ -1,0 +1,244 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/rewrite"
+)
+
+// informers builds the informers the controller watches and the writer
+// reads from: PVs, StorageClasses, CSIDrivers, claims, pods (trimmed to
+// what the writer's checks read), VolumeAttachments, and the writer's state
+// in its namespace.
+func (c *Controller) informers() (*apply.Listers, error) {
+	c.factory = informers.NewSharedInformerFactory(c.client, 10*time.Minute)
+	c.podInf = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithTransform(trimPod))
+	c.stateInf = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithNamespace(c.o.Writer.StateNamespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = "app.kubernetes.io/managed-by=csimigrate" }))
+	pvInf := c.factory.Core().V1().PersistentVolumes()
+	scInf := c.factory.Storage().V1().StorageClasses()
+	drvInf := c.factory.Storage().V1().CSIDrivers()
+	claimInf := c.factory.Core().V1().PersistentVolumeClaims()
+	vaInf := c.factory.Storage().V1().VolumeAttachments()
+	podInf := c.podInf.Core().V1().Pods()
+	cmInf := c.stateInf.Core().V1().ConfigMaps()
+	c.pvs, c.classes, c.drivers, c.states, c.claims = pvInf.Lister(), scInf.Lister(), drvInf.Lister(), cmInf.Lister(), claimInf.Lister()
+	infs := []cache.SharedIndexInformer{pvInf.Informer(), scInf.Informer(), drvInf.Informer(), cmInf.Informer(), claimInf.Informer(), vaInf.Informer(), podInf.Informer()}
+	for _, inf := range infs {
+		c.synced = append(c.synced, inf.HasSynced)
+	}
+	if err := c.watch(infs[0], infs[1], infs[2], infs[3]); err != nil {
+		return nil, err
+	}
+	if err := c.watchUsers(claimInf.Informer(), vaInf.Informer(), podInf.Informer()); err != nil {
+		return nil, err
+	}
+	return &apply.Listers{PVs: c.pvs, Claims: c.claims, Pods: podInf.Lister(), VolumeAttachments: vaInf.Lister(), States: c.states}, nil
+}
+
+// trimPod keeps of a pod what the writer's checks and the controller read
+// (its identity, node, volumes and phase), so that watching every pod costs
+// little memory.
+func trimPod(obj any) (any, error) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion, DeletionTimestamp: pod.DeletionTimestamp},
+		Spec:       v1.PodSpec{NodeName: pod.Spec.NodeName, Volumes: pod.Spec.Volumes},
+		Status:     v1.PodStatus{Phase: pod.Status.Phase},
+	}, nil
+}
+
+// watchUsers looks again at a PV left as it is when what uses it changes:
+// a pod of its claim finished or went away, its claim changed, or a
+// VolumeAttachment of it appeared or changed (the online-safety check),
+// instead of waiting for the recheck.
+func (c *Controller) watchUsers(claims, vas, pods cache.SharedIndexInformer) error {
+	_, err := claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) {
+			if pvc, ok := obj.(*v1.PersistentVolumeClaim); ok {
+				c.enqueueBlockedPV(pvc.Spec.VolumeName)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = vas.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueueAttached(obj) },
+		UpdateFunc: func(_, obj any) { c.enqueueAttached(obj) },
+	})
+	if err != nil {
+		return err
+	}
+	_, err = pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) { c.enqueuePodVolumes(obj) },
+		DeleteFunc: func(obj any) { c.enqueuePodVolumes(obj) },
+	})
+	return err
+}
+
+// enqueueBlockedPV looks again at a PV that is left as it is.
+func (c *Controller) enqueueBlockedPV(name string) {
+	if name == "" {
+		return
+	}
+	c.mu.Lock()
+	_, blocked := c.blocked[rewrite.PVRef(name)]
+	c.mu.Unlock()
+	if blocked {
+		c.pvQueue.Add(name)
+	}
+}
+
+func (c *Controller) enqueueAttached(obj any) {
+	if va, ok := obj.(*storagev1.VolumeAttachment); ok && va.Spec.Source.PersistentVolumeName != nil {
+		c.enqueueBlockedPV(*va.Spec.Source.PersistentVolumeName)
+	}
+}
+
+// enqueuePodVolumes looks again at the blocked PVs of a pod's claims.
+func (c *Controller) enqueuePodVolumes(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	for _, vol := range pod.Spec.Volumes {
+		if vol.PersistentVolumeClaim == nil {
+			continue
+		}
+		if pvc, err := c.claims.PersistentVolumeClaims(pod.Namespace).Get(vol.PersistentVolumeClaim.ClaimName); err == nil {
+			c.enqueueBlockedPV(pvc.Spec.VolumeName)
+		}
+	}
+}
+
+// watch queues what the informers report: PVs and classes as they change,
+// everything waiting for a driver when one is registered, and an object
+// whose run was interrupted (the PV may exist only in its state).
+func (c *Controller) watch(pvs, classes, drivers, states cache.SharedIndexInformer) error {
+	_, err := pvs.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueuePV(obj) },
+		UpdateFunc: func(_, obj any) { c.enqueuePV(obj) },
+		DeleteFunc: func(obj any) { c.enqueuePV(obj) },
+	})
+	if err != nil {
+		return err
+	}
+	_, err = classes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueueClass(obj) },
+		UpdateFunc: func(_, obj any) { c.enqueueClass(obj) },
+		DeleteFunc: func(obj any) { c.enqueueClass(obj) },
+	})
+	if err != nil {
+		return err
+	}
+	// A driver registered: everything waiting for a driver is looked at.
+	_, err = drivers.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { c.enqueueWaiting() }})
+	if err != nil {
+		return err
+	}
+	// The writer's state: an object whose run was interrupted (the PV may
+	// exist only there) is resumed.
+	_, err = states.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueueState(obj) },
+		UpdateFunc: func(_, obj any) { c.enqueueState(obj) },
+	})
+	return err
+}
+
+// startInformers starts the informers and waits until their caches have
+// synced; stop shuts them down.
+func (c *Controller) startInformers(ctx context.Context) (stop func(), err error) {
+	factories := []informers.SharedInformerFactory{c.factory, c.podInf, c.stateInf}
+	for _, f := range factories {
+		f.Start(ctx.Done())
+	}
+	stop = func() {
+		for _, f := range factories {
+			f.Shutdown()
+		}
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return stop, fmt.Errorf("the informers did not sync: %w", ctx.Err())
+	}
+	return stop, nil
+}
+
+func keyOf(obj any) (string, bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return d.Key, true
+	}
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return "", false
+	}
+	return o.GetName(), true
+}
+
+func (c *Controller) enqueuePV(obj any) {
+	if k, ok := keyOf(obj); ok {
+		c.pvQueue.Add(k)
+	}
+	// A class waiting for its PVs is looked at again as they change.
+	if pv, ok := obj.(*v1.PersistentVolume); ok && pv.Spec.StorageClassName != "" {
+		c.mu.Lock()
+		waiting := c.blocked[rewrite.ClassRef(pv.Spec.StorageClassName)] == ReasonWaitingForPVs
+		c.mu.Unlock()
+		if waiting {
+			c.scQueue.Add(pv.Spec.StorageClassName)
+		}
+	}
+}
+
+func (c *Controller) enqueueClass(obj any) {
+	if k, ok := keyOf(obj); ok {
+		c.scQueue.Add(k)
+	}
+}
+
+func (c *Controller) enqueueState(obj any) {
+	cm, ok := obj.(*v1.ConfigMap)
+	if !ok {
+		return
+	}
+	if obj, ok := apply.StateOf(cm); ok {
+		c.enqueue(obj)
+	}
+}
+
+// enqueueWaiting looks again at every object waiting for its driver.
+func (c *Controller) enqueueWaiting() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for obj, why := range c.blocked {
+		if why != ReasonWaitingForDriver {
+			continue
+		}
+		c.enqueue(obj)
+	}
+}
+
+// enqueue adds a PV or a StorageClass to its queue.
+func (c *Controller) enqueue(obj rewrite.ObjectRef) {
+	switch obj.Kind {
+	case rewrite.KindPV:
+		c.pvQueue.Add(obj.Name)
+	case rewrite.KindStorageClass:
+		c.scQueue.Add(obj.Name)
+	}
+}
