@@ -125,19 +125,19 @@ type pvVolume struct{ pv, key string }
 // volume that cannot be adopted is rewritten with the migration handle, and
 // why is said.
 func (a *Writer) adoptionOf(ctx context.Context, cur, repl *v1.PersistentVolume, inUse bool) (*adoption, error) {
-	if a.vsphere != nil && isVSphere(repl) {
+	if a.o.VSphere != nil && isVSphere(repl) {
 		return a.vsphereAdoptionOf(ctx, cur, repl, inUse)
 	}
-	if a.ceph != nil && repl.Spec.CSI != nil && plugin.InTreeNameOfDriver(repl.Spec.CSI.Driver) == plugin.CephFSInTreePluginName {
+	if a.o.Ceph != nil && repl.Spec.CSI != nil && plugin.InTreeNameOfDriver(repl.Spec.CSI.Driver) == plugin.CephFSInTreePluginName {
 		return a.cephfsAdoptionOf(ctx, cur, repl, inUse)
 	}
-	if a.ceph == nil || repl.Spec.CSI == nil || plugin.InTreeNameOfDriver(repl.Spec.CSI.Driver) != plugin.RBDInTreePluginName {
+	if a.o.Ceph == nil || repl.Spec.CSI == nil || plugin.InTreeNameOfDriver(repl.Spec.CSI.Driver) != plugin.RBDInTreePluginName {
 		return nil, nil
 	}
 	attrs := repl.Spec.CSI.VolumeAttributes
 	pool := volumeid.RBDPool(attrs["pool"])
 	ad := &adoption{}
-	img, err := a.ceph.Image(ctx, pool, "", attrs["imageName"])
+	img, err := a.o.Ceph.Image(ctx, pool, "", attrs["imageName"])
 	if err != nil {
 		return nil, fmt.Errorf("reading image %s/%s from Ceph: %w", pool, attrs["imageName"], err)
 	}
@@ -191,9 +191,9 @@ func (a *Writer) cephfsAdoptionOf(ctx context.Context, cur, repl *v1.PersistentV
 		return nil, err
 	}
 	if group, name, ok := adopt.SubvolumeOf(attrs["rootPath"]); ok {
-		ad.clusterID, _ = a.cephConfig.CephFSGroupClusterID(attrs["clusterID"], group)
+		ad.clusterID, _ = a.o.CephConfig.CephFSGroupClusterID(attrs["clusterID"], group)
 		ad.joined = a.join(ctx, repl, plugin.CephFSInTreePluginName, group)
-		sv, err := a.ceph.Subvolume(ctx, attrs["fsName"], group, name)
+		sv, err := a.o.Ceph.Subvolume(ctx, attrs["fsName"], group, name)
 		switch {
 		case errors.Is(err, cephtool.ErrNotSubvolume):
 			ad.notSubvolume = err.Error()
@@ -229,13 +229,13 @@ func (a *Writer) decide(pv *v1.PersistentVolume, ad *adoption) (adopt.Decision, 
 			clusterID = ad.joined
 		}
 		return adopt.CephFS(adopt.CephFSInput{PV: pv, Subvolume: ad.subvol, NotSubvolume: ad.notSubvolume, ClusterID: clusterID,
-			Secret: a.cephfsSecret, ReferencedBy: ad.refs, UUID: ad.uuid})
+			Secret: a.o.CephFSSecret, ReferencedBy: ad.refs, UUID: ad.uuid})
 	}
 	clusterID := ad.joined
 	if clusterID == "" && pv.Spec.CSI != nil {
 		clusterID = pv.Spec.CSI.VolumeAttributes["clusterID"]
 	}
-	return adopt.RBD(adopt.RBDInput{PV: pv, Image: ad.image, ClusterID: ad.joined, RadosNamespace: a.cephConfig.RBDRadosNamespace(clusterID), ReferencedBy: ad.refs, UUID: ad.uuid})
+	return adopt.RBD(adopt.RBDInput{PV: pv, Image: ad.image, ClusterID: ad.joined, RadosNamespace: a.o.CephConfig.RBDRadosNamespace(clusterID), ReferencedBy: ad.refs, UUID: ad.uuid})
 }
 
 // join is the deployment's entry of the cluster config that the adopted
@@ -244,7 +244,7 @@ func (a *Writer) decide(pv *v1.PersistentVolume, ad *adoption) (adopt.Decision, 
 // Why an entry is not joined is logged, not fatal: the volume then keeps
 // the migration's entry, which serves it as well.
 func (a *Writer) join(ctx context.Context, pv *v1.PersistentVolume, backend, group string) string {
-	mons, err := a.cephConfig.Lookup(pv.Spec.CSI.VolumeAttributes["clusterID"])
+	mons, err := a.o.CephConfig.Lookup(pv.Spec.CSI.VolumeAttributes["clusterID"])
 	if err != nil {
 		a.logger.V(2).Info("Not joining a deployment's cluster entry", "pv", pv.Name, "reason", err.Error())
 		return ""
@@ -257,7 +257,7 @@ func (a *Writer) join(ctx context.Context, pv *v1.PersistentVolume, backend, gro
 		if ok {
 			return r, nil
 		}
-		fsid, err := a.ceph.FSID(ctx, monitors)
+		fsid, err := a.o.Ceph.FSID(ctx, monitors)
 		if err != nil {
 			return "", err // asked again for the next volume: it may be passing
 		}
@@ -274,7 +274,7 @@ func (a *Writer) join(ctx context.Context, pv *v1.PersistentVolume, backend, gro
 		a.logger.V(2).Info("Not joining a deployment's cluster entry", "pv", pv.Name, "reason", err.Error())
 		return ""
 	}
-	j := adopt.JoinDeployment(adopt.JoinInput{Backend: backend, Group: group, FSID: fsid, Config: a.cephConfig, FSIDOf: fsidOf})
+	j := adopt.JoinDeployment(adopt.JoinInput{Backend: backend, Group: group, FSID: fsid, Config: a.o.CephConfig, FSIDOf: fsidOf})
 	if j.ClusterID == "" && len(j.Why) > 0 {
 		a.logger.V(2).Info("Not joining a deployment's cluster entry", "pv", pv.Name, "reasons", j.Why)
 	}
@@ -285,7 +285,7 @@ func (a *Writer) join(ctx context.Context, pv *v1.PersistentVolume, backend, gro
 // not serve Ceph CSI's CephFS driver ("" when it has non-empty adminID and
 // adminKey). Values are never read into anything printed.
 func (a *Writer) adminSecretMissing(ctx context.Context) (string, error) {
-	ref := a.cephfsSecret
+	ref := a.o.CephFSSecret
 	s, err := getOrNil(a.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{}))
 	if err != nil {
 		return "", fmt.Errorf("reading Secret %s/%s: %w", ref.Namespace, ref.Name, err)
@@ -388,14 +388,14 @@ func (a *Writer) adopted(r rewrite.PV, ad *adoption) (*v1.PersistentVolume, stri
 // journalFree says why the journal entry d would write is taken ("" when
 // its object and directory key do not exist).
 func (a *Writer) journalFree(ctx context.Context, j adopt.Journal) (string, error) {
-	obj, found, err := a.ceph.Omap(ctx, j.Pool, j.Namespace, j.Object())
+	obj, found, err := a.o.Ceph.Omap(ctx, j.Pool, j.Namespace, j.Object())
 	if err != nil {
 		return "", err
 	}
 	if found {
 		return fmt.Sprintf("Ceph CSI's journal already has %s (keys %v): another volume's entry, or an earlier adoption", j.Object(), slices.Sorted(maps.Keys(obj))), nil
 	}
-	dir, _, err := a.ceph.Omap(ctx, j.Pool, j.Namespace, j.Directory())
+	dir, _, err := a.o.Ceph.Omap(ctx, j.Pool, j.Namespace, j.Directory())
 	if err != nil {
 		return "", err
 	}
@@ -426,15 +426,15 @@ func journalOf(pv *v1.PersistentVolume) (*adopt.Journal, error) {
 // exists, "partial" when some of it does and nothing contradicts it, or an
 // error naming what another entry holds there.
 func (a *Writer) journalState(ctx context.Context, j adopt.Journal) (string, error) {
-	if a.ceph == nil {
+	if a.o.Ceph == nil {
 		return "", &rewrite.Refusal{Code: rewrite.CodeNotRecorded, Reason: "the PV's image is in Ceph CSI's journal, and no Ceph access was given",
 			Remedy: "give the run access to Ceph (a ceph.conf, a user and its keyring)", Action: plugin.ActionGiveCephAccess}
 	}
-	obj, found, err := a.ceph.Omap(ctx, j.Pool, j.Namespace, j.Object())
+	obj, found, err := a.o.Ceph.Omap(ctx, j.Pool, j.Namespace, j.Object())
 	if err != nil {
 		return "", err
 	}
-	dir, _, err := a.ceph.Omap(ctx, j.Pool, j.Namespace, j.Directory())
+	dir, _, err := a.o.Ceph.Omap(ctx, j.Pool, j.Namespace, j.Directory())
 	if err != nil {
 		return "", err
 	}
@@ -472,8 +472,8 @@ func (a *Writer) verifyAdoption(ctx context.Context, pv *v1.PersistentVolume, j 
 		// Ceph CSI finds the subvolume by the journal's name in the group
 		// of the volume ID's cluster entry.
 		attrs := pv.Spec.CSI.VolumeAttributes
-		group, _ := a.cephConfig.CephFSSubvolumeGroup(attrs["clusterID"])
-		sv, err := a.ceph.Subvolume(ctx, attrs["fsName"], group, j.ImageName)
+		group, _ := a.o.CephConfig.CephFSSubvolumeGroup(attrs["clusterID"])
+		sv, err := a.o.Ceph.Subvolume(ctx, attrs["fsName"], group, j.ImageName)
 		if err != nil {
 			return fmt.Errorf("subvolume %s of group %s (the group of cluster entry %s): %w", j.ImageName, group, attrs["clusterID"], err)
 		}
@@ -482,7 +482,7 @@ func (a *Writer) verifyAdoption(ctx context.Context, pv *v1.PersistentVolume, j 
 		}
 		return nil
 	}
-	img, err := a.ceph.Image(ctx, j.Pool, j.Namespace, j.ImageName)
+	img, err := a.o.Ceph.Image(ctx, j.Pool, j.Namespace, j.ImageName)
 	if err != nil {
 		return fmt.Errorf("image %s/%s: %w", j.Pool, j.ImageName, err)
 	}
@@ -496,7 +496,7 @@ func (a *Writer) verifyAdoption(ctx context.Context, pv *v1.PersistentVolume, j 
 // partial, as journalState read it) to written: the exclusive create when
 // the object is absent, then each key.
 func (a *Writer) writeJournal(ctx context.Context, j adopt.Journal) error {
-	obj, found, err := a.ceph.Omap(ctx, j.Pool, j.Namespace, j.Object())
+	obj, found, err := a.o.Ceph.Omap(ctx, j.Pool, j.Namespace, j.Object())
 	if err != nil {
 		return err
 	}
@@ -507,7 +507,7 @@ func (a *Writer) writeJournal(ctx context.Context, j adopt.Journal) error {
 		case op.Verb == "setomapval" && op.Object == j.Object() && obj[op.Key] == op.Value:
 			continue
 		}
-		if err := a.ceph.Write(ctx, j.Pool, j.Namespace, op); err != nil {
+		if err := a.o.Ceph.Write(ctx, j.Pool, j.Namespace, op); err != nil {
 			return fmt.Errorf("rados %s: %w", strings.Join(op.Args(), " "), err)
 		}
 	}
@@ -518,7 +518,7 @@ func (a *Writer) writeJournal(ctx context.Context, j adopt.Journal) error {
 // fail): the directory key, then the object.
 func (a *Writer) removeJournal(ctx context.Context, j adopt.Journal) error {
 	for _, op := range j.Removals() {
-		if err := a.ceph.Write(ctx, j.Pool, j.Namespace, op); err != nil {
+		if err := a.o.Ceph.Write(ctx, j.Pool, j.Namespace, op); err != nil {
 			return fmt.Errorf("rados %s: %w", strings.Join(op.Args(), " "), err)
 		}
 	}

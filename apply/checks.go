@@ -38,7 +38,7 @@ var (
 
 // keptRefusal is rewrite.KeptRefusal with the objects the options name.
 func (a *Writer) keptRefusal(kind string, o metav1.Object) error {
-	return rewrite.KeptRefusal(kind, o, a.sourceChanged.Has(kind, o.GetNamespace(), o.GetName()))
+	return rewrite.KeptRefusal(kind, o, a.o.SourceChanged.Has(kind, o.GetNamespace(), o.GetName()))
 }
 
 // storageClass returns the live StorageClass of a PV, nil when it has none
@@ -145,7 +145,7 @@ func (a *Writer) inUseRefusal(ctx context.Context, cur, inTree *v1.PersistentVol
 	for i, p := range pods {
 		names[i] = p.Name
 	}
-	if !a.online {
+	if !a.o.Online {
 		return true, &rewrite.Refusal{Code: rewrite.CodeInUse, Reason: fmt.Sprintf("in use by pods %s of claim %s/%s", strings.Join(names, ", "), c.Namespace, c.Name),
 			Remedy: "stop them first, or rewrite it online where the plugin is already migrated on their nodes", Action: plugin.ActionStopPods, ActsOn: "PersistentVolumeClaim " + c.Namespace + "/" + c.Name}
 	}

@@ -38,11 +38,11 @@ func (a *Writer) newClassRun(t Target) *classRun { return &classRun{a: a, t: t} 
 
 func (r *classRun) obj() rewrite.ObjectRef { return rewrite.ClassRef(r.t.Name) }
 
-func (r *classRun) where() string { return r.a.stateNS + "/" + ClassStateName(r.t.Name) }
+func (r *classRun) where() string { return r.a.o.StateNamespace + "/" + ClassStateName(r.t.Name) }
 
 // isTargetClass reports whether a class is what the direction creates.
 func (a *Writer) isTargetClass(sc *storagev1.StorageClass) bool {
-	return rewriteKind(rewrite.ClassKindOf(a.tr, sc)) == a.dir.of().target
+	return rewriteKind(rewrite.ClassKindOf(a.tr, sc)) == a.o.Direction.of().target
 }
 
 // observe reads the class and its state and verifies that the state
@@ -52,7 +52,7 @@ func (r *classRun) observe(ctx context.Context) error {
 	if r.cur, err = getOrNil(r.a.client.StorageV1().StorageClasses().Get(ctx, r.t.Name, metav1.GetOptions{})); err != nil {
 		return err
 	}
-	if r.cm, err = getOrNil(r.a.client.CoreV1().ConfigMaps(r.a.stateNS).Get(ctx, ClassStateName(r.t.Name), metav1.GetOptions{})); err != nil {
+	if r.cm, err = getOrNil(r.a.client.CoreV1().ConfigMaps(r.a.o.StateNamespace).Get(ctx, ClassStateName(r.t.Name), metav1.GetOptions{})); err != nil {
 		return err
 	}
 	if err := r.loadState(); err != nil {
@@ -75,7 +75,7 @@ func (r *classRun) loadState() error {
 		return fmt.Errorf("ConfigMap %s does not hold a replacement for StorageClass %s; nothing is created from it", r.where(), r.t.Name)
 	case r.t.UID != "" && s.UID != r.t.UID:
 		return fmt.Errorf("ConfigMap %s was saved for uid %s, the reviewed StorageClass has uid %s; nothing is created from it", r.where(), s.UID, r.t.UID)
-	case s.Undo != r.a.dir.IsUndo():
+	case s.Undo != r.a.o.Direction.IsUndo():
 		return &InProgressError{ConfigMap: r.where(), Object: r.obj(), Run: directionNamed("", s.Undo)}
 	}
 	r.state = s
@@ -94,7 +94,7 @@ func (r *classRun) verify() error {
 			return fmt.Errorf("StorageClass %s has provisioner %s, ConfigMap %s saved %s; not touching either", name, cur.Provisioner, r.where(), s.Replacement.Provisioner)
 		}
 		return nil
-	case !r.a.IsSourceClass(cur) && r.a.dir.IsUndo():
+	case !r.a.IsSourceClass(cur) && r.a.o.Direction.IsUndo():
 		return refuse(rewrite.CodeNotInScope, "provisioner %s: not a StorageClass csimigrate created", cur.Provisioner)
 	case !r.a.IsSourceClass(cur):
 		return refuse(rewrite.CodeNotInScope, "provisioner %s is not an in-tree plugin csimigrate translates", cur.Provisioner)
@@ -129,7 +129,7 @@ func (a *Writer) classChecks(ctx context.Context, cur *storagev1.StorageClass) (
 	if err := rs.add(a.keptRefusal("StorageClass", cur)); err != nil {
 		return nil, err
 	}
-	if a.dir.IsUndo() {
+	if a.o.Direction.IsUndo() {
 		repl, err := rewrite.ClassUndoReplacement(cur)
 		if err != nil {
 			rs.add(asRefusal(err))
@@ -159,11 +159,11 @@ func (a *Writer) classChecks(ctx context.Context, cur *storagev1.StorageClass) (
 }
 
 func (r *classRun) saySave() string {
-	return "save the " + r.a.dir.of().targetWord + " replacement in ConfigMap " + r.where()
+	return "save the " + r.a.o.Direction.of().targetWord + " replacement in ConfigMap " + r.where()
 }
 
 func (r *classRun) save(ctx context.Context) error {
-	s := scState{StorageClass: r.t.Name, Undo: r.a.dir.IsUndo(), UID: r.cur.UID, ResourceVersion: r.cur.ResourceVersion, Replacement: r.repl}
+	s := scState{StorageClass: r.t.Name, Undo: r.a.o.Direction.IsUndo(), UID: r.cur.UID, ResourceVersion: r.cur.ResourceVersion, Replacement: r.repl}
 	if _, err := r.a.writeState(ctx, ClassStateName(r.t.Name), stateLabelSC, r.t.Name, &s); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -175,7 +175,7 @@ func (r *classRun) save(ctx context.Context) error {
 func (r *classRun) deleted() bool { return r.cur == nil || !r.a.IsSourceClass(r.cur) }
 
 func (r *classRun) sayDelete() string {
-	return "delete the " + r.a.dir.of().sourceWord + " StorageClass (its PVs are not affected)"
+	return "delete the " + r.a.o.Direction.of().sourceWord + " StorageClass (its PVs are not affected)"
 }
 
 func (r *classRun) delete(ctx context.Context) error {
@@ -192,7 +192,7 @@ func (r *classRun) delete(ctx context.Context) error {
 func (r *classRun) created() bool { return r.cur != nil }
 
 func (r *classRun) sayCreate() string {
-	return "create the " + r.a.dir.of().targetWord + " StorageClass (" + r.state.Replacement.Provisioner + ")"
+	return "create the " + r.a.o.Direction.of().targetWord + " StorageClass (" + r.state.Replacement.Provisioner + ")"
 }
 
 func (r *classRun) create(ctx context.Context) error {
@@ -210,7 +210,7 @@ func (r *classRun) sayRemoveState() string { return "remove the saved replacemen
 
 func (r *classRun) removeState(ctx context.Context) error {
 	uid := r.cm.UID
-	if err := r.a.client.CoreV1().ConfigMaps(r.a.stateNS).Delete(ctx, r.cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.a.client.CoreV1().ConfigMaps(r.a.o.StateNamespace).Delete(ctx, r.cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	return nil

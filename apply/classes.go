@@ -38,7 +38,7 @@ func (a *Writer) LiveClassTargets(ctx context.Context) ([]Target, error) {
 			out = append(out, Target{Name: sc.Name})
 		}
 	}
-	cms, err := a.client.CoreV1().ConfigMaps(a.stateNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"})
+	cms, err := a.client.CoreV1().ConfigMaps(a.o.StateNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"})
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func (a *Writer) LiveClassTargets(ctx context.Context) ([]Target, error) {
 // after PVs: the PVs' deletion secrets are read from their in-tree classes.
 // Refusals and errors are as PVs reports them.
 func (a *Writer) Classes(ctx context.Context, targets []Target) (Result, error) {
-	if a.dryRun {
+	if a.o.DryRun {
 		return a.dryRunAll(targets, rewrite.ClassRef, func(t Target) error { return a.dryRunClass(ctx, t) })
 	}
 	var r Result
@@ -85,7 +85,7 @@ func (a *Writer) dryRunClass(ctx context.Context, t Target) error {
 		return err
 	}
 	if !a.IsSourceClass(cur) {
-		a.note(rewrite.ClassRef(t.Name), "not "+a.dir.AScope()+" StorageClass; nothing to do")
+		a.note(rewrite.ClassRef(t.Name), "not "+a.o.Direction.AScope()+" StorageClass; nothing to do")
 		return nil
 	}
 	if t.UID != "" && cur.UID != t.UID {
@@ -156,7 +156,7 @@ var classAdminSecret = rewrite.ClassAdminSecret
 // replace it; it writes nothing.
 func (a *Writer) ReviewClass(ctx context.Context, cur *storagev1.StorageClass) (*storagev1.StorageClass, error) {
 	if cur == nil || !a.IsSourceClass(cur) {
-		return nil, fmt.Errorf("not %s StorageClass", a.dir.AScope())
+		return nil, fmt.Errorf("not %s StorageClass", a.o.Direction.AScope())
 	}
 	return a.classChecks(ctx, cur)
 }

@@ -56,7 +56,9 @@ func (d Direction) kindOf(tr *translate.Translator, pv *v1.PersistentVolume) (pv
 }
 
 // kindOf says what a live PV is to the Writer's direction.
-func (a *Writer) kindOf(pv *v1.PersistentVolume) (pvKind, string) { return a.dir.kindOf(a.tr, pv) }
+func (a *Writer) kindOf(pv *v1.PersistentVolume) (pvKind, string) {
+	return a.o.Direction.kindOf(a.tr, pv)
+}
 
 // ReplacesPV reports whether pv is one the direction replaces, as tr
 // translates it.
@@ -221,7 +223,7 @@ func (d Direction) Scope() string { return d.of().scope }
 func (d Direction) AScope() string { return d.of().aScope }
 
 // Direction is the direction of the Writer's runs.
-func (a *Writer) Direction() Direction { return a.dir }
+func (a *Writer) Direction() Direction { return a.o.Direction }
 
 // directionNamed is the direction a saved state names: its direction
 // ("adopt", "unadopt" or "" for the rewrite and its undo) and its undo.

@@ -77,7 +77,7 @@ func newPVRun(a *Writer, t Target) *pvRun {
 func (r *pvRun) obj() rewrite.ObjectRef { return rewrite.PVRef(r.t.Name) }
 
 // where names the state ConfigMap.
-func (r *pvRun) where() string { return r.a.stateNS + "/" + StateName(r.t.Name) }
+func (r *pvRun) where() string { return r.a.o.StateNamespace + "/" + StateName(r.t.Name) }
 
 // observe reads the PV and its state, unless the last write returned them,
 // and verifies that the state applies to the PV.
@@ -98,7 +98,7 @@ func (r *pvRun) observe(ctx context.Context) error {
 	}
 	r.looked = true
 	if !r.haveCM {
-		if r.cm, err = getOrNil(r.a.client.CoreV1().ConfigMaps(r.a.stateNS).Get(ctx, StateName(r.t.Name), metav1.GetOptions{})); err != nil {
+		if r.cm, err = getOrNil(r.a.client.CoreV1().ConfigMaps(r.a.o.StateNamespace).Get(ctx, StateName(r.t.Name), metav1.GetOptions{})); err != nil {
 			return err
 		}
 	}
@@ -535,7 +535,7 @@ func (r *pvRun) removeState(ctx context.Context) error {
 		r.a.keptRetain(r.t.Name, r.state.KeptRetain)
 	}
 	uid := r.cm.UID
-	if err := r.a.client.CoreV1().ConfigMaps(r.a.stateNS).Delete(ctx, r.cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.a.client.CoreV1().ConfigMaps(r.a.o.StateNamespace).Delete(ctx, r.cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	r.cm, r.haveCM, r.havePV = nil, true, true

@@ -39,7 +39,7 @@ func (a *Writer) LiveTargets(ctx context.Context) ([]Target, error) {
 		}
 		opts.Continue = list.Continue
 	}
-	cms, err := a.client.CoreV1().ConfigMaps(a.stateNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"})
+	cms, err := a.client.CoreV1().ConfigMaps(a.o.StateNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"})
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (r *Result) record(a *Writer, obj rewrite.ObjectRef, err error) (interrupte
 // PV's, sorted by name; ErrWriteLimit when the write limit stopped it.
 // With Options.DryRun it is DryRunPVs.
 func (a *Writer) PVs(ctx context.Context, targets []Target) (Result, error) {
-	if a.dryRun {
+	if a.o.DryRun {
 		return a.dryRunAll(targets, rewrite.PVRef, func(t Target) error { return a.dryRunPV(ctx, t) })
 	}
 	var r Result
@@ -109,7 +109,7 @@ func (a *Writer) PVs(ctx context.Context, targets []Target) (Result, error) {
 	interrupted := false
 	work := make(chan Target)
 	var wg sync.WaitGroup
-	for range max(1, a.concurrency) {
+	for range max(1, a.o.Concurrency) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -209,7 +209,7 @@ func (a *Writer) noteJournal(obj rewrite.ObjectRef, repl *v1.PersistentVolume) {
 	if err != nil || j == nil {
 		return
 	}
-	script, ok := a.ceph.(interface {
+	script, ok := a.o.Ceph.(interface {
 		Script(pool, namespace string, op adopt.Op) string
 	})
 	for _, op := range j.Writes() {
@@ -238,7 +238,7 @@ func (a *Writer) dryRunSteps(ctx context.Context, cur, repl *v1.PersistentVolume
 	repl = repl.DeepCopy()
 	repl.Name = "csimigrate-dry-run-" + string(cur.UID)
 	if _, err := pvs.Create(ctx, repl, metav1.CreateOptions{DryRun: dry}); err != nil {
-		errs = append(errs, fmt.Errorf("create %s PV: %w", a.dir.of().targetWord, err))
+		errs = append(errs, fmt.Errorf("create %s PV: %w", a.o.Direction.of().targetWord, err))
 	}
 	return errs
 }
@@ -270,16 +270,16 @@ type Reviewed struct {
 // nothing (the adoption's Ceph reads included: only reads).
 func (a *Writer) Review(ctx context.Context, cur *v1.PersistentVolume) (Reviewed, error) {
 	if cur == nil || !a.IsSource(cur) {
-		return Reviewed{}, fmt.Errorf("not %s PV", a.dir.AScope())
+		return Reviewed{}, fmt.Errorf("not %s PV", a.o.Direction.AScope())
 	}
-	c, err := a.dir.of().check(a, ctx, cur)
+	c, err := a.o.Direction.of().check(a, ctx, cur)
 	if err != nil {
 		return Reviewed{}, err
 	}
 	r := Reviewed{PV: rewrite.PV{Name: cur.Name, OriginalPolicy: cur.Spec.PersistentVolumeReclaimPolicy, CSI: c.repl, Driver: pvDriver(c.repl),
 		RestorePolicy: v1.PersistentVolumeReclaimPolicy(c.repl.Annotations[rewrite.AnnReclaimPolicy]), Hazard: c.kept}}
 	from := c.repl
-	if a.dir.IsUndo() {
+	if a.o.Direction.IsUndo() {
 		from = cur
 	}
 	if r.Journal, err = journalOf(from); err != nil {

@@ -158,10 +158,10 @@ func (a *Writer) classEntryRefusal(ctx context.Context, repl *storagev1.StorageC
 // needs entry e (ok: it needs one) while Options.CephServed does not list
 // it; who is what names it ("the migrated volume names").
 func (a *Writer) entryRefusal(ctx context.Context, e ceph.ClusterEntry, ok bool, who string) error {
-	if a.cephServed == nil || !ok {
+	if a.o.CephServed == nil || !ok {
 		return nil
 	}
-	served, err := a.cephServed(ctx)
+	served, err := a.o.CephServed(ctx)
 	var refused *rewrite.Refusal
 	switch {
 	case errors.As(err, &refused):

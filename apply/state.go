@@ -126,7 +126,7 @@ func (a *Writer) checkState(s *rewriteState) error {
 
 // listState lists the state ConfigMaps once for a run.
 func (a *Writer) listState(ctx context.Context) error {
-	list, err := a.client.CoreV1().ConfigMaps(a.stateNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"})
+	list, err := a.client.CoreV1().ConfigMaps(a.o.StateNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=csimigrate"})
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func (a *Writer) listState(ctx context.Context) error {
 // showed no state for pv.
 func (a *Writer) knownNoState(pv string) bool {
 	if a.listers.States != nil {
-		_, err := a.listers.States.ConfigMaps(a.stateNS).Get(StateName(pv))
+		_, err := a.listers.States.ConfigMaps(a.o.StateNamespace).Get(StateName(pv))
 		return apierrors.IsNotFound(err)
 	}
 	return a.withState != nil && !a.withState[pv]
@@ -152,7 +152,7 @@ func (a *Writer) knownNoState(pv string) bool {
 
 // readState verifies a state ConfigMap's checksum and decodes it into v.
 func (a *Writer) readState(cm *v1.ConfigMap, v any) error {
-	where := fmt.Sprintf("ConfigMap %s/%s", a.stateNS, cm.Name)
+	where := fmt.Sprintf("ConfigMap %s/%s", a.o.StateNamespace, cm.Name)
 	raw := cm.Data[stateKey]
 	sum := sha256.Sum256([]byte(raw))
 	if want := cm.Annotations[annStateSHA256]; want != hex.EncodeToString(sum[:]) {
@@ -172,11 +172,11 @@ func (a *Writer) writeState(ctx context.Context, cmName, ofLabel, of string, v a
 		return nil, err
 	}
 	sum := sha256.Sum256(b)
-	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cmName, Namespace: a.stateNS,
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cmName, Namespace: a.o.StateNamespace,
 		Labels:      map[string]string{"app.kubernetes.io/managed-by": "csimigrate"},
 		Annotations: map[string]string{ofLabel: of, annStateSHA256: hex.EncodeToString(sum[:])}},
 		Data: map[string]string{stateKey: string(b)}}
-	return a.client.CoreV1().ConfigMaps(a.stateNS).Create(ctx, cm, metav1.CreateOptions{})
+	return a.client.CoreV1().ConfigMaps(a.o.StateNamespace).Create(ctx, cm, metav1.CreateOptions{})
 }
 
 // loadState reads and verifies a PV's state ConfigMap.
@@ -186,7 +186,7 @@ func (a *Writer) loadState(cm *v1.ConfigMap) (*rewriteState, error) {
 		return nil, err
 	}
 	if err := a.checkState(&s); err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s: %w", a.stateNS, cm.Name, err)
+		return nil, fmt.Errorf("ConfigMap %s/%s: %w", a.o.StateNamespace, cm.Name, err)
 	}
 	return &s, nil
 }
@@ -235,7 +235,7 @@ func StateOf(cm *v1.ConfigMap) (obj rewrite.ObjectRef, ok bool) {
 // namespace; ok is false when there is no such state, it cannot be read, or
 // it names no claim.
 func (a *Writer) SavedClaim(ctx context.Context, pv string) (claim types.NamespacedName, ok bool) {
-	cm, err := getOrNil(a.client.CoreV1().ConfigMaps(a.stateNS).Get(ctx, StateName(pv), metav1.GetOptions{}))
+	cm, err := getOrNil(a.client.CoreV1().ConfigMaps(a.o.StateNamespace).Get(ctx, StateName(pv), metav1.GetOptions{}))
 	if err != nil || cm == nil {
 		return types.NamespacedName{}, false
 	}

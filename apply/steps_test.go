@@ -87,7 +87,7 @@ func TestStepInEachState(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &Writer{tr: tr, logger: klog0()}
 			if tc.undo {
-				a.dir = Undo
+				a.o.Direction = Undo
 			}
 			r := &pvRun{a: a, dir: a.Direction(), t: Target{Name: "pv"}, cur: tc.cur, state: tc.state}
 			r.classify()

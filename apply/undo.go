@@ -54,7 +54,7 @@ func (a *Writer) checkUndo(ctx context.Context, cur *v1.PersistentVolume) (*chec
 	}
 	if j != nil {
 		want = cur.Annotations[adopt.AnnAdoptedFrom]
-		if a.ceph == nil {
+		if a.o.Ceph == nil {
 			return nil, &rewrite.Refusal{Code: rewrite.CodeNotRecorded, Reason: "its image was adopted into Ceph CSI's journal, and the undo removes that entry: it needs Ceph access",
 				Remedy: "give the undo access to Ceph (a ceph.conf, a user and its keyring)", Action: plugin.ActionGiveCephAccess}
 		}

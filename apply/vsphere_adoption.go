@@ -58,7 +58,7 @@ func isVSphere(pv *v1.PersistentVolume) bool {
 // handle. A disk that cannot be adopted keeps that handle, and why is said.
 func (a *Writer) vsphereAdoptionOf(ctx context.Context, cur, repl *v1.PersistentVolume, inUse bool) (*adoption, error) {
 	path := repl.Spec.CSI.VolumeHandle
-	fcd, cns, err := a.vsphere.FirstClassDisk(ctx, path)
+	fcd, cns, err := a.o.VSphere.FirstClassDisk(ctx, path)
 	if err != nil {
 		return nil, &rewrite.Refusal{Code: rewrite.CodeNotAdoptable, Reason: fmt.Sprintf("reading disk %s from vCenter: %v", path, err),
 			Remedy: "make the disk's datastore and file exist in vCenter under that path (the plan's vCenter checks say what vCenter has), or rewrite the PV without adoption"}
@@ -104,7 +104,7 @@ func (c *checkedPV) needsRegistration() bool {
 // registering: the run adopts the live in-tree vSphere PV and has not
 // saved its replacement yet.
 func (r *pvRun) registering() bool {
-	return !r.dir.IsUndo() && r.a.vsphere != nil && r.isSource() && r.state == nil && r.cur.Spec.VsphereVolume != nil
+	return !r.dir.IsUndo() && r.a.o.VSphere != nil && r.isSource() && r.state == nil && r.cur.Spec.VsphereVolume != nil
 }
 
 // observeDisk runs the checks (once per uid) on an in-tree vSphere PV the
@@ -128,7 +128,7 @@ func (r *pvRun) sayRegister() string {
 
 func (r *pvRun) registerDisk(ctx context.Context) error {
 	d := r.checked.adoption.disk
-	id, err := r.a.vsphere.RegisterDisk(ctx, d.path, r.cur.Name, d.policy)
+	id, err := r.a.o.VSphere.RegisterDisk(ctx, d.path, r.cur.Name, d.policy)
 	if err != nil {
 		return fmt.Errorf("registering disk %s: %w", d.path, err)
 	}
@@ -140,11 +140,11 @@ func (r *pvRun) registerDisk(ctx context.Context) error {
 // reclaim policy back, that vCenter has its handle as the First Class Disk
 // and CNS volume of the disk it records.
 func (a *Writer) verifyVSphereAdoption(ctx context.Context, pv *v1.PersistentVolume, disk adopt.VSphereDisk) error {
-	if a.vsphere == nil {
+	if a.o.VSphere == nil {
 		return &rewrite.Refusal{Code: rewrite.CodeNotRecorded, Reason: "the PV's disk was adopted, and no vCenter access was given to verify it",
 			Remedy: "give the run the vSphere CSI driver's configuration"}
 	}
-	fcd, cns, err := a.vsphere.FirstClassDisk(ctx, disk.Path)
+	fcd, cns, err := a.o.VSphere.FirstClassDisk(ctx, disk.Path)
 	switch {
 	case err != nil:
 		return fmt.Errorf("disk %s: %w", disk.Path, err)

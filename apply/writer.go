@@ -172,36 +172,31 @@ type Target struct {
 // Options.Lease holds the writer Lease, so that no other csimigrate writes at
 // once.
 type Writer struct {
-	client  kubernetes.Interface
-	tr      *translate.Translator
-	logger  klog.Logger
-	events  Events
-	stateNS string
-	// concurrency is how many PVs are rewritten at once; 0 means 1.
-	concurrency int
-	// online allows rewriting PVs that running pods use where onlineSafe
-	// holds.
-	online bool
-	// dir is what the Writer replaces by what (Options.Direction); dryRun
-	// makes PVs and Classes dry runs (Options.DryRun).
-	dir       Direction
-	dryRun    bool
-	stepLimit int // stop after this many mutating steps (0: no limit)
-	// ceph adopts RBD images (nil: none is adopted); cephConfig gives the
-	// cluster entries' rados namespaces.
-	ceph         Ceph
-	cephConfig   ceph.ClusterConfig
-	cephfsSecret *v1.SecretReference
-	// vsphere adopts vSphere disks (nil: none is adopted).
-	vsphere VSphere
+	client kubernetes.Interface
+	tr     *translate.Translator
+	logger klog.Logger
+	events Events
+	// o are the Options it was made with, defaults filled in
+	// (StateNamespace) and SourceChanged copied; never changed after New.
+	o Options
 
-	mu    sync.Mutex // guards what follows, and the events
+	// listers answer reads from informers' caches where set.
+	listers Listers
+
+	mu sync.Mutex // guards what follows, and the events
+	// steps counts the writes taken.
 	steps int
 	// minor is the API server's minor version once read (0 before).
 	minor int
 	// kept names the PVs rewritten with Retain instead of Delete.
 	kept []string
-	// Lists read for the checks, shared by the workers for a short while.
+	reads
+}
+
+// reads are what the checks read from the cluster, shared by the workers
+// for a short while (cacheFor) or, where the cluster cannot change it, for
+// the whole run; under the Writer's mu.
+type reads struct {
 	classes map[string]cached[*storagev1.StorageClass]
 	pods    map[string]cached[[]v1.Pod]
 	// allPVs are the cluster's PVs with the volume each names, for
@@ -212,19 +207,10 @@ type Writer struct {
 	// ConfigMap before its first write (a ConfigMap created since makes
 	// that write fail, and is then read).
 	withState map[string]bool
-	// listers answer reads from informers' caches where set.
-	listers Listers
-	// lease must hold before every write (nil: no write is taken).
-	lease Holder
-	// cephServed reads the served Ceph CSI cluster entries (nil: not
-	// checked).
-	cephServed func(ctx context.Context) (ceph.ClusterConfig, error)
 	// secrets are Secrets read for the checks, by "namespace/name", and
 	// drivers the names of the cluster's CSIDrivers (key "").
 	secrets map[string]cached[*v1.Secret]
 	drivers map[string]cached[[]string]
-	// sourceChanged are Options.SourceChanged.
-	sourceChanged rewrite.ChangedSources
 	// fsids are the fsids read at monitor lists (joined by ","), for the
 	// whole run: a cluster does not change its fsid.
 	fsids map[string]string
@@ -252,9 +238,9 @@ func New(client kubernetes.Interface, tr *translate.Translator, logger klog.Logg
 	if ns == "" {
 		ns = DefaultStateNamespace
 	}
-	a := &Writer{client: client, tr: tr, logger: logger, events: events, stateNS: ns, concurrency: o.Concurrency,
-		online: o.Online, dir: o.Direction, dryRun: o.DryRun, stepLimit: o.MaxWrites, ceph: o.Ceph, cephConfig: o.CephConfig, cephfsSecret: o.CephFSSecret, vsphere: o.VSphere,
-		lease: o.Lease, cephServed: o.CephServed, sourceChanged: slices.Clone(o.SourceChanged)}
+	o.StateNamespace = ns
+	o.SourceChanged = slices.Clone(o.SourceChanged)
+	a := &Writer{client: client, tr: tr, logger: logger, events: events, o: o}
 	if o.Listers != nil {
 		a.listers = *o.Listers
 	}
@@ -277,11 +263,13 @@ func (a *Writer) Kept() []string {
 }
 
 // IsSource reports whether a PV is one the Writer's direction replaces.
-func (a *Writer) IsSource(pv *v1.PersistentVolume) bool { return a.dir.ReplacesPV(a.tr, pv) }
+func (a *Writer) IsSource(pv *v1.PersistentVolume) bool { return a.o.Direction.ReplacesPV(a.tr, pv) }
 
 // IsSourceClass reports whether a StorageClass is one the Writer's
 // direction replaces (none for the adoption of CSI PVs).
-func (a *Writer) IsSourceClass(sc *storagev1.StorageClass) bool { return a.dir.ReplacesClass(a.tr, sc) }
+func (a *Writer) IsSourceClass(sc *storagev1.StorageClass) bool {
+	return a.o.Direction.ReplacesClass(a.tr, sc)
+}
 
 // cached is a value read from the cluster at a time.
 type cached[T any] struct {
@@ -301,13 +289,13 @@ const cacheFor = 5 * time.Second
 func (a *Writer) takeWrite(obj rewrite.ObjectRef, what string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.dryRun {
+	if a.o.DryRun {
 		return &ObjectError{Object: obj, Err: ErrDryRun}
 	}
-	if a.lease == nil || !a.lease.Holding() {
+	if a.o.Lease == nil || !a.o.Lease.Holding() {
 		return &ObjectError{Object: obj, Err: ErrNotHolding}
 	}
-	if a.stepLimit > 0 && a.steps >= a.stepLimit {
+	if a.o.MaxWrites > 0 && a.steps >= a.o.MaxWrites {
 		return ErrWriteLimit
 	}
 	a.steps++
