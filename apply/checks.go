@@ -190,12 +190,7 @@ func usesClaim(pod *v1.Pod, claim string) bool {
 	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 		return false
 	}
-	for _, vol := range pod.Spec.Volumes {
-		if vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ClaimName == claim {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(rewrite.PodClaims(pod.Name, &pod.Spec), claim)
 }
 
 // onlineSafe reports why a PV used by running pods cannot be rewritten

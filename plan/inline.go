@@ -35,11 +35,9 @@ func (p *Planner) addWorkload(w *rewrite.Workload) {
 		if pod, ok := w.Obj.(*v1.Pod); ok {
 			p.pods.phase[w.Namespace+"/"+w.Name] = string(pod.Status.Phase)
 		}
-		for _, vol := range w.Spec.Volumes {
-			if vol.PersistentVolumeClaim != nil {
-				k := claimKey(w.Namespace, vol.PersistentVolumeClaim.ClaimName)
-				p.pods.byClaim[k] = append(p.pods.byClaim[k], w.Namespace+"/"+w.Name)
-			}
+		for _, claim := range rewrite.PodClaims(w.Name, w.Spec) {
+			k := claimKey(w.Namespace, claim)
+			p.pods.byClaim[k] = append(p.pods.byClaim[k], w.Namespace+"/"+w.Name)
 		}
 	}
 	if ns := p.opts.Namespace; ns != "" && w.Namespace != ns {

@@ -164,3 +164,25 @@ func TestPlanInterruptedRuns(t *testing.T) {
 		}
 	}
 }
+
+// A pod's generic ephemeral volume uses the claim Kubernetes names
+// <pod>-<volume>: an in-tree PV bound to it is in use while the pod runs.
+func TestPlanInUseByEphemeralVolume(t *testing.T) {
+	tr, err := translate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := withDrivers(plan.New(tr, logger, plan.Options{KubernetesMinor: 30}))
+	pv := rbdPV("a", "", "admin")
+	pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: "web-0-scratch", UID: "u1"}
+	pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0-scratch", UID: "u1"}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: "a"}}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0"},
+		Spec: v1.PodSpec{Volumes: []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}}}}}
+	for _, o := range []any{secret("admin", "key", "AQBs3cr3t", "userID", "admin", "userKey", "AQBs3cr3t"), pvc, pod, pv} {
+		p.Add(o)
+	}
+	r := p.Finish()
+	if !slices.ContainsFunc(r.Volumes[0].Findings, func(f plugin.Finding) bool { return f.Code == plan.FindingVolumeInUse }) || r.Volumes[0].Migratable {
+		t.Errorf("findings %+v, migratable %v: want %s, blocked", r.Volumes[0].Findings, r.Volumes[0].Migratable, plan.FindingVolumeInUse)
+	}
+}

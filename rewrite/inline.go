@@ -247,3 +247,24 @@ func NewInlineForm(tr *translate.Translator, logger klog.Logger, w *Workload, vo
 	f.CSI, f.Err = tr.TranslateInTreePVToCSI(logger, pv)
 	return f
 }
+
+// PodClaims are the claims a pod with this name and spec mounts, in the
+// order of its volumes: a persistentVolumeClaim volume's claim, and a
+// generic ephemeral volume's, which Kubernetes names <pod>-<volume> (its
+// ephemeral volume controller creates that claim, owned by the pod). An
+// in-tree PV bound to either is in use while the pod runs.
+func PodClaims(podName string, spec *v1.PodSpec) []string {
+	if spec == nil {
+		return nil
+	}
+	var out []string
+	for i := range spec.Volumes {
+		switch vol := &spec.Volumes[i]; {
+		case vol.PersistentVolumeClaim != nil:
+			out = append(out, vol.PersistentVolumeClaim.ClaimName)
+		case vol.Ephemeral != nil && podName != "":
+			out = append(out, podName+"-"+vol.Name)
+		}
+	}
+	return out
+}

@@ -120,3 +120,31 @@ func TestSyncPV(t *testing.T) {
 		})
 	}
 }
+
+// The pod informer keeps of a pod what names its claims, so that
+// rewrite.PodClaims reads the same claims from the trimmed pod as from the
+// pod, and nothing of its other volumes.
+func TestTrimPodKeepsItsClaims(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0", UID: "u", Labels: map[string]string{"app": "web"}},
+		Spec: v1.PodSpec{NodeName: "n1", Volumes: []v1.Volume{
+			{Name: "token", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}}}}}},
+			{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data-web-0"}}},
+			{Name: "scratch", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{}}}},
+		}},
+		Status: v1.PodStatus{Phase: v1.PodRunning}}
+	before := pod.DeepCopy()
+	obj, err := trimPod(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trimmed := obj.(*v1.Pod)
+	if diff := cmp.Diff(rewrite.PodClaims(pod.Name, &pod.Spec), rewrite.PodClaims(trimmed.Name, &trimmed.Spec)); diff != "" {
+		t.Errorf("claims (-pod +trimmed):\n%s", diff)
+	}
+	if len(trimmed.Spec.Volumes) != 2 || trimmed.Spec.NodeName != "n1" || trimmed.Status.Phase != v1.PodRunning || trimmed.UID != "u" {
+		t.Errorf("trimmed: %+v", trimmed)
+	}
+	if diff := cmp.Diff(before, pod); diff != "" {
+		t.Errorf("the informer's pod was changed:\n%s", diff)
+	}
+}

@@ -55,9 +55,35 @@ func trimPod(obj any) (any, error) {
 	}
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion, DeletionTimestamp: pod.DeletionTimestamp},
-		Spec:       v1.PodSpec{NodeName: pod.Spec.NodeName, Volumes: pod.Spec.Volumes},
+		Spec:       v1.PodSpec{NodeName: pod.Spec.NodeName, Volumes: claimVolumes(pod.Spec.Volumes)},
 		Status:     v1.PodStatus{Phase: pod.Status.Phase},
 	}, nil
+}
+
+// claimVolumes are the volumes of a pod that name a claim (what
+// rewrite.PodClaims reads): a persistentVolumeClaim volume as it is, a
+// generic ephemeral one without its claim template. The others (a
+// service account's projected token, config maps, empty dirs) name none.
+func claimVolumes(vols []v1.Volume) []v1.Volume {
+	n := 0
+	for i := range vols {
+		if vols[i].PersistentVolumeClaim != nil || vols[i].Ephemeral != nil {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]v1.Volume, 0, n)
+	for _, vol := range vols {
+		switch {
+		case vol.PersistentVolumeClaim != nil:
+			out = append(out, v1.Volume{Name: vol.Name, VolumeSource: v1.VolumeSource{PersistentVolumeClaim: vol.PersistentVolumeClaim}})
+		case vol.Ephemeral != nil:
+			out = append(out, v1.Volume{Name: vol.Name, VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}})
+		}
+	}
+	return out
 }
 
 // watchUsers looks again at a PV left as it is when what uses it changes:
@@ -117,11 +143,8 @@ func (c *Controller) enqueuePodVolumes(obj any) {
 	if !ok {
 		return
 	}
-	for _, vol := range pod.Spec.Volumes {
-		if vol.PersistentVolumeClaim == nil {
-			continue
-		}
-		if pvc, err := c.claims.PersistentVolumeClaims(pod.Namespace).Get(vol.PersistentVolumeClaim.ClaimName); err == nil {
+	for _, claim := range rewrite.PodClaims(pod.Name, &pod.Spec) {
+		if pvc, err := c.claims.PersistentVolumeClaims(pod.Namespace).Get(claim); err == nil {
 			c.enqueueBlockedPV(pvc.Spec.VolumeName)
 		}
 	}
