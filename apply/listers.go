@@ -2,7 +2,9 @@ package apply
 
 import (
 	"context"
+	"strings"
 
+	"github.com/csimigrate/csimigrate/plugin"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,7 +23,8 @@ import (
 // server, and the claim is read from the API server again right before a
 // replacement is created.
 type Listers struct {
-	// PVs answer a Run's first look at its PV.
+	// PVs answer a Run's first look at its PV. A PV no direction acts on
+	// may be held as SlimPV gives it.
 	PVs corelisters.PersistentVolumeLister
 	// Claims answer the checks' read of a PV's claim.
 	Claims corelisters.PersistentVolumeClaimLister
@@ -84,3 +87,51 @@ func (a *Writer) volumeAttachments(ctx context.Context) ([]storagev1.VolumeAttac
 	}
 	return list.Items, nil
 }
+
+// SlimPV is what a cache needs to keep of a PV that no direction of a
+// Writer acts on or resumes a run on: its name, uid, resourceVersion,
+// labels (selectors), deletion, claim, class, phase and the volume it names
+// (rewrite.VolumeKey gives the same key for it). A PV a direction may act
+// on is returned as it is: one of an in-tree plugin, one that carries an
+// annotation of csimigrate's (a rewrite, an adoption, a run under way), and
+// a CSI PV of Ceph CSI that the adoption of CSI PVs takes (a migration
+// handle, a static CephFS volume). A controller's PV informer holds most
+// PVs of a large cluster this way (CSI PVs its drivers provisioned); its
+// Runs read the PVs they act on whole, and every write is made from the API
+// server's copy.
+func SlimPV(pv *v1.PersistentVolume) *v1.PersistentVolume {
+	if pv == nil || pv.Spec.CSI == nil || plugin.InTreeNameOfPV(pv) != "" {
+		return pv
+	}
+	for k := range pv.Annotations {
+		if strings.Contains(k, "csimigrate.io/") {
+			return pv
+		}
+	}
+	if k, _ := adoptionKindOf(pv); k != kindOther {
+		return pv
+	}
+	csi := pv.Spec.CSI
+	out := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pv.Name, UID: pv.UID, ResourceVersion: pv.ResourceVersion, Labels: pv.Labels,
+			DeletionTimestamp: pv.DeletionTimestamp},
+		Spec: v1.PersistentVolumeSpec{StorageClassName: pv.Spec.StorageClassName,
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: csi.Driver, VolumeHandle: csi.VolumeHandle}}},
+		Status: v1.PersistentVolumeStatus{Phase: pv.Status.Phase},
+	}
+	if c := pv.Spec.ClaimRef; c != nil {
+		out.Spec.ClaimRef = &v1.ObjectReference{Kind: c.Kind, Namespace: c.Namespace, Name: c.Name, UID: c.UID}
+	}
+	for _, k := range volumeKeyAttributes {
+		if v, ok := csi.VolumeAttributes[k]; ok {
+			if out.Spec.CSI.VolumeAttributes == nil {
+				out.Spec.CSI.VolumeAttributes = make(map[string]string, len(volumeKeyAttributes))
+			}
+			out.Spec.CSI.VolumeAttributes[k] = v
+		}
+	}
+	return out
+}
+
+// volumeKeyAttributes are the CSI volume attributes rewrite.VolumeKey reads.
+var volumeKeyAttributes = []string{"clusterID", "pool", "imageName", "rootPath", "subvolumePath"}

@@ -148,3 +148,37 @@ func TestTrimPodKeepsItsClaims(t *testing.T) {
 		t.Errorf("the informer's pod was changed:\n%s", diff)
 	}
 }
+
+// The main informers' transform: an in-tree PV whole, a provisioned CSI PV
+// slim, a claim without its managed fields' contents and last-applied copy
+// (its managers kept, for the keepers' rule).
+func TestTrimObject(t *testing.T) {
+	inTree := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{
+		RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.0.0.1:6789"}, RBDImage: "img"}}}}
+	if got, _ := trimObject(inTree); got != any(inTree) {
+		t.Errorf("an in-tree PV was trimmed: %+v", got)
+	}
+	native := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "b", Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "rbd.csi.ceph.com"}},
+		Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "rbd.csi.ceph.com",
+			VolumeHandle: "0001-0024-b7f67366-bb43-f32e-07d8-a261a7840da9-0000000000000002-6f1c0000-4b53-9a61-2b0c-1d9a7e110000",
+			VolumeAttributes: map[string]string{"clusterID": "c", "pool": "kube", "imageName": "csi-vol-1", "storage.kubernetes.io/csiProvisionerIdentity": "x"}}}}}
+	got, _ := trimObject(native)
+	slim := got.(*v1.PersistentVolume)
+	if slim == native || slim.Annotations != nil || len(slim.Spec.CSI.VolumeAttributes) != 3 {
+		t.Errorf("a provisioned CSI PV was not slimmed: %+v", slim)
+	}
+	pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns",
+		Annotations:   map[string]string{v1.LastAppliedConfigAnnotation: "{}", "team": "db"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "argocd-controller", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{}}}}}
+	got, _ = trimObject(pvc)
+	claim := got.(*v1.PersistentVolumeClaim)
+	if _, ok := claim.Annotations[v1.LastAppliedConfigAnnotation]; ok || claim.Annotations["team"] != "db" {
+		t.Errorf("annotations %v: want the last-applied copy gone, the rest kept", claim.Annotations)
+	}
+	if len(claim.ManagedFields) != 1 || claim.ManagedFields[0].Manager != "argocd-controller" || claim.ManagedFields[0].FieldsV1 != nil {
+		t.Errorf("managed fields %+v: want the manager, no field set", claim.ManagedFields)
+	}
+	if len(rewrite.KeepersOf(claim)) == 0 {
+		t.Error("the trimmed claim lost the evidence of its keeper")
+	}
+}

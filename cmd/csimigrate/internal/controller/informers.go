@@ -20,7 +20,7 @@ import (
 // what the writer's checks read), VolumeAttachments, and the writer's state
 // in its namespace.
 func (c *Controller) informers() (*apply.Listers, error) {
-	c.factory = informers.NewSharedInformerFactory(c.client, 10*time.Minute)
+	c.factory = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithTransform(trimObject))
 	c.podInf = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithTransform(trimPod))
 	c.stateInf = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithNamespace(c.o.Writer.StateNamespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = "app.kubernetes.io/managed-by=csimigrate" }))
@@ -43,6 +43,45 @@ func (c *Controller) informers() (*apply.Listers, error) {
 		return nil, err
 	}
 	return &apply.Listers{PVs: c.pvs, Claims: c.claims, Pods: podInf.Lister(), VolumeAttachments: vaInf.Lister(), States: c.states}, nil
+}
+
+// trimObject keeps of the objects of the controller's main informers what
+// it and the writer's checks read: a PV that no direction acts on as
+// apply.SlimPV gives it (most PVs of a large cluster: CSI PVs its drivers
+// provisioned), a claim without the contents of its managed fields (their
+// managers stay, which the keepers' rule reads) and without kubectl's
+// last-applied copy. The objects the controller acts on stay whole, and
+// every write is made from the API server's copy. Being an informer's
+// transform, it is applied as objects stream in, so the initial sync never
+// holds the whole objects of the cluster at once.
+func trimObject(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *v1.PersistentVolume:
+		return apply.SlimPV(o), nil
+	case *v1.PersistentVolumeClaim:
+		trimMeta(&o.ObjectMeta)
+		return o, nil
+	}
+	return obj, nil
+}
+
+// trimMeta drops, in place, the contents of an object's managed fields
+// (keeping each entry's manager, operation and subresource) and kubectl's
+// last-applied copy.
+func trimMeta(m *metav1.ObjectMeta) {
+	for i := range m.ManagedFields {
+		e := &m.ManagedFields[i]
+		e.FieldsV1, e.Time, e.FieldsType = nil, nil, ""
+	}
+	if _, ok := m.Annotations[v1.LastAppliedConfigAnnotation]; ok {
+		a := make(map[string]string, len(m.Annotations)-1)
+		for k, v := range m.Annotations {
+			if k != v1.LastAppliedConfigAnnotation {
+				a[k] = v
+			}
+		}
+		m.Annotations = a
+	}
 }
 
 // trimPod keeps of a pod what the writer's checks and the controller read
