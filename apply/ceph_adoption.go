@@ -13,6 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/apply/cephtool"
@@ -75,7 +76,8 @@ func newUUID() string {
 }
 
 // sharers are the other PVs that name the same image as pv (listed once
-// per cacheFor, as the checks' other lists).
+// per cacheFor, as the checks' other lists; from the PVs lister when the
+// Writer has one).
 func (a *Writer) sharers(ctx context.Context, pv *v1.PersistentVolume) ([]string, error) {
 	key, ok := rewrite.VolumeKey(pv)
 	if !ok {
@@ -84,6 +86,25 @@ func (a *Writer) sharers(ctx context.Context, pv *v1.PersistentVolume) ([]string
 	a.mu.Lock()
 	list, fresh := a.allPVs.v, time.Since(a.allPVs.at) < cacheFor
 	a.mu.Unlock()
+	if !fresh && a.listers.PVs != nil {
+		// The informer's PVs (slim or whole, each names its volume as
+		// the API server's copy does: SlimPV).
+		at := time.Now()
+		list = nil
+		pvs, err := a.listers.PVs.List(labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range pvs {
+			if k, ok := rewrite.VolumeKey(p); ok {
+				list = append(list, pvVolume{pv: p.Name, key: k})
+			}
+		}
+		a.mu.Lock()
+		a.allPVs = cached[[]pvVolume]{list, at}
+		a.mu.Unlock()
+		fresh = true
+	}
 	if !fresh {
 		at := time.Now()
 		list = nil
