@@ -583,10 +583,12 @@ func TestCephRBDAdoptMigrationHandle(t *testing.T) {
 
 // BenchmarkCephRBDAdopt measures what the adoption adds per volume: the
 // rewrite of CSIMIGRATE_BENCH_ADOPT (default 20) in-tree RBD PVs with
-// -adopt, against the rewrite of as many without it, one PV at a time, on
-// the test cluster (one OSD, Ceph's tools as separate processes: about a
-// dozen tool calls a volume, each a Ceph client start and round trips).
-// Run with -benchtime 1x.
+// -adopt, against the rewrite of as many without it, as rewrite -apply
+// runs them (-concurrency 8, its default; CSIMIGRATE_BENCH_ADOPT_CONCURRENCY
+// sets another), on the test cluster (one OSD, Ceph's tools as separate
+// processes: about a dozen tool calls a volume, each a Ceph client start
+// and round trips). It reports the wall-clock time the adoption adds per
+// volume. Run with -benchtime 1x.
 func BenchmarkCephRBDAdopt(b *testing.B) {
 	n := 20
 	if v, err := strconv.Atoi(os.Getenv("CSIMIGRATE_BENCH_ADOPT")); err == nil && v > 0 {
@@ -605,7 +607,7 @@ func BenchmarkCephRBDAdopt(b *testing.B) {
 				e.image(b, name, "kubernetes-dynamic-pvc-"+NewUUID(), "layering")
 				targets = append(targets, apply.Target{Name: name})
 			}
-			o := apply.Options{Lease: lease}
+			o := apply.Options{Lease: lease, Concurrency: adoptConcurrency()}
 			if withCeph {
 				o.Ceph, o.CephConfig = e.tools, e.config
 			}
@@ -757,3 +759,13 @@ func (e *adoptEnv) forms(t testing.TB) map[string]plannedForm {
 	}
 	return m
 }
+
+// adoptConcurrency is how many PVs the adoption benchmarks rewrite at once:
+// CSIMIGRATE_BENCH_ADOPT_CONCURRENCY, else rewrite -apply's default (8).
+func adoptConcurrency() int {
+	if v, err := strconv.Atoi(os.Getenv("CSIMIGRATE_BENCH_ADOPT_CONCURRENCY")); err == nil && v > 0 {
+		return v
+	}
+	return 8
+}
+

@@ -455,8 +455,9 @@ func TestCephFSAdoptInterrupted(t *testing.T) {
 
 // BenchmarkCephFSAdopt measures what the adoption of a CephFS subvolume
 // adds to its rewrite: n legacy subvolumes rewritten as static volumes,
-// and n others rewritten and adopted (one at a time: Concurrency 1), on
-// the real Ceph and kube-apiserver. The metric is the difference a volume.
+// and n others rewritten and adopted (as rewrite -apply runs them:
+// adoptConcurrency at once), on the real Ceph and kube-apiserver. The
+// metric is the wall-clock difference a volume.
 func BenchmarkCephFSAdopt(b *testing.B) {
 	n := 20
 	if v, err := strconv.Atoi(os.Getenv("CSIMIGRATE_BENCH_ADOPT")); err == nil && v > 0 {
@@ -479,7 +480,7 @@ func BenchmarkCephFSAdopt(b *testing.B) {
 		tr := e.configure(b)
 		var took [2]time.Duration
 		for _, withCeph := range []int{0, 1} {
-			o := apply.Options{Concurrency: 1, Lease: lease}
+			o := apply.Options{Concurrency: adoptConcurrency(), Lease: lease}
 			if withCeph == 1 {
 				o.Ceph, o.CephConfig, o.CephFSSecret = e.tools, e.config, &v1.SecretReference{Namespace: cephfsSecretNS, Name: cephfsSecret}
 			}
