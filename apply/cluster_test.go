@@ -127,8 +127,6 @@ func noStateLeft(t *testing.T, c kubernetes.Interface) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // unchanged fails unless the live PV is exactly before (same
 // resourceVersion, so no write happened at all).
 func unchanged(t *testing.T, c kubernetes.Interface, before *v1.PersistentVolume) {
