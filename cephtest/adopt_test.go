@@ -768,4 +768,3 @@ func adoptConcurrency() int {
 	}
 	return 8
 }
-
