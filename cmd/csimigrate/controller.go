@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"slices"
@@ -39,6 +40,7 @@ import (
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/controller"
 	"github.com/csimigrate/csimigrate/plan"
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
@@ -57,6 +59,7 @@ type controllerOptions struct {
 	pvSelector    string
 	classSelector string
 	metricsAddr   string
+	profiling     bool
 	identity      string
 	leaseDuration time.Duration
 	renewDeadline time.Duration
@@ -90,6 +93,7 @@ func (o *controllerOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.ctl.StatusEvery, "status-every", 5*time.Second, "how often the status object and the gauges are brought up to date")
 	fs.IntVar(&o.ctl.Writer.MaxWrites, "max-writes", 0, "stop writing after this many writes (a canary); 0: no limit")
 	fs.StringVar(&o.metricsAddr, "metrics-address", ":8080", "address of /metrics, /healthz and /readyz (\"\" for none)")
+	fs.BoolVar(&o.profiling, "profiling", false, "also serve Go's profiles (/debug/pprof/: heap, goroutines, CPU) on -metrics-address, as kube-controller-manager's --profiling does, to see where its memory goes on a large cluster")
 	fs.StringVar(&o.identity, "identity", "", "this replica's identity in the Lease (default: host name and a random suffix)")
 	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a leader's Lease lasts unrenewed before another replica takes it")
 	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it stops writing")
@@ -273,13 +277,72 @@ func (o *controllerOptions) cephServed(client kubernetes.Interface, tr *translat
 			}
 			return last, lastErr
 		}
-		_, served, err := livePlan(ctx, client, tr, plan.Options{Drivers: o.translation.drivers}, false)
+		served, err := liveCephServed(ctx, client, tr, plan.Options{Drivers: o.translation.drivers})
 		if err != nil {
 			return ceph.ClusterConfig{}, err
 		}
 		last, lastErr, at, said = served, nil, time.Now(), ""
 		return served, nil
 	}
+}
+
+// liveCephServed is the cluster entries the cluster's Ceph CSI drivers
+// serve, as plan -live finds them, from only what finding them reads: the
+// drivers' workloads, config maps and the operator's objects, and the
+// in-tree Ceph PVs (the plan reads a deployment's entries for the drivers
+// the migrated volumes go to). The other PVs, the claims and the pods that
+// run no Ceph CSI driver are listed page by page and not kept: the
+// controller asks every -recheck, and on a large cluster a whole plan each
+// time was most of its memory.
+func liveCephServed(ctx context.Context, client kubernetes.Interface, tr *translate.Translator, opts plan.Options) (ceph.ClusterConfig, error) {
+	pl := plan.New(tr, klog0(), opts)
+	if err := readLive(ctx, client, cephConfigSink{pl}, false, false, func(int) {}, io.Discard); err != nil {
+		return ceph.ClusterConfig{}, err
+	}
+	var entries []ceph.ClusterEntry
+	for _, cp := range pl.Finish().CephCSIConfig {
+		entries = append(entries, cp.Entries...)
+	}
+	return ceph.NewClusterConfig(entries...), nil
+}
+
+// cephConfigSink hands the planner what finding the served Ceph CSI
+// entries reads, and nothing else.
+type cephConfigSink struct{ pl *plan.Planner }
+
+// Add keeps an in-tree Ceph PV, a pod that runs a Ceph CSI driver, and
+// every object of the other kinds; it drops the other PVs, the claims and
+// the other pods.
+func (s cephConfigSink) Add(obj any) {
+	switch o := obj.(type) {
+	case *v1.PersistentVolume:
+		if n := plugin.InTreeNameOfPV(o); n != plugin.RBDInTreePluginName && n != plugin.CephFSInTreePluginName {
+			return
+		}
+	case *v1.PersistentVolumeClaim:
+		return
+	case *v1.Pod:
+		if !runsCephCSI(&o.Spec) {
+			return
+		}
+	}
+	s.pl.Add(obj)
+}
+
+// Listed passes on that a kind was listed whole.
+func (s cephConfigSink) Listed(resource string) { s.pl.Listed(resource) }
+
+// runsCephCSI reports whether a pod's containers name a Ceph CSI driver
+// (a -drivername argument), as the plan finds the drivers' workloads.
+func runsCephCSI(spec *v1.PodSpec) bool {
+	for _, ct := range slices.Concat(spec.InitContainers, spec.Containers) {
+		for _, a := range slices.Concat(ct.Command, ct.Args) {
+			if strings.Contains(a, "drivername") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // cephUncheckedRefusal is why a Ceph volume is left as it is when the
@@ -434,6 +497,13 @@ func (o *controllerOptions) serve(reg *prometheus.Registry, health *leaderelecti
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	if o.profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	// A standby replica is ready: it serves and waits for the Lease.
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}

@@ -64,7 +64,7 @@ func BenchmarkControllerScale(b *testing.B) {
 }
 
 // seedScale creates the benchmark's objects, 32 requests at a time.
-func seedScale(b *testing.B, base *rest.Config, n, inTree int) {
+func seedScale(b testing.TB, base *rest.Config, n, inTree int) {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = 5000, 5000
 	cfg.WarningHandler = rest.NoWarnings{}
