@@ -308,7 +308,12 @@ func liveCephServed(ctx context.Context, client kubernetes.Interface, tr *transl
 
 // cephConfigSink hands the planner what finding the served Ceph CSI
 // entries reads, and nothing else.
-type cephConfigSink struct{ pl *plan.Planner }
+type cephConfigSink struct {
+	next interface {
+		Add(obj any)
+		Listed(resource string)
+	}
+}
 
 // Add keeps an in-tree Ceph PV, a pod that runs a Ceph CSI driver, and
 // every object of the other kinds; it drops the other PVs, the claims and
@@ -326,11 +331,11 @@ func (s cephConfigSink) Add(obj any) {
 			return
 		}
 	}
-	s.pl.Add(obj)
+	s.next.Add(obj)
 }
 
 // Listed passes on that a kind was listed whole.
-func (s cephConfigSink) Listed(resource string) { s.pl.Listed(resource) }
+func (s cephConfigSink) Listed(resource string) { s.next.Listed(resource) }
 
 // runsCephCSI reports whether a pod's containers name a Ceph CSI driver
 // (a -drivername argument), as the plan finds the drivers' workloads.
