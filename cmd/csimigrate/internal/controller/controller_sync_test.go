@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
 )
 
@@ -158,8 +159,8 @@ func TestTrimObject(t *testing.T) {
 	if got, _ := trimObject(inTree); got != any(inTree) {
 		t.Errorf("an in-tree PV was trimmed: %+v", got)
 	}
-	native := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "b", Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "rbd.csi.ceph.com"}},
-		Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "rbd.csi.ceph.com",
+	native := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "b", Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": plugin.RBDDriverName}},
+		Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: plugin.RBDDriverName,
 			VolumeHandle:     "0001-0024-b7f67366-bb43-f32e-07d8-a261a7840da9-0000000000000002-6f1c0000-4b53-9a61-2b0c-1d9a7e110000",
 			VolumeAttributes: map[string]string{"clusterID": "c", "pool": "kube", "imageName": "csi-vol-1", "storage.kubernetes.io/csiProvisionerIdentity": "x"}}}}}
 	got, _ := trimObject(native)
