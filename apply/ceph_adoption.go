@@ -83,6 +83,20 @@ func (a *Writer) sharers(ctx context.Context, pv *v1.PersistentVolume) ([]string
 	if !ok {
 		return nil, nil
 	}
+	if a.listers.PVsNaming != nil {
+		names, err := a.listers.PVsNaming(key)
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, n := range names {
+			if n != pv.Name {
+				out = append(out, n)
+			}
+		}
+		slices.Sort(out)
+		return out, nil
+	}
 	a.mu.Lock()
 	list, fresh := a.allPVs.v, time.Since(a.allPVs.at) < cacheFor
 	a.mu.Unlock()

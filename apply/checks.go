@@ -158,6 +158,18 @@ func (a *Writer) inUseRefusal(ctx context.Context, cur, inTree *v1.PersistentVol
 // podsUsing lists the pods of a namespace, not finished, that use a claim.
 func (a *Writer) podsUsing(ctx context.Context, ns, claim string) ([]v1.Pod, error) {
 	var out []v1.Pod
+	if a.listers.PodsUsing != nil {
+		pods, err := a.listers.PodsUsing(ns, claim)
+		if err != nil {
+			return nil, err
+		}
+		for i := range pods {
+			if pods[i].Status.Phase != v1.PodSucceeded && pods[i].Status.Phase != v1.PodFailed {
+				out = append(out, pods[i])
+			}
+		}
+		return out, nil
+	}
 	if a.listers.Pods != nil {
 		// From the lister's own objects, read only: a copy of each that
 		// uses the claim, not of every pod of the namespace (a check of a

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/csimigrate/csimigrate/plugin"
@@ -26,12 +27,26 @@ type Listers struct {
 	// PVs answer a Run's first look at its PV. A PV no direction acts on
 	// may be held as SlimPV gives it.
 	PVs corelisters.PersistentVolumeLister
-	// Claims answer the checks' read of a PV's claim.
+	// Claims answer the checks' read of a PV's claim. A claim it does not
+	// find is read from the API server, so a cache may leave out the
+	// claims it does not expect to be checked.
 	Claims corelisters.PersistentVolumeClaimLister
 	// Pods answer which pods use a claim (the in-use check). The Writer
 	// reads their namespace, name, nodeName, volumes and phase only, so an
 	// informer may trim the rest.
 	Pods corelisters.PodLister
+	// PodsUsing, when set, answers the in-use check instead of Pods: the
+	// pods of a namespace whose volumes name a claim (rewrite.PodClaims),
+	// finished ones included. The Writer reads their name, nodeName and
+	// phase only. A cache indexed by claim answers it without a list of
+	// the namespace's pods.
+	PodsUsing func(namespace, claim string) ([]v1.Pod, error)
+	// PVsNaming, when set, names the PVs that name a volume (by
+	// rewrite.VolumeKey) for the adoption's check that no other PV names
+	// the image, instead of a list of every PV from PVs: a cache that holds
+	// the PVs no direction acts on as less than a PV object answers it, and
+	// its PVs lister may then leave those out of List.
+	PVsNaming func(key string) ([]string, error)
 	// VolumeAttachments answer the online-safety check.
 	VolumeAttachments storagelisters.VolumeAttachmentLister
 	// States list the state ConfigMaps in the Writer's state namespace
@@ -52,17 +67,18 @@ func (a *Writer) cachedPV(ctx context.Context, name string) (pv *v1.PersistentVo
 	return pv, false, err
 }
 
-// claim reads a claim, nil when there is none.
+// claim reads a claim, nil when there is none. A claim its lister does not
+// hold is read from the API server: a cache may hold only the claims it
+// expects to be checked (Listers.Claims).
 func (a *Writer) claim(ctx context.Context, ns, name string) (*v1.PersistentVolumeClaim, error) {
 	if a.listers.Claims != nil {
 		pvc, err := a.listers.Claims.PersistentVolumeClaims(ns).Get(name)
-		if apierrors.IsNotFound(err) {
-			return nil, nil
+		if err == nil {
+			return pvc.DeepCopy(), nil
 		}
-		if err != nil {
+		if !apierrors.IsNotFound(err) {
 			return nil, err
 		}
-		return pvc.DeepCopy(), nil
 	}
 	return getOrNil(a.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{}))
 }
@@ -100,15 +116,7 @@ func (a *Writer) volumeAttachments(ctx context.Context) ([]storagev1.VolumeAttac
 // Runs read the PVs they act on whole, and every write is made from the API
 // server's copy.
 func SlimPV(pv *v1.PersistentVolume) *v1.PersistentVolume {
-	if pv == nil || pv.Spec.CSI == nil || plugin.InTreeNameOfPV(pv) != "" {
-		return pv
-	}
-	for k := range pv.Annotations {
-		if strings.Contains(k, "csimigrate.io/") {
-			return pv
-		}
-	}
-	if k, _ := adoptionKindOf(pv); k != kindOther {
+	if KeptWhole(pv) {
 		return pv
 	}
 	csi := pv.Spec.CSI
@@ -132,6 +140,26 @@ func SlimPV(pv *v1.PersistentVolume) *v1.PersistentVolume {
 	}
 	return out
 }
+
+// KeptWhole reports whether a cache must keep a PV whole: a direction of a
+// Writer may act on it or resume a run on it (SlimPV returns it as it is).
+// A nil PV and a PV that is not CSI are kept whole.
+func KeptWhole(pv *v1.PersistentVolume) bool {
+	if pv == nil || pv.Spec.CSI == nil || plugin.InTreeNameOfPV(pv) != "" {
+		return true
+	}
+	for k := range pv.Annotations {
+		if strings.Contains(k, "csimigrate.io/") {
+			return true
+		}
+	}
+	k, _ := adoptionKindOf(pv)
+	return k != kindOther
+}
+
+// VolumeKeyAttributes are the CSI volume attributes rewrite.VolumeKey reads,
+// which SlimPV keeps.
+func VolumeKeyAttributes() []string { return slices.Clone(volumeKeyAttributes) }
 
 // volumeKeyAttributes are the CSI volume attributes rewrite.VolumeKey reads.
 var volumeKeyAttributes = []string{"clusterID", "pool", "imageName", "rootPath", "subvolumePath"}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -12,10 +13,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -55,12 +58,52 @@ func BenchmarkControllerScale(b *testing.B) {
 	seedScale(b, s.Config, n, inTree)
 	b.Logf("seeded %d CSI PVs and claims, %d pods, %d in-tree PVs in %s", n, n/2, inTree, time.Since(start).Round(time.Second))
 	b.ResetTimer()
-	for range b.N {
-		rss, synced := runScaleController(b, bin, kc, inTree)
+	for i := range b.N {
+		rss, synced, counted := runScaleController(b, bin, kc, inTree, true)
 		b.ReportMetric(float64(rss)/(1<<20), "MiB-peak-RSS")
-		b.ReportMetric(synced.Seconds(), "s-to-count")
+		b.ReportMetric(synced.Seconds(), "s-to-sync")
+		b.ReportMetric(counted.Seconds(), "s-to-count")
 		b.ReportMetric(float64(rss)/float64(n+inTree), "B-RSS/PV")
+		if i > 0 {
+			continue // the in-tree PVs are migrated by the first round
+		}
+		// The convergence against the floor: the same seven writes a PV
+		// sent directly for as many PVs seeded beside, then the controller
+		// (not a dry run) migrating the in-tree PVs of the large cluster.
+		b.StopTimer()
+		floor := scaleFloor(b, s.Config, inTree)
+		b.StartTimer()
+		rss, synced, done := runScaleController(b, bin, kc, inTree, false)
+		converged := done - synced
+		b.ReportMetric(float64(rss)/(1<<20), "MiB-peak-RSS-converging")
+		b.ReportMetric(converged.Seconds(), "s-to-converge")
+		b.ReportMetric(floor.Seconds(), "s-floor")
+		b.ReportMetric(converged.Seconds()/floor.Seconds(), "x-floor")
+		b.Logf("%d in-tree PVs among %d: converged in %s after the informers' sync (%s from the start); the floor for the same writes: %s",
+			inTree, n, converged.Round(time.Millisecond), done.Round(time.Millisecond), floor.Round(time.Millisecond))
 	}
+}
+
+// scaleFloor seeds n bound in-tree PVs in a namespace of their own and
+// times the seven writes of their rewrites sent directly by 8 goroutines
+// (floorWrites), on the large cluster.
+func scaleFloor(b *testing.B, base *rest.Config, n int) time.Duration {
+	cfg := rest.CopyConfig(base)
+	cfg.QPS, cfg.Burst = 5000, 5000
+	cfg.WarningHandler = rest.NoWarnings{}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cm common
+	tr, err := cm.translator()
+	if err != nil {
+		b.Fatal(err)
+	}
+	seedMany(b, c, "floor", n)
+	start := time.Now()
+	floorWrites(b, c, tr, "floor", n, 8)
+	return time.Since(start)
 }
 
 // seedScale creates the benchmark's objects, 32 requests at a time.
@@ -80,6 +123,12 @@ func seedScale(b testing.TB, base *rest.Config, n, inTree int) {
 	if _, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
+	// The driver registered, and the Secret the in-tree PVs' rewrites
+	// make Ceph CSI read: the controller checks and migrates them.
+	if _, err := c.StorageV1().CSIDrivers().Create(ctx, &storageCSIDriver, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		b.Fatal(err)
+	}
+	testenv.EnsureSecrets(b, c, testenv.BoundPV("in-tree", ns, "data", "", inTreeSource(ns, "in-tree")))
 	work := make(chan int)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -133,11 +182,8 @@ func seedOne(ctx context.Context, c kubernetes.Interface, ns string, i, n int) e
 		class = ""
 		pv.Spec.StorageClassName = ""
 		pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": plugin.RBDInTreePluginName}
-		pv.Spec.RBD = &v1.RBDPersistentVolumeSource{CephMonitors: []string{testenv.Monitor}, RBDPool: "kube", RBDImage: "kubernetes-dynamic-" + name,
-			RadosUser: "admin", FSType: "ext4", SecretRef: &v1.SecretReference{Name: "ceph-admin", Namespace: ns}}
-	}
-	if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-		return err
+		pv.Finalizers = []string{"kubernetes.io/pv-protection"}
+		pv.Spec.PersistentVolumeSource = inTreeSource(ns, name)
 	}
 	claim := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-" + strconv.Itoa(i), Namespace: ns,
 		Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes",
@@ -145,13 +191,37 @@ func seedOne(ctx context.Context, c kubernetes.Interface, ns string, i, n int) e
 		Finalizers: []string{"kubernetes.io/pvc-protection"}, Labels: map[string]string{"app": "db", "app.kubernetes.io/instance": "db-" + strconv.Itoa(i%50)}},
 		Spec: v1.PersistentVolumeClaimSpec{AccessModes: pv.Spec.AccessModes, StorageClassName: &class, VolumeName: name,
 			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: size}}}}
-	if _, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+	// The claim first, then its PV bound to it by uid; an in-tree PV and
+	// its claim then Bound, as kube-controller-manager leaves them (none
+	// runs here), which the rewrite's checks read.
+	claim, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim, metav1.CreateOptions{})
+	if err != nil {
 		return err
 	}
-	if i%2 == 1 || i >= n {
+	pv.Spec.ClaimRef.UID = claim.UID
+	if pv, err = c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if i < n {
+		return seedPod(ctx, c, ns, i, claim.Name)
+	}
+	pv.Status.Phase = v1.VolumeBound
+	if _, err := c.CoreV1().PersistentVolumes().UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	claim.Status = v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound, AccessModes: claim.Spec.AccessModes, Capacity: pv.Spec.Capacity}
+	if _, err := c.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// seedPod creates the pod of CSI PV i's claim, for every second one.
+func seedPod(ctx context.Context, c kubernetes.Interface, ns string, i int, claim string) error {
+	if i%2 == 1 {
 		return nil
 	}
-	pod := testenv.PodOn(ns, "db-"+strconv.Itoa(i), fmt.Sprintf("node-%03d", i%300), claim.Name)
+	pod := testenv.PodOn(ns, "db-"+strconv.Itoa(i), fmt.Sprintf("node-%03d", i%300), claim)
 	pod.Labels = map[string]string{"app": "db", "app.kubernetes.io/instance": "db-" + strconv.Itoa(i%50)}
 	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "PGDATA", Value: "/data/pgdata"}, {Name: "POSTGRES_DB", Value: "app"}}
 	pod.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m"), v1.ResourceMemory: resource.MustParse("512Mi")}}
@@ -159,10 +229,18 @@ func seedOne(ctx context.Context, c kubernetes.Interface, ns string, i, n int) e
 	return err
 }
 
+// inTreeSource is the volume of an in-tree RBD PV of the benchmark, as the
+// in-tree provisioner made it.
+func inTreeSource(ns, name string) v1.PersistentVolumeSource {
+	return v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{testenv.Monitor}, RBDPool: "kube", RBDImage: "kubernetes-dynamic-" + name,
+		RadosUser: "admin", FSType: "ext4", SecretRef: &v1.SecretReference{Name: "ceph-admin", Namespace: ns}}}
+}
+
 // runScaleController runs the controller with the base's arguments until
-// its gauge counts every in-tree PV, and returns its peak RSS and how long
-// that took.
-func runScaleController(b *testing.B, bin, kc string, inTree int) (rss uint64, synced time.Duration) {
+// its gauge counts every in-tree PV (dryRun), or without -dry-run until it
+// has rewritten them all, and returns its peak RSS, how long its informers
+// took to sync and how long it took to get there, from its start.
+func runScaleController(b *testing.B, bin, kc string, inTree int, dryRun bool) (rss uint64, synced, took time.Duration) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -175,7 +253,24 @@ func runScaleController(b *testing.B, bin, kc string, inTree int) (rss uint64, s
 		b.Fatal(err)
 	}
 	defer f.Close()
-	cmd := exec.Command(bin, "controller", "-dry-run", "-state-namespace", "kube-system", "-kubeconfig", kc, "-metrics-address", addr)
+	args := []string{"controller", "-state-namespace", "kube-system", "-kubeconfig", kc, "-metrics-address", addr}
+	series, want := `csimigrate_intree_persistentvolumes{plugin="kubernetes.io/rbd"}`, float64(inTree)
+	if dryRun {
+		args = append(args, "-dry-run")
+	} else {
+		// As many workers as the floor's goroutines, its rate limit
+		// raised as the floor's client's (the default of 50 a second
+		// spares a cluster's other clients).
+		args = append(args, "-workers", "8", "-qps", "5000", "-burst", "5000")
+		series = `csimigrate_rewrites_total{kind="pv"}`
+	}
+	// CSIMIGRATE_BENCH_SCALE_HEAP: a file to save its heap profile in
+	// (after a collection) once it has counted, to see what it keeps.
+	heap := os.Getenv("CSIMIGRATE_BENCH_SCALE_HEAP")
+	if heap != "" {
+		args = append(args, "-profiling")
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	// CSIMIGRATE_BENCH_CONTROLLER_ENV: its environment's additions
 	// (space-separated NAME=VALUE), to compare settings.
@@ -184,23 +279,74 @@ func runScaleController(b *testing.B, bin, kc string, inTree int) (rss uint64, s
 	if err := testenv.StartOwned(cmd); err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	series := `csimigrate_intree_persistentvolumes{plugin="kubernetes.io/rbd"}`
+	defer stopGracefully(cmd)
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
-		if v := scrapeMetric(addr, series); v == float64(inTree) {
+		// Synced: its first status pass (right after its informers'
+		// sync) sets the queues' gauge.
+		if synced == 0 && scrapeMetric(addr, `csimigrate_queue_depth{queue="pvs"}`) >= 0 {
 			synced = time.Since(start)
+		}
+		if v := scrapeMetric(addr, series); v == want {
+			took = time.Since(start)
 			break
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(logPath)
-			b.Fatalf("the controller did not count %d in-tree PVs within 10 minutes (%s = %v):\n%s", inTree, series, scrapeMetric(addr, series), tail(string(log), 4000))
+			if keep := os.Getenv("CSIMIGRATE_BENCH_SCALE_LOG"); keep != "" {
+				_ = os.WriteFile(keep, log, 0o644)
+			}
+			b.Fatalf("the controller did not reach %s = %v within 10 minutes (%v):\n%s", series, want, scrapeMetric(addr, series), tail(string(log), 4000))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	// A few more passes of its status and rechecks, then its peak.
 	time.Sleep(3 * time.Second)
-	return peakRSS(b, cmd.Process.Pid), synced
+	rss = peakRSS(b, cmd.Process.Pid)
+	// CSIMIGRATE_BENCH_SCALE_LOG: a file to copy its log to (with
+	// CSIMIGRATE_BENCH_CONTROLLER_ENV=GODEBUG=gctrace=1, the collector's
+	// trace: the live heap at each collection).
+	if keep := os.Getenv("CSIMIGRATE_BENCH_SCALE_LOG"); keep != "" {
+		if data, err := os.ReadFile(logPath); err == nil {
+			_ = os.WriteFile(keep, data, 0o644)
+		}
+	}
+	if heap != "" {
+		saveHeapProfile(b, addr, heap)
+	}
+	return rss, synced, took
+}
+
+// stopGracefully stops the controller as Kubernetes does, with SIGTERM (it
+// releases the writer Lease, so the next one need not wait for it to
+// expire), and kills it after 30 s.
+func stopGracefully(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// saveHeapProfile saves the heap profile the controller at addr serves,
+// after a collection, in file.
+func saveHeapProfile(b *testing.B, addr, file string) {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("heap profile: %v (HTTP %d)", err, resp.StatusCode)
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // scrapeMetric is a metric's value at addr, -1 when it cannot be read.

@@ -97,14 +97,21 @@ type Controller struct {
 // read from.
 type caches struct {
 	factory  informers.SharedInformerFactory
-	podInf   informers.SharedInformerFactory
+	userInf  informers.SharedInformerFactory
 	stateInf informers.SharedInformerFactory
-	claims   corelisters.PersistentVolumeClaimLister
-	pvs      corelisters.PersistentVolumeLister
-	classes  storagelisters.StorageClassLister
-	drivers  storagelisters.CSIDriverLister
-	states   corelisters.ConfigMapLister
-	synced   []cache.InformerSynced
+	// pvStore and claimStore hold typed objects and stubs (stubs.go);
+	// pvs and claims read them, podIndex holds podUse by claim.
+	pvStore    cache.Store
+	claimStore cache.Store
+	podIndex   cache.Indexer
+	claims     corelisters.PersistentVolumeClaimLister
+	pvs        corelisters.PersistentVolumeLister
+	classes    storagelisters.StorageClassLister
+	drivers    storagelisters.CSIDriverLister
+	states     corelisters.ConfigMapLister
+	// syncedFirst are the informers that sync before the claims' and
+	// pods' (synced) start.
+	syncedFirst, synced []cache.InformerSynced
 	// readyOnce closes ready once the caches have synced.
 	readyOnce sync.Once
 	ready     chan struct{}

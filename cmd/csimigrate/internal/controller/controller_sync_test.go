@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
 )
 
@@ -119,67 +118,5 @@ func TestSyncPV(t *testing.T) {
 				t.Errorf("the last sync asks to look again after %s; want the recheck: %v", after, tc.wantRecheck)
 			}
 		})
-	}
-}
-
-// The pod informer keeps of a pod what names its claims, so that
-// rewrite.PodClaims reads the same claims from the trimmed pod as from the
-// pod, and nothing of its other volumes.
-func TestTrimPodKeepsItsClaims(t *testing.T) {
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0", UID: "u", Labels: map[string]string{"app": "web"}},
-		Spec: v1.PodSpec{NodeName: "n1", Volumes: []v1.Volume{
-			{Name: "token", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}}}}}},
-			{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data-web-0"}}},
-			{Name: "scratch", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{}}}},
-		}},
-		Status: v1.PodStatus{Phase: v1.PodRunning}}
-	before := pod.DeepCopy()
-	obj, err := trimPod(pod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	trimmed := obj.(*v1.Pod)
-	if diff := cmp.Diff(rewrite.PodClaims(pod.Name, &pod.Spec), rewrite.PodClaims(trimmed.Name, &trimmed.Spec)); diff != "" {
-		t.Errorf("claims (-pod +trimmed):\n%s", diff)
-	}
-	if len(trimmed.Spec.Volumes) != 2 || trimmed.Spec.NodeName != "n1" || trimmed.Status.Phase != v1.PodRunning || trimmed.UID != "u" {
-		t.Errorf("trimmed: %+v", trimmed)
-	}
-	if diff := cmp.Diff(before, pod); diff != "" {
-		t.Errorf("the informer's pod was changed:\n%s", diff)
-	}
-}
-
-// The main informers' transform: an in-tree PV whole, a provisioned CSI PV
-// slim, a claim without its managed fields' contents and last-applied copy
-// (its managers kept, for the keepers' rule).
-func TestTrimObject(t *testing.T) {
-	inTree := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{
-		RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.0.0.1:6789"}, RBDImage: "img"}}}}
-	if got, _ := trimObject(inTree); got != any(inTree) {
-		t.Errorf("an in-tree PV was trimmed: %+v", got)
-	}
-	native := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "b", Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": plugin.RBDDriverName}},
-		Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: plugin.RBDDriverName,
-			VolumeHandle:     "0001-0024-b7f67366-bb43-f32e-07d8-a261a7840da9-0000000000000002-6f1c0000-4b53-9a61-2b0c-1d9a7e110000",
-			VolumeAttributes: map[string]string{"clusterID": "c", "pool": "kube", "imageName": "csi-vol-1", "storage.kubernetes.io/csiProvisionerIdentity": "x"}}}}}
-	got, _ := trimObject(native)
-	slim := got.(*v1.PersistentVolume)
-	if slim == native || slim.Annotations != nil || len(slim.Spec.CSI.VolumeAttributes) != 3 {
-		t.Errorf("a provisioned CSI PV was not slimmed: %+v", slim)
-	}
-	pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns",
-		Annotations:   map[string]string{v1.LastAppliedConfigAnnotation: "{}", "team": "db"},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "argocd-controller", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{}}}}}
-	got, _ = trimObject(pvc)
-	claim := got.(*v1.PersistentVolumeClaim)
-	if _, ok := claim.Annotations[v1.LastAppliedConfigAnnotation]; ok || claim.Annotations["team"] != "db" {
-		t.Errorf("annotations %v: want the last-applied copy gone, the rest kept", claim.Annotations)
-	}
-	if len(claim.ManagedFields) != 1 || claim.ManagedFields[0].Manager != "argocd-controller" || claim.ManagedFields[0].FieldsV1 != nil {
-		t.Errorf("managed fields %+v: want the manager, no field set", claim.ManagedFields)
-	}
-	if len(rewrite.KeepersOf(claim)) == 0 {
-		t.Error("the trimmed claim lost the evidence of its keeper")
 	}
 }

@@ -8,7 +8,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/csimigrate/csimigrate/apply"
@@ -16,53 +18,81 @@ import (
 )
 
 // informers builds the informers the controller watches and the writer
-// reads from: PVs, StorageClasses, CSIDrivers, claims, pods (trimmed to
-// what the writer's checks read), VolumeAttachments, and the writer's state
-// in its namespace.
+// reads from: PVs, StorageClasses, CSIDrivers, claims, pods (as stubs where
+// the controller does not act: stubs.go), VolumeAttachments, and the
+// writer's state in its namespace.
 func (c *Controller) informers() (*apply.Listers, error) {
-	c.factory = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithTransform(trimObject))
-	c.podInf = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithTransform(trimPod))
+	c.factory = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithTransform(trimPV))
+	c.userInf = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithTransform(c.trimUser))
 	c.stateInf = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithNamespace(c.o.Writer.StateNamespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = "app.kubernetes.io/managed-by=csimigrate" }))
-	pvInf := c.factory.Core().V1().PersistentVolumes()
+	// No namespace index for PVs (cluster-scoped: one set of every key);
+	// claims by namespace and name only; pods by the claims they name.
+	// Each list is paged and kept as stubs page by page (pagedLister).
+	pvInf := c.factory.InformerFor(&v1.PersistentVolume{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		pvs := client.CoreV1().PersistentVolumes()
+		return cache.NewSharedIndexInformer(pagedLister(client, pvs.List, pvs.Watch, keepPV), &v1.PersistentVolume{}, resync, cache.Indexers{})
+	})
+	claimInf := c.userInf.InformerFor(&v1.PersistentVolumeClaim{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		claims := client.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll)
+		return cache.NewSharedIndexInformer(pagedLister(client, claims.List, claims.Watch, c.keepUser), &v1.PersistentVolumeClaim{}, resync, cache.Indexers{})
+	})
+	podInf := c.userInf.InformerFor(&v1.Pod{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		pods := client.CoreV1().Pods(metav1.NamespaceAll)
+		return cache.NewSharedIndexInformer(pagedLister(client, pods.List, pods.Watch, c.keepUser), &v1.Pod{}, resync, cache.Indexers{claimIndex: podClaimKeys})
+	})
 	scInf := c.factory.Storage().V1().StorageClasses()
 	drvInf := c.factory.Storage().V1().CSIDrivers()
-	claimInf := c.factory.Core().V1().PersistentVolumeClaims()
 	vaInf := c.factory.Storage().V1().VolumeAttachments()
-	podInf := c.podInf.Core().V1().Pods()
 	cmInf := c.stateInf.Core().V1().ConfigMaps()
-	c.pvs, c.classes, c.drivers, c.states, c.claims = pvInf.Lister(), scInf.Lister(), drvInf.Lister(), cmInf.Lister(), claimInf.Lister()
-	infs := []cache.SharedIndexInformer{pvInf.Informer(), scInf.Informer(), drvInf.Informer(), cmInf.Informer(), claimInf.Informer(), vaInf.Informer(), podInf.Informer()}
-	for _, inf := range infs {
-		c.synced = append(c.synced, inf.HasSynced)
-	}
-	if err := c.watch(infs[0], infs[1], infs[2], infs[3]); err != nil {
+	c.pvStore, c.claimStore, c.podIndex = pvInf.GetStore(), claimInf.GetStore(), podInf.GetIndexer()
+	c.pvs, c.claims = pvLister{c.pvStore}, claimLister{c.claimStore}
+	c.classes, c.drivers, c.states = scInf.Lister(), drvInf.Lister(), cmInf.Lister()
+	// The PVs first: a claim's stub is decided by its PV (trimUser).
+	c.syncedFirst = []cache.InformerSynced{pvInf.HasSynced, scInf.Informer().HasSynced, drvInf.Informer().HasSynced, cmInf.Informer().HasSynced, vaInf.Informer().HasSynced}
+	c.synced = []cache.InformerSynced{claimInf.HasSynced, podInf.HasSynced}
+	if err := c.watch(pvInf, scInf.Informer(), drvInf.Informer(), cmInf.Informer()); err != nil {
 		return nil, err
 	}
-	if err := c.watchUsers(claimInf.Informer(), vaInf.Informer(), podInf.Informer()); err != nil {
+	if err := c.watchUsers(claimInf, vaInf.Informer(), podInf); err != nil {
 		return nil, err
 	}
-	return &apply.Listers{PVs: c.pvs, Claims: c.claims, Pods: podInf.Lister(), VolumeAttachments: vaInf.Lister(), States: c.states}, nil
+	return &apply.Listers{PVs: c.pvs, Claims: c.claims, PodsUsing: c.podsUsing, PVsNaming: c.pvsNaming, VolumeAttachments: vaInf.Lister(), States: c.states}, nil
 }
 
-// trimObject keeps of the objects of the controller's main informers what
-// it and the writer's checks read: a PV that no direction acts on as
-// apply.SlimPV gives it (most PVs of a large cluster: CSI PVs its drivers
-// provisioned), a claim without the contents of its managed fields (their
-// managers stay, which the keepers' rule reads) and without kubectl's
-// last-applied copy. The objects the controller acts on stay whole, and
-// every write is made from the API server's copy. Being an informer's
-// transform, it is applied as objects stream in, so the initial sync never
-// holds the whole objects of the cluster at once.
-func trimObject(obj any) (any, error) {
+// trimPV keeps a PV a direction may act on whole (apply.KeptWhole) and
+// the others as stubs. Being an informer's transform, it is applied as
+// objects stream in (a watch list's initial events, or each page of a
+// list).
+func trimPV(obj any) (any, error) {
+	if pv, ok := obj.(*v1.PersistentVolume); ok && !apply.KeptWhole(pv) {
+		return newPVStub(pv), nil
+	}
+	return obj, nil
+}
+
+// trimUser keeps a claim bound to a PV the controller keeps whole (or not
+// bound yet) with its metadata trimmed (trimMeta), every other claim as a
+// stub, and every pod as what the in-use check reads (podUse).
+func (c *Controller) trimUser(obj any) (any, error) {
 	switch o := obj.(type) {
-	case *v1.PersistentVolume:
-		return apply.SlimPV(o), nil
+	case *v1.Pod:
+		return newPodUse(o), nil
 	case *v1.PersistentVolumeClaim:
+		if o.Spec.VolumeName != "" {
+			if cur, ok, _ := c.pvStore.GetByKey(o.Spec.VolumeName); !ok || !isWholePV(cur) {
+				return newClaimStub(o), nil
+			}
+		}
 		trimMeta(&o.ObjectMeta)
 		return o, nil
 	}
 	return obj, nil
+}
+
+func isWholePV(obj any) bool {
+	_, ok := obj.(*v1.PersistentVolume)
+	return ok
 }
 
 // trimMeta drops, in place, the contents of an object's managed fields
@@ -84,45 +114,68 @@ func trimMeta(m *metav1.ObjectMeta) {
 	}
 }
 
-// trimPod keeps of a pod what the writer's checks and the controller read
-// (its identity, node, volumes and phase), so that watching every pod costs
-// little memory.
-func trimPod(obj any) (any, error) {
-	pod, ok := obj.(*v1.Pod)
-	if !ok {
-		return obj, nil
+// claimIndex indexes pods by the claims they name ("namespace/claim").
+const claimIndex = "claim"
+
+func podClaimKeys(obj any) ([]string, error) {
+	u, ok := obj.(*podUse)
+	if !ok || len(u.claims) == 0 {
+		return nil, nil
 	}
-	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion, DeletionTimestamp: pod.DeletionTimestamp},
-		Spec:       v1.PodSpec{NodeName: pod.Spec.NodeName, Volumes: claimVolumes(pod.Spec.Volumes)},
-		Status:     v1.PodStatus{Phase: pod.Status.Phase},
-	}, nil
+	keys := make([]string, len(u.claims))
+	for i, cl := range u.claims {
+		keys[i] = u.namespace + "/" + cl
+	}
+	return keys, nil
 }
 
-// claimVolumes are the volumes of a pod that name a claim (what
-// rewrite.PodClaims reads): a persistentVolumeClaim volume as it is, a
-// generic ephemeral one without its claim template. The others (a
-// service account's projected token, config maps, empty dirs) name none.
-func claimVolumes(vols []v1.Volume) []v1.Volume {
-	n := 0
-	for i := range vols {
-		if vols[i].PersistentVolumeClaim != nil || vols[i].Ephemeral != nil {
-			n++
+// podsUsing answers the writer's in-use check from the pods' index.
+func (c *Controller) podsUsing(ns, claim string) ([]v1.Pod, error) {
+	objs, err := c.podIndex.ByIndex(claimIndex, ns+"/"+claim)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]v1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if u, ok := o.(*podUse); ok {
+			out = append(out, u.pod())
 		}
 	}
-	if n == 0 {
-		return nil
-	}
-	out := make([]v1.Volume, 0, n)
-	for _, vol := range vols {
-		switch {
-		case vol.PersistentVolumeClaim != nil:
-			out = append(out, v1.Volume{Name: vol.Name, VolumeSource: v1.VolumeSource{PersistentVolumeClaim: vol.PersistentVolumeClaim}})
-		case vol.Ephemeral != nil:
-			out = append(out, v1.Volume{Name: vol.Name, VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}})
+	return out, nil
+}
+
+// pvsNaming answers the adoption's check that no other PV names an image:
+// the PVs, whole or stubs, that name the volume key.
+func (c *Controller) pvsNaming(key string) ([]string, error) {
+	var out []string
+	for _, o := range c.pvStore.List() {
+		switch pv := o.(type) {
+		case *pvStub:
+			if pv.key == key {
+				out = append(out, pv.name)
+			}
+		case *v1.PersistentVolume:
+			if k, ok := rewrite.VolumeKey(pv); ok && k == key {
+				out = append(out, pv.Name)
+			}
 		}
 	}
-	return out
+	return out, nil
+}
+
+// binding is what the controller reads of a claim, whole or a stub.
+func (c *Controller) binding(ns, name string) (uid types.UID, volumeName string, deleting, ok bool) {
+	obj, ok, err := c.claimStore.GetByKey(ns + "/" + name)
+	if err != nil || !ok {
+		return "", "", false, false
+	}
+	switch pvc := obj.(type) {
+	case *v1.PersistentVolumeClaim:
+		return pvc.UID, pvc.Spec.VolumeName, pvc.DeletionTimestamp != nil, true
+	case *claimStub:
+		return pvc.uid, pvc.volumeName, pvc.deletion != nil, true
+	}
+	return "", "", false, false
 }
 
 // watchUsers looks again at a PV left as it is when what uses it changes:
@@ -132,8 +185,11 @@ func claimVolumes(vols []v1.Volume) []v1.Volume {
 func (c *Controller) watchUsers(claims, vas, pods cache.SharedIndexInformer) error {
 	_, err := claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj any) {
-			if pvc, ok := obj.(*v1.PersistentVolumeClaim); ok {
+			switch pvc := obj.(type) {
+			case *v1.PersistentVolumeClaim:
 				c.enqueueBlockedPV(pvc.Spec.VolumeName)
+			case *claimStub:
+				c.enqueueBlockedPV(pvc.volumeName)
 			}
 		},
 	})
@@ -178,13 +234,13 @@ func (c *Controller) enqueuePodVolumes(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	pod, ok := obj.(*v1.Pod)
+	u, ok := obj.(*podUse)
 	if !ok {
 		return
 	}
-	for _, claim := range rewrite.PodClaims(pod.Name, &pod.Spec) {
-		if pvc, err := c.claims.PersistentVolumeClaims(pod.Namespace).Get(claim); err == nil {
-			c.enqueueBlockedPV(pvc.Spec.VolumeName)
+	for _, claim := range u.claims {
+		if _, volume, _, ok := c.binding(u.namespace, claim); ok {
+			c.enqueueBlockedPV(volume)
 		}
 	}
 }
@@ -224,19 +280,26 @@ func (c *Controller) watch(pvs, classes, drivers, states cache.SharedIndexInform
 }
 
 // startInformers starts the informers and waits until their caches have
-// synced; stop shuts them down.
+// synced (the PVs' first: a claim is kept whole or as a stub by its PV);
+// stop shuts them down.
 func (c *Controller) startInformers(ctx context.Context) (stop func(), err error) {
-	factories := []informers.SharedInformerFactory{c.factory, c.podInf, c.stateInf}
-	for _, f := range factories {
-		f.Start(ctx.Done())
-	}
+	var started []informers.SharedInformerFactory
 	stop = func() {
-		for _, f := range factories {
+		for _, f := range started {
 			f.Shutdown()
 		}
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return stop, fmt.Errorf("the informers did not sync: %w", ctx.Err())
+	for _, step := range []struct {
+		factories []informers.SharedInformerFactory
+		synced    []cache.InformerSynced
+	}{{[]informers.SharedInformerFactory{c.factory, c.stateInf}, c.syncedFirst}, {[]informers.SharedInformerFactory{c.userInf}, c.synced}} {
+		for _, f := range step.factories {
+			f.Start(ctx.Done())
+			started = append(started, f)
+		}
+		if !cache.WaitForCacheSync(ctx.Done(), step.synced...) {
+			return stop, fmt.Errorf("the informers did not sync: %w", ctx.Err())
+		}
 	}
 	return stop, nil
 }

@@ -190,8 +190,8 @@ func (c *Controller) bindingInFlight(pv *v1.PersistentVolume) bool {
 		return false
 	}
 	ref := pv.Spec.ClaimRef
-	pvc, err := c.claims.PersistentVolumeClaims(ref.Namespace).Get(ref.Name)
-	return err == nil && pvc.UID == ref.UID && pvc.Spec.VolumeName == pv.Name && pvc.DeletionTimestamp == nil
+	uid, volume, deleting, ok := c.binding(ref.Namespace, ref.Name)
+	return ok && uid == ref.UID && volume == pv.Name && !deleting
 }
 
 // outcome reports one step and says when to look again.

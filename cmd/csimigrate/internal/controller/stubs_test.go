@@ -1,0 +1,222 @@
+package controller
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"pgregory.net/rapid"
+
+	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/internal/testsupport/gen"
+	"github.com/csimigrate/csimigrate/plugin"
+	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/translate"
+)
+
+// The PV informer's transform keeps whole every PV a direction may act on
+// and gives every other one a stub that reads back as apply.SlimPV gives
+// that PV and names the same volume (rewrite.VolumeKey), without changing
+// its input. PVs of every kind: in-tree, their translations (migration
+// handles), provisioned CSI PVs of Ceph CSI and vSphere, and hostile ones.
+func TestTrimPVStubIsSlimPV(t *testing.T) {
+	tr, err := translate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stubs := 0
+	rapid.Check(t, func(t *rapid.T) {
+		pv := rapid.OneOf(
+			rapid.Custom(gen.RBDPV), rapid.Custom(func(t *rapid.T) *v1.PersistentVolume { return gen.CephFSPV(t, true) }), rapid.Custom(gen.VSpherePV),
+			rapid.Custom(gen.RBDProvisionedPV), rapid.Custom(gen.VSphereProvisionedPV), rapid.Custom(gen.HostilePV),
+			rapid.Custom(func(t *rapid.T) *v1.PersistentVolume {
+				in := rapid.OneOf(rapid.Custom(gen.RBDPV), rapid.Custom(gen.VSpherePV)).Draw(t, "inTree")
+				out, err := tr.TranslateInTreePVToCSI(klog.Background().V(100), in)
+				if err != nil {
+					return in
+				}
+				return out
+			}),
+		).Draw(t, "pv")
+		// What an informer's PV has beside: identity, phase, labels, a
+		// deletion under way.
+		pv.UID = types.UID(rapid.StringMatching(`[a-f0-9-]{0,36}`).Draw(t, "uid"))
+		pv.ResourceVersion = rapid.StringMatching(`[0-9]{0,8}`).Draw(t, "rv")
+		pv.Status.Phase = rapid.SampledFrom([]v1.PersistentVolumePhase{"", v1.VolumeBound, v1.VolumeAvailable, v1.VolumeReleased, v1.VolumeFailed}).Draw(t, "phase")
+		if rapid.Bool().Draw(t, "labelled") {
+			pv.Labels = map[string]string{"team": rapid.StringMatching(`[a-z]{1,8}`).Draw(t, "team")}
+		}
+		if rapid.Bool().Draw(t, "deleting") {
+			pv.DeletionTimestamp = &metav1.Time{}
+		}
+		before := pv.DeepCopy()
+		got, err := trimPV(pv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(before, pv); diff != "" {
+			t.Fatalf("trimPV changed its input:\n%s", diff)
+		}
+		if apply.KeptWhole(pv) {
+			if got != any(pv) {
+				t.Fatalf("a PV a direction may act on was not kept whole: %T", got)
+			}
+			return
+		}
+		stubs++
+		s, ok := got.(*pvStub)
+		if !ok {
+			t.Fatalf("a PV no direction acts on was kept as %T", got)
+		}
+		if diff := cmp.Diff(apply.SlimPV(pv), s.pv()); diff != "" {
+			t.Fatalf("the stub reads back (+) otherwise than SlimPV gives the PV (-):\n%s", diff)
+		}
+		if key, _ := rewrite.VolumeKey(pv); s.key != key {
+			t.Fatalf("stub's volume key %q, the PV's %q", s.key, key)
+		}
+		if s.GetName() != pv.Name || s.GetResourceVersion() != pv.ResourceVersion || s.GetUID() != pv.UID {
+			t.Fatalf("stub's identity %q %q %q, the PV's %q %q %q", s.GetName(), s.GetResourceVersion(), s.GetUID(), pv.Name, pv.ResourceVersion, pv.UID)
+		}
+	})
+	t.Logf("%d stubs", stubs)
+	if stubs == 0 {
+		t.Error("no generated PV was held as a stub")
+	}
+}
+
+// A pod is kept as the claims it names (rewrite.PodClaims), its node and
+// phase, and nothing of its other volumes.
+func TestPodUseKeepsItsClaims(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0", UID: "u", ResourceVersion: "7", Labels: map[string]string{"app": "web"}},
+		Spec: v1.PodSpec{NodeName: "n1", Volumes: []v1.Volume{
+			{Name: "token", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}}}}}},
+			{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data-web-0"}}},
+			{Name: "scratch", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{}}}},
+		}},
+		Status: v1.PodStatus{Phase: v1.PodRunning}}
+	before := pod.DeepCopy()
+	c := &Controller{}
+	obj, err := c.trimUser(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := obj.(*podUse)
+	if diff := cmp.Diff([]string{"data-web-0", "web-0-scratch"}, u.claims); diff != "" {
+		t.Errorf("claims (-want +got):\n%s", diff)
+	}
+	want := v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0", UID: "u", ResourceVersion: "7"}, Spec: v1.PodSpec{NodeName: "n1"}, Status: v1.PodStatus{Phase: v1.PodRunning}}
+	if diff := cmp.Diff(want, u.pod()); diff != "" {
+		t.Errorf("the pod the in-use check reads (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(before, pod); diff != "" {
+		t.Errorf("the informer's pod was changed:\n%s", diff)
+	}
+}
+
+// The stores as the writer and the controller read them: a claim is kept
+// whole (trimmed) when its PV is kept whole or it is not bound, as a stub
+// otherwise; the claims lister does not find a stub (the writer then reads
+// the API server); the PV lister gives a stub as SlimPV, lists only whole
+// PVs; pods are found by their claims; the volumes of stubs are named.
+func TestStores(t *testing.T) {
+	inTree := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "in-tree", ResourceVersion: "1"},
+		Spec: v1.PersistentVolumeSpec{ClaimRef: &v1.ObjectReference{Namespace: "ns", Name: "old"}, PersistentVolumeSource: v1.PersistentVolumeSource{
+			RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.0.0.1:6789"}, RBDPool: "kube", RBDImage: "img"}}}}
+	native := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "native", ResourceVersion: "2", Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": plugin.RBDDriverName}},
+		Spec: v1.PersistentVolumeSpec{StorageClassName: "rbd", ClaimRef: &v1.ObjectReference{Namespace: "ns", Name: "new"},
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: plugin.RBDDriverName,
+				VolumeHandle:     "0001-0024-b7f67366-bb43-f32e-07d8-a261a7840da9-0000000000000002-6f1c0000-4b53-9a61-2b0c-1d9a7e110000",
+				VolumeAttributes: map[string]string{"clusterID": "c", "pool": "kube", "imageName": "img", "storage.kubernetes.io/csiProvisionerIdentity": "x"}}}},
+		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeBound}}
+	c := &Controller{}
+	c.pvStore = cache.NewStore(cache.MetaNamespaceKeyFunc)
+	c.claimStore = cache.NewStore(cache.MetaNamespaceKeyFunc)
+	c.podIndex = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{claimIndex: podClaimKeys})
+	c.pvs, c.claims = pvLister{c.pvStore}, claimLister{c.claimStore}
+	for _, pv := range []*v1.PersistentVolume{inTree, native} {
+		obj, _ := trimPV(pv)
+		if err := c.pvStore.Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim := func(name, volume string) *v1.PersistentVolumeClaim {
+		return &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name),
+			Annotations: map[string]string{v1.LastAppliedConfigAnnotation: "{}", "team": "db"}}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: volume}}
+	}
+	for _, pvc := range []*v1.PersistentVolumeClaim{claim("old", "in-tree"), claim("new", "native"), claim("pending", ""), claim("elsewhere", "unknown")} {
+		obj, _ := c.trimUser(pvc)
+		if err := c.claimStore.Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"old", "pending"} {
+		got, err := c.claims.PersistentVolumeClaims("ns").Get(name)
+		if err != nil {
+			t.Fatalf("claim %s: %v", name, err)
+		}
+		if _, ok := got.Annotations[v1.LastAppliedConfigAnnotation]; ok || got.Annotations["team"] != "db" {
+			t.Errorf("claim %s annotations %v: want the last-applied copy gone, the rest kept", name, got.Annotations)
+		}
+	}
+	for _, name := range []string{"new", "elsewhere"} {
+		if _, err := c.claims.PersistentVolumeClaims("ns").Get(name); !apierrors.IsNotFound(err) {
+			t.Errorf("claim %s (a stub): got %v, want not found", name, err)
+		}
+		if uid, volume, _, ok := c.binding("ns", name); !ok || string(uid) != "uid-"+name {
+			t.Errorf("binding of stub %s: %q %q %v", name, uid, volume, ok)
+		}
+	}
+	native2 := native.DeepCopy()
+	native2.Spec.ClaimRef.UID, native2.Status.Phase = "uid-new", v1.VolumeAvailable
+	if !c.bindingInFlight(native2) {
+		t.Error("a PV whose claim (a stub) names it by uid, not yet Bound: want in flight")
+	}
+	native2.Spec.ClaimRef.UID = "uid-other"
+	if c.bindingInFlight(native2) {
+		t.Error("a PV whose claim has another uid: want not in flight")
+	}
+	got, err := c.pvs.Get("native")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(apply.SlimPV(native), got); diff != "" {
+		t.Errorf("the stub as the PV lister gives it (-SlimPV +got):\n%s", diff)
+	}
+	if _, err := c.pvs.Get("gone"); !apierrors.IsNotFound(err) {
+		t.Errorf("a PV not held: got %v, want not found", err)
+	}
+	list, _ := c.pvs.List(labels.Everything())
+	if len(list) != 1 || list[0] != inTree {
+		t.Errorf("List: %v, want the in-tree PV only", list)
+	}
+	key, _ := rewrite.VolumeKey(native)
+	inTreeKey, _ := rewrite.VolumeKey(inTree)
+	for k, want := range map[string][]string{key: {"native"}, inTreeKey: {"in-tree"}, "none": nil} {
+		names, _ := c.pvsNaming(k)
+		slices.Sort(names)
+		if diff := cmp.Diff(want, names); diff != "" {
+			t.Errorf("PVs naming %q (-want +got):\n%s", k, diff)
+		}
+	}
+	for _, p := range []*v1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}, Spec: v1.PodSpec{NodeName: "n1", Volumes: []v1.Volume{{Name: "d", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "old"}}}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "b"}, Spec: v1.PodSpec{Volumes: []v1.Volume{{Name: "d", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "old"}}}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}},
+	} {
+		obj, _ := c.trimUser(p)
+		if err := c.podIndex.Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pods, _ := c.podsUsing("ns", "old")
+	if len(pods) != 1 || pods[0].Name != "a" || pods[0].Spec.NodeName != "n1" {
+		t.Errorf("pods using ns/old: %+v, want pod a on n1", pods)
+	}
+}
