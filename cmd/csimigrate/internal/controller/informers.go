@@ -60,15 +60,31 @@ func (c *Controller) informers() (*apply.Listers, error) {
 	return &apply.Listers{PVs: c.pvs, Claims: c.claims, PodsUsing: c.podsUsing, PVsNaming: c.pvsNaming, VolumeAttachments: vaInf.Lister(), States: c.states}, nil
 }
 
-// trimPV keeps a PV a direction may act on whole (apply.KeptWhole) and
-// the others as stubs. Being an informer's transform, it is applied as
+// trimPV is the transform of the main informers: it keeps a PV a
+// direction may act on whole (apply.KeptWhole) and the others as stubs,
+// and a VolumeAttachment as trimAttachment does. Being an informer's transform, it is applied as
 // objects stream in (a watch list's initial events, or each page of a
 // list).
 func trimPV(obj any) (any, error) {
-	if pv, ok := obj.(*v1.PersistentVolume); ok && !apply.KeptWhole(pv) {
-		return newPVStub(pv), nil
+	switch o := obj.(type) {
+	case *v1.PersistentVolume:
+		if !apply.KeptWhole(o) {
+			return newPVStub(o), nil
+		}
+	case *storagev1.VolumeAttachment:
+		return trimAttachment(o), nil
 	}
 	return obj, nil
+}
+
+// trimAttachment keeps of a VolumeAttachment what the online-safety check
+// and the controller read: its name, attacher, node and PV, and whether it
+// is attached (a large cluster has one for every attached volume).
+func trimAttachment(va *storagev1.VolumeAttachment) *storagev1.VolumeAttachment {
+	return &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: va.Name, UID: va.UID, ResourceVersion: va.ResourceVersion, DeletionTimestamp: va.DeletionTimestamp},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: intern(va.Spec.Attacher), NodeName: intern(va.Spec.NodeName),
+			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: va.Spec.Source.PersistentVolumeName}},
+		Status: storagev1.VolumeAttachmentStatus{Attached: va.Status.Attached}}
 }
 
 // trimUser keeps a claim bound to a PV the controller keeps whole (or not

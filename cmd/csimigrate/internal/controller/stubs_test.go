@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -218,5 +219,29 @@ func TestStores(t *testing.T) {
 	pods, _ := c.podsUsing("ns", "old")
 	if len(pods) != 1 || pods[0].Name != "a" || pods[0].Spec.NodeName != "n1" {
 		t.Errorf("pods using ns/old: %+v, want pod a on n1", pods)
+	}
+}
+
+// A VolumeAttachment keeps what the online-safety check reads (its name,
+// attacher, node, PV) and its state; its input is not changed.
+func TestTrimAttachment(t *testing.T) {
+	pvName := "pv-1"
+	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-0123", UID: "u", ResourceVersion: "9",
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "csi-attacher"}}, Finalizers: []string{"external-attacher/rbd-csi-ceph-com"}},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: plugin.RBDDriverName, NodeName: "n1", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName}},
+		Status: storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"k": "v"}}}
+	before := va.DeepCopy()
+	got, err := trimPV(va)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-0123", UID: "u", ResourceVersion: "9"},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: plugin.RBDDriverName, NodeName: "n1", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName}},
+		Status: storagev1.VolumeAttachmentStatus{Attached: true}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("trimmed (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(before, va); diff != "" {
+		t.Errorf("the input changed:\n%s", diff)
 	}
 }
