@@ -332,7 +332,19 @@ func keyOf(obj any) (string, bool) {
 }
 
 func (c *Controller) enqueuePV(obj any) {
-	if k, ok := keyOf(obj); ok {
+	k, ok := keyOf(obj)
+	if !ok {
+		return
+	}
+	// A stub is a PV no direction acts on: it is looked at only when the
+	// controller has business with it (a run of its own that made it one,
+	// or a blocked reason to clear), so that the sync of a large cluster
+	// does not queue its every PV ahead of the few in scope.
+	stub := obj
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		stub = d.Obj
+	}
+	if _, ok := stub.(*pvStub); !ok || c.tracked(rewrite.PVRef(k)) {
 		c.pvQueue.Add(k)
 	}
 	// A class waiting for its PVs is looked at again as they change.
@@ -344,6 +356,17 @@ func (c *Controller) enqueuePV(obj any) {
 			c.scQueue.Add(pv.Spec.StorageClassName)
 		}
 	}
+}
+
+// tracked reports whether the controller has business with obj: a run
+// under way, a write of its own not yet seen done, or a reason it is left
+// as it is.
+func (c *Controller) tracked(obj rewrite.ObjectRef) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, run := c.runs[obj]
+	_, blocked := c.blocked[obj]
+	return run || blocked || c.started[obj]
 }
 
 func (c *Controller) enqueueClass(obj any) {

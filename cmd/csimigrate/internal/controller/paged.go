@@ -18,7 +18,7 @@ import (
 
 // listPage is how many objects a list of the controller's informers reads
 // at a time.
-const listPage = 500
+const listPage = 2000
 
 // pagedLister is the ListerWatcher of an informer that keeps stubs: its
 // list reads the API server a page at a time and turns each page's
@@ -43,7 +43,8 @@ func pagedLister[L runtime.Object](client any, list func(context.Context, metav1
 	return cache.ToListWatcherWithWatchListSemantics(lw, client)
 }
 
-// listKept lists every page and keeps of each object what keep returns.
+// listKept lists every page and keeps of each object what keep returns
+// (nil: nothing).
 func listKept[L runtime.Object](ctx context.Context, opts metav1.ListOptions, list func(context.Context, metav1.ListOptions) (L, error),
 	keep func(runtime.Object) runtime.Object) (runtime.Object, error) {
 	opts.ResourceVersion, opts.ResourceVersionMatch, opts.Limit, opts.Continue = "", "", listPage, ""
@@ -61,7 +62,9 @@ func listKept[L runtime.Object](ctx context.Context, opts metav1.ListOptions, li
 			out.ResourceVersion = lm.GetResourceVersion()
 		}
 		err = meta.EachListItem(page, func(o runtime.Object) error {
-			out.Items = append(out.Items, runtime.RawExtension{Object: keep(o)})
+			if k := keep(o); k != nil {
+				out.Items = append(out.Items, runtime.RawExtension{Object: k})
+			}
 			return nil
 		})
 		if err != nil {
@@ -90,13 +93,18 @@ func keepPV(o runtime.Object) runtime.Object {
 }
 
 // keepUser is what the claims' and pods' informer keeps of a listed
-// object (trimUser), off its page.
+// object (trimUser), off its page; a claim bound to a PV kept as a stub not
+// at all. Nothing reads such a claim but the writer, which reads a claim
+// its lister does not hold from the API server; one that changes later
+// arrives by the watch, as a stub.
 func (c *Controller) keepUser(o runtime.Object) runtime.Object {
 	kept, _ := c.trimUser(o)
 	switch k := kept.(type) {
 	case *v1.PersistentVolumeClaim:
 		cp := *k
 		return &cp
+	case *claimStub:
+		return nil
 	case runtime.Object:
 		return k
 	}

@@ -10,6 +10,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/csimigrate/csimigrate/plugin"
 )
 
 // A list is read page by page with the continue token, as a consistent
@@ -72,5 +75,40 @@ func TestKeepPV(t *testing.T) {
 	pv, ok := got.(*v1.PersistentVolume)
 	if !ok || pv == &page.Items[0] || pv.Name != "in-tree" {
 		t.Errorf("an in-tree PV: kept %T %p (page item %p), want a copy", got, got, &page.Items[0])
+	}
+}
+
+// A listed claim bound to a PV kept as a stub is not kept; one bound to a
+// whole PV, or not bound, is kept as a copy off its page.
+func TestKeepUserClaims(t *testing.T) {
+	c := &Controller{}
+	c.pvStore = cache.NewStore(cache.MetaNamespaceKeyFunc)
+	whole := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "in-tree"},
+		Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.0.0.1:6789"}, RBDImage: "img"}}}}
+	native := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "native"}, Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{
+		CSI: &v1.CSIPersistentVolumeSource{Driver: plugin.RBDDriverName, VolumeHandle: "0001-0024-b7f67366-bb43-f32e-07d8-a261a7840da9-0000000000000002-6f1c0000-4b53-9a61-2b0c-1d9a7e110000"}}}}
+	for _, pv := range []*v1.PersistentVolume{whole, native} {
+		obj, _ := trimPV(pv)
+		if err := c.pvStore.Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page := &v1.PersistentVolumeClaimList{Items: []v1.PersistentVolumeClaim{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "old"}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: "in-tree"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new"}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: "native"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pending"}},
+	}}
+	var kept []string
+	for i := range page.Items {
+		if k := c.keepUser(&page.Items[i]); k != nil {
+			pvc, ok := k.(*v1.PersistentVolumeClaim)
+			if !ok || pvc == &page.Items[i] {
+				t.Fatalf("claim %s kept as %T %p (page item %p), want a copy", page.Items[i].Name, k, k, &page.Items[i])
+			}
+			kept = append(kept, pvc.Name)
+		}
+	}
+	if diff := cmp.Diff([]string{"old", "pending"}, kept); diff != "" {
+		t.Errorf("kept (-want +got):\n%s", diff)
 	}
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"pgregory.net/rapid"
 
@@ -228,7 +230,7 @@ func TestTrimAttachment(t *testing.T) {
 	pvName := "pv-1"
 	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-0123", UID: "u", ResourceVersion: "9",
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "csi-attacher"}}, Finalizers: []string{"external-attacher/rbd-csi-ceph-com"}},
-		Spec: storagev1.VolumeAttachmentSpec{Attacher: plugin.RBDDriverName, NodeName: "n1", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName}},
+		Spec:   storagev1.VolumeAttachmentSpec{Attacher: plugin.RBDDriverName, NodeName: "n1", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName}},
 		Status: storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"k": "v"}}}
 	before := va.DeepCopy()
 	got, err := trimPV(va)
@@ -236,12 +238,43 @@ func TestTrimAttachment(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-0123", UID: "u", ResourceVersion: "9"},
-		Spec: storagev1.VolumeAttachmentSpec{Attacher: plugin.RBDDriverName, NodeName: "n1", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName}},
+		Spec:   storagev1.VolumeAttachmentSpec{Attacher: plugin.RBDDriverName, NodeName: "n1", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName}},
 		Status: storagev1.VolumeAttachmentStatus{Attached: true}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("trimmed (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(before, va); diff != "" {
 		t.Errorf("the input changed:\n%s", diff)
+	}
+}
+
+// A stub's event queues its PV only when the controller has business with
+// it (a run, a write of its own, a reason to clear); a whole PV's always.
+func TestEnqueueStubOnlyWhenTracked(t *testing.T) {
+	c := &Controller{}
+	c.pvQueue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	defer c.pvQueue.ShutDown()
+	c.blocked, c.said, c.started, c.runs = map[rewrite.ObjectRef]string{}, map[rewrite.ObjectRef]time.Time{}, map[rewrite.ObjectRef]bool{}, map[rewrite.ObjectRef]*apply.Run{}
+	native := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "native"}, Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{
+		CSI: &v1.CSIPersistentVolumeSource{Driver: plugin.RBDDriverName, VolumeHandle: "0001-0024-b7f67366-bb43-f32e-07d8-a261a7840da9-0000000000000002-6f1c0000-4b53-9a61-2b0c-1d9a7e110000"}}}}
+	stub, _ := trimPV(native)
+	if _, ok := stub.(*pvStub); !ok {
+		t.Fatalf("want a stub, got %T", stub)
+	}
+	c.enqueuePV(stub)
+	c.enqueuePV(cache.DeletedFinalStateUnknown{Key: "native", Obj: stub})
+	if n := c.pvQueue.Len(); n != 0 {
+		t.Fatalf("an untracked stub queued %d times", n)
+	}
+	c.started[rewrite.PVRef("native")] = true
+	c.enqueuePV(stub)
+	if n := c.pvQueue.Len(); n != 1 {
+		t.Fatalf("a stub this process wrote to: queued %d, want 1", n)
+	}
+	inTree := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "in-tree"}, Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{
+		RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.0.0.1:6789"}, RBDImage: "img"}}}}
+	c.enqueuePV(inTree)
+	if n := c.pvQueue.Len(); n != 2 {
+		t.Fatalf("a whole PV: queue holds %d, want 2", n)
 	}
 }
