@@ -252,37 +252,95 @@ func (o *controllerOptions) servedCephConfig(ctx context.Context, client kuberne
 // not list all that plan -live reads to find them (asked with
 // SelfSubjectAccessReviews, again at each -recheck), it answers with a
 // refusal naming what it may not list: the volume is left as it is, never
-// taken as served.
+// taken as served. Only the first answer is waited for: after it, a read
+// older than -recheck is answered and read again behind the workers (on a
+// cluster of 120,000 PVs a read takes seconds, which every worker waited
+// for at each -recheck); a read that fails keeps the last answer and is
+// tried again at the next question.
 func (o *controllerOptions) cephServed(client kubernetes.Interface, tr *translate.Translator, logger klog.Logger) func(context.Context) (ceph.ClusterConfig, error) {
 	var mu sync.Mutex
 	var last ceph.ClusterConfig
 	var lastErr error
 	var at time.Time
 	var said string
-	return func(ctx context.Context) (ceph.ClusterConfig, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !at.IsZero() && time.Since(at) < o.ctl.Recheck {
-			return last, lastErr
-		}
+	var reading chan struct{} // closed when the read under way ends
+	read := func(ctx context.Context) (ceph.ClusterConfig, error) {
 		missing, err := liveUnreadable(ctx, client)
 		if err != nil {
 			return ceph.ClusterConfig{}, err
 		}
 		if len(missing) > 0 {
-			last, lastErr, at = ceph.ClusterConfig{}, cephUncheckedRefusal(missing), time.Now()
+			mu.Lock()
 			if m := strings.Join(missing, ","); m != said {
 				said = m
 				logger.Info("Not rewriting Ceph volumes: this ServiceAccount cannot list what finds the cluster entries Ceph CSI serves", "cannotList", missing)
 			}
-			return last, lastErr
+			mu.Unlock()
+			return ceph.ClusterConfig{}, cephUncheckedRefusal(missing)
 		}
 		served, err := liveCephServed(ctx, client, tr, plan.Options{Drivers: o.translation.drivers})
 		if err != nil {
 			return ceph.ClusterConfig{}, err
 		}
-		last, lastErr, at, said = served, nil, time.Now(), ""
+		mu.Lock()
+		said = ""
+		mu.Unlock()
 		return served, nil
+	}
+	// start reads in the background, under mu; done is closed when it
+	// ends. A refusal is an answer; another error is not (kept: the last).
+	start := func() chan struct{} {
+		done := make(chan struct{})
+		reading = done
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			served, err := read(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			var refusal *rewrite.Refusal
+			switch {
+			case err == nil || errors.As(err, &refusal):
+				last, lastErr, at = served, err, time.Now()
+			case at.IsZero():
+				lastErr = err // the first answer's waiters get it
+			default:
+				logger.Info("Reading the cluster entries Ceph CSI serves failed; the last answer stands", "err", err.Error())
+			}
+			reading = nil
+			close(done)
+		}()
+		return done
+	}
+	return func(ctx context.Context) (ceph.ClusterConfig, error) {
+		mu.Lock()
+		if !at.IsZero() {
+			if time.Since(at) >= o.ctl.Recheck && reading == nil {
+				start()
+			}
+			defer mu.Unlock()
+			return last, lastErr
+		}
+		done := reading
+		if done == nil {
+			lastErr = nil
+			done = start()
+		}
+		mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ceph.ClusterConfig{}, ctx.Err()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if at.IsZero() {
+			if lastErr == nil {
+				return ceph.ClusterConfig{}, errors.New("the cluster entries Ceph CSI serves could not be read")
+			}
+			return ceph.ClusterConfig{}, lastErr
+		}
+		return last, lastErr
 	}
 }
 
