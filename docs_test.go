@@ -102,3 +102,25 @@ func TestPrintedCodesDocumented(t *testing.T) {
 		t.Errorf("found %v codes in the source: the pattern no longer matches how they are declared", n)
 	}
 }
+
+// The base's Deployment asks for the memory the sizing table's row marked
+// "the base" gives.
+func TestBaseFollowsTheSizingTable(t *testing.T) {
+	doc, err := os.ReadFile(filepath.FromSlash("docs/performance.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile(`(?m)^\| [^|]*\(the base\) \| ([0-9]+Mi) \| ([0-9]+Mi) \|$`).FindStringSubmatch(string(doc))
+	if row == nil {
+		t.Fatal(`docs/performance.md: no sizing row marked "(the base)" with a request and a limit`)
+	}
+	base, err := os.ReadFile(filepath.FromSlash("cmd/csimigrate/deploy/base/controller.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"requests: {cpu: 50m, memory: " + row[1] + "}", "limits: {memory: " + row[2] + "}"} {
+		if !strings.Contains(string(base), want) {
+			t.Errorf("cmd/csimigrate/deploy/base/controller.yaml lacks %q (the sizing table's base row: request %s, limit %s)", want, row[1], row[2])
+		}
+	}
+}
