@@ -107,4 +107,39 @@ func TestWriterWithStaleListers(t *testing.T) {
 		t.Fatalf("a PV whose claim a listed pod uses: got %v, want a refusal %s\n%s", err, rewrite.CodeInUse, out.String())
 	}
 	unchanged(t, c, before)
+
+	// In use, as only PodsUsing says (a cache indexed by claim; a finished
+	// pod of the claim does not count): refused, left as it was.
+	l := listers([]*v1.PersistentVolume{before}, []*v1.PersistentVolumeClaim{pvc}, nil)
+	var asked []string
+	l.PodsUsing = func(ns, claim string) ([]v1.Pod, error) {
+		asked = append(asked, ns+"/"+claim)
+		done := *pod.DeepCopy()
+		done.Name, done.Status.Phase = "done", v1.PodSucceeded
+		return []v1.Pod{*pod, done}, nil
+	}
+	out.Reset()
+	w = newWriter(t, c, &out, Options{Listers: l})
+	_, err = w.PVs(ctx, []Target{{Name: name}})
+	if !errors.As(err, &ref) || ref.Code != rewrite.CodeInUse || !strings.Contains(ref.Reason, "user") || strings.Contains(ref.Reason, "done") {
+		t.Fatalf("a PV whose claim PodsUsing names a running pod of: got %v, want a refusal %s naming pod user only\n%s", err, rewrite.CodeInUse, out.String())
+	}
+	if len(asked) == 0 || asked[0] != ns+"/"+name {
+		t.Errorf("PodsUsing asked %v, want %s/%s", asked, ns, name)
+	}
+	unchanged(t, c, before)
+
+	// A claim the Claims lister leaves out is read from the API server,
+	// not taken as missing: the PV is rewritten.
+	name = "claim-not-cached"
+	stale, _ := seed(name, v1.PersistentVolumeReclaimDelete)
+	out.Reset()
+	w = newWriter(t, c, &out, Options{Listers: listers([]*v1.PersistentVolume{stale}, nil, nil)})
+	if _, err := w.PVs(ctx, []Target{{Name: name}}); err != nil {
+		t.Fatalf("%s: %v\n%s", name, err, out.String())
+	}
+	if got := getPV(t, c, name); got.Spec.CSI == nil {
+		t.Errorf("%s: not rewritten\n%s", name, out.String())
+	}
+	noStateLeft(t, c)
 }
