@@ -308,6 +308,11 @@ func RBD(in RBDInput) (Decision, error) {
 		return Decision{}, err
 	}
 	d := Decision{Form: FormNative}
+	// The clusterID must fit in a Ceph CSI volume ID (at most 64 bytes),
+	// which a plan's form decides as the run does.
+	if err := (volumeid.CephCSIVolumeID{Version: 1, ClusterID: h.ClusterID, ObjectUUID: "00000000-0000-4000-8000-000000000000"}).Validate(); err != nil {
+		d.stay(FormMigration, fmt.Sprintf("a Ceph CSI volume ID cannot name the clusterID %q: %v", h.ClusterID, err))
+	}
 	if in.RadosNamespace != "" {
 		d.stay(FormMigration, fmt.Sprintf("the Ceph CSI cluster entry %s has RBD rados namespace %q, which the image's migration handle does not name", h.ClusterID, in.RadosNamespace))
 	}
