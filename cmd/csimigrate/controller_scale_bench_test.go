@@ -88,13 +88,7 @@ func BenchmarkControllerScale(b *testing.B) {
 // times the seven writes of their rewrites sent directly by 8 goroutines
 // (floorWrites), on the large cluster.
 func scaleFloor(b *testing.B, base *rest.Config, n int) time.Duration {
-	cfg := rest.CopyConfig(base)
-	cfg.QPS, cfg.Burst = 5000, 5000
-	cfg.WarningHandler = rest.NoWarnings{}
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := fastClient(b, base)
 	var cm common
 	tr, err := cm.translator()
 	if err != nil {
@@ -106,8 +100,9 @@ func scaleFloor(b *testing.B, base *rest.Config, n int) time.Duration {
 	return time.Since(start)
 }
 
-// seedScale creates the benchmark's objects, 32 requests at a time.
-func seedScale(b testing.TB, base *rest.Config, n, inTree int) {
+// fastClient is a client of base with its rate limit raised and without
+// the API server's warnings (the in-tree sources' deprecation).
+func fastClient(b testing.TB, base *rest.Config) kubernetes.Interface {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = 5000, 5000
 	cfg.WarningHandler = rest.NoWarnings{}
@@ -115,6 +110,12 @@ func seedScale(b testing.TB, base *rest.Config, n, inTree int) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return c
+}
+
+// seedScale creates the benchmark's objects, 32 requests at a time.
+func seedScale(b testing.TB, base *rest.Config, n, inTree int) {
+	c := fastClient(b, base)
 	ctx := context.Background()
 	const ns = "scale"
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
