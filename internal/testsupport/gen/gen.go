@@ -484,3 +484,22 @@ func VSphereInline(t *rapid.T) *v1.Volume {
 	}
 	return &v1.Volume{Name: DNSLabel().Draw(t, "volume"), VolumeSource: v1.VolumeSource{VsphereVolume: src}}
 }
+
+// AnyPV draws a PV of every kind the checks meet: in-tree RBD, CephFS and
+// vSphere PVs, CSI PVs their drivers provisioned, hostile PVs, and the
+// translations of in-tree PVs (migration handles) that translate gives (the
+// in-tree PV itself where it fails).
+func AnyPV(t *rapid.T, translate func(*v1.PersistentVolume) (*v1.PersistentVolume, error)) *v1.PersistentVolume {
+	return rapid.OneOf(
+		rapid.Custom(RBDPV), rapid.Custom(func(t *rapid.T) *v1.PersistentVolume { return CephFSPV(t, true) }), rapid.Custom(VSpherePV),
+		rapid.Custom(RBDProvisionedPV), rapid.Custom(VSphereProvisionedPV), rapid.Custom(HostilePV),
+		rapid.Custom(func(t *rapid.T) *v1.PersistentVolume {
+			in := rapid.OneOf(rapid.Custom(RBDPV), rapid.Custom(VSpherePV)).Draw(t, "inTree")
+			out, err := translate(in)
+			if err != nil {
+				return in
+			}
+			return out
+		}),
+	).Draw(t, "pv")
+}
