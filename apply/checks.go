@@ -129,30 +129,73 @@ func (a *Writer) driverRefusal(ctx context.Context, driver string) error {
 	return nil
 }
 
-// inUseRefusal refuses a PV that pods which have not finished use, unless
-// -online and onlineSafe hold for the in-tree form of the volume, inTree,
-// and the CSI driver and handle it is handled as.
-func (a *Writer) inUseRefusal(ctx context.Context, cur, inTree *v1.PersistentVolume, driver, handle string) (inUse bool, err error) {
+// inUseRefusal refuses a PV that pods which have not finished use (it
+// returns them), unless -online and onlineSafe hold for the in-tree form
+// of the volume, inTree, and the CSI driver and handle it is handled as.
+func (a *Writer) inUseRefusal(ctx context.Context, cur, inTree *v1.PersistentVolume, driver, handle string) (pods []v1.Pod, err error) {
 	c := cur.Spec.ClaimRef
 	if c == nil {
-		return false, nil
+		return nil, nil
 	}
-	pods, err := a.podsUsing(ctx, c.Namespace, c.Name)
-	if err != nil || len(pods) == 0 {
-		return false, err
+	if pods, err = a.podsUsing(ctx, c.Namespace, c.Name); err != nil {
+		return nil, err
+	}
+	return pods, a.inUseRefusalOf(ctx, cur, inTree, driver, handle, pods)
+}
+
+// inUseRefusalOf is inUseRefusal's refusal of the pods that use cur's
+// claim ("" handle: no CSI form to check online).
+func (a *Writer) inUseRefusalOf(ctx context.Context, cur, inTree *v1.PersistentVolume, driver, handle string, pods []v1.Pod) error {
+	c := cur.Spec.ClaimRef
+	if c == nil || len(pods) == 0 {
+		return nil
 	}
 	names := make([]string, len(pods))
 	for i, p := range pods {
 		names[i] = p.Name
 	}
 	if !a.o.Online {
-		return true, &rewrite.Refusal{Code: rewrite.CodeInUse, Reason: fmt.Sprintf("in use by pods %s of claim %s/%s", strings.Join(names, ", "), c.Namespace, c.Name),
+		return &rewrite.Refusal{Code: rewrite.CodeInUse, Reason: fmt.Sprintf("in use by pods %s of claim %s/%s", strings.Join(names, ", "), c.Namespace, c.Name),
 			Remedy: "stop them first, or rewrite it online where the plugin is already migrated on their nodes", Action: plugin.ActionStopPods, ActsOn: "PersistentVolumeClaim " + c.Namespace + "/" + c.Name}
 	}
-	if err := a.onlineSafe(ctx, inTree, driver, handle, pods); err != nil {
-		return true, refuse(rewrite.CodeInUse, "in use by pods %s of claim %s/%s, and not safe online: %v", strings.Join(names, ", "), c.Namespace, c.Name, err)
+	why := "no CSI form to hand the volume to"
+	if handle != "" {
+		err := a.onlineSafe(ctx, inTree, driver, handle, pods)
+		if err == nil {
+			return nil
+		}
+		why = err.Error()
 	}
-	return true, nil
+	return refuse(rewrite.CodeInUse, "in use by pods %s of claim %s/%s, and not safe online: %s", strings.Join(names, ", "), c.Namespace, c.Name, why)
+}
+
+// nodePluginRefusal is why the rewrite leaves a PV alone whose pods (not
+// finished) run on nodes whose CSINode registers no node plugin of driver,
+// the replacement's (the plan's CSINodeDriverMissing): the driver would
+// not mount it there. A node without a CSINode has none.
+func (a *Writer) nodePluginRefusal(ctx context.Context, driver string, pods []v1.Pod) error {
+	var missing []string
+	for _, pod := range pods {
+		node := pod.Spec.NodeName
+		if node == "" || slices.Contains(missing, node) {
+			continue
+		}
+		cn, err := a.client.StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return fmt.Errorf("reading CSINode %s: %w", node, err)
+		case slices.ContainsFunc(cn.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == driver }):
+			continue
+		}
+		missing = append(missing, node)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return &rewrite.Refusal{Code: rewrite.CodeCSINodeDriverMissing,
+		Reason: fmt.Sprintf("the node plugin of %s is not registered on node(s) %s, where the volume's pods run: it would not mount there", driver, strings.Join(missing, ", ")),
+		Remedy: "run the driver's node plugin on those nodes (its DaemonSet's node selector and tolerations), or move the pods to nodes that run it", ActsOn: "CSINode " + strings.Join(missing, ", ")}
 }
 
 // podsUsing lists the pods of a namespace, not finished, that use a claim.

@@ -62,7 +62,8 @@ func (a *Writer) checkUndo(ctx context.Context, cur *v1.PersistentVolume) (*chec
 	if driver != cur.Spec.CSI.Driver || handle != want {
 		return nil, refuse(rewrite.CodeHandleChanges, "its in-tree form translates to %s %q, not to this PV's %s %q: Kubernetes would know the volume by another name", driver, handle, cur.Spec.CSI.Driver, want)
 	}
-	inUse, err := a.inUseRefusal(ctx, cur, in, driver, handle)
+	pods, err := a.inUseRefusal(ctx, cur, in, driver, handle)
+	inUse := len(pods) > 0
 	if err != nil {
 		return nil, err
 	}

@@ -77,15 +77,18 @@ type Options struct {
 	// VolumeAttachments and its state from informers' caches (see
 	// Listers).
 	Listers *Listers
-	// CephServed, when set, reads the cluster entries the Ceph CSI drivers
-	// serve now (as the plan locates them for the cluster's deployment);
-	// the rewrite then leaves an in-tree RBD or CephFS PV as it is while
-	// the entry its migrated form names is not among them
-	// (rewrite.CodeCephEntryMissing). It is called before each such PV's
-	// first write: one that reads the cluster caches what it read. A
-	// *rewrite.Refusal it returns (CodeCephEntryUnchecked: it may not read
-	// what it needs) leaves the PV as it is with that refusal.
-	CephServed func(ctx context.Context) (ceph.ClusterConfig, error)
+	// CephServed, when set, reads the cluster entries that Ceph CSI
+	// driver driver serves now (as the plan locates them for the
+	// cluster's deployment: plan.CephServed.For); the rewrite then leaves
+	// an in-tree RBD or CephFS PV, or an RBD class, as it is while the
+	// entry its migrated form names is not among them
+	// (rewrite.CodeCephEntryMissing). It is called before each such
+	// object's first write: one that reads the cluster caches what it
+	// read. A *rewrite.Refusal it returns (CodeCephEntryUnchecked: it may
+	// not read what it needs; CodeCephCSIConfigNotFound: where the driver
+	// reads its entries is not known) leaves the object as it is with
+	// that refusal.
+	CephServed func(ctx context.Context, driver string) (ceph.ClusterConfig, error)
 	// Lease is this process's hold on the writer Lease (LeaseName in
 	// StateNamespace): the *Lease HoldLease returns, or a leader
 	// elector's on that Lease as a HolderFunc. A Writer takes no write

@@ -51,8 +51,9 @@ const (
 	// the writer's refusals, the controller's Events and its metrics.
 	FindingCephClusterEntryMissing = string(rewrite.CodeCephEntryMissing)
 	// FindingCephCSIConfigNotFound: where the driver reads its config is
-	// not in the input.
-	FindingCephCSIConfigNotFound = "CephCSIConfigNotFound"
+	// not in the input (the writer's refusal of the same code:
+	// rewrite.CodeCephCSIConfigNotFound).
+	FindingCephCSIConfigNotFound = string(rewrite.CodeCephCSIConfigNotFound)
 )
 
 // The names Ceph CSI's deployments give the config map and its key.

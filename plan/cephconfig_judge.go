@@ -30,10 +30,7 @@ func (c *cephConfigInput) judge(cp *CephCSIConfigPlan, inTree, driver string, vo
 			}
 			continue
 		case cp.Reason != "":
-			f = plugin.Finding{Code: FindingCephCSIConfigNotFound, Severity: plugin.SeverityBlocker, Field: "Ceph CSI config " + driver,
-				Message: fmt.Sprintf("where %s reads its cluster entries is not known (%s): whether it serves clusterID %s is not checked", driver, cp.Reason, id),
-				Remedy:  "give the driver's DaemonSet and its config map too (kubectl get ds,cm -n <the driver's namespace> -o yaml; with the ceph-csi-operator, its drivers, clientprofiles and cephconnections)",
-				Action:  plugin.ActionGiveInput, ActsOn: "CephCSIConfig"}
+			f = *configNotFound(driver, cp.Reason, id)
 		default:
 			if !slices.ContainsFunc(cp.Missing, func(e ceph.ClusterEntry) bool { return e.ClusterID == id }) {
 				cp.Missing = append(cp.Missing, n.entry)

@@ -26,7 +26,7 @@ const (
 	FindingCSIDriversNotChecked = "CSIDriversNotChecked"
 	// FindingNodePluginMissing: a node that runs the volume's pods has no
 	// node plugin of the driver registered (its CSINode).
-	FindingNodePluginMissing = "CSINodeDriverMissing"
+	FindingNodePluginMissing = string(rewrite.CodeCSINodeDriverMissing)
 )
 
 // clusterDrivers are the CSI drivers of the input (CSIDriver objects) and

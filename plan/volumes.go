@@ -15,6 +15,92 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
+// pvCheck is what the plan's checks of an in-tree PV read and give: its
+// translation (out, err) and the plugin's findings, the volume's plan, and
+// the finding of a driver the input did not show.
+type pvCheck struct {
+	pv               *v1.PersistentVolume
+	name             string
+	out              *v1.PersistentVolume
+	checked          []plugin.Finding
+	err              error
+	vp               *VolumePlan
+	driverNotChecked *plugin.Finding
+}
+
+// planChecks are the plan's functions of rewrite.Checklist, one per check,
+// each adding its findings to the volume's plan. The checks that need every
+// object read (the node plugins, the Secrets, the Ceph entry, the pods
+// using the volume) record here what they need, and Finish judges them in
+// the checklist's order (markInUse, settleSecrets, settleCephConfig,
+// inUseWarnings).
+var planChecks = map[rewrite.Check]func(p *Planner, c *pvCheck){
+	rewrite.CheckTranslation: func(p *Planner, c *pvCheck) {
+		for _, f := range c.checked {
+			if p.secrets.seen && secretWarnings[f.Code] {
+				// The secrets are in the input: finish judges them instead.
+				continue
+			}
+			c.vp.Findings = append(c.vp.Findings, f)
+		}
+		if c.err != nil {
+			c.vp.Reason = c.err.Error()
+			return
+		}
+		c.vp.Migratable = true
+		c.vp.Handle = c.out.Spec.CSI.VolumeHandle
+		p.form(c.vp, c.pv, c.out)
+		if c.pv.Spec.VsphereVolume != nil {
+			c.vp.Findings = append(c.vp.Findings, p.drivers.topologyFindings(c.out, p.vsphere.keys)...)
+		}
+	},
+	rewrite.CheckDriver: func(p *Planner, c *pvCheck) {
+		// Without CSIDrivers in the input the volume is not ready, and the
+		// plan's hazard says what to give, once (after the other checks).
+		if f := p.drivers.check(c.name); f != nil && f.Code != FindingCSIDriversNotChecked {
+			c.vp.Findings = append(c.vp.Findings, *f)
+		} else {
+			c.driverNotChecked = f
+		}
+	},
+	rewrite.CheckObject: func(p *Planner, c *pvCheck) {
+		if f := p.objectRefusal(c.pv); f != nil {
+			c.vp.Findings = append(c.vp.Findings, *f)
+		}
+	},
+	rewrite.CheckClaim: func(p *Planner, c *pvCheck) {
+		if f := p.claimRefusal(c.pv); f != nil {
+			c.vp.Findings = append(c.vp.Findings, *f)
+		}
+	},
+	rewrite.CheckReplacement: func(p *Planner, c *pvCheck) {
+		if c.err != nil || slices.ContainsFunc(c.checked, func(f plugin.Finding) bool { return f.Severity == plugin.SeverityBlocker }) {
+			return
+		}
+		// The replacement is built from out and the findings, not
+		// translated again; where the PV is refused for other reasons
+		// too, so that every reason is named (as the writer names them).
+		changes, r := p.rewriteChanges(c.pv, c.out, c.checked)
+		c.vp.Findings = append(c.vp.Findings, changes...)
+		if r != nil && len(c.vp.KeptBy) > 0 {
+			c.vp.Source = r.Source()
+		}
+	},
+	rewrite.CheckKept: func(p *Planner, c *pvCheck) {
+		if kept, _ := p.keptFinding("PersistentVolume", c.pv); kept != nil {
+			c.vp.Findings = append(c.vp.Findings, *kept)
+		}
+	},
+	rewrite.CheckNodePlugin: func(*Planner, *pvCheck) {}, // markInUse, from the pods read
+	rewrite.CheckSecrets: func(p *Planner, c *pvCheck) {
+		// The Secrets (settleSecrets) and the Ceph entry (settleCephConfig)
+		// the volume needs.
+		p.needs(c.pv, c.name, c.out, c.err, c.pv.Name)
+	},
+	rewrite.CheckCephEntry: func(*Planner, *pvCheck) {}, // recorded with the Secrets: needs
+	rewrite.CheckInUse:     func(*Planner, *pvCheck) {}, // inUseWarnings, from the pods read
+}
+
 func (p *Planner) addPV(pv *v1.PersistentVolume) {
 	p.runs.saw(p.runs.pvs, pv.Name)
 	name := plugin.InTreeNameOfPV(pv)
@@ -38,50 +124,12 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 		return
 	}
 	vp.Driver, _ = p.tr.GetCSINameFromInTreeName(name)
-	// Without CSIDrivers in the input the volume is not ready, and the
-	// plan's hazard says what to give, once.
-	driverNotChecked := p.drivers.check(name)
-	if f := driverNotChecked; f != nil && f.Code != FindingCSIDriversNotChecked {
-		vp.Findings = append(vp.Findings, *f)
-		driverNotChecked = nil
-	}
-	for _, f := range checked {
-		if p.secrets.seen && secretWarnings[f.Code] {
-			// The secrets are in the input: finish judges them instead.
-			continue
-		}
-		vp.Findings = append(vp.Findings, f)
-	}
-	if err != nil {
-		vp.Reason = err.Error()
-	} else {
-		vp.Migratable = true
-		vp.Handle = out.Spec.CSI.VolumeHandle
-		p.form(&vp, pv, out)
-		if pv.Spec.VsphereVolume != nil {
-			vp.Findings = append(vp.Findings, p.drivers.topologyFindings(out, p.vsphere.keys)...)
-		}
-	}
-	// What rewrite -apply refuses, by the same rules.
-	if why := p.rewriteRefusal(pv); why != nil {
-		vp.Findings = append(vp.Findings, *why)
-	}
 	// Its keepers, before the replacement, which gives them the form to
-	// hold; the finding after it, so that it does not keep the
-	// replacement from being built.
-	kept, keepers := p.keptFinding("PersistentVolume", pv)
-	vp.KeptBy = keepers
-	p.needs(pv, name, out, err, pv.Name)
-	if err == nil && !slices.ContainsFunc(vp.Findings, func(f plugin.Finding) bool { return f.Severity == plugin.SeverityBlocker }) {
-		// The replacement is built from out and the findings, not translated again.
-		changes, r := p.rewriteChanges(pv, out, checked)
-		vp.Findings = append(vp.Findings, changes...)
-		if r != nil && len(vp.KeptBy) > 0 {
-			vp.Source = r.Source()
-		}
-	}
-	if kept != nil {
-		vp.Findings = append(vp.Findings, *kept)
+	// hold.
+	_, vp.KeptBy = p.keptFinding("PersistentVolume", pv)
+	c := &pvCheck{pv: pv, name: name, out: out, checked: checked, err: err, vp: &vp}
+	for _, check := range rewrite.Checklist() {
+		planChecks[check](p, c)
 	}
 	for _, f := range vp.Findings {
 		if f.Severity == plugin.SeverityBlocker {
@@ -91,7 +139,7 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 			}
 		}
 	}
-	if f := driverNotChecked; f != nil && vp.Migratable {
+	if f := c.driverNotChecked; f != nil && vp.Migratable {
 		vp.Migratable, vp.Reason = false, f.Message
 		vp.Findings = append(vp.Findings, *f)
 	}
@@ -101,35 +149,45 @@ func (p *Planner) addPV(pv *v1.PersistentVolume) {
 	p.plan.Volumes = append(p.plan.Volumes, vp)
 }
 
-// rewriteRefusal is the finding for what makes rewrite -apply refuse the
-// PV (objectRefusal, claimRefusal), or for claims the input lacks.
-func (p *Planner) rewriteRefusal(pv *v1.PersistentVolume) *plugin.Finding {
-	refused := func(field string, err error) *plugin.Finding {
-		// The refusal's own code (ClaimGone, BeingDeleted, ...): one code
-		// per condition, in the plan and the writer's refusals.
-		code := string(rewrite.CodeOf(err))
-		if code == "" {
-			code = FindingRewriteRefuses
-		}
-		return &plugin.Finding{Code: code, Severity: plugin.SeverityBlocker, Field: field,
-			Message: "the rewrite would refuse it: " + reasonOf(err), Remedy: remedyOf(err), Action: actionOf(err), ActsOn: actsOnOf(err)}
+// refusedFinding is the finding of a rewrite refusal err of field: the
+// refusal's own code (ClaimGone, BeingDeleted, ...), one code per
+// condition in the plan and the writer's refusals.
+func refusedFinding(field string, err error) *plugin.Finding {
+	code := string(rewrite.CodeOf(err))
+	if code == "" {
+		code = FindingRewriteRefuses
 	}
-	if err := rewrite.ObjectRefusal(pv); err != nil && !(pv.DeletionTimestamp != nil && p.runs.resumes(pv.Name)) {
+	return &plugin.Finding{Code: code, Severity: plugin.SeverityBlocker, Field: field,
+		Message: "the rewrite would refuse it: " + reasonOf(err), Remedy: remedyOf(err), Action: actionOf(err), ActsOn: actsOnOf(err)}
+}
+
+// objectRefusal is the finding for what makes rewrite -apply refuse the PV
+// object (rewrite.ObjectRefusal), nil when nothing does.
+func (p *Planner) objectRefusal(pv *v1.PersistentVolume) *plugin.Finding {
+	err := rewrite.ObjectRefusal(pv)
+	if err == nil || pv.DeletionTimestamp != nil && p.runs.resumes(pv.Name) {
 		// (A PV a saved run is deleting is resumed by that run: the
 		// settled runs say so.)
-		field := "metadata.finalizers"
-		if pv.DeletionTimestamp != nil {
-			field = "metadata.deletionTimestamp"
-		}
-		return refused(field, err)
+		return nil
 	}
+	field := "metadata.finalizers"
+	if pv.DeletionTimestamp != nil {
+		field = "metadata.deletionTimestamp"
+	}
+	return refusedFinding(field, err)
+}
+
+// claimRefusal is the finding for what makes rewrite -apply refuse the
+// PV for its claim (rewrite.ClaimRefusal), or for claims the input lacks;
+// nil when nothing does.
+func (p *Planner) claimRefusal(pv *v1.PersistentVolume) *plugin.Finding {
 	c := pv.Spec.ClaimRef
 	if c == nil {
 		return nil
 	}
 	if !p.claims.seen && c.UID != "" {
 		if pv.Status.Phase == v1.VolumeReleased {
-			return refused("spec.claimRef", &rewrite.Refusal{Code: rewrite.CodeClaimGone, Reason: fmt.Sprintf("its claim %s/%s is gone (the PV is Released)", c.Namespace, c.Name),
+			return refusedFinding("spec.claimRef", &rewrite.Refusal{Code: rewrite.CodeClaimGone, Reason: fmt.Sprintf("its claim %s/%s is gone (the PV is Released)", c.Namespace, c.Name),
 				Remedy: "reclaim it (delete the image by hand, then the PV), or re-bind it: clear spec.claimRef.uid and create a claim with spec.volumeName " + pv.Name})
 		}
 		return &plugin.Finding{Code: FindingClaimNotChecked, Severity: plugin.SeverityBlocker, Field: "spec.claimRef",
@@ -140,7 +198,7 @@ func (p *Planner) rewriteRefusal(pv *v1.PersistentVolume) *plugin.Finding {
 		pvc = nil
 	}
 	if err := rewrite.ClaimRefusal(pv, pvc); err != nil {
-		return refused("spec.claimRef", err)
+		return refusedFinding("spec.claimRef", err)
 	}
 	return nil
 }

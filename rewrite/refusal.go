@@ -69,6 +69,12 @@ const (
 	// the driver would mount the migrated volume; the Reason names the
 	// missing permissions.
 	CodeCephEntryUnchecked Code = "CephEntryUnchecked"
+	// CodeCephCSIConfigNotFound: what the cluster shows does not tell
+	// where the Ceph CSI driver reads its cluster entries (its DaemonSet,
+	// its config map, the ceph-csi-operator's objects), so whether it
+	// serves the migrated volume's entry is not checked. The plan's
+	// finding of the same code says so too.
+	CodeCephCSIConfigNotFound Code = "CephCSIConfigNotFound"
 	// CodeKeptByReconciler: a tool that reconciles the object from a
 	// source of its own (Helm, Flux, Argo CD, the addon manager, an
 	// operator) would put the old form back, or fail every sync on the
@@ -79,6 +85,11 @@ const (
 	// the replacement names: nothing would provision, attach or mount for
 	// it. The plan's finding of the same code says so too.
 	CodeCSIDriverMissing Code = "CSIDriverMissing"
+	// CodeCSINodeDriverMissing: pods that use the volume run on nodes
+	// whose CSINode registers no node plugin of the replacement's driver:
+	// it would not mount there. The plan's finding of the same code says
+	// so too.
+	CodeCSINodeDriverMissing Code = "CSINodeDriverMissing"
 )
 
 // Refusal is an object a rewrite leaves exactly as it was: a code, the

@@ -257,17 +257,17 @@ func (o *controllerOptions) servedCephConfig(ctx context.Context, client kuberne
 // cluster of 120,000 PVs a read takes seconds, which every worker waited
 // for at each -recheck); a read that fails keeps the last answer and is
 // tried again at the next question.
-func (o *controllerOptions) cephServed(client kubernetes.Interface, tr *translate.Translator, logger klog.Logger) func(context.Context) (ceph.ClusterConfig, error) {
+func (o *controllerOptions) cephServed(client kubernetes.Interface, tr *translate.Translator, logger klog.Logger) func(context.Context, string) (ceph.ClusterConfig, error) {
 	var mu sync.Mutex
-	var last ceph.ClusterConfig
+	var last plan.CephServed
 	var lastErr error
 	var at time.Time
 	var said string
 	var reading chan struct{} // closed when the read under way ends
-	read := func(ctx context.Context) (ceph.ClusterConfig, error) {
+	read := func(ctx context.Context) (plan.CephServed, error) {
 		missing, err := liveUnreadable(ctx, client)
 		if err != nil {
-			return ceph.ClusterConfig{}, err
+			return plan.CephServed{}, err
 		}
 		if len(missing) > 0 {
 			mu.Lock()
@@ -276,11 +276,11 @@ func (o *controllerOptions) cephServed(client kubernetes.Interface, tr *translat
 				logger.Info("Not rewriting Ceph volumes: this ServiceAccount cannot list what finds the cluster entries Ceph CSI serves", "cannotList", missing)
 			}
 			mu.Unlock()
-			return ceph.ClusterConfig{}, cephUncheckedRefusal(missing)
+			return plan.CephServed{}, cephUncheckedRefusal(missing)
 		}
 		served, err := liveCephServed(ctx, client, tr, plan.Options{Drivers: o.translation.drivers})
 		if err != nil {
-			return ceph.ClusterConfig{}, err
+			return plan.CephServed{}, err
 		}
 		mu.Lock()
 		said = ""
@@ -312,14 +312,21 @@ func (o *controllerOptions) cephServed(client kubernetes.Interface, tr *translat
 		}()
 		return done
 	}
-	return func(ctx context.Context) (ceph.ClusterConfig, error) {
+	// answer is the last read's for driver, under mu.
+	answer := func(driver string) (ceph.ClusterConfig, error) {
+		if lastErr != nil {
+			return ceph.ClusterConfig{}, lastErr
+		}
+		return last.For(driver)
+	}
+	return func(ctx context.Context, driver string) (ceph.ClusterConfig, error) {
 		mu.Lock()
 		if !at.IsZero() {
 			if time.Since(at) >= o.ctl.Recheck && reading == nil {
 				start()
 			}
 			defer mu.Unlock()
-			return last, lastErr
+			return answer(driver)
 		}
 		done := reading
 		if done == nil {
@@ -340,28 +347,24 @@ func (o *controllerOptions) cephServed(client kubernetes.Interface, tr *translat
 			}
 			return ceph.ClusterConfig{}, lastErr
 		}
-		return last, lastErr
+		return answer(driver)
 	}
 }
 
-// liveCephServed is the cluster entries the cluster's Ceph CSI drivers
-// serve, as plan -live finds them, from only what finding them reads: the
+// liveCephServed is what the cluster's Ceph CSI drivers serve, each its
+// own config's entries, as plan -live finds them, from only what finding them reads: the
 // drivers' workloads, config maps and the operator's objects, and the
 // in-tree Ceph PVs (the plan reads a deployment's entries for the drivers
 // the migrated volumes go to). The other PVs, the claims and the pods that
 // run no Ceph CSI driver are listed page by page and not kept: the
 // controller asks every -recheck, and on a large cluster a whole plan each
 // time was most of its memory.
-func liveCephServed(ctx context.Context, client kubernetes.Interface, tr *translate.Translator, opts plan.Options) (ceph.ClusterConfig, error) {
+func liveCephServed(ctx context.Context, client kubernetes.Interface, tr *translate.Translator, opts plan.Options) (plan.CephServed, error) {
 	pl := plan.New(tr, klog0(), opts)
 	if err := readLive(ctx, client, cephConfigSink{pl}, false, false, func(int) {}, io.Discard); err != nil {
-		return ceph.ClusterConfig{}, err
+		return plan.CephServed{}, err
 	}
-	var entries []ceph.ClusterEntry
-	for _, cp := range pl.Finish().CephCSIConfig {
-		entries = append(entries, cp.Entries...)
-	}
-	return ceph.NewClusterConfig(entries...), nil
+	return pl.Finish().CephServed(), nil
 }
 
 // cephConfigSink hands the planner what finding the served Ceph CSI

@@ -174,7 +174,8 @@ func (a *applier) readServed(ctx context.Context, c *common, adoptServed bool) (
 	if err != nil {
 		return nil, err
 	}
-	a.opts.CephServed = func(context.Context) (ceph.ClusterConfig, error) { return served, nil }
+	byDriver := result.CephServed()
+	a.opts.CephServed = func(_ context.Context, driver string) (ceph.ClusterConfig, error) { return byDriver.For(driver) }
 	if adoptServed && len(served.Entries()) > 0 {
 		a.opts.CephConfig = served
 	}

@@ -389,7 +389,7 @@ func TestControllerWaitsForCephEntry(t *testing.T) {
 	pv, claim, secret := boundRBD(v1.ReadWriteOnce, v1.PersistentVolumeReclaimRetain)
 	var served atomic.Bool
 	entry := ceph.EntryFor([]string{"10.0.0.1:6789"})
-	o := Options{Recheck: 20 * time.Millisecond, Writer: apply.Options{CephServed: func(context.Context) (ceph.ClusterConfig, error) {
+	o := Options{Recheck: 20 * time.Millisecond, Writer: apply.Options{CephServed: func(context.Context, string) (ceph.ClusterConfig, error) {
 		if served.Load() {
 			return ceph.NewClusterConfig(entry), nil
 		}
@@ -423,7 +423,7 @@ func TestControllerCephEntryUnchecked(t *testing.T) {
 	pv, claim, secret := boundRBD(v1.ReadWriteOnce, v1.PersistentVolumeReclaimRetain)
 	var granted atomic.Bool
 	entry := ceph.EntryFor([]string{"10.0.0.1:6789"})
-	o := Options{Recheck: 20 * time.Millisecond, Writer: apply.Options{CephServed: func(context.Context) (ceph.ClusterConfig, error) {
+	o := Options{Recheck: 20 * time.Millisecond, Writer: apply.Options{CephServed: func(context.Context, string) (ceph.ClusterConfig, error) {
 		if granted.Load() {
 			return ceph.NewClusterConfig(entry), nil
 		}
