@@ -461,47 +461,60 @@ func journalOf(pv *v1.PersistentVolume) (*adopt.Journal, error) {
 // exists, "partial" when some of it does and nothing contradicts it, or an
 // error naming what another entry holds there.
 func (a *Writer) journalState(ctx context.Context, j adopt.Journal) (string, error) {
+	st, _, err := a.journalRead(ctx, j)
+	return st, err
+}
+
+// journalRead is journalState with the per-volume object's omap as read
+// (nil when the object does not exist), which writeJournal starts from.
+func (a *Writer) journalRead(ctx context.Context, j adopt.Journal) (string, map[string]string, error) {
 	if a.o.Ceph == nil {
-		return "", &rewrite.Refusal{Code: rewrite.CodeNotRecorded, Reason: "the PV's image is in Ceph CSI's journal, and no Ceph access was given",
+		return "", nil, &rewrite.Refusal{Code: rewrite.CodeNotRecorded, Reason: "the PV's image is in Ceph CSI's journal, and no Ceph access was given",
 			Remedy: "give the run access to Ceph (a ceph.conf, a user and its keyring)", Action: plugin.ActionGiveCephAccess}
 	}
 	obj, found, err := a.o.Ceph.Omap(ctx, j.Pool, j.Namespace, j.Object())
 	if err != nil {
-		return "", err
+		return "", nil, err
+	}
+	if found && obj == nil {
+		obj = map[string]string{}
 	}
 	dir, _, err := a.o.Ceph.Omap(ctx, j.Pool, j.Namespace, j.Directory())
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if why := j.Matches(obj, dir); why == "" {
-		return "written", nil
+		return "written", obj, nil
 	}
 	uuid, hasKey := dir[j.DirectoryKey()]
 	if hasKey && uuid != j.UUID {
-		return "", fmt.Errorf("Ceph CSI's journal directory %s names volume %s as uuid %s, not %s: another entry; nothing is done with it", j.Directory(), j.VolName, uuid, j.UUID)
+		return "", nil, fmt.Errorf("Ceph CSI's journal directory %s names volume %s as uuid %s, not %s: another entry; nothing is done with it", j.Directory(), j.VolName, uuid, j.UUID)
 	}
 	keys := j.Keys()
 	for k, v := range obj {
 		if keys[k] != v {
-			return "", fmt.Errorf("Ceph CSI's journal object %s holds %s=%q, which the adoption does not write: another entry; nothing is done with it", j.Object(), k, v)
+			return "", nil, fmt.Errorf("Ceph CSI's journal object %s holds %s=%q, which the adoption does not write: another entry; nothing is done with it", j.Object(), k, v)
 		}
 	}
 	if !found && !hasKey {
-		return "absent", nil
+		return "absent", nil, nil
 	}
-	return "partial", nil
+	return "partial", obj, nil
 }
 
 // verifyAdoption checks, before the adopted PV gets its reclaim policy back,
-// that Ceph CSI will find exactly this image: the journal reads back, and
-// the image is found by its name with the id the journal records.
-func (a *Writer) verifyAdoption(ctx context.Context, pv *v1.PersistentVolume, j adopt.Journal) error {
-	st, err := a.journalState(ctx, j)
-	if err != nil {
-		return err
-	}
-	if st != "written" {
-		return fmt.Errorf("Ceph CSI's journal entry %s reads back %s", j.Object(), st)
+// that Ceph CSI will find exactly this image: the journal reads back (unless
+// readBack: this run read it back written after its own write), and the
+// image is found by its name with the id the journal records.
+func (a *Writer) verifyAdoption(ctx context.Context, pv *v1.PersistentVolume, j adopt.Journal, readBack bool) error {
+	if !readBack {
+		st, err := a.journalState(ctx, j)
+		if err != nil {
+			return err
+		}
+		if st != "written" {
+			return fmt.Errorf("Ceph CSI's journal entry %s reads back %s", j.Object(), st)
+		}
 	}
 	if pv.Spec.CSI != nil && plugin.InTreeNameOfDriver(pv.Spec.CSI.Driver) == plugin.CephFSInTreePluginName {
 		// Ceph CSI finds the subvolume by the journal's name in the group
@@ -527,19 +540,17 @@ func (a *Writer) verifyAdoption(ctx context.Context, pv *v1.PersistentVolume, j 
 	return nil
 }
 
-// writeJournal takes the journal entry from what exists of it (absent or
-// partial, as journalState read it) to written: the exclusive create when
-// the object is absent, then each key.
-func (a *Writer) writeJournal(ctx context.Context, j adopt.Journal) error {
-	obj, found, err := a.o.Ceph.Omap(ctx, j.Pool, j.Namespace, j.Object())
-	if err != nil {
-		return err
-	}
+// writeJournal takes the journal entry from what exists of it to written:
+// the exclusive create when the object is absent, then each key. obj is
+// the per-volume object's omap as the run last read it (journalRead: nil
+// when it does not exist).
+func (a *Writer) writeJournal(ctx context.Context, j adopt.Journal, obj map[string]string) error {
+	found := obj != nil
 	for _, op := range j.Writes() {
 		switch {
 		case op.Verb == "create" && found:
 			continue
-		case op.Verb == "setomapval" && op.Object == j.Object() && obj[op.Key] == op.Value:
+		case op.Verb == "setomapval" && op.Object == j.Object() && found && obj[op.Key] == op.Value:
 			continue
 		}
 		if err := a.o.Ceph.Write(ctx, j.Pool, j.Namespace, op); err != nil {

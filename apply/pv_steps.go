@@ -68,6 +68,10 @@ type pvRun struct {
 	// is saved; jstate is what observe read back of it (journalState).
 	journal *adopt.Journal
 	jstate  string
+	// jobj is the entry's per-volume object as observe read it (nil: it
+	// does not exist); readBack is the entry this run read back written.
+	jobj     map[string]string
+	readBack *adopt.Journal
 }
 
 func newPVRun(a *Writer, t Target) *pvRun {
@@ -119,7 +123,7 @@ func (r *pvRun) observe(ctx context.Context) error {
 // removes, while it matters: for the rewrite until the replacement exists,
 // for the undo once it does.
 func (r *pvRun) observeJournal(ctx context.Context) error {
-	r.journal, r.jstate = nil, ""
+	r.journal, r.jstate, r.jobj = nil, "", nil
 	if r.state == nil {
 		return nil
 	}
@@ -133,11 +137,14 @@ func (r *pvRun) observeJournal(ctx context.Context) error {
 	if j == nil || (r.cur == nil) == r.dir.IsUndo() {
 		return nil
 	}
-	st, err := r.a.journalState(ctx, *j)
+	st, obj, err := r.a.journalRead(ctx, *j)
 	if err != nil {
 		return err
 	}
-	r.journal, r.jstate = j, st
+	r.journal, r.jstate, r.jobj = j, st, obj
+	if st == "written" {
+		r.readBack = j
+	}
 	return nil
 }
 
@@ -435,7 +442,7 @@ func volumeWord(j adopt.Journal) string {
 
 func (r *pvRun) writeJournal(ctx context.Context) error {
 	r.havePV, r.haveCM = true, true // the cluster's objects are as observed
-	return r.a.writeJournal(ctx, *r.journal)
+	return r.a.writeJournal(ctx, *r.journal, r.jobj)
 }
 
 // Step 5: the replacement created, only for the claim it was built for.
@@ -502,7 +509,7 @@ func (r *pvRun) adoptionVerified(ctx context.Context) error {
 	if err != nil || j == nil {
 		return err
 	}
-	if err := r.a.verifyAdoption(ctx, r.cur, *j); err != nil {
+	if err := r.a.verifyAdoption(ctx, r.cur, *j, r.readBack != nil && *r.readBack == *j); err != nil {
 		return fmt.Errorf("pv/%s keeps reclaim policy Retain until its adoption is verified: %w", r.t.Name, err)
 	}
 	return nil

@@ -600,6 +600,7 @@ func BenchmarkCephRBDAdopt(b *testing.B) {
 		e := newAdoptEnv(b, fmt.Sprintf("kube.bench%d", i))
 		lease := e.writerLease(b)
 		tr, _ := configure(b, e.d, inTreeRBDPV("probe", rbdCase{Monitors: []string{MonitorV1}, Pool: e.pool, Image: "probe"}, "admin", "ceph-admin"))
+		counted := countTools(b, e.tools)
 		for _, withCeph := range []bool{false, true} {
 			var targets []apply.Target
 			for k := range n {
@@ -609,7 +610,7 @@ func BenchmarkCephRBDAdopt(b *testing.B) {
 			}
 			o := apply.Options{Lease: lease, Concurrency: adoptConcurrency()}
 			if withCeph {
-				o.Ceph, o.CephConfig = e.tools, e.config
+				o.Ceph, o.CephConfig = counted.tools, e.config
 			}
 			w, err := apply.New(e.cs, tr, klogDiscard(), nil, o)
 			if err != nil {
@@ -631,6 +632,7 @@ func BenchmarkCephRBDAdopt(b *testing.B) {
 		per := (adopted - plain) / time.Duration(n)
 		b.Logf("%d PVs rewritten in %s; with adoption in %s: %s more a volume", n, plain.Round(time.Millisecond), adopted.Round(time.Millisecond), per.Round(time.Millisecond))
 		b.ReportMetric(per.Seconds(), "s/adopted-volume")
+		reportCalls(b, counted, n, e.tools, e.pool)
 	}
 }
 
@@ -767,4 +769,75 @@ func adoptConcurrency() int {
 		return v
 	}
 	return 8
+}
+
+// toolCounter runs Ceph's tools as the command does (with a Cache of a
+// minute), through a wrapper that records each call, so that a benchmark
+// can say how many tool calls, and how many starts of the ceph tool (a
+// Python program, the slowest), a volume costs.
+type toolCounter struct {
+	log   string
+	tools cephtool.Tools
+}
+
+func countTools(b *testing.B, tools cephtool.Tools) *toolCounter {
+	b.Helper()
+	log := filepath.Join(b.TempDir(), "calls")
+	tools.Prefix = append([]string{"sh", "-c", `echo "$1" >> "$0"; exec "$@"`, log}, tools.Prefix...)
+	tools.Cache = cephtool.NewCache(time.Minute)
+	return &toolCounter{log: log, tools: tools}
+}
+
+// calls are the tool calls made so far: all of them, and the ceph tool's.
+func (c *toolCounter) calls(b *testing.B) (all, ceph int) {
+	b.Helper()
+	out, err := os.ReadFile(c.log)
+	if err != nil && !os.IsNotExist(err) {
+		b.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if l == "" {
+			continue
+		}
+		all++
+		if l == "ceph" {
+			ceph++
+		}
+	}
+	return all, ceph
+}
+
+// callFloor is the wall-clock time of one rados call and one ceph call on
+// the test cluster, one at a time (the mean of five each): Ceph's own time
+// per call, the floor of what a volume's calls can cost.
+func callFloor(b *testing.B, tools cephtool.Tools, pool string) (rados, cephCall time.Duration) {
+	b.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	for range 5 {
+		if _, _, err := tools.Omap(ctx, pool, "", "csi.volumes.default"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rados = time.Since(start) / 5
+	start = time.Now()
+	for range 5 {
+		if _, err := tools.PoolID(ctx, pool); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return rados, time.Since(start) / 5
+}
+
+// reportCalls reports the tool calls a volume made and the floor per call.
+func reportCalls(b *testing.B, c *toolCounter, n int, plain cephtool.Tools, pool string) {
+	b.Helper()
+	all, ceph := c.calls(b)
+	rados, cephCall := callFloor(b, plain, pool)
+	b.Logf("%d tool calls for %d volumes (%.1f a volume, %.2f of the ceph tool); one rados call takes %s, one ceph call %s",
+		all, n, float64(all)/float64(n), float64(ceph)/float64(n), rados.Round(time.Millisecond), cephCall.Round(time.Millisecond))
+	b.ReportMetric(float64(all)/float64(n), "tool-calls/volume")
+	b.ReportMetric(float64(ceph)/float64(n), "ceph-calls/volume")
+	b.ReportMetric(rados.Seconds(), "s/rados-call")
+	b.ReportMetric(cephCall.Seconds(), "s/ceph-call")
 }

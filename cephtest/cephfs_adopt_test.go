@@ -478,11 +478,12 @@ func BenchmarkCephFSAdopt(b *testing.B) {
 			}
 		}
 		tr := e.configure(b)
+		counted := countTools(b, e.tools)
 		var took [2]time.Duration
 		for _, withCeph := range []int{0, 1} {
 			o := apply.Options{Concurrency: adoptConcurrency(), Lease: lease}
 			if withCeph == 1 {
-				o.Ceph, o.CephConfig, o.CephFSSecret = e.tools, e.config, &v1.SecretReference{Namespace: cephfsSecretNS, Name: cephfsSecret}
+				o.Ceph, o.CephConfig, o.CephFSSecret = counted.tools, e.config, &v1.SecretReference{Namespace: cephfsSecretNS, Name: cephfsSecret}
 			}
 			w, err := apply.New(e.cs, tr, klogDiscard(), nil, o)
 			if err != nil {
@@ -499,6 +500,7 @@ func BenchmarkCephFSAdopt(b *testing.B) {
 		per := (took[1] - took[0]) / time.Duration(n)
 		b.Logf("%d CephFS PVs rewritten static in %s; with adoption in %s: %s more a volume", n, took[0].Round(time.Millisecond), took[1].Round(time.Millisecond), per.Round(time.Millisecond))
 		b.ReportMetric(per.Seconds(), "s/adopted-volume")
+		reportCalls(b, counted, n, e.tools, "cephfs."+FSName+".meta")
 	}
 }
 

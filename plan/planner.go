@@ -382,6 +382,7 @@ func (p *Planner) Finish() *Plan {
 	p.settleVCenter(plan)
 	at.annotate(plan, p.settleCephConfig(plan, at))
 	at.annotate(plan, p.inUseWarnings(plan))
+	at.annotate(plan, p.nodePlugins(plan))
 	p.settleRuns(plan)
 	p.addNotices(plan)
 	p.settleRescue(plan)

@@ -30,10 +30,10 @@ type pvCheck struct {
 
 // planChecks are the plan's functions of rewrite.Checklist, one per check,
 // each adding its findings to the volume's plan. The checks that need every
-// object read (the node plugins, the Secrets, the Ceph entry, the pods
-// using the volume) record here what they need, and Finish judges them in
-// the checklist's order (markInUse, settleSecrets, settleCephConfig,
-// inUseWarnings).
+// object read (the Secrets, the Ceph entry, the pods using the volume, the
+// node plugins where they run) record here what they need, and Finish
+// judges them in the checklist's order (settleSecrets, settleCephConfig,
+// inUseWarnings, nodePlugins).
 var planChecks = map[rewrite.Check]func(p *Planner, c *pvCheck){
 	rewrite.CheckTranslation: func(p *Planner, c *pvCheck) {
 		for _, f := range c.checked {
@@ -91,14 +91,14 @@ var planChecks = map[rewrite.Check]func(p *Planner, c *pvCheck){
 			c.vp.Findings = append(c.vp.Findings, *kept)
 		}
 	},
-	rewrite.CheckNodePlugin: func(*Planner, *pvCheck) {}, // markInUse, from the pods read
 	rewrite.CheckSecrets: func(p *Planner, c *pvCheck) {
 		// The Secrets (settleSecrets) and the Ceph entry (settleCephConfig)
 		// the volume needs.
 		p.needs(c.pv, c.name, c.out, c.err, c.pv.Name)
 	},
-	rewrite.CheckCephEntry: func(*Planner, *pvCheck) {}, // recorded with the Secrets: needs
-	rewrite.CheckInUse:     func(*Planner, *pvCheck) {}, // inUseWarnings, from the pods read
+	rewrite.CheckCephEntry:  func(*Planner, *pvCheck) {}, // recorded with the Secrets: needs
+	rewrite.CheckInUse:      func(*Planner, *pvCheck) {}, // inUseWarnings, from the pods read
+	rewrite.CheckNodePlugin: func(*Planner, *pvCheck) {}, // nodePlugins, from the pods read
 }
 
 func (p *Planner) addPV(pv *v1.PersistentVolume) {
@@ -330,8 +330,7 @@ func (p *Planner) addCluster(mons []string) ceph.ClusterEntry {
 	return e
 }
 
-// markInUse names the pods that use each volume, blocks a volume whose
-// pods run where its driver's node plugin does not, and says why a volume
+// markInUse names the pods that use each volume, and says why a volume
 // that could be native is adopted only once they stop.
 func (p *Planner) markInUse(plan *Plan) []volumeNote {
 	var notes []volumeNote
@@ -340,14 +339,6 @@ func (p *Planner) markInUse(plan *Plan) []volumeNote {
 			continue
 		}
 		n := volumeNote{pv: v.Name, inUseBy: p.pods.byClaim[v.Claim]}
-		if v.Driver != "" {
-			for _, f := range p.drivers.nodePluginMissing(v.Driver, n.inUseBy, p.pods.node) {
-				n.findings = append(n.findings, f)
-				if n.block == "" {
-					n.block = f.Message
-				}
-			}
-		}
 		if len(n.inUseBy) > 0 && v.Form == string(adopt.FormNative) {
 			if v.Plugin == plugin.CephFSInTreePluginName {
 				n.formWhy = append(n.formWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (rewritten online while in use, it is a static volume until an adoption of CSI PVs adopts it unused)")
@@ -355,7 +346,29 @@ func (p *Planner) markInUse(plan *Plan) []volumeNote {
 				n.formWhy = append(n.formWhy, "pods use it: the adoption changes the volume handle the kubelet tracks, so it is adopted once they are stopped (rewritten online, it gets its migration handle, and an adoption of CSI PVs adopts it when unused)")
 			}
 		}
-		if n.inUseBy != nil || n.findings != nil {
+		if n.inUseBy != nil {
+			notes = append(notes, n)
+		}
+	}
+	return notes
+}
+
+// nodePlugins block a volume whose pods run where its driver's node plugin
+// does not (rewrite.CheckNodePlugin).
+func (p *Planner) nodePlugins(plan *Plan) []volumeNote {
+	var notes []volumeNote
+	for _, v := range plan.Volumes {
+		if v.Claim == "" || v.Driver == "" {
+			continue
+		}
+		n := volumeNote{pv: v.Name}
+		for _, f := range p.drivers.nodePluginMissing(v.Driver, p.pods.byClaim[v.Claim], p.pods.node) {
+			n.findings = append(n.findings, f)
+			if n.block == "" {
+				n.block = f.Message
+			}
+		}
+		if n.findings != nil {
 			notes = append(notes, n)
 		}
 	}

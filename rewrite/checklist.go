@@ -13,8 +13,8 @@ type Check int
 
 // The checks, in Checklist's order: what the PV is (its driver, its
 // translation), the object (itself, its claim), what it becomes (its
-// replacement, who keeps it), where it runs (the node plugins), what the
-// driver needs (Secrets, the Ceph entry), and who uses it.
+// replacement, who keeps it), what the driver needs (Secrets, the Ceph
+// entry), and who uses it (the pods, and the node plugins where they run).
 const (
 	// CheckDriver: a CSIDriver object registers the driver of its backend
 	// (CSIDriverMissing).
@@ -36,9 +36,6 @@ const (
 	// CheckKept: no reconciler would put the old form back (KeptRefusal:
 	// KeptByReconciler).
 	CheckKept
-	// CheckNodePlugin: the nodes where pods use it run the driver's node
-	// plugin (CSINodeDriverMissing).
-	CheckNodePlugin
 	// CheckSecrets: the Secrets its migrated form makes Ceph CSI read are
 	// there with what the driver reads (SecretNeeds, Judge: SecretMissing,
 	// SecretNotReady).
@@ -50,10 +47,13 @@ const (
 	// CheckInUse: no pod that has not finished uses its claim, unless
 	// the rewrite runs online where that is safe (InUse).
 	CheckInUse
+	// CheckNodePlugin: the nodes where pods use it run the driver's node
+	// plugin (CSINodeDriverMissing).
+	CheckNodePlugin
 	checks // the number of checks
 )
 
-var checkNames = [checks]string{"driver", "translation", "object", "claim", "replacement", "kept", "node-plugin", "secrets", "ceph-entry", "in-use"}
+var checkNames = [checks]string{"driver", "translation", "object", "claim", "replacement", "kept", "secrets", "ceph-entry", "in-use", "node-plugin"}
 
 // String is the check's name ("claim").
 func (c Check) String() string {

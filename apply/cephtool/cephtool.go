@@ -18,6 +18,8 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/internal/shell"
@@ -43,6 +45,57 @@ type Tools struct {
 	// Conf, ID and Keyring are passed as --conf, --id and --keyring when
 	// set.
 	Conf, ID, Keyring string
+	// Cache, when set, keeps what a pool and a file system keep while they
+	// exist (a pool's ID; a file system's ID and metadata pool), so that
+	// the adoption of many volumes reads them once per its TTL instead of
+	// once or twice a volume (each a start of the ceph tool); nil: read
+	// for every call. Copies of a Tools share it.
+	Cache *Cache
+}
+
+// Cache is what Tools keeps of a cluster between calls (Tools.Cache), for
+// a time-to-live: a pool or file system deleted and made again under its
+// name gets a new ID, which a cached answer does not have until it
+// expires. It is safe for concurrent use.
+type Cache struct {
+	ttl   time.Duration
+	mu    sync.Mutex
+	pools map[string]cachedAt[int64]
+	fss   map[string]cachedAt[[]fsEntry]
+	fsIDs map[string]cachedAt[int64]
+}
+
+type cachedAt[T any] struct {
+	v  T
+	at time.Time
+}
+
+// NewCache returns a Cache whose answers are reused for ttl.
+func NewCache(ttl time.Duration) *Cache {
+	return &Cache{ttl: ttl, pools: map[string]cachedAt[int64]{}, fss: map[string]cachedAt[[]fsEntry]{}, fsIDs: map[string]cachedAt[int64]{}}
+}
+
+// through is read's answer for key, from m while younger than the cache's
+// TTL (a nil cache reads every time; a failed read is not kept).
+func through[T any](c *Cache, m func(*Cache) map[string]cachedAt[T], key string, read func() (T, error)) (T, error) {
+	if c == nil {
+		return read()
+	}
+	c.mu.Lock()
+	e, ok := m(c)[key]
+	c.mu.Unlock()
+	if ok && time.Since(e.at) < c.ttl {
+		return e.v, nil
+	}
+	at := time.Now()
+	v, err := read()
+	if err != nil {
+		return v, err
+	}
+	c.mu.Lock()
+	m(c)[key] = cachedAt[T]{v, at}
+	c.mu.Unlock()
+	return v, nil
 }
 
 // Error is a tool that failed: the command (without secrets: none are in
@@ -129,8 +182,8 @@ func nsArgs(namespace string) []string {
 	return []string{"--namespace", namespace}
 }
 
-// Image reads an RBD image (rbd info) and its pool's ID (ceph osd pool ls
-// detail).
+// Image reads an RBD image (rbd info) and its pool's ID (PoolID: ceph osd
+// pool ls detail, or Tools.Cache).
 func (t Tools) Image(ctx context.Context, pool, namespace, name string) (*adopt.Image, error) {
 	out, err := t.run(ctx, "rbd", append(append([]string{"info", "--format", "json", "--pool", pool}, nsArgs(namespace)...), name)...)
 	if err != nil {
@@ -152,8 +205,12 @@ func (t Tools) Image(ctx context.Context, pool, namespace, name string) (*adopt.
 	return &adopt.Image{Pool: pool, PoolID: id, Namespace: namespace, Name: info.Name, ID: info.ID, Format: info.Format, Features: info.Features}, nil
 }
 
-// PoolID is a pool's ID.
+// PoolID is a pool's ID (from Tools.Cache where it has it).
 func (t Tools) PoolID(ctx context.Context, pool string) (int64, error) {
+	return through(t.Cache, func(c *Cache) map[string]cachedAt[int64] { return c.pools }, pool, func() (int64, error) { return t.readPoolID(ctx, pool) })
+}
+
+func (t Tools) readPoolID(ctx context.Context, pool string) (int64, error) {
 	out, err := t.run(ctx, "ceph", "osd", "pool", "ls", "detail", "--format", "json")
 	if err != nil {
 		return 0, err
@@ -199,20 +256,50 @@ type fsEntry struct {
 	MetadataPool string `json:"metadata_pool"`
 }
 
+// fileSystems are the cluster's file systems (from Tools.Cache where it
+// has them).
+func (t Tools) fileSystems(ctx context.Context) ([]fsEntry, error) {
+	return through(t.Cache, func(c *Cache) map[string]cachedAt[[]fsEntry] { return c.fss }, "", func() ([]fsEntry, error) {
+		out, err := t.run(ctx, "ceph", "fs", "ls", "--format", "json")
+		if err != nil {
+			return nil, err
+		}
+		var list []fsEntry
+		if err := json.Unmarshal(bytes.TrimSpace(out), &list); err != nil {
+			return nil, fmt.Errorf("ceph fs ls: %w", err)
+		}
+		return list, nil
+	})
+}
+
+// fsID is a file system's ID (from Tools.Cache where it has it).
+func (t Tools) fsID(ctx context.Context, fs string) (int64, error) {
+	return through(t.Cache, func(c *Cache) map[string]cachedAt[int64] { return c.fsIDs }, fs, func() (int64, error) {
+		out, err := t.run(ctx, "ceph", "fs", "get", fs, "--format", "json")
+		if err != nil {
+			return 0, err
+		}
+		var got struct {
+			ID int64 `json:"id"`
+		}
+		if err := json.Unmarshal(bytes.TrimSpace(out), &got); err != nil {
+			return 0, fmt.Errorf("ceph fs get %s: %w", fs, err)
+		}
+		return got.ID, nil
+	})
+}
+
 // Subvolume reads a CephFS subvolume (ceph fs subvolume info) and its file
-// system's ID and metadata pool (ceph fs ls, ceph fs get); fs "" means the
-// cluster's only file system. Ceph's volumes module records a legacy
-// subvolume's metadata (under /volumes/_legacy) the first time it is asked,
-// as it does for Ceph CSI's first call. A path it does not serve gives an
-// error matching ErrNotSubvolume.
+// system's ID and metadata pool (ceph fs ls, ceph fs get: from Tools.Cache
+// where it has them); fs "" means the cluster's only file system. Ceph's
+// volumes module records a legacy subvolume's metadata (under
+// /volumes/_legacy) the first time it is asked, as it does for Ceph CSI's
+// first call. A path it does not serve gives an error matching
+// ErrNotSubvolume.
 func (t Tools) Subvolume(ctx context.Context, fs, group, name string) (*adopt.Subvolume, error) {
-	out, err := t.run(ctx, "ceph", "fs", "ls", "--format", "json")
+	list, err := t.fileSystems(ctx)
 	if err != nil {
 		return nil, err
-	}
-	var list []fsEntry
-	if err := json.Unmarshal(bytes.TrimSpace(out), &list); err != nil {
-		return nil, fmt.Errorf("ceph fs ls: %w", err)
 	}
 	i := slices.IndexFunc(list, func(f fsEntry) bool { return f.Name == fs })
 	switch {
@@ -224,17 +311,11 @@ func (t Tools) Subvolume(ctx context.Context, fs, group, name string) (*adopt.Su
 		return nil, &Error{Command: "ceph fs ls", Stderr: "no file system " + fs, Err: ErrNotFound}
 	}
 	fs = list[i].Name
-	out, err = t.run(ctx, "ceph", "fs", "get", fs, "--format", "json")
+	fscid, err := t.fsID(ctx, fs)
 	if err != nil {
 		return nil, err
 	}
-	var got struct {
-		ID int64 `json:"id"`
-	}
-	if err := json.Unmarshal(bytes.TrimSpace(out), &got); err != nil {
-		return nil, fmt.Errorf("ceph fs get %s: %w", fs, err)
-	}
-	out, err = t.run(ctx, "ceph", "fs", "subvolume", "info", fs, name, "--group_name", group, "--format", "json")
+	out, err := t.run(ctx, "ceph", "fs", "subvolume", "info", fs, name, "--group_name", group, "--format", "json")
 	if err != nil {
 		// ENOENT, ENOTDIR, ENODATA (a directory without an explicit layout).
 		if te := (*Error)(nil); errors.As(err, &te) && slices.Contains([]int{2, 20, 61}, te.ExitCode) {
@@ -250,7 +331,7 @@ func (t Tools) Subvolume(ctx context.Context, fs, group, name string) (*adopt.Su
 	if err := json.Unmarshal(bytes.TrimSpace(out), &info); err != nil {
 		return nil, fmt.Errorf("ceph fs subvolume info %s %s %s: %w", fs, group, name, err)
 	}
-	return &adopt.Subvolume{FS: fs, FSCID: got.ID, MetadataPool: list[i].MetadataPool, Group: group, Name: name, Path: info.Path, Features: info.Features}, nil
+	return &adopt.Subvolume{FS: fs, FSCID: fscid, MetadataPool: list[i].MetadataPool, Group: group, Name: name, Path: info.Path, Features: info.Features}, nil
 }
 
 func radosArgs(pool, namespace string, args ...string) []string {

@@ -2,8 +2,10 @@ package cephtool
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -89,5 +91,67 @@ func TestSubvolume(t *testing.T) {
 	}
 	if _, err := fakeCeph("exit 1").Subvolume(ctx, "", "g", "good"); !errors.Is(err, ErrNotSubvolume) || !strings.Contains(err.Error(), "2 file systems") {
 		t.Errorf("no file system named among two: %v", err)
+	}
+}
+
+// With a Cache, what a file system keeps (the list, its ID) and a pool's
+// ID are read once for many volumes; without, for each. A failed read is
+// not kept, and an answer older than the TTL is read again.
+func TestCacheReadsOnce(t *testing.T) {
+	ctx := t.Context()
+	calls := t.TempDir() + "/calls"
+	script := `echo "$*" >> ` + calls + `
+case "$*" in
+  *"fs ls"*) echo '[{"name":"myfs","metadata_pool":"cephfs.myfs.meta"}]' ;;
+  *"fs get myfs"*) echo '{"id":3}' ;;
+  *"subvolume info"*) echo '{"path":"/volumes/g/x","features":[],"type":"subvolume"}' ;;
+  *"pool ls detail"*) [ -e ` + calls + `.fail ] && exit 5; echo '[{"pool_id":7,"pool_name":"rbd"}]' ;;
+  *) exit 1 ;;
+esac`
+	count := func(what string) int {
+		b, _ := os.ReadFile(calls)
+		return strings.Count(string(b), what)
+	}
+	for _, tc := range []struct {
+		cache      *Cache
+		fsls, pool int
+	}{{nil, 3, 3}, {NewCache(time.Hour), 1, 1}} {
+		os.Remove(calls)
+		tl := Tools{Prefix: []string{"sh", "-c", script, "fake"}, Cache: tc.cache}
+		for range 3 {
+			if sv, err := tl.Subvolume(ctx, "", "g", "x"); err != nil || sv.FSCID != 3 || sv.MetadataPool != "cephfs.myfs.meta" {
+				t.Fatalf("cache %v: %+v %v", tc.cache != nil, sv, err)
+			}
+			if id, err := tl.PoolID(ctx, "rbd"); err != nil || id != 7 {
+				t.Fatalf("cache %v: pool ID %d %v", tc.cache != nil, id, err)
+			}
+		}
+		if n, m, g := count("fs ls"), count("pool ls"), count("fs get"); n != tc.fsls || m != tc.pool || g != tc.fsls {
+			t.Errorf("cache %v: fs ls %d times, fs get %d, pool ls %d; want %d, %d, %d", tc.cache != nil, n, g, m, tc.fsls, tc.fsls, tc.pool)
+		}
+		if count("subvolume info") != 3 {
+			t.Errorf("cache %v: subvolume info %d times, want 3 (never cached)", tc.cache != nil, count("subvolume info"))
+		}
+	}
+	// A failed read is not kept; an expired answer is read again.
+	os.Remove(calls)
+	os.WriteFile(calls+".fail", nil, 0o644)
+	tl := Tools{Prefix: []string{"sh", "-c", script, "fake"}, Cache: NewCache(time.Hour)}
+	if _, err := tl.PoolID(ctx, "rbd"); err == nil {
+		t.Fatal("a failing read gave no error")
+	}
+	os.Remove(calls + ".fail")
+	if id, err := tl.PoolID(ctx, "rbd"); err != nil || id != 7 {
+		t.Errorf("after a failed read: %d %v", id, err)
+	}
+	expiring := Tools{Prefix: []string{"sh", "-c", script, "fake"}, Cache: NewCache(0)}
+	before := count("pool ls")
+	for range 2 {
+		if _, err := expiring.PoolID(ctx, "rbd"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count("pool ls") - before; n != 2 {
+		t.Errorf("with TTL 0: %d reads, want 2", n)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr/funcr"
 	v1 "k8s.io/api/core/v1"
@@ -366,6 +367,9 @@ type cephToolFlags struct {
 }
 
 func (c *cephToolFlags) register(fs *flag.FlagSet, with string) {
+	// A pool's ID and a file system's are read once a minute, not for
+	// every volume (each read starts the ceph tool).
+	c.tools.Cache = cephtool.NewCache(time.Minute)
 	fs.StringVar(&c.tools.Conf, "ceph-conf", "", "with "+with+": the ceph.conf Ceph's tools read (their --conf)")
 	fs.StringVar(&c.tools.ID, "ceph-id", "", "with "+with+": the Ceph user Ceph's tools authenticate as (their --id)")
 	fs.StringVar(&c.tools.Keyring, "ceph-keyring", "", "with "+with+": that user's keyring file (their --keyring); keys are never printed")
