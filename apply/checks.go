@@ -203,17 +203,20 @@ func (a *Writer) podsUsing(ctx context.Context, ns, claim string) ([]v1.Pod, err
 	var out []v1.Pod
 	if a.listers.PodsUsing != nil {
 		pods, err := a.listers.PodsUsing(ns, claim)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrNotCached):
+			// Read from the API server, below.
+		case err != nil:
 			return nil, err
-		}
-		for i := range pods {
-			if pods[i].Status.Phase != v1.PodSucceeded && pods[i].Status.Phase != v1.PodFailed {
-				out = append(out, pods[i])
+		default:
+			for i := range pods {
+				if pods[i].Status.Phase != v1.PodSucceeded && pods[i].Status.Phase != v1.PodFailed {
+					out = append(out, pods[i])
+				}
 			}
+			return out, nil
 		}
-		return out, nil
-	}
-	if a.listers.Pods != nil {
+	} else if a.listers.Pods != nil {
 		// From the lister's own objects, read only: a copy of each that
 		// uses the claim, not of every pod of the namespace (a check of a
 		// namespace of thousands of pods would copy them all).

@@ -2,7 +2,6 @@ package apply
 
 import (
 	"context"
-	"slices"
 	"strings"
 
 	"github.com/csimigrate/csimigrate/plugin"
@@ -39,7 +38,9 @@ type Listers struct {
 	// pods of a namespace whose volumes name a claim (rewrite.PodClaims),
 	// finished ones included. The Writer reads their name, nodeName and
 	// phase only. A cache indexed by claim answers it without a list of
-	// the namespace's pods.
+	// the namespace's pods; one that does not hold a claim's pods returns
+	// an error matching ErrNotCached, and the Writer reads them from the
+	// API server.
 	PodsUsing func(namespace, claim string) ([]v1.Pod, error)
 	// PVsNaming, when set, names the PVs that name a volume (by
 	// rewrite.VolumeKey) for the adoption's check that no other PV names
@@ -156,10 +157,6 @@ func KeptWhole(pv *v1.PersistentVolume) bool {
 	k, _ := adoptionKindOf(pv)
 	return k != kindOther
 }
-
-// VolumeKeyAttributes are the CSI volume attributes rewrite.VolumeKey reads,
-// which SlimPV keeps.
-func VolumeKeyAttributes() []string { return slices.Clone(volumeKeyAttributes) }
 
 // volumeKeyAttributes are the CSI volume attributes rewrite.VolumeKey reads.
 var volumeKeyAttributes = []string{"clusterID", "pool", "imageName", "rootPath", "subvolumePath"}

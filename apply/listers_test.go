@@ -4,17 +4,20 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/csimigrate/csimigrate/apply/testenv"
 	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/translate"
 )
 
 // TestWriterWithStaleListers gives the writer listers whose PVs lag the
@@ -142,4 +145,29 @@ func TestWriterWithStaleListers(t *testing.T) {
 		t.Errorf("%s: not rewritten\n%s", name, out.String())
 	}
 	noStateLeft(t, c)
+}
+
+// A cache's PodsUsing that does not hold a claim's pods (ErrNotCached)
+// sends the in-use check to the API server; any other error ends it.
+func TestPodsUsingNotCached(t *testing.T) {
+	tr, err := translate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}, Spec: v1.PodSpec{NodeName: "n1",
+		Volumes: []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}}
+	for _, tc := range []struct {
+		answer  error
+		want    int
+		wantErr bool
+	}{{ErrNotCached, 1, false}, {fmt.Errorf("the pods of claim ns/data: %w", ErrNotCached), 1, false}, {errors.New("broken"), 0, true}} {
+		w, err := New(fake.NewClientset(pod), tr, klog0(), nil, Options{DryRun: true, Listers: &Listers{PodsUsing: func(string, string) ([]v1.Pod, error) { return nil, tc.answer }}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := w.podsUsing(context.Background(), "ns", "data")
+		if (err != nil) != tc.wantErr || len(got) != tc.want {
+			t.Errorf("PodsUsing answering %v: %d pods, %v; want %d pods, error %t", tc.answer, len(got), err, tc.want, tc.wantErr)
+		}
+	}
 }

@@ -128,6 +128,11 @@ var ErrDryRun = errors.New("a dry run writes nothing")
 // objects it left are finished by another run.
 var ErrWriteLimit = errors.New("interrupted (write limit reached)")
 
+// ErrNotCached is returned by a cache's Listers.PodsUsing for a claim whose
+// pods it does not hold (it left them out as not needed then): the Writer
+// then reads the claim's namespace's pods from the API server.
+var ErrNotCached = errors.New("not held by the cache")
+
 // Events receives what a Writer does, instead of printing it. Objects are
 // named by their rewrite.ObjectRef. Calls are serialised. No call carries a
 // Secret's value.

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -36,8 +37,10 @@ import (
 // kustomize base's arguments (controller -dry-run -state-namespace
 // kube-system) and reports its peak RSS (VmHWM, from /proc) and the time
 // until it has counted every in-tree PV (its informers synced, its
-// gauges set). CI runs it small (scripts/test), docs/performance.md gives
-// the figures at the documented sizes.
+// gauges set); then plan -live's time and peak RSS on the same cluster, and
+// the controller migrating the in-tree PVs against the floor. CI runs it
+// small (scripts/test), docs/performance.md gives the figures at the
+// documented sizes.
 func BenchmarkControllerScale(b *testing.B) {
 	bin := os.Getenv("CSIMIGRATE_BIN")
 	if bin == "" {
@@ -67,6 +70,11 @@ func BenchmarkControllerScale(b *testing.B) {
 		if i > 0 {
 			continue // the in-tree PVs are migrated by the first round
 		}
+		b.StopTimer()
+		planned, planRSS := scalePlanLive(b, bin, kc)
+		b.StartTimer()
+		b.ReportMetric(planned.Seconds(), "s-plan-live")
+		b.ReportMetric(float64(planRSS)/(1<<20), "MiB-plan-live")
 		// The convergence against the floor: the same seven writes a PV
 		// sent directly for as many PVs seeded beside, then the controller
 		// (not a dry run) migrating the in-tree PVs of the large cluster.
@@ -82,6 +90,28 @@ func BenchmarkControllerScale(b *testing.B) {
 		b.Logf("%d in-tree PVs among %d: converged in %s after the informers' sync (%s from the start); the floor for the same writes: %s",
 			inTree, n, converged.Round(time.Millisecond), done.Round(time.Millisecond), floor.Round(time.Millisecond))
 	}
+}
+
+// scalePlanLive runs plan -live on the large cluster, as an admin would,
+// and returns its wall-clock time and peak RSS (the kernel's maximum
+// resident set of the process).
+func scalePlanLive(b *testing.B, bin, kc string) (time.Duration, uint64) {
+	b.Helper()
+	cmd := exec.Command(bin, "plan", "-live", "-kubeconfig", kc, "-o", "json")
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	took := time.Since(start)
+	if ee := (*exec.ExitError)(nil); err != nil && !(errors.As(err, &ee) && ee.ExitCode() == exitBlocked) {
+		b.Fatalf("plan -live: %v\n%s", err, stderr.String())
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		b.Fatal("plan -live: no resource usage")
+	}
+	b.Logf("plan -live of the cluster: %s, peak RSS %d MiB", took.Round(10*time.Millisecond), ru.Maxrss>>10)
+	return took, uint64(ru.Maxrss) << 10
 }
 
 // scaleFloor seeds n bound in-tree PVs in a namespace of their own and

@@ -97,7 +97,8 @@ type Controller struct {
 // read from.
 type caches struct {
 	factory  informers.SharedInformerFactory
-	userInf  informers.SharedInformerFactory
+	userInf  informers.SharedInformerFactory // claims
+	podInf   informers.SharedInformerFactory
 	stateInf informers.SharedInformerFactory
 	// pvStore and claimStore hold typed objects and stubs (stubs.go);
 	// pvs and claims read them, podIndex holds podUse by claim.
@@ -109,9 +110,12 @@ type caches struct {
 	classes    storagelisters.StorageClassLister
 	drivers    storagelisters.CSIDriverLister
 	states     corelisters.ConfigMapLister
-	// syncedFirst are the informers that sync before the claims' and
-	// pods' (synced) start.
-	syncedFirst, synced []cache.InformerSynced
+	// syncedFirst are the informers that sync before the claims' (then
+	// claimsSynced) and the pods' (podsSynced) start.
+	syncedFirst, claimsSynced, podsSynced []cache.InformerSynced
+	// unheld are the claims a list left out (bound to a PV held as a
+	// stub), by hash, whose listed pods are left out too (podsUsing).
+	unheld claimHashes
 	// readyOnce closes ready once the caches have synced.
 	readyOnce sync.Once
 	ready     chan struct{}

@@ -236,7 +236,6 @@ func TestControllerWritesOnlyHoldingLease(t *testing.T) {
 // however often it is looked at again; it is counted by reason.
 func TestControllerRefusalDeduplicated(t *testing.T) {
 	pv := vspherePV("shared")
-	pv.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}
 	pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: "gone", UID: "uid-gone"}
 	f := start(t, Options{Recheck: 20 * time.Millisecond}, pv, driver)
 	waitFor(t, "the refusal", func() error {
@@ -267,7 +266,6 @@ func TestControllerRefusalDeduplicated(t *testing.T) {
 // kubectl describe empty), while the refusal is counted once.
 func TestControllerRefusalSaidAgain(t *testing.T) {
 	pv := vspherePV("shared")
-	pv.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}
 	pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: "gone", UID: "uid-gone"}
 	f := start(t, Options{Recheck: 20 * time.Millisecond, EventRefresh: 200 * time.Millisecond}, pv, driver)
 	n := 0

@@ -24,6 +24,7 @@ import (
 func (c *Controller) informers() (*apply.Listers, error) {
 	c.factory = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithTransform(trimPV))
 	c.userInf = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithTransform(c.trimUser))
+	c.podInf = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithTransform(c.trimUser))
 	c.stateInf = informers.NewSharedInformerFactoryWithOptions(c.client, 10*time.Minute, informers.WithNamespace(c.o.Writer.StateNamespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = "app.kubernetes.io/managed-by=csimigrate" }))
 	// No namespace index for PVs (cluster-scoped: one set of every key);
@@ -37,7 +38,7 @@ func (c *Controller) informers() (*apply.Listers, error) {
 		claims := client.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll)
 		return cache.NewSharedIndexInformer(pagedLister(client, claims.List, claims.Watch, c.keepUser), &v1.PersistentVolumeClaim{}, resync, cache.Indexers{})
 	})
-	podInf := c.userInf.InformerFor(&v1.Pod{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+	podInf := c.podInf.InformerFor(&v1.Pod{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		pods := client.CoreV1().Pods(metav1.NamespaceAll)
 		return cache.NewSharedIndexInformer(pagedLister(client, pods.List, pods.Watch, c.keepUser), &v1.Pod{}, resync, cache.Indexers{claimIndex: podClaimKeys})
 	})
@@ -50,7 +51,7 @@ func (c *Controller) informers() (*apply.Listers, error) {
 	c.classes, c.drivers, c.states = scInf.Lister(), drvInf.Lister(), cmInf.Lister()
 	// The PVs first: a claim's stub is decided by its PV (trimUser).
 	c.syncedFirst = []cache.InformerSynced{pvInf.HasSynced, scInf.Informer().HasSynced, drvInf.Informer().HasSynced, cmInf.Informer().HasSynced, vaInf.Informer().HasSynced}
-	c.synced = []cache.InformerSynced{claimInf.HasSynced, podInf.HasSynced}
+	c.claimsSynced, c.podsSynced = []cache.InformerSynced{claimInf.HasSynced}, []cache.InformerSynced{podInf.HasSynced}
 	if err := c.watch(pvInf, scInf.Informer(), drvInf.Informer(), cmInf.Informer()); err != nil {
 		return nil, err
 	}
@@ -145,8 +146,13 @@ func podClaimKeys(obj any) ([]string, error) {
 	return keys, nil
 }
 
-// podsUsing answers the writer's in-use check from the pods' index.
+// podsUsing answers the writer's in-use check from the pods' index; for a
+// claim whose listed pods were left out (unheld), apply.ErrNotCached, so
+// that the writer reads them from the API server.
 func (c *Controller) podsUsing(ns, claim string) ([]v1.Pod, error) {
+	if c.unheld.has(ns + "/" + claim) {
+		return nil, fmt.Errorf("the pods of claim %s/%s: %w", ns, claim, apply.ErrNotCached)
+	}
 	objs, err := c.podIndex.ByIndex(claimIndex, ns+"/"+claim)
 	if err != nil {
 		return nil, err
@@ -164,10 +170,11 @@ func (c *Controller) podsUsing(ns, claim string) ([]v1.Pod, error) {
 // the PVs, whole or stubs, that name the volume key.
 func (c *Controller) pvsNaming(key string) ([]string, error) {
 	var out []string
+	h := volumeKeyHash(key)
 	for _, o := range c.pvStore.List() {
 		switch pv := o.(type) {
 		case *pvStub:
-			if pv.key == key {
+			if pv.keyed && pv.key == h {
 				out = append(out, pv.name)
 			}
 		case *v1.PersistentVolume:
@@ -296,8 +303,9 @@ func (c *Controller) watch(pvs, classes, drivers, states cache.SharedIndexInform
 }
 
 // startInformers starts the informers and waits until their caches have
-// synced (the PVs' first: a claim is kept whole or as a stub by its PV);
-// stop shuts them down.
+// synced: the PVs' first (a claim is kept whole or as a stub by its PV),
+// then the claims' (a listed pod is left out by its claims), then the
+// pods'; stop shuts them down.
 func (c *Controller) startInformers(ctx context.Context) (stop func(), err error) {
 	var started []informers.SharedInformerFactory
 	stop = func() {
@@ -308,7 +316,8 @@ func (c *Controller) startInformers(ctx context.Context) (stop func(), err error
 	for _, step := range []struct {
 		factories []informers.SharedInformerFactory
 		synced    []cache.InformerSynced
-	}{{[]informers.SharedInformerFactory{c.factory, c.stateInf}, c.syncedFirst}, {[]informers.SharedInformerFactory{c.userInf}, c.synced}} {
+	}{{[]informers.SharedInformerFactory{c.factory, c.stateInf}, c.syncedFirst}, {[]informers.SharedInformerFactory{c.userInf}, c.claimsSynced},
+		{[]informers.SharedInformerFactory{c.podInf}, c.podsSynced}} {
 		for _, f := range step.factories {
 			f.Start(ctx.Done())
 			started = append(started, f)

@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"hash/maphash"
 	"maps"
 	"slices"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -93,10 +95,11 @@ func keepPV(o runtime.Object) runtime.Object {
 }
 
 // keepUser is what the claims' and pods' informer keeps of a listed
-// object (trimUser), off its page; a claim bound to a PV kept as a stub not
-// at all. Nothing reads such a claim but the writer, which reads a claim
-// its lister does not hold from the API server; one that changes later
-// arrives by the watch, as a stub.
+// object (trimUser), off its page. A claim bound to a PV kept as a stub is
+// not kept at all, nor a pod that names no claim or only such claims:
+// nothing reads those but the writer, which reads a claim its lister does
+// not hold, and the pods of a claim left out (unheld), from the API server.
+// One that changes later arrives by the watch, as a stub.
 func (c *Controller) keepUser(o runtime.Object) runtime.Object {
 	kept, _ := c.trimUser(o)
 	switch k := kept.(type) {
@@ -104,11 +107,42 @@ func (c *Controller) keepUser(o runtime.Object) runtime.Object {
 		cp := *k
 		return &cp
 	case *claimStub:
+		c.unheld.add(k.namespace + "/" + k.name)
 		return nil
+	case *podUse:
+		if !slices.ContainsFunc(k.claims, func(cl string) bool { return !c.unheld.has(k.namespace + "/" + cl) }) {
+			return nil
+		}
+		return k
 	case runtime.Object:
 		return k
 	}
 	return o
+}
+
+// claimHashes is a set of claims ("namespace/name") by hash: 8 bytes a
+// claim, where a large cluster has a claim for every volume. Two claims of
+// one hash make the writer read the other's pods from the API server too:
+// the safe side. It is safe for concurrent use.
+type claimHashes struct {
+	mu sync.Mutex
+	m  map[uint64]struct{}
+}
+
+func (h *claimHashes) add(key string) {
+	h.mu.Lock()
+	if h.m == nil {
+		h.m = map[uint64]struct{}{}
+	}
+	h.m[maphash.String(keySeed, key)] = struct{}{}
+	h.mu.Unlock()
+}
+
+func (h *claimHashes) has(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.m[maphash.String(keySeed, key)]
+	return ok
 }
 
 // The stubs are runtime.Objects, as a list's items are: a kind they do
@@ -130,7 +164,6 @@ func (s *pvStub) DeepCopyObject() runtime.Object {
 	cp := *s
 	cp.stubMeta = s.stubMeta.deepCopy()
 	cp.labels = maps.Clone(s.labels)
-	cp.attrs = slices.Clone(s.attrs)
 	return &cp
 }
 

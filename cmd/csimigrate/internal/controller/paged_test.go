@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/plugin"
 )
 
@@ -110,5 +111,60 @@ func TestKeepUserClaims(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"old", "pending"}, kept); diff != "" {
 		t.Errorf("kept (-want +got):\n%s", diff)
+	}
+}
+
+// A listed pod is kept while it names a claim the controller holds; one
+// that names none, or only claims a list left out, is not, and the pods of
+// such a claim are the API server's to give (apply.ErrNotCached): a PV
+// held as a stub may later become one the controller acts on.
+func TestKeepUserPods(t *testing.T) {
+	c := &Controller{}
+	c.pvStore = cache.NewStore(cache.MetaNamespaceKeyFunc)
+	c.podIndex = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{claimIndex: podClaimKeys})
+	whole := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "in-tree"},
+		Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.0.0.1:6789"}, RBDImage: "img"}}}}
+	native := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "native"}, Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{
+		CSI: &v1.CSIPersistentVolumeSource{Driver: plugin.RBDDriverName, VolumeHandle: "0001-0024-b7f67366-bb43-f32e-07d8-a261a7840da9-0000000000000002-6f1c0000-4b53-9a61-2b0c-1d9a7e110000"}}}}
+	for _, pv := range []*v1.PersistentVolume{whole, native} {
+		obj, _ := trimPV(pv)
+		if err := c.pvStore.Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pvc := range []*v1.PersistentVolumeClaim{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "old"}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: "in-tree"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new"}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: "native"}},
+	} {
+		c.keepUser(pvc)
+	}
+	pod := func(name string, claims ...string) *v1.Pod {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: v1.PodSpec{NodeName: "n1"}}
+		for _, cl := range claims {
+			p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: cl, VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: cl}}})
+		}
+		return p
+	}
+	var kept []string
+	for _, p := range []*v1.Pod{pod("uses-old", "old"), pod("uses-new", "new"), pod("uses-both", "new", "old"), pod("none"), pod("unknown-claim", "later")} {
+		if k := c.keepUser(p); k != nil {
+			if err := c.podIndex.Add(k); err != nil {
+				t.Fatal(err)
+			}
+			kept = append(kept, k.(*podUse).name)
+		}
+	}
+	if diff := cmp.Diff([]string{"uses-old", "uses-both", "unknown-claim"}, kept); diff != "" {
+		t.Errorf("pods kept (-want +got):\n%s", diff)
+	}
+	got, err := c.podsUsing("ns", "old")
+	if err != nil || len(got) != 2 {
+		t.Errorf("pods using ns/old: %v %v, want uses-old and uses-both", got, err)
+	}
+	if _, err := c.podsUsing("ns", "new"); !errors.Is(err, apply.ErrNotCached) {
+		t.Errorf("pods using ns/new (left out): %v, want apply.ErrNotCached", err)
+	}
+	if got, err := c.podsUsing("ns", "later"); err != nil || len(got) != 1 {
+		t.Errorf("pods using ns/later: %v %v, want unknown-claim", got, err)
 	}
 }

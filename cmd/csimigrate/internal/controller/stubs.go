@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"hash/maphash"
 	"unique"
 
 	v1 "k8s.io/api/core/v1"
@@ -12,7 +13,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/rewrite"
 )
 
@@ -89,63 +89,52 @@ type pvStub struct {
 	stubMeta
 	labels                    map[string]string
 	class, phase              string
-	driver, handle            string
+	driver                    string
 	claimKind, claimNamespace string
 	claimName                 string
 	claimUID                  types.UID
 	hasClaim                  bool
-	attrs                     []string // apply.VolumeKeyAttributes present: name, value, ...
-	key                       string
+	// key is the hash of the volume the PV names (rewrite.VolumeKey:
+	// volumeKeyHash), keyed whether it names one: the adoption's check that
+	// no other PV names an image asks only that (Controller.pvsNaming),
+	// and the handle and attributes it is made of are most of a stub.
+	key   uint64
+	keyed bool
 }
 
-// volumeKeyAttributes are the attributes a stub keeps.
-var volumeKeyAttributes = apply.VolumeKeyAttributes()
+// keySeed seeds the volume keys' hashes, one per process.
+var keySeed = maphash.MakeSeed()
+
+// volumeKeyHash is the hash a stub keeps of a volume key. Two keys of one
+// hash (about one chance in 10^10 among 120,000 volumes) make the check
+// that no other PV names an image find one more PV, which leaves the
+// volume unadopted: the safe side.
+func volumeKeyHash(key string) uint64 { return maphash.String(keySeed, key) }
 
 // newPVStub is the stub of a PV no direction acts on.
 func newPVStub(pv *v1.PersistentVolume) *pvStub {
-	csi := pv.Spec.CSI
 	s := &pvStub{stubMeta: metaOf(&pv.ObjectMeta), labels: pv.Labels, class: intern(pv.Spec.StorageClassName), phase: intern(string(pv.Status.Phase)),
-		driver: intern(csi.Driver), handle: csi.VolumeHandle}
+		driver: intern(pv.Spec.CSI.Driver)}
 	if c := pv.Spec.ClaimRef; c != nil {
 		s.hasClaim, s.claimKind, s.claimNamespace, s.claimName, s.claimUID = true, intern(c.Kind), intern(c.Namespace), c.Name, c.UID
 	}
-	n := 0
-	for _, k := range volumeKeyAttributes {
-		if _, ok := csi.VolumeAttributes[k]; ok {
-			n++
-		}
+	if key, ok := rewrite.VolumeKey(pv); ok {
+		s.key, s.keyed = volumeKeyHash(key), true
 	}
-	if n > 0 {
-		s.attrs = make([]string, 0, 2*n)
-		for _, k := range volumeKeyAttributes {
-			if v, ok := csi.VolumeAttributes[k]; ok {
-				if k == "clusterID" || k == "pool" {
-					v = intern(v) // shared by many volumes; an image's name is its own
-				}
-				s.attrs = append(s.attrs, k, v)
-			}
-		}
-	}
-	s.key, _ = rewrite.VolumeKey(pv)
 	return s
 }
 
-// pv is the stub as apply.SlimPV gives the PV it was made of.
+// pv is the stub as apply.SlimPV gives the PV it was made of, without the
+// volume's handle and attributes (its key's hash stands for them).
 func (s *pvStub) pv() *v1.PersistentVolume {
 	out := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: s.name, UID: s.uid, ResourceVersion: s.rv, Labels: s.labels, DeletionTimestamp: s.deletion},
 		Spec: v1.PersistentVolumeSpec{StorageClassName: s.class,
-			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: s.driver, VolumeHandle: s.handle}}},
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: s.driver}}},
 		Status: v1.PersistentVolumeStatus{Phase: v1.PersistentVolumePhase(s.phase)},
 	}
 	if s.hasClaim {
 		out.Spec.ClaimRef = &v1.ObjectReference{Kind: s.claimKind, Namespace: s.claimNamespace, Name: s.claimName, UID: s.claimUID}
-	}
-	if len(s.attrs) > 0 {
-		out.Spec.CSI.VolumeAttributes = make(map[string]string, len(volumeKeyAttributes))
-		for i := 0; i+1 < len(s.attrs); i += 2 {
-			out.Spec.CSI.VolumeAttributes[s.attrs[i]] = s.attrs[i+1]
-		}
 	}
 	return out
 }
