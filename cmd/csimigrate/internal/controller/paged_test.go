@@ -84,16 +84,7 @@ func TestKeepPV(t *testing.T) {
 func TestKeepUserClaims(t *testing.T) {
 	c := &Controller{}
 	c.pvStore = cache.NewStore(cache.MetaNamespaceKeyFunc)
-	whole := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "in-tree"},
-		Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.0.0.1:6789"}, RBDImage: "img"}}}}
-	native := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "native"}, Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{
-		CSI: &v1.CSIPersistentVolumeSource{Driver: plugin.RBDDriverName, VolumeHandle: "0001-0024-b7f67366-bb43-f32e-07d8-a261a7840da9-0000000000000002-6f1c0000-4b53-9a61-2b0c-1d9a7e110000"}}}}
-	for _, pv := range []*v1.PersistentVolume{whole, native} {
-		obj, _ := trimPV(pv)
-		if err := c.pvStore.Add(obj); err != nil {
-			t.Fatal(err)
-		}
-	}
+	holdPVs(t, c)
 	page := &v1.PersistentVolumeClaimList{Items: []v1.PersistentVolumeClaim{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "old"}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: "in-tree"}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new"}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: "native"}},
@@ -122,16 +113,7 @@ func TestKeepUserPods(t *testing.T) {
 	c := &Controller{}
 	c.pvStore = cache.NewStore(cache.MetaNamespaceKeyFunc)
 	c.podIndex = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{claimIndex: podClaimKeys})
-	whole := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "in-tree"},
-		Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.0.0.1:6789"}, RBDImage: "img"}}}}
-	native := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "native"}, Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{
-		CSI: &v1.CSIPersistentVolumeSource{Driver: plugin.RBDDriverName, VolumeHandle: "0001-0024-b7f67366-bb43-f32e-07d8-a261a7840da9-0000000000000002-6f1c0000-4b53-9a61-2b0c-1d9a7e110000"}}}}
-	for _, pv := range []*v1.PersistentVolume{whole, native} {
-		obj, _ := trimPV(pv)
-		if err := c.pvStore.Add(obj); err != nil {
-			t.Fatal(err)
-		}
-	}
+	holdPVs(t, c)
 	for _, pvc := range []*v1.PersistentVolumeClaim{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "old"}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: "in-tree"}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new"}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: "native"}},
@@ -166,5 +148,21 @@ func TestKeepUserPods(t *testing.T) {
 	}
 	if got, err := c.podsUsing("ns", "later"); err != nil || len(got) != 1 {
 		t.Errorf("pods using ns/later: %v %v, want unknown-claim", got, err)
+	}
+}
+
+// holdPVs gives c's PV store an in-tree PV, "in-tree" (kept whole), and a
+// CSI PV of Ceph CSI, "native" (held as a stub).
+func holdPVs(t *testing.T, c *Controller) {
+	t.Helper()
+	whole := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "in-tree"},
+		Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.0.0.1:6789"}, RBDImage: "img"}}}}
+	native := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "native"}, Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{
+		CSI: &v1.CSIPersistentVolumeSource{Driver: plugin.RBDDriverName, VolumeHandle: "0001-0024-b7f67366-bb43-f32e-07d8-a261a7840da9-0000000000000002-6f1c0000-4b53-9a61-2b0c-1d9a7e110000"}}}}
+	for _, pv := range []*v1.PersistentVolume{whole, native} {
+		obj, _ := trimPV(pv)
+		if err := c.pvStore.Add(obj); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
