@@ -3,6 +3,7 @@ package plan
 import (
 	"slices"
 	"strings"
+	"unique"
 
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
@@ -26,18 +27,21 @@ func (p *Planner) addWorkload(w *rewrite.Workload) {
 	p.addReplicas(w)
 	p.ceph.config.addWorkload(w)
 	if w.Kind == "Pod" && !w.Finished {
+		// One copy of the pod's key for every map (a large cluster has
+		// tens of thousands of pods).
+		key := w.Namespace + "/" + w.Name
 		if w.Spec.NodeName != "" {
-			p.pods.node[w.Namespace+"/"+w.Name] = w.Spec.NodeName
+			p.pods.node[key] = unique.Make(w.Spec.NodeName).Value() // one copy a node
 		}
 		if w.Stuck != "" {
-			p.pods.stuck[w.Namespace+"/"+w.Name] = w.Stuck
+			p.pods.stuck[key] = w.Stuck
 		}
 		if pod, ok := w.Obj.(*v1.Pod); ok {
-			p.pods.phase[w.Namespace+"/"+w.Name] = string(pod.Status.Phase)
+			p.pods.phase[key] = unique.Make(string(pod.Status.Phase)).Value()
 		}
 		for _, claim := range rewrite.PodClaims(w.Name, w.Spec) {
 			k := claimKey(w.Namespace, claim)
-			p.pods.byClaim[k] = append(p.pods.byClaim[k], w.Namespace+"/"+w.Name)
+			p.pods.byClaim[k] = append(p.pods.byClaim[k], key)
 		}
 	}
 	if ns := p.opts.Namespace; ns != "" && w.Namespace != ns {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 )
 
@@ -75,8 +76,65 @@ type Planner struct {
 // claimInput are the input's claims: slim (metadata and volumeName), by
 // namespace/name; seen says the input has claims.
 type claimInput struct {
-	slim map[string]*v1.PersistentVolumeClaim
+	slim map[string]slimClaim
 	seen bool
+}
+
+// slimClaim is what the plan keeps of a claim ("namespace/name" its key):
+// its uid, deletion and volume, and the annotations a provisioner secret's
+// template may name (not the binder's and provisioners' own, which every
+// bound claim has). A large cluster has a claim for every volume.
+type slimClaim struct {
+	uid         types.UID
+	volumeName  string
+	deletion    *metav1.Time
+	annotations map[string]string
+}
+
+// claimBookkeeping are the annotations Kubernetes itself sets on claims,
+// which no secret template reads.
+var claimBookkeeping = []string{"pv.kubernetes.io/bind-completed", "pv.kubernetes.io/bound-by-controller", "volume.beta.kubernetes.io/storage-provisioner",
+	"volume.kubernetes.io/storage-provisioner", "volume.kubernetes.io/selected-node", v1.LastAppliedConfigAnnotation}
+
+func newSlimClaim(o *v1.PersistentVolumeClaim) slimClaim {
+	c := slimClaim{uid: o.UID, volumeName: o.Spec.VolumeName, deletion: o.DeletionTimestamp, annotations: o.Annotations}
+	n := 0
+	for _, k := range claimBookkeeping {
+		if _, ok := o.Annotations[k]; ok {
+			n++
+		}
+	}
+	if n > 0 {
+		c.annotations = nil
+		for k, v := range o.Annotations {
+			if !slices.Contains(claimBookkeeping, k) {
+				if c.annotations == nil {
+					c.annotations = make(map[string]string, len(o.Annotations)-n)
+				}
+				c.annotations[k] = v
+			}
+		}
+	}
+	return c
+}
+
+// claim is the claim of key "namespace/name" as the rewrite's rules read
+// it.
+func (c slimClaim) claim(key string) *v1.PersistentVolumeClaim {
+	ns, name, _ := strings.Cut(key, "/")
+	return &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: c.uid, Annotations: c.annotations, DeletionTimestamp: c.deletion},
+		Spec: v1.PersistentVolumeClaimSpec{VolumeName: c.volumeName}}
+}
+
+// get is the claim of namespace ns and name name, nil when the input has
+// none.
+func (in *claimInput) get(ns, name string) *v1.PersistentVolumeClaim {
+	key := claimKey(ns, name)
+	c, ok := in.slim[key]
+	if !ok {
+		return nil
+	}
+	return c.claim(key)
 }
 
 // podInput are the running pods: their names by the claims they use, and
@@ -239,7 +297,7 @@ type Options struct {
 // every object (PhaseAll) until SetPhase says otherwise.
 func New(tr *translate.Translator, logger klog.Logger, opts Options) *Planner {
 	return &Planner{opts: opts, tr: tr, logger: logger, plan: &Plan{Volumes: []VolumePlan{}},
-		claims:  claimInput{slim: map[string]*v1.PersistentVolumeClaim{}},
+		claims:  claimInput{slim: map[string]slimClaim{}},
 		pods:    podInput{byClaim: map[string][]string{}, node: map[string]string{}, stuck: map[string]string{}, phase: map[string]string{}},
 		classes: classInput{byName: map[string]*storagev1.StorageClass{}},
 		secrets: secretInput{slim: map[string]*v1.Secret{}},
@@ -325,9 +383,7 @@ func (p *Planner) Add(obj any) {
 	switch o := obj.(type) {
 	case *v1.PersistentVolumeClaim:
 		p.claims.seen = true
-		p.claims.slim[claimKey(o.Namespace, o.Name)] = &v1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name, UID: o.UID, Annotations: o.Annotations, DeletionTimestamp: o.DeletionTimestamp},
-			Spec:       v1.PersistentVolumeClaimSpec{VolumeName: o.Spec.VolumeName}}
+		p.claims.slim[claimKey(o.Namespace, o.Name)] = newSlimClaim(o)
 	case *storagev1.StorageClass:
 		p.runs.saw(p.runs.classes, o.Name)
 		p.classes.byName[o.Name] = o

@@ -71,9 +71,9 @@ func (p *Planner) settleRuns(plan *Plan) {
 		p.runs.saw(p.runs.pvs, v.Name)
 	}
 	claimOf := map[string]string{}
-	for _, c := range p.claims.slim {
-		if s := p.runs.pvs[c.Spec.VolumeName]; s != nil && !s.seen {
-			claimOf[c.Spec.VolumeName] = c.Namespace + "/" + c.Name
+	for key, c := range p.claims.slim {
+		if s := p.runs.pvs[c.volumeName]; s != nil && !s.seen {
+			claimOf[c.volumeName] = key
 		}
 	}
 	add := func(kind, name string, s *savedRun) {

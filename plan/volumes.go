@@ -193,11 +193,7 @@ func (p *Planner) claimRefusal(pv *v1.PersistentVolume) *plugin.Finding {
 		return &plugin.Finding{Code: FindingClaimNotChecked, Severity: plugin.SeverityBlocker, Field: "spec.claimRef",
 			Message: reasonClaimNotChecked, Remedy: remedyClaimNotChecked, Action: plugin.ActionGiveInput, ActsOn: "PersistentVolumeClaims"}
 	}
-	pvc, found := p.claims.slim[claimKey(c.Namespace, c.Name)]
-	if !found {
-		pvc = nil
-	}
-	if err := rewrite.ClaimRefusal(pv, pvc); err != nil {
+	if err := rewrite.ClaimRefusal(pv, p.claims.get(c.Namespace, c.Name)); err != nil {
 		return refusedFinding("spec.claimRef", err)
 	}
 	return nil
@@ -218,7 +214,7 @@ const (
 func (p *Planner) rewriteChanges(pv, out *v1.PersistentVolume, checked []plugin.Finding) ([]plugin.Finding, *rewrite.PV) {
 	var pvc *v1.PersistentVolumeClaim
 	if c := pv.Spec.ClaimRef; c != nil {
-		pvc = p.claims.slim[claimKey(c.Namespace, c.Name)]
+		pvc = p.claims.get(c.Namespace, c.Name)
 	}
 	sc := p.classes.byName[pv.Spec.StorageClassName]
 	r, err := rewrite.Replacement(p.tr, p.logger, pv, out, checked, sc, pvc)
