@@ -107,8 +107,23 @@ func newAdoptEnv(t testing.TB, pool string) *adoptEnv {
 // ("" for none) and creates an in-tree PV of it from the class.
 func (e *adoptEnv) image(t testing.TB, pvName, image, features string) *v1.PersistentVolume {
 	t.Helper()
+	return e.imageOf(t, pvName, image, features, []string{"import", filepath.Join(e.dir, "data")})
+}
+
+// emptyImage is image without the data: an image of dataSize that holds
+// nothing yet (rbd create), for the benchmark's hundreds of volumes, which
+// the data of each would not fit in the test cluster's 3 GiB OSD.
+func (e *adoptEnv) emptyImage(t testing.TB, pvName, image, features string) *v1.PersistentVolume {
+	t.Helper()
+	return e.imageOf(t, pvName, image, features, []string{"create", "--size", strconv.Itoa(dataSize>>20) + "M"})
+}
+
+// imageOf creates the image with rbd's verb and its arguments (the image
+// format, features and name follow), and an in-tree PV of it.
+func (e *adoptEnv) imageOf(t testing.TB, pvName, image, features string, verb []string) *v1.PersistentVolume {
+	t.Helper()
 	ctx := callCtx(t)
-	args := []string{"import", "--image-format", "2"}
+	args := append(slices.Clone(verb), "--image-format", "2")
 	if features != "" {
 		args = append(args, "--image-feature", features)
 	} else {
@@ -116,7 +131,7 @@ func (e *adoptEnv) image(t testing.TB, pvName, image, features string) *v1.Persi
 		// provisioner made without imageFeatures.
 		args = append(args, "--image-feature", "exclusive-lock")
 	}
-	if _, err := e.c.RBD(ctx, append(args, filepath.Join(e.dir, "data"), e.pool+"/"+image)...); err != nil {
+	if _, err := e.c.RBD(ctx, append(args, e.pool+"/"+image)...); err != nil {
 		t.Fatal(err)
 	}
 	pv := inTreeRBDPV(pvName, rbdCase{Monitors: []string{MonitorV1}, Pool: e.pool, Image: image}, "admin", "ceph-admin")
@@ -605,7 +620,7 @@ func BenchmarkCephRBDAdopt(b *testing.B) {
 			var targets []apply.Target
 			for k := range n {
 				name := fmt.Sprintf("pv-%t-%d", withCeph, k)
-				e.image(b, name, "kubernetes-dynamic-pvc-"+NewUUID(), "layering")
+				e.emptyImage(b, name, "kubernetes-dynamic-pvc-"+NewUUID(), "layering")
 				targets = append(targets, apply.Target{Name: name})
 			}
 			o := apply.Options{Lease: lease, Concurrency: adoptConcurrency()}
