@@ -31,22 +31,18 @@ func (p *Plan) CephServed() CephServed {
 		return s
 	}
 	for _, cp := range p.CephCSIConfig {
-		var by servedBy
-		if cp.Reason != "" {
-			by.unknown = configNotFound(cp.Drivers[0], cp.Reason, "")
-		} else {
-			// Only the entries Ceph CSI can use (cephConfigInput.served).
-			var entries []ceph.ClusterEntry
-			for _, e := range cp.Entries {
-				if len(e.Monitors) > 0 && !slices.Contains(e.Monitors, "") {
-					entries = append(entries, e)
-				}
+		// Only the entries Ceph CSI can use (cephConfigInput.served).
+		var entries []ceph.ClusterEntry
+		for _, e := range cp.Entries {
+			if len(e.Monitors) > 0 && !slices.Contains(e.Monitors, "") {
+				entries = append(entries, e)
 			}
-			by.config = ceph.NewClusterConfig(entries...)
 		}
+		config := ceph.NewClusterConfig(entries...)
 		for _, d := range cp.Drivers {
-			if d != cp.Drivers[0] && by.unknown != nil {
-				by.unknown = configNotFound(d, cp.Reason, "")
+			by := servedBy{config: config}
+			if cp.Reason != "" {
+				by = servedBy{unknown: configNotFound(d, cp.Reason, "")}
 			}
 			s.byDriver[d] = by
 		}

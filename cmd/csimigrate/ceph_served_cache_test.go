@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
 )
 
@@ -42,7 +43,7 @@ func TestCephServedReadsBehindTheWorkers(t *testing.T) {
 	get := o.cephServed(client, nil, klog0())
 	ctx := context.Background()
 	got := make(chan error, 1)
-	go func() { _, err := get(ctx, "rbd.csi.ceph.com"); got <- err }()
+	go func() { _, err := get(ctx, plugin.RBDDriverName); got <- err }()
 	select {
 	case err := <-got:
 		t.Fatalf("the first question did not wait for the first read: %v", err)
@@ -56,7 +57,7 @@ func TestCephServedReadsBehindTheWorkers(t *testing.T) {
 	mu.Lock()
 	after := reads
 	mu.Unlock()
-	if _, err := get(ctx, "rbd.csi.ceph.com"); !errors.As(err, &refusal) {
+	if _, err := get(ctx, plugin.RBDDriverName); !errors.As(err, &refusal) {
 		t.Fatalf("within -recheck: %v, want the last answer", err)
 	}
 	mu.Lock()
@@ -67,7 +68,7 @@ func TestCephServedReadsBehindTheWorkers(t *testing.T) {
 	mu.Unlock()
 	// Stale: answered at once with the last answer, read again behind.
 	o.ctl.Recheck = 0
-	if _, err := get(ctx, "rbd.csi.ceph.com"); !errors.As(err, &refusal) {
+	if _, err := get(ctx, plugin.RBDDriverName); !errors.As(err, &refusal) {
 		t.Fatalf("stale: %v, want the last answer", err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -84,7 +85,7 @@ func TestCephServedReadsBehindTheWorkers(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	time.Sleep(100 * time.Millisecond) // the failed read ends
-	if _, err := get(ctx, "rbd.csi.ceph.com"); !errors.As(err, &refusal) {
+	if _, err := get(ctx, plugin.RBDDriverName); !errors.As(err, &refusal) {
 		t.Fatalf("after a failed read: %v, want the last answer kept", err)
 	}
 }
