@@ -40,7 +40,7 @@ func TestCephServedReadsBehindTheWorkers(t *testing.T) {
 	})
 	o := &controllerOptions{}
 	o.ctl.Recheck = time.Hour
-	get := o.cephServed(client, nil, klog0())
+	get := o.cephServed(client, nil, klog0(), nil)
 	ctx := context.Background()
 	got := make(chan error, 1)
 	go func() { _, err := get(ctx, plugin.RBDDriverName); got <- err }()

@@ -14,7 +14,7 @@ import (
 // the in-tree PV and none of the rest.
 func TestCephConfigSink(t *testing.T) {
 	var got recordingSink
-	s := cephConfigSink{&got}
+	s := cephConfigSink{next: &got}
 	rbd := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "in-tree"}, Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{
 		RBD: &v1.RBDPersistentVolumeSource{CephMonitors: []string{"10.0.0.1:6789"}, RBDImage: "img"}}}}
 	csi := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "csi"}, Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{
@@ -33,6 +33,19 @@ func TestCephConfigSink(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"pods"}, got.listed); diff != "" {
 		t.Errorf("listed (-want +got):\n%s", diff)
+	}
+	// The claims are not even listed (as many as the PVs on a large
+	// cluster); the PVs and pods are, to find the in-tree Ceph PVs and
+	// the drivers' pods.
+	for resource, drops := range map[string]bool{"persistentvolumeclaims": true, "persistentvolumes": false, "pods": false, "configmaps": false} {
+		if s.Drops(resource) != drops {
+			t.Errorf("Drops(%s) = %v, want %v", resource, !drops, drops)
+		}
+	}
+	// Where the controller's cache gives the in-tree PVs, the PVs are not
+	// listed either.
+	if cached := (cephConfigSink{next: &got, cachedPVs: true}); !cached.Drops("persistentvolumes") || cached.Drops("pods") {
+		t.Error("with the PVs cached: want the PVs dropped and the pods listed")
 	}
 }
 

@@ -168,13 +168,19 @@ func (o *controllerOptions) run(_ io.Reader, _, stderr io.Writer) int {
 	return exitOK
 }
 
-// restConfig is the client configuration as kubectl builds it.
+// restConfig is the client configuration as kubectl builds it, speaking
+// protobuf (preferProtobuf).
 func restConfig(kubeconfig, context string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if kubeconfig != "" {
 		rules.ExplicitPath = kubeconfig
 	}
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	preferProtobuf(cfg)
+	return cfg, nil
 }
 
 // run runs the controller until ctx ends: it serves the health and metrics
@@ -185,7 +191,7 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 	if o.log.verbose {
 		level = o.log.level
 	}
-	logger := newStderrLogger(stderr, level)
+	logger := newControllerLogger(stderr, level)
 	cephCfg, err := o.translation.clusterConfig()
 	if err != nil {
 		return err
@@ -225,8 +231,11 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 	held := &leader{}
 	ctl := o.ctl
 	ctl.Writer.Ceph, ctl.Writer.CephConfig, ctl.Writer.CephFSSecret, ctl.Writer.VSphere = o.cephAccess(), cephCfg, o.cephfsSecret, vsphereAccess
-	ctl.Writer.Lease, ctl.Writer.CephServed = held, o.cephServed(client, tr, logger)
-	ctrl, err := controller.New(client, dyn, tr, klog.LoggerWithName(logger, "controller"), rec, m, ctl)
+	// The served entries' reads take the in-tree PVs from the
+	// controller's cache (the writer asks only once it has synced).
+	var ctrl *controller.Controller
+	ctl.Writer.Lease, ctl.Writer.CephServed = held, o.cephServed(client, tr, logger, func() ([]*v1.PersistentVolume, error) { return ctrl.InTreePVs() })
+	ctrl, err = controller.New(client, dyn, tr, klog.LoggerWithName(logger, "controller"), rec, m, ctl)
 	if err != nil {
 		return err
 	}
@@ -257,7 +266,7 @@ func (o *controllerOptions) servedCephConfig(ctx context.Context, client kuberne
 // cluster of 120,000 PVs a read takes seconds, which every worker waited
 // for at each -recheck); a read that fails keeps the last answer and is
 // tried again at the next question.
-func (o *controllerOptions) cephServed(client kubernetes.Interface, tr *translate.Translator, logger klog.Logger) func(context.Context, string) (ceph.ClusterConfig, error) {
+func (o *controllerOptions) cephServed(client kubernetes.Interface, tr *translate.Translator, logger klog.Logger, inTreePVs func() ([]*v1.PersistentVolume, error)) func(context.Context, string) (ceph.ClusterConfig, error) {
 	var mu sync.Mutex
 	var last plan.CephServed
 	var lastErr error
@@ -278,7 +287,7 @@ func (o *controllerOptions) cephServed(client kubernetes.Interface, tr *translat
 			mu.Unlock()
 			return plan.CephServed{}, cephUncheckedRefusal(missing)
 		}
-		served, err := liveCephServed(ctx, client, tr, plan.Options{Drivers: o.translation.drivers})
+		served, err := liveCephServed(ctx, client, tr, plan.Options{Drivers: o.translation.drivers}, inTreePVs)
 		if err != nil {
 			return plan.CephServed{}, err
 		}
@@ -352,17 +361,32 @@ func (o *controllerOptions) cephServed(client kubernetes.Interface, tr *translat
 }
 
 // liveCephServed is what the cluster's Ceph CSI drivers serve, each its
-// own config's entries, as plan -live finds them, from only what finding them reads: the
-// drivers' workloads, config maps and the operator's objects, and the
-// in-tree Ceph PVs (the plan reads a deployment's entries for the drivers
-// the migrated volumes go to). The other PVs, the claims and the pods that
-// run no Ceph CSI driver are listed page by page and not kept: the
-// controller asks every -recheck, and on a large cluster a whole plan each
-// time was most of its memory.
-func liveCephServed(ctx context.Context, client kubernetes.Interface, tr *translate.Translator, opts plan.Options) (plan.CephServed, error) {
+// own config's entries, as plan -live finds them, from only what finding
+// them reads: the drivers' workloads, config maps and the operator's
+// objects, and the in-tree Ceph PVs (the plan reads a deployment's entries
+// for the drivers the migrated volumes go to). The pods that run no Ceph
+// CSI driver are listed page by page and not kept; the claims are not
+// listed. The in-tree PVs are inTreePVs' (the controller's cache) where it
+// is given, else the PVs are listed too, and only the in-tree Ceph ones
+// kept: the controller asks every -recheck, and on a cluster of 120,000
+// PVs listing the PVs and claims again took most of the 29 s its first
+// Ceph write waited for.
+func liveCephServed(ctx context.Context, client kubernetes.Interface, tr *translate.Translator, opts plan.Options, inTreePVs func() ([]*v1.PersistentVolume, error)) (plan.CephServed, error) {
 	pl := plan.New(tr, klog0(), opts)
-	if err := readLive(ctx, client, cephConfigSink{pl}, false, false, func(int) {}, io.Discard); err != nil {
+	sink := cephConfigSink{next: pl, cachedPVs: inTreePVs != nil}
+	if err := readLive(ctx, client, sink, false, false, func(int) {}, io.Discard); err != nil {
 		return plan.CephServed{}, err
+	}
+	if inTreePVs != nil {
+		// Last, as readLive hands them: a PV's plan reads the rest.
+		pvs, err := inTreePVs()
+		if err != nil {
+			return plan.CephServed{}, fmt.Errorf("the in-tree PVs of the controller's cache: %w", err)
+		}
+		for _, pv := range pvs {
+			sink.Add(pv)
+		}
+		pl.Listed("persistentvolumes")
 	}
 	return pl.Finish().CephServed(), nil
 }
@@ -374,11 +398,14 @@ type cephConfigSink struct {
 		Add(obj any)
 		Listed(resource string)
 	}
+	// cachedPVs: the in-tree PVs come from the controller's cache, so the
+	// PVs are not listed (Drops).
+	cachedPVs bool
 }
 
 // Add keeps an in-tree Ceph PV, a pod that runs a Ceph CSI driver, and
-// every object of the other kinds; it drops the other PVs, the claims and
-// the other pods.
+// every object of the other kinds; it drops the other PVs, the claims (not
+// even listed: Drops) and the other pods.
 func (s cephConfigSink) Add(obj any) {
 	switch o := obj.(type) {
 	case *v1.PersistentVolume:
@@ -393,6 +420,13 @@ func (s cephConfigSink) Add(obj any) {
 		}
 	}
 	s.next.Add(obj)
+}
+
+// Drops says the claims are not listed at all (finding the served entries
+// reads none, and a large cluster has as many claims as PVs), nor the PVs
+// where the controller's cache gives the in-tree ones.
+func (s cephConfigSink) Drops(resource string) bool {
+	return resource == "persistentvolumeclaims" || s.cachedPVs && resource == "persistentvolumes"
 }
 
 // Listed passes on that a kind was listed whole.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,10 +80,16 @@ func BenchmarkControllerScale(b *testing.B) {
 		// sent directly for as many PVs seeded beside, then the controller
 		// (not a dry run) migrating the in-tree PVs of the large cluster.
 		b.StopTimer()
-		floor := scaleFloor(b, s.Config, inTree)
+		floor, before, floorReqs := scaleFloor(b, s.Config, inTree)
 		b.StartTimer()
 		rss, synced, done := runScaleController(b, bin, kc, inTree, false)
 		converged := done - synced
+		b.StopTimer()
+		after := apiRequests(b, fastClient(b, s.Config))
+		b.StartTimer()
+		reportRequests(b, "floor", floorReqs, before, inTree)
+		reportRequests(b, "controller", after, floorReqs, inTree)
+		reportEvents(b, fastClient(b, s.Config))
 		b.ReportMetric(float64(rss)/(1<<20), "MiB-peak-RSS-converging")
 		b.ReportMetric(converged.Seconds(), "s-to-converge")
 		b.ReportMetric(floor.Seconds(), "s-floor")
@@ -124,14 +131,22 @@ func scalePlanLive(b *testing.B, bin, kc string) (time.Duration, uint64) {
 	if ee := (*exec.ExitError)(nil); err != nil && !(errors.As(err, &ee) && ee.ExitCode() == exitBlocked) {
 		b.Fatalf("plan -live: %v\n%s", err, stderr.String())
 	}
-	b.Logf("plan -live of the cluster: %s, peak RSS %d MiB", took.Round(10*time.Millisecond), hwm>>20)
+	// Its own CPU time: the rest of the wall-clock time is the API
+	// server's and etcd's, on the same cores.
+	var cpu time.Duration
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	b.Logf("plan -live of the cluster: %s, peak RSS %d MiB, its own CPU time %s", took.Round(10*time.Millisecond), hwm>>20, cpu.Round(10*time.Millisecond))
+	b.ReportMetric(cpu.Seconds(), "s-plan-live-cpu")
 	return took, hwm
 }
 
 // scaleFloor seeds n bound in-tree PVs in a namespace of their own and
 // times the seven writes of their rewrites sent directly by 8 goroutines
-// (floorWrites), on the large cluster.
-func scaleFloor(b *testing.B, base *rest.Config, n int) time.Duration {
+// (floorWrites), on the large cluster; with the API server's request
+// counts before and after those writes.
+func scaleFloor(b *testing.B, base *rest.Config, n int) (time.Duration, map[string]float64, map[string]float64) {
 	c := fastClient(b, base)
 	var cm common
 	tr, err := cm.translator()
@@ -139,9 +154,11 @@ func scaleFloor(b *testing.B, base *rest.Config, n int) time.Duration {
 		b.Fatal(err)
 	}
 	seedMany(b, c, "floor", n)
+	before := apiRequests(b, c)
 	start := time.Now()
 	floorWrites(b, c, tr, "floor", n, 8)
-	return time.Since(start)
+	took := time.Since(start)
+	return took, before, apiRequests(b, c)
 }
 
 // fastClient is a client of base with its rate limit raised and without
@@ -411,6 +428,83 @@ func scrapeMetric(addr, series string) float64 {
 		}
 	}
 	return -1
+}
+
+// apiRequests reads the API server's request counts
+// (apiserver_request_total) by verb and resource, its own scrapes left out.
+func apiRequests(b *testing.B, c kubernetes.Interface) map[string]float64 {
+	b.Helper()
+	raw, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Fatalf("reading the API server's metrics: %v", err)
+	}
+	out := map[string]float64{}
+	for line := range strings.Lines(string(raw)) {
+		labels, ok := strings.CutPrefix(line, "apiserver_request_total{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(labels, "} ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			continue
+		}
+		var verb, res, sub string
+		for kv := range strings.SplitSeq(labels, ",") {
+			k, val, _ := strings.Cut(kv, "=")
+			val = strings.Trim(val, `"`)
+			switch k {
+			case "verb":
+				verb = val
+			case "resource":
+				res = val
+			case "subresource":
+				sub = val
+			}
+		}
+		if sub != "" {
+			res += "/" + sub
+		}
+		if res == "" {
+			continue // /metrics itself and other non-resource paths
+		}
+		out[verb+" "+res] += v
+	}
+	return out
+}
+
+// reportRequests logs the requests the API server served between two
+// scrapes, by verb and resource, and reports them per PV.
+func reportRequests(b *testing.B, who string, after, before map[string]float64, perPVs int) {
+	b.Helper()
+	var total float64
+	var lines []string
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			total += d
+			lines = append(lines, fmt.Sprintf("%s %.0f", k, d))
+		}
+	}
+	slices.Sort(lines)
+	b.Logf("%s: %.0f API requests (%.1f a PV): %s", who, total, total/float64(perPVs), strings.Join(lines, ", "))
+	b.ReportMetric(total/float64(perPVs), "requests/PV-"+who)
+}
+
+// reportEvents logs the controller's Events by reason and kind of object.
+func reportEvents(b *testing.B, c kubernetes.Interface) {
+	b.Helper()
+	evs, err := c.CoreV1().Events("").List(context.Background(), metav1.ListOptions{FieldSelector: "source=csimigrate-controller"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	by := map[string]int32{}
+	for _, e := range evs.Items {
+		by[e.Reason+" on "+e.InvolvedObject.Kind] += e.Count
+	}
+	b.Logf("the controller's Events (%d objects): %v", len(evs.Items), by)
 }
 
 // peakRSS is a process's peak resident set size (VmHWM), in bytes.

@@ -78,10 +78,11 @@ func (o *dumpOptions) run(_ io.Reader, stdout, stderr io.Writer) int {
 	listed, _ := json.Marshal(kinds)
 	fmt.Fprintf(w, `{"apiVersion":"v1","kind":"List",%q:%s,%q:%s,"items":[`, dumpVersionKey, version, dumpListedKey, listed)
 	for _, src := range listers {
-		opts := metav1.ListOptions{Limit: 500}
+		opts := metav1.ListOptions{Limit: livePageSize}
 		for {
-			cont, _, err := src.page(context.Background(), opts, d)
+			cont, add, err := src.page(context.Background(), opts)
 			if err == nil {
+				add(d)
 				err = d.err
 			}
 			if err != nil {

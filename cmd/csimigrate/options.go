@@ -360,6 +360,13 @@ func newStderrLogger(w io.Writer, level int) klog.Logger {
 	return funcr.New(func(prefix, args string) { fmt.Fprintln(w, args) }, funcr.Options{Verbosity: level})
 }
 
+// newControllerLogger is the controller's logger: each line begins with
+// its time (to the microsecond, with its zone), as a long-running program's log is
+// read, by when.
+func newControllerLogger(w io.Writer, level int) klog.Logger {
+	return funcr.New(func(prefix, args string) { fmt.Fprintln(w, args) }, funcr.Options{Verbosity: level, LogTimestamp: true, TimestampFormat: "2006-01-02T15:04:05.000000Z07:00"})
+}
+
 // cephToolFlags say how Ceph's own tools reach the cluster, for the flag
 // that uses them (with: "-read-ceph", "-adopt").
 type cephToolFlags struct {

@@ -1,8 +1,9 @@
 package main
 
 import (
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 )
 
@@ -12,16 +13,22 @@ import (
 // requests a second and bursts of burst (client-go's defaults, 5 and 10,
 // when 0).
 func clientFor(kubeconfig, context string, qps float32, burst int) (kubernetes.Interface, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if kubeconfig != "" {
-		rules.ExplicitPath = kubeconfig
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+	cfg, err := restConfig(kubeconfig, context)
 	if err != nil {
 		return nil, err
 	}
 	cfg.QPS, cfg.Burst = qps, burst
 	return kubernetes.NewForConfig(cfg)
+}
+
+// preferProtobuf has a typed client speak protobuf to the API server, as
+// kube-controller-manager does (--kube-api-content-type): the API server
+// encodes a page of 2,000 PVs several times faster, and the client decodes
+// it with far less garbage, than JSON. JSON stays accepted, and the dynamic
+// client (the status object, the operators' resources) sets JSON itself.
+func preferProtobuf(cfg *rest.Config) {
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 }
 
 func klog0() klog.Logger { return klog.Background().V(100) }

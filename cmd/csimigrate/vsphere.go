@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -135,7 +136,7 @@ func migrationMappings(ctx context.Context, client kubernetes.Interface) (map[st
 		if cont != "" {
 			req = req.Param("continue", cont)
 		}
-		raw, err := req.DoRaw(ctx)
+		raw, err := req.SetHeader("Accept", runtime.ContentTypeJSON).DoRaw(ctx)
 		if apierrors.IsNotFound(err) {
 			return out, nil
 		}

@@ -71,6 +71,23 @@ func (c *Controller) pvInScope(pv *v1.PersistentVolume) bool {
 
 // inTreePVsOf names the in-tree PVs in scope of the StorageClass name,
 // sorted.
+// InTreePVs are the in-tree PVs the controller's cache holds (whole, as
+// every in-tree PV is held), in no order: a first look, read without a
+// request once the caches have synced (Ready).
+func (c *Controller) InTreePVs() ([]*v1.PersistentVolume, error) {
+	pvs, err := c.pvs.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	out := pvs[:0]
+	for _, pv := range pvs {
+		if plugin.InTreeNameOfPV(pv) != "" {
+			out = append(out, pv)
+		}
+	}
+	return out, nil
+}
+
 func (c *Controller) inTreePVsOf(name string) []string {
 	pvs, err := c.pvs.List(labels.Everything())
 	if err != nil {
@@ -236,11 +253,19 @@ func (c *Controller) outcome(obj rewrite.ObjectRef, cur any, p apply.Progress, e
 	case p.Wrote != "":
 		c.setBlocked(obj, "")
 		c.mu.Lock()
+		first := !c.started[obj]
 		c.started[obj] = true
 		c.mu.Unlock()
 		c.m.writes.WithLabelValues(metricKind(obj)).Inc()
 		c.logger.Info("Wrote", "object", obj.Resource(), "step", p.Wrote)
-		c.event(cur, v1.EventTypeNormal, ReasonStep, p.Wrote)
+		if first {
+			// One Event when this process begins (or resumes) an object's
+			// rewrite and one when it ends (Migrated): an Event for every
+			// write doubled what the API server and etcd store for a
+			// migration. Each step is in the log and csimigrate_writes_total;
+			// a refusal or failure midway has its own Event.
+			c.event(cur, v1.EventTypeNormal, ReasonStep, "rewrite begun: "+p.Wrote+" (the later steps are in the controller's log)")
+		}
 		return 0, true, nil
 	}
 	return max(p.RequeueAfter, 100*time.Millisecond), false, nil
