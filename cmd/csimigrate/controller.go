@@ -232,14 +232,29 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 	ctl := o.ctl
 	ctl.Writer.Ceph, ctl.Writer.CephConfig, ctl.Writer.CephFSSecret, ctl.Writer.VSphere = o.cephAccess(), cephCfg, o.cephfsSecret, vsphereAccess
 	// The served entries' reads take the in-tree PVs from the
-	// controller's cache (the writer asks only once it has synced).
+	// controller's cache, once it has synced.
 	var ctrl *controller.Controller
-	ctl.Writer.Lease, ctl.Writer.CephServed = held, o.cephServed(client, tr, logger, func() ([]*v1.PersistentVolume, error) { return ctrl.InTreePVs() })
+	served := o.cephServed(client, tr, logger, func(ctx context.Context) ([]*v1.PersistentVolume, error) {
+		select {
+		case <-ctrl.Ready():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return ctrl.InTreePVs()
+	})
+	ctl.Writer.Lease, ctl.Writer.CephServed = held, served
 	ctrl, err = controller.New(client, dyn, tr, klog.LoggerWithName(logger, "controller"), rec, m, ctl)
 	if err != nil {
 		return err
 	}
-	return o.lead(ctx, leClient, rec, reg, logger, held, ctrl.Run)
+	return o.lead(ctx, leClient, rec, reg, logger, held, func(ctx context.Context) error {
+		// The first read of the served entries starts with the informers'
+		// sync instead of at the first Ceph volume's check after it: on a
+		// cluster of 120,000 PVs the first write waited 3 to 8 s for it.
+		// Its answer is kept for the checks (cephServed).
+		go func() { _, _ = served(ctx, "") }()
+		return ctrl.Run(ctx)
+	})
 }
 
 // servedCephConfig is the Ceph CSI cluster config that adopted volumes
@@ -266,7 +281,7 @@ func (o *controllerOptions) servedCephConfig(ctx context.Context, client kuberne
 // cluster of 120,000 PVs a read takes seconds, which every worker waited
 // for at each -recheck); a read that fails keeps the last answer and is
 // tried again at the next question.
-func (o *controllerOptions) cephServed(client kubernetes.Interface, tr *translate.Translator, logger klog.Logger, inTreePVs func() ([]*v1.PersistentVolume, error)) func(context.Context, string) (ceph.ClusterConfig, error) {
+func (o *controllerOptions) cephServed(client kubernetes.Interface, tr *translate.Translator, logger klog.Logger, inTreePVs func(context.Context) ([]*v1.PersistentVolume, error)) func(context.Context, string) (ceph.ClusterConfig, error) {
 	var mu sync.Mutex
 	var last plan.CephServed
 	var lastErr error
@@ -366,12 +381,12 @@ func (o *controllerOptions) cephServed(client kubernetes.Interface, tr *translat
 // objects, and the in-tree Ceph PVs (the plan reads a deployment's entries
 // for the drivers the migrated volumes go to). The pods that run no Ceph
 // CSI driver are listed page by page and not kept; the claims are not
-// listed. The in-tree PVs are inTreePVs' (the controller's cache) where it
-// is given, else the PVs are listed too, and only the in-tree Ceph ones
-// kept: the controller asks every -recheck, and on a cluster of 120,000
-// PVs listing the PVs and claims again took most of the 29 s its first
-// Ceph write waited for.
-func liveCephServed(ctx context.Context, client kubernetes.Interface, tr *translate.Translator, opts plan.Options, inTreePVs func() ([]*v1.PersistentVolume, error)) (plan.CephServed, error) {
+// listed. The in-tree PVs are inTreePVs' (the controller's cache, which it
+// may wait for) where it is given, else the PVs are listed too, and only
+// the in-tree Ceph ones kept: the controller asks every -recheck, and on a
+// cluster of 120,000 PVs listing the PVs and claims again took most of the
+// 29 s its first Ceph write waited for.
+func liveCephServed(ctx context.Context, client kubernetes.Interface, tr *translate.Translator, opts plan.Options, inTreePVs func(context.Context) ([]*v1.PersistentVolume, error)) (plan.CephServed, error) {
 	pl := plan.New(tr, klog0(), opts)
 	sink := cephConfigSink{next: pl, cachedPVs: inTreePVs != nil}
 	if err := readLive(ctx, client, sink, false, false, func(int) {}, io.Discard); err != nil {
@@ -379,7 +394,7 @@ func liveCephServed(ctx context.Context, client kubernetes.Interface, tr *transl
 	}
 	if inTreePVs != nil {
 		// Last, as readLive hands them: a PV's plan reads the rest.
-		pvs, err := inTreePVs()
+		pvs, err := inTreePVs(ctx)
 		if err != nil {
 			return plan.CephServed{}, fmt.Errorf("the in-tree PVs of the controller's cache: %w", err)
 		}

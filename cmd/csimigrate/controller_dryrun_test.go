@@ -61,7 +61,7 @@ func verdicts(c kubernetes.Interface, pvs, classes []string) map[string][]string
 		for _, e := range list.Items {
 			v := e.Reason
 			switch e.Reason {
-			case controller.ReasonStep, controller.ReasonNoted, controller.ReasonWaitingForDriver, controller.ReasonWaitingForPVs:
+			case controller.ReasonNoted, controller.ReasonWaitingForDriver, controller.ReasonWaitingForPVs:
 				continue
 			case controller.ReasonWouldMigrate, controller.ReasonMigrated:
 				v = "migrates"

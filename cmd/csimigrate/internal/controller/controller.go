@@ -168,7 +168,6 @@ func (c *Controller) endRun(obj rewrite.ObjectRef) {
 
 // Reasons of the Events the controller emits besides refusal codes.
 const (
-	ReasonStep             = "MigrationStep"
 	ReasonMigrated         = "Migrated"
 	ReasonWaitingForDriver = "WaitingForDriver"
 	ReasonWouldMigrate     = "WouldMigrate"

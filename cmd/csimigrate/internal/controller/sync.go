@@ -253,19 +253,15 @@ func (c *Controller) outcome(obj rewrite.ObjectRef, cur any, p apply.Progress, e
 	case p.Wrote != "":
 		c.setBlocked(obj, "")
 		c.mu.Lock()
-		first := !c.started[obj]
 		c.started[obj] = true
 		c.mu.Unlock()
 		c.m.writes.WithLabelValues(metricKind(obj)).Inc()
+		// No Event for each write: on the PV and its claim they were as
+		// many requests as the writes themselves, and the API server and
+		// etcd served them on the writes' time. The steps are in the log
+		// and csimigrate_writes_total; a refusal or failure midway has its
+		// own Event, and the end is Migrated.
 		c.logger.Info("Wrote", "object", obj.Resource(), "step", p.Wrote)
-		if first {
-			// One Event when this process begins (or resumes) an object's
-			// rewrite and one when it ends (Migrated): an Event for every
-			// write doubled what the API server and etcd store for a
-			// migration. Each step is in the log and csimigrate_writes_total;
-			// a refusal or failure midway has its own Event.
-			c.event(cur, v1.EventTypeNormal, ReasonStep, "rewrite begun: "+p.Wrote+" (the later steps are in the controller's log)")
-		}
 		return 0, true, nil
 	}
 	return max(p.RequeueAfter, 100*time.Millisecond), false, nil
