@@ -72,7 +72,10 @@ func BenchmarkControllerScale(b *testing.B) {
 			continue // the in-tree PVs are migrated by the first round
 		}
 		b.StopTimer()
+		api := fastClient(b, s.Config)
+		beforePlan := apiRequests(b, api)
 		planned, planRSS := scalePlanLive(b, bin, kc)
+		reportRequests(b, "plan-live", apiRequests(b, api), beforePlan, n+inTree)
 		b.StartTimer()
 		b.ReportMetric(planned.Seconds(), "s-plan-live")
 		b.ReportMetric(float64(planRSS)/(1<<20), "MiB-plan-live")
