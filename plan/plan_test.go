@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -307,5 +308,37 @@ func TestPlanSharedVolumesNotAdopted(t *testing.T) {
 	// What only the native form would serve is not said of the others.
 	if strings.Contains(got["rbd-a"], "layering") || !strings.Contains(got["rbd-alone"], "layering") {
 		t.Errorf("the layering note: shared %q, alone %q; want it only for the native form", got["rbd-a"], got["rbd-alone"])
+	}
+}
+
+// A class's own notices (an RBD parameter without a Ceph CSI counterpart)
+// are logged once, where the class is translated, not again for each PV
+// of the class whose replacement reads its provisioner secret.
+func TestPlanClassNoticeLoggedOnce(t *testing.T) {
+	tr, err := translate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	rec := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 10})
+	p := withDrivers(plan.New(tr, rec, plan.Options{}))
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: "kubernetes.io/rbd",
+		Parameters: map[string]string{"monitors": testMonitor, "adminId": "tenant", "adminSecretName": "ceph-admin", "adminSecretNamespace": "ns", "pool": "rbd", "userSecretName": "ceph-user"}}
+	p.Add(class)
+	for _, name := range []string{"a", "b", "c"} {
+		pv := rbdPV(name, "", "ceph-"+name)
+		pv.Spec.StorageClassName = "fast"
+		pv.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimDelete
+		p.Add(pv)
+	}
+	p.Finish()
+	n := 0
+	for _, l := range lines {
+		if strings.Contains(l, "userSecretName") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the class's dropped parameter is logged %d times for a class and its 3 PVs, want once:\n%s", n, strings.Join(lines, "\n"))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/klog/v2"
@@ -164,7 +165,10 @@ func replacement(tr *translate.Translator, logger klog.Logger, pv, csi *v1.Persi
 	_, anyDeletionUser := pv.Annotations[secrets.AnnDeletionSecretName]
 	if !anyDeletionUser && sc != nil && inTree != plugin.CephFSInTreePluginName &&
 		(plugin.InTreeNameOfProvisioner(sc.Provisioner) == inTree || sc.Provisioner == csi.Spec.CSI.Driver) {
-		ref, err := ProvisionerSecret(tr, logger, pv, sc, pvc)
+		// The class's own notices (parameters without a counterpart) are
+		// the class's: logged where the class is translated, not again for
+		// each of its PVs.
+		ref, err := ProvisionerSecret(tr, logr.Discard(), pv, sc, pvc)
 		if err != nil {
 			return PV{}, fmt.Errorf("the provisioner secret of StorageClass %s, for deleting the volume: %w", sc.Name, err)
 		}
