@@ -158,6 +158,9 @@ func runController(args []string, stdout, stderr io.Writer) int {
 func (o *controllerOptions) run(_ io.Reader, _, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if pct := setGCPercent(); pct > 0 {
+		fmt.Fprintf(stderr, "csimigrate controller: the Go heap grows %d%% over what is live before a collection (GOGC overrides it)\n", pct)
+	}
 	if soft := setMemoryLimit(cgroupMemoryFiles); soft > 0 {
 		fmt.Fprintf(stderr, "csimigrate controller: Go heap held under %d MiB, %.0f%% of the container's memory limit (GOMEMLIMIT overrides it)\n", soft>>20, memLimitShare*100)
 	}

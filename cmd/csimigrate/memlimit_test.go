@@ -47,3 +47,22 @@ func TestSetMemoryLimit(t *testing.T) {
 		t.Errorf("with GOMEMLIMIT set: %d, want none", got)
 	}
 }
+
+// The controller's collector target is gcPercent unless GOGC is set.
+func TestSetGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	t.Setenv("GOGC", "")
+	if got := setGCPercent(); got != gcPercent {
+		t.Errorf("without GOGC: %d, want %d", got, gcPercent)
+	}
+	if now := debug.SetGCPercent(100); now != gcPercent {
+		t.Errorf("the runtime's GOGC is %d, want %d", now, gcPercent)
+	}
+	t.Setenv("GOGC", "200")
+	if got := setGCPercent(); got != 0 {
+		t.Errorf("with GOGC set: %d, want none", got)
+	}
+	if now := debug.SetGCPercent(100); now != 100 {
+		t.Errorf("with GOGC set the runtime's GOGC changed to %d", now)
+	}
+}
