@@ -61,12 +61,16 @@ func runCommand(name, summary string, o command, args []string, stdin io.Reader,
 	return o.run(stdin, stdout, stderr)
 }
 
-// noArgs is complete's refusal of positional arguments.
+// noArgs is complete's refusal of positional arguments. A number first is
+// most likely kubectl's "-v 4", which -v (alone: -v=4) leaves as one.
 func noArgs(args []string) error {
-	if len(args) > 0 {
-		return fmt.Errorf("unexpected arguments %q", args)
+	if len(args) == 0 {
+		return nil
 	}
-	return nil
+	if _, err := strconv.ParseUint(args[0], 10, 8); err == nil {
+		return fmt.Errorf("unexpected arguments %q: give a verbosity as -v=%s (-v alone is -v=4)", args, args[0])
+	}
+	return fmt.Errorf("unexpected arguments %q", args)
 }
 
 // clusterFlags say how to reach the cluster, as kubectl's do.
