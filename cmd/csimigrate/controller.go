@@ -219,10 +219,17 @@ func (o *controllerOptions) runUntil(ctx context.Context, stderr io.Writer) erro
 		defer vc.Close()
 		vsphereAccess = vc
 	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	rec := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "csimigrate-controller"})
+	// The Events outlive the signal by a moment (eventFlush): the last
+	// ones (Migrated, the Lease given up) are sent before the broadcaster
+	// shuts down.
+	var flush eventFlush
+	broadcaster := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
+	broadcaster.StartRecordingToSink(flush.sink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")}))
+	defer func() {
+		flush.wait(eventFlushTime)
+		broadcaster.Shutdown()
+	}()
+	rec := flush.recorder(broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "csimigrate-controller"}))
 	reg := prometheus.NewRegistry()
 	m, err := controller.NewMetrics(reg)
 	if err != nil {

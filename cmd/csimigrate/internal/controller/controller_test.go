@@ -693,3 +693,37 @@ func TestControllerWritesFromTheServersCopy(t *testing.T) {
 		t.Errorf("the rewritten PV lost annotations the cache did not keep: %v", got.Annotations)
 	}
 }
+
+// A step cut off by the controller's stop (its context canceled) is not a
+// failure: no MigrationFailed Event, no failure counted, no back-off. An
+// API error is all three.
+func TestControllerStopIsNotAFailure(t *testing.T) {
+	pv := vspherePV("pv1")
+	c, m, rec, _ := notRunning(t, fake.NewSimpleClientset(pv))
+	stopped := fmt.Errorf("updating PV pv1: %w", context.Canceled)
+	if after, now, err := c.outcome(rewrite.PVRef("pv1"), pv, apply.Progress{}, stopped); err != nil || now || after != 0 {
+		t.Errorf("a stop: after %s, now %v, err %v; want nothing", after, now, err)
+	}
+	if got := testutil.ToFloat64(m.failures.WithLabelValues("pv")); got != 0 {
+		t.Errorf("a stop counted as %v failures", got)
+	}
+	select {
+	case e := <-rec.Events:
+		t.Errorf("a stop gave the Event %q", e)
+	default:
+	}
+	if _, _, err := c.outcome(rewrite.PVRef("pv1"), pv, apply.Progress{}, errors.New("the server is on fire")); err == nil {
+		t.Error("an API error is not returned for the back-off")
+	}
+	if got := testutil.ToFloat64(m.failures.WithLabelValues("pv")); got != 1 {
+		t.Errorf("an API error counted as %v failures, want 1", got)
+	}
+	select {
+	case e := <-rec.Events:
+		if !strings.Contains(e, ReasonFailed) {
+			t.Errorf("Event %q, want %s", e, ReasonFailed)
+		}
+	default:
+		t.Errorf("no %s Event for an API error", ReasonFailed)
+	}
+}

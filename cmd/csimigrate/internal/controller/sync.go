@@ -240,6 +240,11 @@ func (c *Controller) outcome(obj rewrite.ObjectRef, cur any, p apply.Progress, e
 			c.event(cur, v1.EventTypeWarning, string(ref.Code), msg)
 		}
 		return c.o.Recheck, false, nil
+	case errors.Is(err, context.Canceled):
+		// The controller is stopping (its context ended mid-step): not a
+		// failure, and no Event; the next leader resumes from what the
+		// cluster shows.
+		return 0, false, nil
 	case err != nil:
 		c.m.failures.WithLabelValues(metricKind(obj)).Inc()
 		if c.setBlocked(obj, ReasonFailed) {
