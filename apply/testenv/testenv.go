@@ -536,7 +536,8 @@ func (s *Server) StartControllerManagerFlags(log io.Writer, flags []string, cont
 // server: the real kubelet (of the server's release) with a fake container runtime and
 // mounter, attach/detach left to kube-controller-manager, on a loopback port
 // of its own, with the given kubelet feature gates ("" for the defaults). It returns the kubelet's root directory
-// (where plugins_registry is) once the Node is Ready; Stop stops it first.
+// (where plugins_registry is) once the Node is Ready and the registry is
+// there; Stop stops it first.
 func (s *Server) StartHollowNode(log io.Writer, node, featureGates string) (string, error) {
 	r := s.release
 	bin, err := r.binary("hollow-node", log)
@@ -568,7 +569,10 @@ func (s *Server) StartHollowNode(log io.Writer, node, featureGates string) (stri
 			dir = string(m[1])
 		}
 		n, err := s.Client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
-		if err == nil && dir != "" {
+		// The kubelet names its root dir before it makes the plugin
+		// registry there; a Node an earlier kubelet left Ready (an upgrade)
+		// is Ready at once, so both are waited for.
+		if _, regErr := os.Stat(filepath.Join(dir, "plugins_registry")); err == nil && dir != "" && regErr == nil {
 			for _, c := range n.Status.Conditions {
 				if c.Type == "Ready" && c.Status == "True" {
 					s.cleanup = append(s.cleanup, dir)
