@@ -108,16 +108,18 @@ func (r PV) DeletionNeed() (SecretNeed, bool) {
 // PV's in-tree StorageClass (nil when it is gone), becomes the
 // deletion-secret annotations, so the volume is deleted with the right
 // credentials even after the class is replaced or removed. pvc is the bound
-// claim, for secret templates; tr translates sc.
+// claim, for secret templates; tr translates sc. Nothing is logged to
+// logger: the class's own notices are logged where the class is translated,
+// not for each of its PVs.
 func Replacement(tr *translate.Translator, logger klog.Logger, pv, csi *v1.PersistentVolume, findings []plugin.Finding, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (PV, error) {
 	if pv == nil || csi == nil || csi.Spec.CSI == nil || tr == nil {
 		return PV{}, errors.New("rewrite.Replacement: a PV, its CSI translation and a translator are required")
 	}
-	return replacement(tr, logger, pv, csi, findings, plugin.InTreeNameOfPV(pv), sc, pvc)
+	return replacement(tr, pv, csi, findings, plugin.InTreeNameOfPV(pv), sc, pvc)
 }
 
 // replacement is Replacement with the in-tree plugin's name of pv known.
-func replacement(tr *translate.Translator, logger klog.Logger, pv, csi *v1.PersistentVolume, findings []plugin.Finding, inTree string, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (PV, error) {
+func replacement(tr *translate.Translator, pv, csi *v1.PersistentVolume, findings []plugin.Finding, inTree string, sc *storagev1.StorageClass, pvc *v1.PersistentVolumeClaim) (PV, error) {
 	if csi == nil || csi.Spec.CSI == nil {
 		return PV{}, errors.New("rewrite.Replacement: a PV, its CSI translation and a translator are required")
 	}
@@ -267,7 +269,7 @@ func rewritePV(tr *translate.Translator, logger klog.Logger, pv *v1.PersistentVo
 			return f.Code == rbd.FindingHandleResolvesElsewhere || f.Code == cephfs.FindingNeverDeleted
 		})
 	}
-	return replacement(tr, logger, pv, csi, findings, inTree, sc, pvc)
+	return replacement(tr, pv, csi, findings, inTree, sc, pvc)
 }
 
 // keepClaimRef gives a replacement the claimRef's resourceVersion of the PV
