@@ -16,7 +16,10 @@ var jsonSafe = func() (safe [256]bool) {
 	return safe
 }()
 
-// appendJSONString appends s as encoding/json.Marshal writes a string.
+// appendJSONString appends s as encoding/json.Marshal of Go 1.26 writes a
+// string: invalid UTF-8 as the escape \ufffd (Go 1.27's writes the
+// replacement character itself, which decodes the same), so that the
+// annotation's bytes do not depend on the Go release that built it.
 func appendJSONString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 	"pgregory.net/rapid"
 
@@ -185,10 +186,31 @@ func addr(v reflect.Value) (uintptr, bool) {
 // by every copy of a time (DeepCopy shares it too).
 var locationType = reflect.TypeFor[*time.Location]()
 
+// quantityType is skipped by walk where the release's Quantity.DeepCopy
+// shares a quantity's memory (sharedQuantity).
+var quantityType = reflect.TypeFor[resource.Quantity]()
+
+// sharedQuantity is whether Quantity.DeepCopy shares the copied quantity's
+// decimal: 1.38 made a Quantity immutable, and its DeepCopy returns it as
+// it is; until 1.37 it copies the decimal. Asked of a quantity too large
+// for an int64, which a decimal holds.
+var sharedQuantity = func() bool {
+	q, err := resource.ParseQuantity("123456789012345678901234567890")
+	if err != nil {
+		return false
+	}
+	c := q.DeepCopy()
+	dec := func(q resource.Quantity) reflect.Value { return reflect.ValueOf(q).FieldByName("d").FieldByName("Dec") }
+	a, b := dec(q), dec(c)
+	return a.IsValid() && a.Kind() == reflect.Pointer && !a.IsNil() && a.Pointer() == b.Pointer()
+}()
+
 // immutable reports whether values of t are immutable and shared by every
-// copy (DeepCopy shares them too): time zones and unique.Handle values.
+// copy (DeepCopy shares them too): time zones, unique.Handle values, and
+// quantities where the release's DeepCopy shares them (sharedQuantity).
 func immutable(t reflect.Type) bool {
-	return t == locationType || t.PkgPath() == "unique" && strings.HasPrefix(t.Name(), "Handle[")
+	return t == locationType || t.PkgPath() == "unique" && strings.HasPrefix(t.Name(), "Handle[") ||
+		t == quantityType && sharedQuantity
 }
 
 func walk(v reflect.Value, path string, visit func(reflect.Value, string) bool) bool {
