@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/output"
 	"github.com/csimigrate/csimigrate/rewrite"
 )
 
@@ -78,7 +79,7 @@ func (r *objectResults) write(w io.Writer, dir apply.Direction, dryRun bool, ref
 		}
 	}
 	if runErr != nil {
-		rep.Error = commandError(runErr)
+		rep.Error = output.CommandError(runErr)
 	}
 	done := dir.Done()
 	if dryRun {
@@ -98,7 +99,7 @@ func (r *objectResults) write(w io.Writer, dir apply.Direction, dryRun bool, ref
 			rep.Results = append(rep.Results, objectResult{Object: o, Result: "unchanged"})
 		}
 	}
-	return writeJSON(w, rep)
+	return output.WriteJSON(w, rep)
 }
 
 // resultEvents are the run's events as its lines (textEvents), noted per
@@ -125,6 +126,6 @@ func (e resultEvents) Noted(obj rewrite.ObjectRef, what string) {
 }
 
 func (e resultEvents) Refused(obj rewrite.ObjectRef, r *rewrite.Refusal) {
-	e.r.refuse(obj, codeStrings(r), refusalText(r))
+	e.r.refuse(obj, codeStrings(r), output.RefusalText(r))
 	e.textEvents.Refused(obj, r)
 }

@@ -39,6 +39,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/controller"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/input"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
@@ -399,7 +400,7 @@ func (o *controllerOptions) cephServed(client kubernetes.Interface, tr *translat
 func liveCephServed(ctx context.Context, client kubernetes.Interface, tr *translate.Translator, opts plan.Options, inTreePVs func(context.Context) ([]*v1.PersistentVolume, error)) (plan.CephServed, error) {
 	pl := plan.New(tr, klog0(), opts)
 	sink := cephConfigSink{next: pl, cachedPVs: inTreePVs != nil}
-	if err := readLive(ctx, client, sink, false, false, func(int) {}, io.Discard); err != nil {
+	if err := input.ReadLive(ctx, client, sink, false, false, func(int) {}, io.Discard); err != nil {
 		return plan.CephServed{}, err
 	}
 	if inTreePVs != nil {
@@ -486,8 +487,8 @@ func liveUnreadable(ctx context.Context, client kubernetes.Interface) ([]string,
 	groups := map[string]string{"storageclasses": "storage.k8s.io", "csidrivers": "storage.k8s.io", "csinodes": "storage.k8s.io",
 		"deployments": "apps", "statefulsets": "apps", "daemonsets": "apps", "replicasets": "apps", "jobs": "batch", "cronjobs": "batch"}
 	var missing []string
-	for _, l := range liveListers(client, false, false) {
-		resource, group, _ := strings.Cut(l.what, ".")
+	for _, l := range input.Listers(client, false, false) {
+		resource, group, _ := strings.Cut(l.What, ".")
 		if group == "" {
 			group = groups[resource]
 		}
@@ -497,7 +498,7 @@ func liveUnreadable(ctx context.Context, client kubernetes.Interface) ([]string,
 			return nil, err
 		}
 		if !r.Status.Allowed {
-			missing = append(missing, l.what)
+			missing = append(missing, l.What)
 		}
 	}
 	return missing, nil

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/output"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/translate"
@@ -54,7 +55,7 @@ func (b blockedDrivers) refusal(inTree string) string {
 	if f == nil {
 		return ""
 	}
-	return f.Message + "; " + commandRemedy(f.Action, f.ActsOn, f.Remedy)
+	return f.Message + "; " + output.CommandRemedy(f.Action, f.ActsOn, f.Remedy)
 }
 
 // driversFor is tr translating to the drivers of set (chosen: -driver),

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/input"
 	"github.com/csimigrate/csimigrate/rewrite"
 )
 
@@ -70,17 +71,17 @@ func (o *dumpOptions) run(_ io.Reader, stdout, stderr io.Writer) int {
 	}
 	version, _ := json.Marshal(v.GitVersion)
 	// And the resources it lists whole: an empty one is the cluster's.
-	listers := liveListers(client, true, true)
+	listers := input.Listers(client, true, true)
 	var kinds []string
 	for _, src := range listers {
-		kinds = append(kinds, src.what)
+		kinds = append(kinds, src.What)
 	}
 	listed, _ := json.Marshal(kinds)
 	fmt.Fprintf(w, `{"apiVersion":"v1","kind":"List",%q:%s,%q:%s,"items":[`, dumpVersionKey, version, dumpListedKey, listed)
 	for _, src := range listers {
-		opts := metav1.ListOptions{Limit: livePageSize}
+		opts := metav1.ListOptions{Limit: input.PageSize}
 		for {
-			cont, add, err := src.page(context.Background(), opts)
+			cont, add, err := src.Page(context.Background(), opts)
 			if err == nil {
 				add(d)
 				err = d.err
@@ -88,7 +89,7 @@ func (o *dumpOptions) run(_ io.Reader, stdout, stderr io.Writer) int {
 			if err != nil {
 				// What was written is no JSON List: the plan refuses it.
 				w.Flush()
-				fmt.Fprintf(stderr, "csimigrate dump: listing %s: %v\n", src.what, err)
+				fmt.Fprintf(stderr, "csimigrate dump: listing %s: %v\n", src.What, err)
 				return exitInput
 			}
 			if cont == "" {

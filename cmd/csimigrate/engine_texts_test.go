@@ -112,6 +112,11 @@ func reportHeadings(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	inner, err := filepath.Glob(filepath.Join("internal", "*", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths = append(paths, inner...)
 	upper := regexp.MustCompile(`^[A-Z][A-Z ]*[A-Z]`)
 	var out []string
 	for _, path := range paths {

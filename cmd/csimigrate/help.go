@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/output"
 )
 
 // A command's help, as kubectl plugins give it: a usage line with named
@@ -107,7 +109,7 @@ func writeHelp(w io.Writer, name, summary string, fs *flag.FlagSet) {
 		if strings.HasPrefix(para, "Usage:") {
 			continue
 		}
-		fmt.Fprint(w, wrap(strings.Join(strings.Fields(para), " "), helpWidth, ""), "\n")
+		fmt.Fprint(w, output.Wrap(strings.Join(strings.Fields(para), " "), helpWidth, ""), "\n")
 	}
 	if ex := examples[name]; len(ex) > 0 {
 		fmt.Fprintln(w, "Examples:")
@@ -150,6 +152,6 @@ func printFlags(w io.Writer, flags []*flag.Flag) {
 			usage += fmt.Sprintf(" (default %v)", f.DefValue)
 		}
 		fmt.Fprintln(w, "  "+arg)
-		fmt.Fprint(w, wrap(indent+strings.Join(strings.Fields(usage), " "), helpWidth, indent))
+		fmt.Fprint(w, output.Wrap(indent+strings.Join(strings.Fields(usage), " "), helpWidth, indent))
 	}
 }

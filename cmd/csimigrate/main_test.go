@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/input"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
@@ -176,7 +177,7 @@ func TestInputForms(t *testing.T) {
 	var list struct {
 		Items []json.RawMessage `json:"items"`
 	}
-	j, err := yaml.YAMLToJSON(sample)
+	j, err := yaml.YAMLToJSON(input.Sample)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,8 +207,8 @@ func TestInputForms(t *testing.T) {
 
 // No command ever prints a secret value from the input.
 func TestNoSecretValues(t *testing.T) {
-	inv := &Inventory{}
-	if err := (&reader{sink: inv}).readStream("sample", bytes.NewReader(sample)); err != nil {
+	inv := &input.Inventory{}
+	if err := (&input.Reader{Sink: inv}).ReadStream("sample", bytes.NewReader(input.Sample)); err != nil {
 		t.Fatal(err)
 	}
 	var values []string
@@ -232,8 +233,8 @@ func TestNoSecretValues(t *testing.T) {
 // The rewrite keeps each PV's name, claim and capacity, and sets Retain
 // until the last step.
 func TestRewriteKeepsClaim(t *testing.T) {
-	inv := &Inventory{}
-	if err := (&reader{sink: inv}).readStream("sample", bytes.NewReader(sample)); err != nil {
+	inv := &input.Inventory{}
+	if err := (&input.Reader{Sink: inv}).ReadStream("sample", bytes.NewReader(input.Sample)); err != nil {
 		t.Fatal(err)
 	}
 	var c common
@@ -416,7 +417,7 @@ type RewritePlan struct {
 
 // buildRewrite prepares the replacement of every migratable in-tree PV of
 // an inventory.
-func buildRewrite(inv *Inventory, tr *translate.Translator) (*RewritePlan, []error) {
+func buildRewrite(inv *input.Inventory, tr *translate.Translator) (*RewritePlan, []error) {
 	in := &rewriteInputs{classes: map[string]*storagev1.StorageClass{}, claims: map[types.NamespacedName]*v1.PersistentVolumeClaim{}}
 	for _, sc := range inv.StorageClasses {
 		in.addClass(sc)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/apply/cephtool"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/input"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/vsphere"
@@ -180,7 +183,7 @@ func (in *inputFlags) spoolStdin(stdin io.Reader) error {
 	if !slices.Contains(in.files, "-") {
 		return nil
 	}
-	path, cleanup, err := spool(stdin)
+	path, cleanup, err := input.Spool(stdin)
 	if err != nil {
 		return err
 	}
@@ -464,4 +467,43 @@ func parseObjectRef(v string) (rewrite.ObjectRef, error) {
 		}
 	}
 	return rewrite.ObjectRef{}, fmt.Errorf("%q: want pv/NAME or storageclass/NAME", v)
+}
+
+// read reads the input the flags name into inv, saying on stderr how many
+// objects it has read (at each 10,000) and what it did beyond reading.
+func (c *inputFlags) read(stdin io.Reader, stderr io.Writer, inv input.Sink) error {
+	count := 0
+	progress := func(n int) {
+		// Once per 10,000 objects read (never for none).
+		if before := count; n > 0 {
+			count += n
+			if count/10000 > before/10000 {
+				fmt.Fprintf(stderr, "read %d objects\n", count)
+			}
+		}
+	}
+	if c.live {
+		if len(c.files) > 0 {
+			return fmt.Errorf("-live and -f exclude each other")
+		}
+		client, err := clientFor(c.kubeconfig, c.context, 50, 100)
+		if err != nil {
+			return noCluster(err)
+		}
+		return input.ReadLive(context.Background(), client, inv, c.readSecrets, c.readNodes, progress, stderr)
+	}
+	rd := &input.Reader{Sink: inv, Progress: progress, Namespace: c.namespace, StdinFile: c.stdinFile}
+	defer rd.Report(stderr)
+	if c.sample {
+		return rd.ReadStream("<embedded sample>", bytes.NewReader(input.Sample))
+	}
+	if len(c.files) == 0 {
+		return errors.New("no input: give -f FILE, -live or -sample")
+	}
+	return rd.ReadInputs(c.files, stdin)
+}
+
+// noCluster is why the live cluster cannot be read, with the other inputs.
+func noCluster(err error) error {
+	return fmt.Errorf("reading the cluster of the current kubeconfig context (as kubectl does; -kubeconfig and -context name another): %w; or give -f cluster.json (csimigrate dump writes it), or -sample for the embedded sample", err)
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/output"
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
@@ -116,5 +117,5 @@ func volumeVerdict(vp plan.VolumePlan) planVerdict {
 	for _, c := range r.Codes() {
 		codes = append(codes, string(c))
 	}
-	return planVerdict{codes: codes, text: refusalText(r)}
+	return planVerdict{codes: codes, text: output.RefusalText(r)}
 }

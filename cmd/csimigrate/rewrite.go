@@ -23,6 +23,8 @@ import (
 	"github.com/csimigrate/csimigrate/adopt"
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/apply/cephtool"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/input"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/output"
 	"github.com/csimigrate/csimigrate/internal/shell"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
@@ -115,7 +117,7 @@ func (o *rewriteOptions) complete(fs *flag.FlagSet) error {
 	if err := o.adoptFlags.complete(fs); err != nil {
 		return err
 	}
-	o.writer.Direction = directionOf(o.undo, o.adopt && o.adoptCSI)
+	o.writer.Direction = output.DirectionOf(o.undo, o.adopt && o.adoptCSI)
 	o.qps32 = float32(o.qps)
 	var err error
 	o.tr, err = o.translator()
@@ -245,10 +247,10 @@ func runReview(c *common, tr *translate.Translator, o applyOptions, targets []ta
 	}
 	if c.sample && rv.werr == nil {
 		// Said first (after the script's shebang and header) and on stderr.
-		_, rv.werr = fmt.Fprintf(rv.w, "# %s\n", sampleNote)
-		fmt.Fprintln(stderr, sampleNote)
+		_, rv.werr = fmt.Fprintf(rv.w, "# %s\n", output.SampleNote)
+		fmt.Fprintln(stderr, output.SampleNote)
 	}
-	if err := c.read(stdin, io.Discard, sinkFunc(rv.pv)); err != nil {
+	if err := c.read(stdin, io.Discard, input.SinkFunc(rv.pv)); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return exitInput
 	}
@@ -322,14 +324,14 @@ type review struct {
 // readInputs reads the StorageClasses, and the claims when a class's secret
 // template needs them.
 func (rv *review) readInputs(c *common, stdin io.Reader) error {
-	if err := c.read(stdin, rv.stderr, sinkFunc(rv.in.addClass)); err != nil {
+	if err := c.read(stdin, rv.stderr, input.SinkFunc(rv.in.addClass)); err != nil {
 		return err
 	}
 	if !rv.in.needClaims(rv.tr) {
 		return nil
 	}
 	rv.in.claims = map[types.NamespacedName]*v1.PersistentVolumeClaim{}
-	return c.read(stdin, io.Discard, sinkFunc(rv.in.addClaim))
+	return c.read(stdin, io.Discard, input.SinkFunc(rv.in.addClaim))
 }
 
 // pv writes the steps for one PV the direction replaces.
@@ -364,10 +366,10 @@ func (rv *review) pv(obj any) {
 	if err != nil {
 		var r *rewrite.Refusal
 		if errors.As(err, &r) {
-			rv.refuse(rewrite.PVRef(pv.Name), planVerdict{codes: codeStrings(r), text: refusalText(r)})
+			rv.refuse(rewrite.PVRef(pv.Name), planVerdict{codes: codeStrings(r), text: output.RefusalText(r)})
 			return
 		}
-		fmt.Fprintf(rv.stderr, "PersistentVolume %s: %s\n", pv.Name, commandError(err))
+		fmt.Fprintf(rv.stderr, "PersistentVolume %s: %s\n", pv.Name, output.CommandError(err))
 		rv.failed = true
 		return
 	}
@@ -383,7 +385,7 @@ func (rv *review) pv(obj any) {
 			_, rv.werr = io.WriteString(rv.w, "J_POOL=\n")
 		}
 	} else {
-		rv.werr = writeYAML(rv.w, p.CSI)
+		rv.werr = output.WriteYAML(rv.w, p.CSI)
 	}
 }
 
@@ -411,7 +413,7 @@ func (rv *review) kept(kind string, o metav1.Object) bool {
 	if kind == "StorageClass" {
 		ref = rewrite.ClassRef(o.GetName())
 	}
-	rv.refuse(ref, planVerdict{codes: codeStrings(r), text: refusalText(r)})
+	rv.refuse(ref, planVerdict{codes: codeStrings(r), text: output.RefusalText(r)})
 	return true
 }
 
@@ -473,7 +475,7 @@ func (rv *review) class(sc *storagev1.StorageClass) {
 	}
 	if err != nil {
 		if r := (*rewrite.Refusal)(nil); errors.As(err, &r) {
-			rv.refuse(rewrite.ClassRef(sc.Name), planVerdict{codes: codeStrings(r), text: refusalText(r)})
+			rv.refuse(rewrite.ClassRef(sc.Name), planVerdict{codes: codeStrings(r), text: output.RefusalText(r)})
 			return
 		}
 		fmt.Fprintf(rv.stderr, "StorageClass %s: %v\n", sc.Name, err)
@@ -484,7 +486,7 @@ func (rv *review) class(sc *storagev1.StorageClass) {
 	if rv.script {
 		rv.werr = writeScriptClass(rv.w, sc, r)
 	} else {
-		rv.werr = writeYAML(rv.w, r)
+		rv.werr = output.WriteYAML(rv.w, r)
 	}
 }
 
@@ -617,9 +619,6 @@ func writeScriptFooter(w io.Writer, dir apply.Direction, n, classes int) {
 	}
 	fmt.Fprintf(w, "\necho \"%s %d PersistentVolumes and %d StorageClasses\"\n", verb, n, classes)
 }
-
-// Add implements Sink.
-func (f sinkFunc) Add(obj any) { f(obj) }
 
 // rewriteInputs are the objects a PV's replacement needs besides the PV:
 // the StorageClasses, and the claims when a class's provisioner secret

@@ -19,6 +19,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/csimigrate/csimigrate/apply"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/input"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/output"
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
@@ -106,7 +108,7 @@ func runApply(c *common, tr *translate.Translator, o applyOptions, names []strin
 		fmt.Fprintf(a.out, "%d PersistentVolumes kept at reclaim policy Retain instead of Delete (see above): %s\n", len(kept), strings.Join(kept, ", "))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "csimigrate rewrite: %s\n", commandError(err))
+		fmt.Fprintf(stderr, "csimigrate rewrite: %s\n", output.CommandError(err))
 		return exitBlocked
 	}
 	if a.refused.Refused > 0 {
@@ -231,7 +233,7 @@ func (a *applier) refuseVerdict(obj rewrite.ObjectRef, v planVerdict) {
 func (a *applier) refuse(obj rewrite.ObjectRef, r *rewrite.Refusal) {
 	textEvents{a.out}.Refused(obj, r)
 	if a.results != nil {
-		a.results.refuse(obj, codeStrings(r), refusalText(r))
+		a.results.refuse(obj, codeStrings(r), output.RefusalText(r))
 	}
 	a.refused.Refused++
 	if a.refused.RefusedBy == nil {
@@ -260,10 +262,10 @@ func livePlan(ctx context.Context, client kubernetes.Interface, tr *translate.Tr
 		}
 	}
 	pl := plan.New(tr, klog0(), opts)
-	err := readLive(ctx, client, pl, withSecrets, false, func(int) {}, io.Discard)
+	err := input.ReadLive(ctx, client, pl, withSecrets, false, func(int) {}, io.Discard)
 	if withSecrets && apierrors.IsForbidden(err) {
 		pl = plan.New(tr, klog0(), opts)
-		err = readLive(ctx, client, pl, false, false, func(int) {}, io.Discard)
+		err = input.ReadLive(ctx, client, pl, false, false, func(int) {}, io.Discard)
 	}
 	if err != nil {
 		return nil, ceph.ClusterConfig{}, err
@@ -333,7 +335,7 @@ func (a *applier) selectTargets(ctx context.Context, c *common, names []string, 
 	where := "cluster"
 	if len(c.files) > 0 {
 		where = "reviewed input"
-		inv := &Inventory{}
+		inv := &input.Inventory{}
 		if err := c.read(stdin, stderr, inv); err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return nil, nil, exitInput
@@ -475,7 +477,7 @@ func (a *applier) checkReview(ctx context.Context, o applyOptions, pvs, classes 
 func (a *applier) claimsOf(ctx context.Context, c *common, targets []apply.Target, stdin io.Reader) (map[string]string, error) {
 	out := map[string]string{}
 	if len(c.files) > 0 {
-		inv := &Inventory{}
+		inv := &input.Inventory{}
 		if err := c.read(stdin, io.Discard, inv); err != nil {
 			return nil, err
 		}
@@ -699,7 +701,7 @@ func (e textEvents) KeptRetain(pv rewrite.ObjectRef, why string) {
 	fmt.Fprintf(e.w, "%s: kept at %s\n", pv.Resource(), why)
 }
 func (e textEvents) Refused(obj rewrite.ObjectRef, r *rewrite.Refusal) {
-	fmt.Fprintf(e.w, "%s: refused (%s), left as it was: %s\n", obj.Resource(), codesText(r), refusalText(r))
+	fmt.Fprintf(e.w, "%s: refused (%s), left as it was: %s\n", obj.Resource(), output.CodesText(r), output.RefusalText(r))
 }
 
 // applyOptions are the flags of rewrite -apply.

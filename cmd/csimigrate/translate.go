@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/output"
 	"github.com/csimigrate/csimigrate/internal/pvcopy"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
@@ -72,9 +73,9 @@ func (o *translateOptions) run(stdin io.Reader, stdout, stderr io.Writer) int {
 	defer o.cleanup()
 	sink := &translateSink{capacity: o.inlineCapacity, tr: o.tr, logger: o.logger(stderr), stderr: stderr, w: bufio.NewWriterSize(stdout, 1<<16), json: o.output == "json"}
 	if o.sample {
-		fmt.Fprintln(stderr, sampleNote)
+		fmt.Fprintln(stderr, output.SampleNote)
 		if !sink.json {
-			fmt.Fprintf(sink.w, "# %s\n", sampleNote)
+			fmt.Fprintf(sink.w, "# %s\n", output.SampleNote)
 		}
 	}
 	if err := o.read(stdin, stderr, sink); err != nil {
@@ -106,7 +107,7 @@ type translateSink struct {
 	err      error // the first write error
 }
 
-// Add implements Sink.
+// Add implements input.Sink.
 func (s *translateSink) Add(obj any) {
 	switch o := obj.(type) {
 	case *v1.PersistentVolume:
@@ -153,7 +154,7 @@ func (s *translateSink) Add(obj any) {
 			return
 		}
 		csi.ResourceVersion, csi.UID, csi.CreationTimestamp, csi.ManagedFields = "", "", metav1.Time{}, nil
-		clearSelfLink(&csi.ObjectMeta)
+		output.ClearSelfLink(&csi.ObjectMeta)
 		csi.TypeMeta = metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"}
 		s.emit(csi)
 	default:
@@ -260,7 +261,7 @@ func (s *translateSink) emit(obj any) {
 		}
 		_, s.err = s.w.Write(b)
 	} else {
-		s.err = writeYAML(s.w, obj)
+		s.err = output.WriteYAML(s.w, obj)
 	}
 	s.n++
 }

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/output"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
 )
@@ -20,7 +21,7 @@ func isInTreeInline(vol *v1.Volume) bool { return plugin.InTreeNameOfVolume(vol)
 func forCreate(w *rewrite.Workload) {
 	m := w.Meta
 	m.ResourceVersion, m.UID, m.Generation, m.CreationTimestamp, m.ManagedFields = "", "", 0, metav1.Time{}, nil
-	clearSelfLink(m)
+	output.ClearSelfLink(m)
 	if status := reflect.ValueOf(w.Obj).Elem().FieldByName("Status"); status.CanSet() {
 		status.SetZero()
 	}

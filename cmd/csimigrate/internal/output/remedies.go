@@ -1,4 +1,4 @@
-package main
+package output
 
 import (
 	"fmt"
@@ -50,17 +50,17 @@ var commandRemedies = map[plugin.Action]func(object, engine string) string{
 	},
 }
 
-// commandRemedy is a remedy in the command's words.
-func commandRemedy(a plugin.Action, object, engine string) string {
+// CommandRemedy is a remedy in the command's words.
+func CommandRemedy(a plugin.Action, object, engine string) string {
 	if word, ok := commandRemedies[a]; ok {
 		return word(object, engine)
 	}
 	return engine
 }
 
-// localizePlan words every finding's remedy of a plan in the command's
+// LocalizePlan words every finding's remedy of a plan in the command's
 // terms (the report is the command's own copy).
-func localizePlan(p *plan.Plan) {
+func LocalizePlan(p *plan.Plan) {
 	for i := range p.Hazards {
 		localizeFinding(&p.Hazards[i])
 	}
@@ -80,26 +80,26 @@ func localizePlan(p *plan.Plan) {
 
 func localizeFinding(f *plugin.Finding) {
 	if f.Action != "" {
-		f.Remedy = commandRemedy(f.Action, f.ActsOn, f.Remedy)
+		f.Remedy = CommandRemedy(f.Action, f.ActsOn, f.Remedy)
 	}
 }
 
-// refusalText is a refusal's reason and remedy in the command's words.
+// RefusalText is a refusal's reason and remedy in the command's words.
 //
 // Each further reason (Also) follows with its code.
-func refusalText(r *rewrite.Refusal) string {
+func RefusalText(r *rewrite.Refusal) string {
 	s := r.Reason
-	if remedy := commandRemedy(r.Action, r.ActsOn, r.Remedy); remedy != "" {
+	if remedy := CommandRemedy(r.Action, r.ActsOn, r.Remedy); remedy != "" {
 		s += "; " + remedy
 	}
 	for _, o := range r.Also {
-		s += "; also (" + string(o.Code) + "): " + refusalText(o)
+		s += "; also (" + string(o.Code) + "): " + RefusalText(o)
 	}
 	return s
 }
 
-// codesText is a refusal's codes, joined by ", ".
-func codesText(r *rewrite.Refusal) string {
+// CodesText is a refusal's codes, joined by ", ".
+func CodesText(r *rewrite.Refusal) string {
 	var cs []string
 	for _, c := range r.Codes() {
 		cs = append(cs, string(c))
@@ -107,13 +107,13 @@ func codesText(r *rewrite.Refusal) string {
 	return strings.Join(cs, ", ")
 }
 
-// commandError is an error of the writer (each of a joined error's on
+// CommandError is an error of the writer (each of a joined error's on
 // its own line) with its remedies in the command's words.
-func commandError(err error) string {
+func CommandError(err error) string {
 	if joined, ok := err.(interface{ Unwrap() []error }); ok {
 		var lines []string
 		for _, e := range joined.Unwrap() {
-			lines = append(lines, commandError(e))
+			lines = append(lines, CommandError(e))
 		}
 		return strings.Join(lines, "\n")
 	}
@@ -121,10 +121,10 @@ func commandError(err error) string {
 	// state it is; any other error as it is.
 	switch e := err.(type) {
 	case *apply.ObjectError:
-		return e.Object.Resource() + ": " + commandError(e.Err)
+		return e.Object.Resource() + ": " + CommandError(e.Err)
 	case *rewrite.Refusal:
 		if e.Action != "" && e.Remedy != "" {
-			return refusalText(e)
+			return RefusalText(e)
 		}
 	case *apply.InProgressError:
 		return fmt.Sprintf("ConfigMap %s holds %s of %s in progress; finish it first (%s), nothing is done with it here", e.ConfigMap, e.Run.What(), e.Object.Resource(), directionCommand(e.Run))
@@ -144,8 +144,8 @@ func directionCommand(d apply.Direction) string {
 	return run
 }
 
-// directionOf is the writer's direction of -undo and -adopt -adopt-csi.
-func directionOf(undo, adoptCSI bool) apply.Direction {
+// DirectionOf is the writer's direction of -undo and -adopt -adopt-csi.
+func DirectionOf(undo, adoptCSI bool) apply.Direction {
 	d := apply.Rewrite
 	if adoptCSI {
 		d = apply.AdoptCSI

@@ -1,4 +1,4 @@
-package main
+package input
 
 import (
 	"context"
@@ -26,16 +26,20 @@ func addAll[T any](sink Sink, items []T) int {
 	return len(items)
 }
 
-// lister reads one page of a kind: its continue token, and what hands the
+// Lister reads one page of a kind: its continue token, and what hands the
 // page's objects to a sink (and says how many).
-type lister struct {
-	what string
-	page func(ctx context.Context, o metav1.ListOptions) (cont string, add func(Sink) int, err error)
+type Lister struct {
+	// What is the resource listed ("persistentvolumes",
+	// "drivers.csi.ceph.com").
+	What string
+	// Page lists one page: its continue token, and what hands the page's
+	// objects to a sink (and says how many).
+	Page func(ctx context.Context, o metav1.ListOptions) (cont string, add func(Sink) int, err error)
 }
 
-// list makes a lister of a client's List call.
-func list[L any, T any](what string, call func(ctx context.Context, o metav1.ListOptions) (L, error), items func(L) (string, []T)) lister {
-	return lister{what, func(ctx context.Context, o metav1.ListOptions) (string, func(Sink) int, error) {
+// List makes a Lister of a client's List call.
+func List[L any, T any](what string, call func(ctx context.Context, o metav1.ListOptions) (L, error), items func(L) (string, []T)) Lister {
+	return Lister{what, func(ctx context.Context, o metav1.ListOptions) (string, func(Sink) int, error) {
 		l, err := call(ctx, o)
 		if err != nil {
 			return "", nil, err
@@ -45,40 +49,40 @@ func list[L any, T any](what string, call func(ctx context.Context, o metav1.Lis
 	}}
 }
 
-// liveListers are the kinds the commands read from a live cluster, in the
+// Listers are the kinds the commands read from a live cluster, in the
 // order they are read: everything a PV's plan depends on first (classes,
 // claims, pods and workloads, secrets), the PVs last.
-func liveListers(c kubernetes.Interface, withSecrets, withNodes bool) []lister {
+func Listers(c kubernetes.Interface, withSecrets, withNodes bool) []Lister {
 	core, apps, batch, storage := c.CoreV1(), c.AppsV1(), c.BatchV1(), c.StorageV1()
-	out := []lister{
-		list("storageclasses", storage.StorageClasses().List, func(l *storagev1.StorageClassList) (string, []storagev1.StorageClass) { return l.Continue, l.Items }),
-		list("csidrivers", storage.CSIDrivers().List, func(l *storagev1.CSIDriverList) (string, []storagev1.CSIDriver) { return l.Continue, l.Items }),
-		list("csinodes", storage.CSINodes().List, func(l *storagev1.CSINodeList) (string, []storagev1.CSINode) { return l.Continue, l.Items }),
-		list("configmaps", core.ConfigMaps("").List, func(l *v1.ConfigMapList) (string, []v1.ConfigMap) { return l.Continue, l.Items }),
+	out := []Lister{
+		List("storageclasses", storage.StorageClasses().List, func(l *storagev1.StorageClassList) (string, []storagev1.StorageClass) { return l.Continue, l.Items }),
+		List("csidrivers", storage.CSIDrivers().List, func(l *storagev1.CSIDriverList) (string, []storagev1.CSIDriver) { return l.Continue, l.Items }),
+		List("csinodes", storage.CSINodes().List, func(l *storagev1.CSINodeList) (string, []storagev1.CSINode) { return l.Continue, l.Items }),
+		List("configmaps", core.ConfigMaps("").List, func(l *v1.ConfigMapList) (string, []v1.ConfigMap) { return l.Continue, l.Items }),
 		operatorList(c, "drivers"), operatorList(c, "clientprofiles"), operatorList(c, "cephconnections"),
-		list("persistentvolumeclaims", core.PersistentVolumeClaims("").List, func(l *v1.PersistentVolumeClaimList) (string, []v1.PersistentVolumeClaim) { return l.Continue, l.Items }),
-		list("pods", core.Pods("").List, func(l *v1.PodList) (string, []v1.Pod) { return l.Continue, l.Items }),
-		list("deployments", apps.Deployments("").List, func(l *appsv1.DeploymentList) (string, []appsv1.Deployment) { return l.Continue, l.Items }),
-		list("statefulsets", apps.StatefulSets("").List, func(l *appsv1.StatefulSetList) (string, []appsv1.StatefulSet) { return l.Continue, l.Items }),
-		list("daemonsets", apps.DaemonSets("").List, func(l *appsv1.DaemonSetList) (string, []appsv1.DaemonSet) { return l.Continue, l.Items }),
-		list("replicasets", apps.ReplicaSets("").List, func(l *appsv1.ReplicaSetList) (string, []appsv1.ReplicaSet) { return l.Continue, l.Items }),
-		list("jobs", batch.Jobs("").List, func(l *batchv1.JobList) (string, []batchv1.Job) { return l.Continue, l.Items }),
-		list("cronjobs", batch.CronJobs("").List, func(l *batchv1.CronJobList) (string, []batchv1.CronJob) { return l.Continue, l.Items }),
-		list("replicationcontrollers", core.ReplicationControllers("").List, func(l *v1.ReplicationControllerList) (string, []v1.ReplicationController) { return l.Continue, l.Items }),
+		List("persistentvolumeclaims", core.PersistentVolumeClaims("").List, func(l *v1.PersistentVolumeClaimList) (string, []v1.PersistentVolumeClaim) { return l.Continue, l.Items }),
+		List("pods", core.Pods("").List, func(l *v1.PodList) (string, []v1.Pod) { return l.Continue, l.Items }),
+		List("deployments", apps.Deployments("").List, func(l *appsv1.DeploymentList) (string, []appsv1.Deployment) { return l.Continue, l.Items }),
+		List("statefulsets", apps.StatefulSets("").List, func(l *appsv1.StatefulSetList) (string, []appsv1.StatefulSet) { return l.Continue, l.Items }),
+		List("daemonsets", apps.DaemonSets("").List, func(l *appsv1.DaemonSetList) (string, []appsv1.DaemonSet) { return l.Continue, l.Items }),
+		List("replicasets", apps.ReplicaSets("").List, func(l *appsv1.ReplicaSetList) (string, []appsv1.ReplicaSet) { return l.Continue, l.Items }),
+		List("jobs", batch.Jobs("").List, func(l *batchv1.JobList) (string, []batchv1.Job) { return l.Continue, l.Items }),
+		List("cronjobs", batch.CronJobs("").List, func(l *batchv1.CronJobList) (string, []batchv1.CronJob) { return l.Continue, l.Items }),
+		List("replicationcontrollers", core.ReplicationControllers("").List, func(l *v1.ReplicationControllerList) (string, []v1.ReplicationController) { return l.Continue, l.Items }),
 	}
 	if withNodes {
-		out = append(out, list("nodes", core.Nodes().List, func(l *v1.NodeList) (string, []v1.Node) { return l.Continue, l.Items }))
+		out = append(out, List("nodes", core.Nodes().List, func(l *v1.NodeList) (string, []v1.Node) { return l.Continue, l.Items }))
 	}
 	if withSecrets {
-		out = append(out, list("secrets", core.Secrets("").List, func(l *v1.SecretList) (string, []v1.Secret) { return l.Continue, l.Items }))
+		out = append(out, List("secrets", core.Secrets("").List, func(l *v1.SecretList) (string, []v1.Secret) { return l.Continue, l.Items }))
 	}
-	return append(out, list("persistentvolumes", core.PersistentVolumes().List, func(l *v1.PersistentVolumeList) (string, []v1.PersistentVolume) { return l.Continue, l.Items }))
+	return append(out, List("persistentvolumes", core.PersistentVolumes().List, func(l *v1.PersistentVolumeList) (string, []v1.PersistentVolume) { return l.Continue, l.Items }))
 }
 
 // operatorList lists the ceph-csi-operator's objects of a resource, as
 // they are (csi.ceph.io/v1); none where the cluster has no such resource.
-func operatorList(c kubernetes.Interface, resource string) lister {
-	return lister{resource + "." + operatorGroup, func(ctx context.Context, o metav1.ListOptions) (string, func(Sink) int, error) {
+func operatorList(c kubernetes.Interface, resource string) Lister {
+	return Lister{resource + "." + operatorGroup, func(ctx context.Context, o metav1.ListOptions) (string, func(Sink) int, error) {
 		req := c.Discovery().RESTClient().Get().AbsPath("/apis/"+operatorGroup+"/v1/"+resource).Param("limit", strconv.FormatInt(o.Limit, 10))
 		if o.Continue != "" {
 			req = req.Param("continue", o.Continue)
@@ -101,25 +105,25 @@ func operatorList(c kubernetes.Interface, resource string) lister {
 	}}
 }
 
-// livePageSize is the page size of the lists readLive and dump make.
-const livePageSize = 1000
+// PageSize is the page size of the lists ReadLive and dump make.
+const PageSize = 1000
 
-// readLive lists the kinds of liveListers into sink, page by page
-// (livePageSize objects a request), so memory does not grow with the
+// ReadLive lists the kinds of Listers into sink, page by page
+// (PageSize objects a request), so memory does not grow with the
 // cluster beyond what the sink keeps and a few pages in flight. The next
 // pages are requested while the sink takes the last one (fetchPages).
 // Secrets are only read when withSecrets is set
 // (reading them needs the right to), Nodes when withNodes is. A sink that
 // says it Drops every object of a kind is not handed that kind, nor told
 // it was listed.
-func readLive(ctx context.Context, c kubernetes.Interface, sink Sink, withSecrets, withNodes bool, progress func(int), stderr io.Writer) error {
+func ReadLive(ctx context.Context, c kubernetes.Interface, sink Sink, withSecrets, withNodes bool, progress func(int), stderr io.Writer) error {
 	if !withSecrets {
 		fmt.Fprintln(stderr, "Secrets not read: the fixes they need are not checked (csimigrate plan -live reads them)")
 	}
 	skips, _ := sink.(interface{ Drops(resource string) bool })
-	var srcs []lister
-	for _, src := range liveListers(c, withSecrets, withNodes) {
-		if skips == nil || !skips.Drops(src.what) {
+	var srcs []Lister
+	for _, src := range Listers(c, withSecrets, withNodes) {
+		if skips == nil || !skips.Drops(src.What) {
 			srcs = append(srcs, src) // else the sink keeps none of them: not listed
 		}
 	}
@@ -130,19 +134,19 @@ func readLive(ctx context.Context, c kubernetes.Interface, sink Sink, withSecret
 	for p := range pages {
 		src := srcs[p.src]
 		switch {
-		case p.err != nil && src.what == "nodes" && apierrors.IsForbidden(p.err):
+		case p.err != nil && src.What == "nodes" && apierrors.IsForbidden(p.err):
 			// Only the kubelets' versions (and vSphere's VMs) are not
 			// checked then, which the plan says.
 			fmt.Fprintf(stderr, "Nodes not read (%v): the kubelets' versions are not checked\n", p.err)
 			continue
 		case p.err != nil:
-			return fmt.Errorf("listing %s: %w", src.what, p.err)
+			return fmt.Errorf("listing %s: %w", src.What, p.err)
 		}
 		progress(p.add(sink))
 		if p.last {
 			// Listed whole: none of a kind is what the cluster has.
 			if l, ok := sink.(interface{ Listed(resource string) }); ok {
-				l.Listed(src.what)
+				l.Listed(src.What)
 			}
 		}
 	}
@@ -159,7 +163,7 @@ type fetched struct {
 }
 
 // fetchPages lists srcs into out, page by page, and closes it; a kind
-// whose list fails is sent its error and not read further (the reader
+// whose list fails is sent its error and not read further (the Reader
 // decides whether that ends the read). The kinds before the PVs are read in
 // two streams, each kind's pages in order: the planner takes them in any
 // order, as it does a file's, and on a cluster of 120,000 PVs the claims
@@ -167,10 +171,10 @@ type fetched struct {
 // serves on two cores in less time than one after the other. The PVs come
 // last, after every other kind (a PV's plan reads them). It stops when ctx
 // ends.
-func fetchPages(ctx context.Context, srcs []lister, out chan<- fetched) {
+func fetchPages(ctx context.Context, srcs []Lister, out chan<- fetched) {
 	defer close(out)
 	pvs := -1
-	if n := len(srcs); n > 0 && srcs[n-1].what == "persistentvolumes" {
+	if n := len(srcs); n > 0 && srcs[n-1].What == "persistentvolumes" {
 		pvs = n - 1
 	}
 	next := make(chan int)
@@ -206,7 +210,7 @@ feed:
 
 // fetchKind lists srcs[i] (src) into out page by page, or sends the error
 // that ended its list; false when ctx ended first.
-func fetchKind(ctx context.Context, i int, src lister, out chan<- fetched) bool {
+func fetchKind(ctx context.Context, i int, src Lister, out chan<- fetched) bool {
 	send := func(f fetched) bool {
 		select {
 		case out <- f:
@@ -215,9 +219,9 @@ func fetchKind(ctx context.Context, i int, src lister, out chan<- fetched) bool 
 			return false
 		}
 	}
-	opts := metav1.ListOptions{Limit: livePageSize}
+	opts := metav1.ListOptions{Limit: PageSize}
 	for {
-		cont, add, err := src.page(ctx, opts)
+		cont, add, err := src.Page(ctx, opts)
 		if err != nil {
 			return send(fetched{src: i, err: err})
 		}

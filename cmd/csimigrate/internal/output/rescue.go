@@ -1,4 +1,4 @@
-package main
+package output
 
 import (
 	"fmt"
@@ -10,11 +10,11 @@ import (
 	"github.com/csimigrate/csimigrate/plan"
 )
 
-// writeRescue writes, first, what is broken now on a release past the
+// WriteRescue writes, first, what is broken now on a release past the
 // plugins' removal (plan.Plan.Broken: each in-tree PV that cannot mount,
 // with its pods and what their status shows), then the rescue in its
 // order, each step with the command that does it.
-func writeRescue(w io.Writer, p *plan.Plan, wide bool) {
+func WriteRescue(w io.Writer, p *plan.Plan, wide bool) {
 	if len(p.Broken) == 0 {
 		return
 	}
@@ -45,7 +45,7 @@ func writeRescue(w io.Writer, p *plan.Plan, wide bool) {
 		if wide {
 			fmt.Fprintln(w, step)
 		} else {
-			fmt.Fprint(w, wrap(step, textWidth, "   "))
+			fmt.Fprint(w, Wrap(step, TextWidth, "   "))
 		}
 		for _, c := range rescueCommands(s) {
 			fmt.Fprintln(w, "     "+c)

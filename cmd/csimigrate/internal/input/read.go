@@ -1,9 +1,8 @@
-package main
+package input
 
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/json"
@@ -79,31 +78,36 @@ type typeMeta struct {
 	Items      []json.RawMessage `json:"items"`
 }
 
-// reader reads input documents into a sink, refusing what it cannot read
+// Reader reads input documents into a sink, refusing what it cannot read
 // whole: invalid documents, invalid UTF-8, duplicate objects.
-type reader struct {
-	sink     Sink
-	progress func(int)
-	seen     map[[16]byte]struct{}
+type Reader struct {
+	// Sink receives each object read.
+	Sink Sink
+	// Progress, when set, is told how many objects were read since it was
+	// last told.
+	Progress func(int)
+	// Namespace is given to namespaced objects without metadata.namespace,
+	// as the API server and kubectl apply do ("default" unless -n).
+	Namespace string
+	// StdinFile is the file standard input was kept in (Spool), read as
+	// "<stdin>".
+	StdinFile string
+
+	seen map[[16]byte]struct{}
 	// objects counts the objects read, of every kind.
 	objects int
-	// namespace is given to namespaced objects without metadata.namespace,
-	// as the API server and kubectl apply do ("default" unless -n);
-	// defaulted counts them.
-	namespace string
+	// defaulted counts the objects given Namespace.
 	defaulted int
 	// ignored counts the objects of kinds the command does not read, by
 	// kind.
 	ignored map[string]int
-	// stdinFile is the file standard input was kept in, read as "<stdin>".
-	stdinFile string
 }
 
-// report says on w, once, what the reader did beyond reading: objects
+// Report says on w, once, what the Reader did beyond reading: objects
 // given the default namespace, kinds it does not read.
-func (rd *reader) report(w io.Writer) {
+func (rd *Reader) Report(w io.Writer) {
 	if rd.defaulted > 0 {
-		fmt.Fprintf(w, "%d namespaced object(s) without metadata.namespace were read as in namespace %q, as kubectl apply would create them (-n names another)\n", rd.defaulted, rd.namespace)
+		fmt.Fprintf(w, "%d namespaced object(s) without metadata.namespace were read as in namespace %q, as kubectl apply would create them (-n names another)\n", rd.defaulted, rd.Namespace)
 	}
 	if len(rd.ignored) > 0 {
 		kinds := make([]string, 0, len(rd.ignored))
@@ -120,26 +124,26 @@ func (rd *reader) report(w io.Writer) {
 // clusterKinds are the kinds read whose objects have no namespace.
 var clusterKinds = map[string]bool{"PersistentVolume": true, "StorageClass": true, "CSINode": true, "CSIDriver": true, "Node": true}
 
-// errNoObjects is returned for input without a single object (a failed
+// ErrNoObjects is returned for input without a single object (a failed
 // kubectl in a pipeline gives empty input, which must not plan "ready").
-var errNoObjects = errors.New("no objects in the input")
+var ErrNoObjects = errors.New("no objects in the input")
 
-// readInputs reads files, directories (recursively, *.yaml, *.yml, *.json) and
-// "-" for standard input; input without any object is errNoObjects.
-func (rd *reader) readInputs(paths []string, stdin io.Reader) error {
+// ReadInputs reads files, directories (recursively, *.yaml, *.yml, *.json) and
+// "-" for standard input; input without any object is ErrNoObjects.
+func (rd *Reader) ReadInputs(paths []string, stdin io.Reader) error {
 	if err := rd.readPaths(paths, stdin); err != nil {
 		return err
 	}
 	if rd.objects == 0 {
-		return fmt.Errorf("%w (%s)", errNoObjects, strings.Join(paths, ", "))
+		return fmt.Errorf("%w (%s)", ErrNoObjects, strings.Join(paths, ", "))
 	}
 	return nil
 }
 
-func (rd *reader) readPaths(paths []string, stdin io.Reader) error {
+func (rd *Reader) readPaths(paths []string, stdin io.Reader) error {
 	for _, p := range paths {
 		if p == "-" {
-			if err := rd.readStream("<stdin>", stdin); err != nil {
+			if err := rd.ReadStream("<stdin>", stdin); err != nil {
 				return err
 			}
 			continue
@@ -180,25 +184,25 @@ func (rd *reader) readPaths(paths []string, stdin io.Reader) error {
 	return nil
 }
 
-func (rd *reader) readFile(path string) error {
+func (rd *Reader) readFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if path == rd.stdinFile {
+	if path == rd.StdinFile {
 		path = "<stdin>"
 	}
-	return rd.readStream(path, f)
+	return rd.ReadStream(path, f)
 }
 
-// readStream reads JSON (`kubectl get -o json`: a List whose items are
+// ReadStream reads JSON (`kubectl get -o json`: a List whose items are
 // decoded one at a time, so memory does not grow with the input) or YAML
 // split into documents at its document markers: a line "---", possibly
 // followed by a comment or by the document's first content, and a line
 // "..." (document end). A YAML List document is read whole, unless it has
 // the shape kubectl prints, whose items are decoded one at a time.
-func (rd *reader) readStream(source string, r io.Reader) error {
+func (rd *Reader) ReadStream(source string, r io.Reader) error {
 	br := bufio.NewReaderSize(r, 1<<16)
 	if startsJSON(br) {
 		return rd.readJSON(source, br)
@@ -241,7 +245,7 @@ func startsJSON(br *bufio.Reader) bool {
 // items: items is itemsStreaming while the entries are read, each kept in
 // item (dedented) until the next.
 type yamlStream struct {
-	rd                 *reader
+	rd                 *Reader
 	source             string
 	doc, item, pending bytes.Buffer
 	// n counts the documents read; streamed the items of the current one.
@@ -437,7 +441,7 @@ func documentMarker(line []byte, m string) (rest []byte, ok bool) {
 
 // readJSON decodes a stream of JSON values; a List's items are decoded one
 // by one.
-func (rd *reader) readJSON(source string, r io.Reader) error {
+func (rd *Reader) readJSON(source string, r io.Reader) error {
 	dec := json.NewDecoder(r)
 	n := 0
 	for {
@@ -460,7 +464,7 @@ func (rd *reader) readJSON(source string, r io.Reader) error {
 
 // readJSONObject reads the members of an object whose "{" was consumed. A
 // List's items are streamed; any other object is buffered and decoded.
-func (rd *reader) readJSONObject(dec *json.Decoder) error {
+func (rd *Reader) readJSONObject(dec *json.Decoder) error {
 	fields := map[string]json.RawMessage{}
 	streamed := false
 	for dec.More() {
@@ -509,7 +513,7 @@ func (rd *reader) readJSONObject(dec *json.Decoder) error {
 	return rd.decodeObject(b)
 }
 
-func (rd *reader) decodeDoc(y []byte) error {
+func (rd *Reader) decodeDoc(y []byte) error {
 	if !utf8.Valid(y) {
 		return errInvalidUTF8(y)
 	}
@@ -566,7 +570,7 @@ var readKinds = map[string]func() any{
 	"ReplicationController": func() any { return &v1.ReplicationController{} },
 }
 
-func (rd *reader) decodeObject(j []byte) error {
+func (rd *Reader) decodeObject(j []byte) error {
 	if !utf8.Valid(j) {
 		return errInvalidUTF8(j)
 	}
@@ -598,7 +602,7 @@ func (rd *reader) decodeObject(j []byte) error {
 		}
 		rd.ignored[tm.Kind]++
 		rd.objects++
-		rd.sink.Add(nil)
+		rd.Sink.Add(nil)
 		return nil
 	}
 	target := newTarget()
@@ -620,21 +624,21 @@ func (rd *reader) decodeObject(j []byte) error {
 		unstructured.RemoveNestedField(u.Object, "status")
 	}
 	if o := target.(metav1.Object); o.GetNamespace() == "" && !clusterKinds[tm.Kind] {
-		ns := rd.namespace
+		ns := rd.Namespace
 		if ns == "" {
 			ns = metav1.NamespaceDefault
 		}
 		o.SetNamespace(ns)
-		rd.namespace = ns
+		rd.Namespace = ns
 		rd.defaulted++
 	}
 	if err := rd.once(tm.Kind, target.(metav1.Object)); err != nil {
 		return err
 	}
 	rd.objects++
-	rd.sink.Add(target)
-	if rd.progress != nil {
-		rd.progress(1)
+	rd.Sink.Add(target)
+	if rd.Progress != nil {
+		rd.Progress(1)
 	}
 	return nil
 }
@@ -642,7 +646,7 @@ func (rd *reader) decodeObject(j []byte) error {
 // once refuses a second object of one kind, namespace and name: which of
 // the two a command used would depend on the order of the input. Keys are
 // kept as 16-byte hashes, so memory grows little with the input.
-func (rd *reader) once(kind string, o metav1.Object) error {
+func (rd *Reader) once(kind string, o metav1.Object) error {
 	h := sha256.New()
 	for _, part := range []string{kind, o.GetNamespace(), o.GetName()} {
 		h.Write([]byte(part))
@@ -664,44 +668,15 @@ func (rd *reader) once(kind string, o metav1.Object) error {
 	return nil
 }
 
-func (c *inputFlags) read(stdin io.Reader, stderr io.Writer, inv Sink) error {
-	count := 0
-	progress := func(n int) {
-		// Once per 10,000 objects read (never for none).
-		if before := count; n > 0 {
-			count += n
-			if count/10000 > before/10000 {
-				fmt.Fprintf(stderr, "read %d objects\n", count)
-			}
-		}
-	}
-	if c.live {
-		if len(c.files) > 0 {
-			return fmt.Errorf("-live and -f exclude each other")
-		}
-		client, err := clientFor(c.kubeconfig, c.context, 50, 100)
-		if err != nil {
-			return noCluster(err)
-		}
-		return readLive(context.Background(), client, inv, c.readSecrets, c.readNodes, progress, stderr)
-	}
-	rd := &reader{sink: inv, progress: progress, namespace: c.namespace, stdinFile: c.stdinFile}
-	defer rd.report(stderr)
-	if c.sample {
-		return rd.readStream("<embedded sample>", bytes.NewReader(sample))
-	}
-	if len(c.files) == 0 {
-		return errors.New("no input: give -f FILE, -live or -sample")
-	}
-	return rd.readInputs(c.files, stdin)
-}
+// SinkFunc is a Sink of a function.
+type SinkFunc func(obj any)
 
-// sinkFunc is a Sink of a function.
-type sinkFunc func(obj any)
+// Add calls f with obj.
+func (f SinkFunc) Add(obj any) { f(obj) }
 
-// spool copies r whole into a temporary file, so that it can be read more
+// Spool copies r whole into a temporary file, so that it can be read more
 // than once; cleanup removes it.
-func spool(r io.Reader) (path string, cleanup func(), err error) {
+func Spool(r io.Reader) (path string, cleanup func(), err error) {
 	f, err := os.CreateTemp("", "csimigrate-input-*")
 	if err != nil {
 		return "", nil, err
@@ -719,8 +694,10 @@ func spool(r io.Reader) (path string, cleanup func(), err error) {
 	return f.Name(), cleanup, nil
 }
 
+// Sample is the embedded sample cluster (sample.yaml): what -sample reads.
+//
 //go:embed sample.yaml
-var sample []byte
+var Sample []byte
 
 // objectName is "namespace/name" (or "name") of an object's JSON, for an
 // error about it; "(no name)" when it has none.
@@ -739,9 +716,4 @@ func objectName(j []byte) string {
 		return o.Metadata.Namespace + "/" + o.Metadata.Name
 	}
 	return o.Metadata.Name
-}
-
-// noCluster is why the live cluster cannot be read, with the other inputs.
-func noCluster(err error) error {
-	return fmt.Errorf("reading the cluster of the current kubeconfig context (as kubectl does; -kubeconfig and -context name another): %w; or give -f cluster.json (csimigrate dump writes it), or -sample for the embedded sample", err)
 }

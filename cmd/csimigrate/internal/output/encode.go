@@ -1,4 +1,4 @@
-package main
+package output
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-func writeYAML(w io.Writer, objs ...any) error {
+func WriteYAML(w io.Writer, objs ...any) error {
 	for _, o := range objs {
 		b, err := yaml.Marshal(o)
 		if err != nil {
@@ -22,16 +22,16 @@ func writeYAML(w io.Writer, objs ...any) error {
 	return nil
 }
 
-func writeJSON(w io.Writer, v any) error {
+func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
 
-// clearSelfLink removes the legacy selfLink that dumps of clusters before
+// ClearSelfLink removes the legacy selfLink that dumps of clusters before
 // 1.20 carry: the API server no longer sets it, and printed manifests
 // should not hold it.
-func clearSelfLink(m *metav1.ObjectMeta) {
+func ClearSelfLink(m *metav1.ObjectMeta) {
 	//lint:ignore SA1019 clearing the deprecated field is the point
 	m.SelfLink = ""
 }

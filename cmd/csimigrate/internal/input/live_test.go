@@ -1,4 +1,4 @@
-package main
+package input
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// pagesOf is a lister of kind what with pages pages, each one object
+// pagesOf is a Lister of kind what with pages pages, each one object
 // "what/N"; fail, when set, is the error of its list's page failAt.
-func pagesOf(what string, pages int, failAt int, fail error) lister {
-	return lister{what, func(ctx context.Context, o metav1.ListOptions) (string, func(Sink) int, error) {
+func pagesOf(what string, pages int, failAt int, fail error) Lister {
+	return Lister{what, func(ctx context.Context, o metav1.ListOptions) (string, func(Sink) int, error) {
 		at := 0
 		if o.Continue != "" {
 			at, _ = strconv.Atoi(o.Continue)
@@ -35,7 +35,7 @@ func pagesOf(what string, pages int, failAt int, fail error) lister {
 // The pages fetched in two streams come each kind in order, every page
 // once, each kind's last marked last, and the PVs after every other kind.
 func TestFetchPages(t *testing.T) {
-	srcs := []lister{pagesOf("storageclasses", 1, 0, nil), pagesOf("persistentvolumeclaims", 5, 0, nil), pagesOf("pods", 4, 0, nil),
+	srcs := []Lister{pagesOf("storageclasses", 1, 0, nil), pagesOf("persistentvolumeclaims", 5, 0, nil), pagesOf("pods", 4, 0, nil),
 		pagesOf("nodes", 3, 1, errors.New("forbidden")), pagesOf("secrets", 2, 0, nil), pagesOf("persistentvolumes", 3, 0, nil)}
 	out := make(chan fetched, 2)
 	go fetchPages(context.Background(), srcs, out)
@@ -43,7 +43,7 @@ func TestFetchPages(t *testing.T) {
 	var lastOf []string
 	var order []string
 	for f := range out {
-		what := srcs[f.src].what
+		what := srcs[f.src].What
 		if f.err != nil {
 			got[what] = append(got[what], "error "+f.err.Error())
 			continue
@@ -80,7 +80,7 @@ func TestFetchPages(t *testing.T) {
 // fetchPages stops and closes its channel when its context ends, though
 // nothing reads it.
 func TestFetchPagesStops(t *testing.T) {
-	srcs := []lister{pagesOf("persistentvolumeclaims", 1000, 0, nil), pagesOf("pods", 1000, 0, nil), pagesOf("persistentvolumes", 1000, 0, nil)}
+	srcs := []Lister{pagesOf("persistentvolumeclaims", 1000, 0, nil), pagesOf("pods", 1000, 0, nil), pagesOf("persistentvolumes", 1000, 0, nil)}
 	ctx, cancel := context.WithCancel(context.Background())
 	out := make(chan fetched)
 	done := make(chan struct{})
@@ -93,3 +93,13 @@ func TestFetchPagesStops(t *testing.T) {
 		t.Fatal("fetchPages did not stop when its context ended")
 	}
 }
+
+// recordingSink keeps what it is handed and the kinds it is told were
+// listed.
+type recordingSink struct {
+	added  []any
+	listed []string
+}
+
+func (r *recordingSink) Add(obj any)            { r.added = append(r.added, obj) }
+func (r *recordingSink) Listed(resource string) { r.listed = append(r.listed, resource) }
