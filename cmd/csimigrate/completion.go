@@ -6,6 +6,14 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/clusteridcmd"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/controllercmd"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/dumpcmd"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/plancmd"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/rewritecmd"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/translatecmd"
 )
 
 // Shell completion: `csimigrate completion bash|zsh` prints a script that
@@ -25,25 +33,25 @@ var subcommands = []string{"plan", "dump", "translate", "rewrite", "clusterid", 
 
 // commandFlags registers a command's flags into a flag set of its own.
 func commandFlags(name string) *flag.FlagSet {
-	var o command
+	var o cli.Command
 	switch name {
 	case "plan":
-		o = &planOptions{}
+		o = plancmd.New()
 	case "translate":
-		o = &translateOptions{}
+		o = translatecmd.New()
 	case "rewrite":
-		o = &rewriteOptions{}
+		o = rewritecmd.New()
 	case "controller":
-		o = &controllerOptions{}
+		o = controllercmd.New()
 	case "clusterid":
-		o = &clusterIDOptions{}
+		o = clusteridcmd.New()
 	case "dump":
-		o = &dumpOptions{}
+		o = dumpcmd.New()
 	default:
 		return nil
 	}
-	fs := newFlagSet(name, "", io.Discard)
-	o.register(fs)
+	fs := cli.NewFlagSet(name, "", io.Discard)
+	o.Register(fs)
 	return fs
 }
 
@@ -95,7 +103,7 @@ func complete(args []string, w io.Writer) {
 				out = filterPrefix(outputFormats(fs), word)
 			case flagValues[f.Name] != nil:
 				out = filterPrefix(flagValues[f.Name], word)
-			case placeholders[f.Name] == "FILE":
+			case cli.Placeholders[f.Name] == "FILE":
 				directive = compDefault
 			}
 			return
@@ -178,8 +186,8 @@ compdef _csimigrate csimigrate kubectl-csimigrate
 func runCompletion(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 || completionScripts[args[0]] == "" {
 		fmt.Fprintf(stderr, "csimigrate completion: want bash or zsh (source <(csimigrate completion bash)); kubectl's plugin completion runs kubectl_complete-csimigrate (cmd/csimigrate/kubectl_complete-csimigrate)\n")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	fmt.Fprint(stdout, completionScripts[args[0]])
-	return exitOK
+	return cli.ExitOK
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 )
 
 // __complete answers as cobra's commands do: the subcommands, a command's
@@ -39,7 +41,7 @@ func TestCompletionScripts(t *testing.T) {
 	bin := commandBinary(t)
 	script := filepath.Join(t.TempDir(), "c.bash")
 	out, _, code := runCmd(t, "", "completion", "bash")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("completion bash: exit %d", code)
 	}
 	if err := os.WriteFile(script, []byte(out), 0o600); err != nil {
@@ -49,8 +51,8 @@ func TestCompletionScripts(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(got)) != "-apply" {
 		t.Errorf("bash completion of csimigrate rewrite -ap: %q, %v", got, err)
 	}
-	if _, _, code := runCmd(t, "", "completion", "fish"); code != exitUsage {
-		t.Errorf("completion fish: exit %d, want %d", code, exitUsage)
+	if _, _, code := runCmd(t, "", "completion", "fish"); code != cli.ExitUsage {
+		t.Errorf("completion fish: exit %d, want %d", code, cli.ExitUsage)
 	}
 
 	path := kubectlPlugin(t)

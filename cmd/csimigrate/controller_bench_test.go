@@ -28,6 +28,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/controller"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
@@ -71,8 +72,8 @@ func BenchmarkControllerConverge(b *testing.B) {
 		b.Fatal(err)
 	}
 	applyManifests(b, dyn)
-	var cm common
-	tr, err := cm.translator()
+	var cm cli.Common
+	tr, err := cm.Translator()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func BenchmarkControllerConverge(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ctrl, err := controller.New(cc, dyn, tr, klog0(), rec, m, controller.Options{Workers: workers, StatusEvery: time.Second, Writer: apply.Options{Lease: lease}})
+		ctrl, err := controller.New(cc, dyn, tr, cli.Klog0(), rec, m, controller.Options{Workers: workers, StatusEvery: time.Second, Writer: apply.Options{Lease: lease}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -263,7 +264,7 @@ func floorOne(ctx context.Context, c kubernetes.Interface, tr *translate.Transla
 	}
 	// The CSI PV, as the controller creates it: the floor's PVs are then
 	// not in-tree, and the controller leaves them alone.
-	repl, err := tr.TranslateInTreePVToCSI(klog0(), pv)
+	repl, err := tr.TranslateInTreePVToCSI(cli.Klog0(), pv)
 	if err != nil {
 		return err
 	}

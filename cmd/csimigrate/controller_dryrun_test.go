@@ -18,7 +18,9 @@ import (
 
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/controller"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/controllercmd"
 	"github.com/csimigrate/csimigrate/rewrite"
 )
 
@@ -159,11 +161,11 @@ func TestControllerDryRunAsActing(t *testing.T) {
 	})
 	// Beside the reporting controller, rewrite -apply takes the writer
 	// Lease and rewrites its PV.
-	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", cs.adminKC, "-lease-wait", "5s", "dra-command"); code != exitOK {
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", cs.adminKC, "-lease-wait", "5s", "dra-command"); code != cli.ExitOK {
 		t.Fatalf("rewrite -apply beside the reporting controller: exit %d\n%s\n%s", code, out, stderr)
 	}
 	waitRewritten(t, c, "dra-command")
-	if l, err := c.CoordinationV1().Leases("kube-system").Get(ctx, reportLeaseName, metav1.GetOptions{}); err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "dry" {
+	if l, err := c.CoordinationV1().Leases("kube-system").Get(ctx, controllercmd.ReportLeaseName, metav1.GetOptions{}); err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "dry" {
 		t.Errorf("the reporting controller's Lease: %+v %v; want held by dry", l, err)
 	}
 	for _, n := range pvs {

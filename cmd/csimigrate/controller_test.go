@@ -34,6 +34,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/controller"
 	"github.com/csimigrate/csimigrate/rewrite"
 )
@@ -723,7 +724,7 @@ func TestControllerLeaderKilledMidRewrite(t *testing.T) {
 	// While replica-a leads, rewrite -apply waits for the Lease, then
 	// refuses naming the holder; replica-b stands by.
 	_, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", cs.adminKC, "-lease-wait", "1s", "lead-pv")
-	if code != exitBlocked || !strings.Contains(stderr, "replica-a") {
+	if code != cli.ExitBlocked || !strings.Contains(stderr, "replica-a") {
 		t.Errorf("rewrite -apply while the controller leads: exit %d: %s", code, stderr)
 	}
 	if st, _, _ := pvPhase(c, "lead-pv"); st != "in-tree" {
@@ -810,11 +811,10 @@ func TestControllerDryRun(t *testing.T) {
 	}
 }
 
-// The shipped manifests are a kustomize base that writes nothing (the
-// controller runs with -dry-run) and overlays that set the scope
-// explicitly: kube-apiserver accepts what each renders (server-side dry
-// run), and each Deployment's arguments parse, complete and validate as the
-// controller's, with the scope and the adoption the overlay says.
+// The shipped manifests (a kustomize base and its overlays): kube-apiserver
+// accepts what each renders (server-side dry run), and each Deployment keeps
+// its limits and security context. (The controller command's own tests
+// parse each Deployment's arguments: TestDeployArguments.)
 func TestKustomizeOverlaysAccepted(t *testing.T) {
 	s, err := testenv.Start(os.Stderr)
 	if err != nil {
@@ -830,45 +830,16 @@ func TestKustomizeOverlaysAccepted(t *testing.T) {
 		t.Fatal(err)
 	}
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
-	for _, tc := range []struct {
-		dir   string
-		check func(t *testing.T, o *controllerOptions, ctr v1.Container, pod v1.PodSpec)
-	}{
-		{manifests, func(t *testing.T, o *controllerOptions, _ v1.Container, _ v1.PodSpec) {
-			if !o.ctl.Writer.DryRun {
-				t.Errorf("the base does not run with -dry-run: it would write")
-			}
-		}},
-		{"deploy/overlays/act", func(t *testing.T, o *controllerOptions, _ v1.Container, _ v1.PodSpec) {
-			if o.ctl.Writer.DryRun || o.pvSelector == "" || o.classSelector == "" || o.adopt {
-				t.Errorf("act: dry run %t, PV selector %q, class selector %q, adopt %t: want it to write, on labelled objects only", o.ctl.Writer.DryRun, o.pvSelector, o.classSelector, o.adopt)
-			}
-		}},
-		{"deploy/overlays/adopt-ceph", func(t *testing.T, o *controllerOptions, ctr v1.Container, pod v1.PodSpec) {
-			mounts := map[string]string{}
-			for _, m := range ctr.VolumeMounts {
-				mounts[m.Name] = m.MountPath
-			}
-			if o.ctl.Writer.DryRun || o.pvSelector == "" || !o.adopt || o.cephFlags.tools.Keyring != "/etc/ceph/keyring" || o.translation.cephConfig != "/etc/ceph-csi-config/config.json" ||
-				mounts["ceph"] != "/etc/ceph" || mounts["ceph-csi-config"] != "/etc/ceph-csi-config" || len(pod.Volumes) != 3 {
-				t.Errorf("adopt-ceph: arguments %q, mounts %v, volumes %v: want adoption with the mounted configuration, on labelled objects", ctr.Args, mounts, pod.Volumes)
-			}
-		}},
-		{"deploy/overlays/adopt-vsphere", func(t *testing.T, o *controllerOptions, ctr v1.Container, _ v1.PodSpec) {
-			if o.ctl.Writer.DryRun || o.pvSelector == "" || !o.adopt || !slices.Equal(o.ctl.Plugins, []string{"kubernetes.io/vsphere-volume"}) || !o.vsphere.wanted() {
-				t.Errorf("adopt-vsphere: arguments %q: want vSphere adoption, on labelled vSphere objects", ctr.Args)
-			}
-		}},
-	} {
-		t.Run(tc.dir, func(t *testing.T) {
+	for _, dir := range []string{manifests, "deploy/overlays/act", "deploy/overlays/adopt-ceph", "deploy/overlays/adopt-vsphere"} {
+		t.Run(dir, func(t *testing.T) {
 			var deployment *unstructured.Unstructured
-			for _, u := range kustomized(t, tc.dir) {
+			for _, u := range kustomized(t, dir) {
 				if u.GetKind() == "Namespace" {
 					continue // created above: dry-run objects need it to exist
 				}
 				k, ok := kinds[u.GetKind()]
 				if !ok {
-					t.Fatalf("%s: kind %s the test does not know", tc.dir, u.GetKind())
+					t.Fatalf("%s: kind %s the test does not know", dir, u.GetKind())
 				}
 				var err error
 				if k.namespaced {
@@ -884,7 +855,7 @@ func TestKustomizeOverlaysAccepted(t *testing.T) {
 				}
 			}
 			if deployment == nil {
-				t.Fatalf("%s renders no Deployment", tc.dir)
+				t.Fatalf("%s renders no Deployment", dir)
 			}
 			var d appsv1.Deployment
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(deployment.Object, &d); err != nil {
@@ -894,22 +865,6 @@ func TestKustomizeOverlaysAccepted(t *testing.T) {
 			if ctr.Resources.Limits.Memory().IsZero() || ctr.SecurityContext == nil || !*ctr.SecurityContext.ReadOnlyRootFilesystem {
 				t.Errorf("the container's limits or security context are gone: %+v %+v", ctr.Resources, ctr.SecurityContext)
 			}
-			o := &controllerOptions{}
-			fs := newFlagSet("controller", "", io.Discard)
-			o.register(fs)
-			if len(ctr.Args) == 0 || ctr.Args[0] != "controller" {
-				t.Fatalf("arguments %q: want the controller command", ctr.Args)
-			}
-			if err := fs.Parse(ctr.Args[1:]); err != nil {
-				t.Fatalf("arguments %q: %v", ctr.Args, err)
-			}
-			if err := o.complete(fs); err != nil {
-				t.Fatal(err)
-			}
-			if err := o.validate(); err != nil {
-				t.Fatal(err)
-			}
-			tc.check(t, o, ctr, d.Spec.Template.Spec)
 		})
 	}
 }

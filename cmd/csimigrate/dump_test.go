@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 )
 
 // csimigrate dump on a real cluster: the plan of the dump is the plan of
@@ -54,7 +55,7 @@ func TestDumpPlansAsLive(t *testing.T) {
 	}
 
 	dump, stderr, code := runCmd(t, "", "dump", "-kubeconfig", kc)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("dump: exit %d: %s", code, stderr)
 	}
 	// Every Secret value of the cluster but the user names.
@@ -107,7 +108,7 @@ func TestDumpPlansAsLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	fromDump, stderr, code := runCmd(t, "", "plan", "-f", file, "-o", "json")
-	if code != exitOK && code != exitBlocked {
+	if code != cli.ExitOK && code != cli.ExitBlocked {
 		t.Fatalf("plan -f dump: exit %d: %s", code, stderr)
 	}
 	live, stderr, liveCode := runCmd(t, "", "plan", "-live", "-kubeconfig", kc, "-o", "json")

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/cephfs"
@@ -36,7 +37,7 @@ func classPlanned(t *testing.T, p *plan.Plan, name string) plan.StorageClassPlan
 func TestFieldClasses(t *testing.T) {
 	t.Run("secrets: one rule for PVs and classes, CephFS node-stage secrets checked", func(t *testing.T) {
 		p, _, code := planOf(t, "-f", "testdata/field/secrets.yaml")
-		if code != exitBlocked || !p.Blocked {
+		if code != cli.ExitBlocked || !p.Blocked {
 			t.Fatalf("exit %d, blocked %v", code, p.Blocked)
 		}
 		// A non-admin user's key-only secret blocks the PV as it blocks the class.
@@ -68,7 +69,7 @@ func TestFieldClasses(t *testing.T) {
 	})
 	t.Run("access modes the drivers refuse, and those a translation narrows", func(t *testing.T) {
 		p, _, code := planOf(t, "-f", "testdata/field/access-modes.yaml")
-		if code != exitBlocked {
+		if code != cli.ExitBlocked {
 			t.Fatalf("exit %d", code)
 		}
 		// Ceph CSI refuses ReadWriteMany on a file system, but the
@@ -90,7 +91,7 @@ func TestFieldClasses(t *testing.T) {
 			t.Errorf("rbd-rwo-rox: %+v", v)
 		}
 		out, stderr, code := runCmd(t, "", "translate", "-f", "testdata/field/access-modes.yaml")
-		if code != exitBlocked || !strings.Contains(stderr, "PersistentVolume rbd-rwx-fs: access modes [ReadWriteMany] become [ReadWriteOnce]") ||
+		if code != cli.ExitBlocked || !strings.Contains(stderr, "PersistentVolume rbd-rwx-fs: access modes [ReadWriteMany] become [ReadWriteOnce]") ||
 			!strings.Contains(stderr, "PersistentVolume vsphere-rwx: "+vsphere.FindingAccessModeRefused) ||
 			!strings.Contains(stderr, "PersistentVolume rbd-rwo-rox: access modes [ReadWriteOnce ReadOnlyMany] become [ReadWriteOnce]") {
 			t.Errorf("translate: exit %d\n%s", code, stderr)
@@ -130,13 +131,13 @@ func TestFieldClasses(t *testing.T) {
 			t.Errorf("ceph.com/cephfs class: %+v", c)
 		}
 		out, _, code := runCmd(t, "", "translate", "-f", "testdata/field/ceph-provisioners.yaml")
-		if code != exitBlocked || !strings.Contains(out, "provisioner: rbd.csi.ceph.com") || !strings.Contains(out, "csi.storage.k8s.io/provisioner-secret-name: ceph-admin-secret") {
+		if code != cli.ExitBlocked || !strings.Contains(out, "provisioner: rbd.csi.ceph.com") || !strings.Contains(out, "csi.storage.k8s.io/provisioner-secret-name: ceph-admin-secret") {
 			t.Errorf("translate: exit %d\n%s", code, out)
 		}
 	})
 	t.Run("old API versions read as their servers stored them", func(t *testing.T) {
 		p, stderr, code := planOf(t, "-f", "testdata/field/old-apis.yaml")
-		if code != exitBlocked || strings.Contains(stderr, "ignored") {
+		if code != cli.ExitBlocked || strings.Contains(stderr, "ignored") {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
 		if len(p.InlineVolumes) != 1 || p.InlineVolumes[0].Workload != "Deployment default/rbd-app" {
@@ -167,7 +168,7 @@ func TestFieldClasses(t *testing.T) {
 			"apiVersion: storage.k8s.io/v2\nkind: StorageClass\nmetadata: {name: v2class}\nprovisioner: kubernetes.io/rbd\n":      `document 1: StorageClass v2class: apiVersion "storage.k8s.io/v2"`,
 		} {
 			_, stderr, code := runCmd(t, in, "plan", "-f", "-")
-			if code != exitInput || !strings.Contains(stderr, want) {
+			if code != cli.ExitInput || !strings.Contains(stderr, want) {
 				t.Errorf("exit %d, stderr %q, want %q", code, stderr, want)
 			}
 		}
@@ -176,7 +177,7 @@ func TestFieldClasses(t *testing.T) {
 		in := "apiVersion: v1\nkind: Secret\nmetadata: {name: ok, namespace: a}\ndata: {key: QQ==}\n---\n" +
 			"apiVersion: v1\nkind: Secret\nmetadata: {name: bad, namespace: a}\ndata: {key: QQ==, userKey: 'AQB+s3cr3t!'}\n"
 		_, stderr, code := runCmd(t, in, "plan", "-f", "-")
-		if code != exitInput || !strings.Contains(stderr, `document 2: Secret a/bad: data["userKey"]: not base64`) || strings.Contains(stderr, "s3cr3t") {
+		if code != cli.ExitInput || !strings.Contains(stderr, `document 2: Secret a/bad: data["userKey"]: not base64`) || strings.Contains(stderr, "s3cr3t") {
 			t.Errorf("exit %d: %s", code, stderr)
 		}
 	})

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
 	"github.com/csimigrate/csimigrate/plugins/rbd"
@@ -77,7 +78,7 @@ func secretPlanned(p *plan.Plan, ns, name string) *plan.SecretPlan {
 func TestFieldInputs(t *testing.T) {
 	t.Run("inline Ceph volumes of pods without a namespace", func(t *testing.T) {
 		p, stderr, code := planOf(t, "-f", "testdata/field/inline-ceph.yaml")
-		if code != exitBlocked || !p.Blocked {
+		if code != cli.ExitBlocked || !p.Blocked {
 			t.Fatalf("exit %d, blocked %v", code, p.Blocked)
 		}
 		if !strings.Contains(stderr, `4 namespaced object(s) without metadata.namespace were read as in namespace "default"`) {
@@ -117,7 +118,7 @@ func TestFieldInputs(t *testing.T) {
 	})
 	t.Run("workloads, claim templates, a class's non-admin adminId", func(t *testing.T) {
 		p, stderr, code := planOf(t, "-f", "testdata/field/workloads.yaml")
-		if code != exitBlocked {
+		if code != cli.ExitBlocked {
 			t.Fatalf("exit %d", code)
 		}
 		if !strings.Contains(stderr, "ignored: Service (1)") {
@@ -145,7 +146,7 @@ func TestFieldInputs(t *testing.T) {
 	})
 	t.Run("PVs: two zones, released, secret without namespace", func(t *testing.T) {
 		p, _, code := planOf(t, "-f", "testdata/field/pvs.yaml")
-		if code != exitBlocked {
+		if code != cli.ExitBlocked {
 			t.Fatalf("exit %d", code)
 		}
 		if v := volume(t, p, "released-rbd"); v.Migratable || !slices.Contains(codesOf(p), "released-rbd:"+string(rewrite.CodeClaimGone)) {
@@ -178,30 +179,30 @@ spec:
   rbd: {monitors: [10.0.0.1:6789], image: kubernetes-dynamic-pvc-a, secretRef: {name: s, namespace: apps}}
 `
 		out, _, code := runCmd(t, in, "plan", "-o", "json", "-f", "-")
-		if code != exitBlocked || !strings.Contains(out, plan.FindingClaimNotChecked) || !strings.Contains(out, plan.FindingSecretsNotChecked) ||
+		if code != cli.ExitBlocked || !strings.Contains(out, plan.FindingClaimNotChecked) || !strings.Contains(out, plan.FindingSecretsNotChecked) ||
 			!strings.Contains(out, plan.FindingCSIDriversNotChecked) {
 			t.Errorf("exit %d:\n%s", code, out)
 		}
 		in += "---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: apps, uid: \"1234\"}\nspec: {volumeName: a}\n" +
 			"---\napiVersion: v1\nkind: Secret\nmetadata: {name: other, namespace: apps}\n"
 		out, _, code = runCmd(t, in, "plan", "-o", "json", "-f", "-")
-		if code != exitBlocked || strings.Contains(out, plan.FindingClaimNotChecked) || !strings.Contains(out, `"`+plan.FindingSecretMissing+`"`) {
+		if code != cli.ExitBlocked || strings.Contains(out, plan.FindingClaimNotChecked) || !strings.Contains(out, `"`+plan.FindingSecretMissing+`"`) {
 			t.Errorf("exit %d:\n%s", code, out)
 		}
 		in += "---\napiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: apps}\nstringData: {key: AQ==}\n"
-		if out, _, code = runCmd(t, in, "plan", "-f", "-"); code != exitBlocked || !strings.Contains(out, plan.FindingCSIDriversNotChecked) {
+		if out, _, code = runCmd(t, in, "plan", "-f", "-"); code != cli.ExitBlocked || !strings.Contains(out, plan.FindingCSIDriversNotChecked) {
 			t.Errorf("without CSIDrivers: exit %d:\n%s", code, out)
 		}
 		in += "---\napiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: rbd.csi.ceph.com}\n"
-		if out, _, code = runCmd(t, in, "plan", "-f", "-"); code != exitBlocked || !strings.Contains(out, plan.FindingCephCSIConfigNotFound) {
+		if out, _, code = runCmd(t, in, "plan", "-f", "-"); code != cli.ExitBlocked || !strings.Contains(out, plan.FindingCephCSIConfigNotFound) {
 			t.Errorf("without the driver's config map: exit %d:\n%s", code, out)
 		}
 		in += "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: ceph-csi-config, namespace: ceph-csi}\ndata: {config.json: '[]'}\n"
-		if out, _, code = runCmd(t, in, "plan", "-f", "-"); code != exitBlocked || !strings.Contains(out, plan.FindingCephClusterEntryMissing) {
+		if out, _, code = runCmd(t, in, "plan", "-f", "-"); code != cli.ExitBlocked || !strings.Contains(out, plan.FindingCephClusterEntryMissing) {
 			t.Errorf("without the volume's entry: exit %d:\n%s", code, out)
 		}
 		in = strings.Replace(in, "config.json: '[]'", `config.json: '[{"clusterID":"6d34dafc1f01fb9c42fd3dc84e3422de","monitors":["10.0.0.1:6789"]}]'`, 1)
-		if out, _, code = runCmd(t, in, "plan", "-f", "-"); code != exitOK || !strings.HasSuffix(out, "RESULT: ready to migrate\n") {
+		if out, _, code = runCmd(t, in, "plan", "-f", "-"); code != cli.ExitOK || !strings.HasSuffix(out, "RESULT: ready to migrate\n") {
 			t.Errorf("exit %d:\n%s", code, out)
 		}
 	})
@@ -214,7 +215,7 @@ spec:
 	t.Run("a vSphere class naming a datastore cluster", func(t *testing.T) {
 		in := "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: ds}\nprovisioner: kubernetes.io/vsphere-volume\nparameters: {datastore: DatastoreCluster/ds1}\n"
 		out, _, code := runCmd(t, in, "plan", "-o", "json", "-f", "-")
-		if code != exitBlocked || !strings.Contains(out, "datastore cluster") {
+		if code != cli.ExitBlocked || !strings.Contains(out, "datastore cluster") {
 			t.Errorf("exit %d: %s", code, out)
 		}
 	})
@@ -269,8 +270,8 @@ func TestTranslateInlineAccepted(t *testing.T) {
 		code int
 		pvs  int
 	}{
-		{"testdata/field/inline-ceph.yaml", exitBlocked, 2}, // the keyring-only RBD volume fails, named
-		{"testdata/field/workloads.yaml", exitOK, 1},
+		{"testdata/field/inline-ceph.yaml", cli.ExitBlocked, 2}, // the keyring-only RBD volume fails, named
+		{"testdata/field/workloads.yaml", cli.ExitOK, 1},
 	} {
 		out, stderr, code := runCmd(t, "", "translate", "-f", tc.file)
 		if code != tc.code {

@@ -9,6 +9,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/clusteridcmd"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/controllercmd"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/dumpcmd"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/plancmd"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/rewritecmd"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/translatecmd"
 )
 
 // flagReference is docs/flags.md, generated from the commands' own flag
@@ -22,20 +30,20 @@ func flagDoc() string {
 		"rewrites it). Every flag takes one dash or two. What the commands do: [command.md](command.md).\n")
 	for _, c := range []struct {
 		name, summary string
-		o             command
+		o             cli.Command
 	}{
-		{"plan", planSummary, &planOptions{}},
-		{"translate", translateSummary, &translateOptions{}},
-		{"rewrite", rewriteSummary, &rewriteOptions{}},
-		{"controller", controllerSummary, &controllerOptions{}},
-		{"clusterid", clusterIDSummary, &clusterIDOptions{}},
-		{"dump", dumpSummary, &dumpOptions{}},
+		{"plan", plancmd.Summary, plancmd.New()},
+		{"translate", translatecmd.Summary, translatecmd.New()},
+		{"rewrite", rewritecmd.Summary, rewritecmd.New()},
+		{"controller", controllercmd.Summary, controllercmd.New()},
+		{"clusterid", clusteridcmd.Summary, clusteridcmd.New()},
+		{"dump", dumpcmd.Summary, dumpcmd.New()},
 	} {
-		fs := newFlagSet(c.name, c.summary, io.Discard)
-		c.o.register(fs)
+		fs := cli.NewFlagSet(c.name, c.summary, io.Discard)
+		c.o.Register(fs)
 		fmt.Fprintf(&b, "\n## csimigrate %s\n\n%s\n\n| flag | default | meaning |\n| --- | --- | --- |\n", c.name, strings.ReplaceAll(c.summary, "\n", " "))
 		fs.VisitAll(func(f *flag.Flag) {
-			a, usage := flagArg(f)
+			a, usage := cli.FlagArg(f)
 			arg := "`" + a
 			def := ""
 			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "[]" {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
@@ -61,7 +62,7 @@ func TestRewriteApplyKeptByReconciler(t *testing.T) {
 
 	// The plan, live and from a dump.
 	dump, stderr, code := runCmd(t, "", "dump", "-kubeconfig", kc)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("dump: exit %d: %s", code, stderr)
 	}
 	file := filepath.Join(t.TempDir(), "cluster.json")
@@ -71,7 +72,7 @@ func TestRewriteApplyKeptByReconciler(t *testing.T) {
 	var planned *plan.Plan
 	for _, input := range [][]string{{"-live", "-kubeconfig", kc}, {"-f", file}} {
 		out, stderr, code := runCmd(t, "", append([]string{"plan", "-o", "json"}, input...)...)
-		if code != exitBlocked {
+		if code != cli.ExitBlocked {
 			t.Fatalf("plan %v: exit %d: %s\n%s", input, code, stderr, out)
 		}
 		var p plan.Plan
@@ -111,7 +112,7 @@ func TestRewriteApplyKeptByReconciler(t *testing.T) {
 			args = append(args, "-dry-run")
 		}
 		out, stderr, code := runCmd(t, "", args...)
-		if code != exitBlocked {
+		if code != cli.ExitBlocked {
 			t.Fatalf("%v: exit %d: %s\n%s", args, code, stderr, out)
 		}
 		for obj := range before {
@@ -122,7 +123,7 @@ func TestRewriteApplyKeptByReconciler(t *testing.T) {
 		checkUnchanged(t, c, before)
 	}
 	// So does the review.
-	if _, stderr, code := runCmd(t, "", "rewrite", "-f", file); code == exitOK || !strings.Contains(stderr, "pv/kept-argo: refused (KeptByReconciler)") {
+	if _, stderr, code := runCmd(t, "", "rewrite", "-f", file); code == cli.ExitOK || !strings.Contains(stderr, "pv/kept-argo: refused (KeptByReconciler)") {
 		t.Errorf("review: exit %d: %s", code, stderr)
 	}
 
@@ -132,7 +133,7 @@ func TestRewriteApplyKeptByReconciler(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "-source-changed", "pv/kept-argo", "-source-changed", "pv/kept-flux")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("with the sources changed: exit %d: %s\n%s", code, stderr, out)
 	}
 

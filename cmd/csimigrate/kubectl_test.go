@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 	"github.com/csimigrate/csimigrate/plan"
 )
 
@@ -83,15 +84,15 @@ func TestKubectlPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, stderr, code = runPath(t, path, "kubectl", "csimigrate", "plan", "--live", "--kubeconfig", two)
-	if code != exitInput || !strings.Contains(stderr, "127.0.0.1:1") {
+	if code != cli.ExitInput || !strings.Contains(stderr, "127.0.0.1:1") {
 		t.Errorf("the current context (nowhere): exit %d: %s", code, stderr)
 	}
 	out, stderr, code = runPath(t, path, "kubectl", "csimigrate", "plan", "--live", "--kubeconfig", two, "--context", "test", "-o", "json")
-	if code != exitOK || json.Unmarshal([]byte(out), &p) != nil {
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &p) != nil {
 		t.Errorf("--context test: exit %d\n%s\n%s", code, out, stderr)
 	}
 	_, stderr, code = runPath(t, path, "kubectl", "csimigrate", "plan", "--live", "--kubeconfig", two, "--context", "absent")
-	if code != exitInput || !strings.Contains(stderr, "absent") {
+	if code != cli.ExitInput || !strings.Contains(stderr, "absent") {
 		t.Errorf("--context absent: exit %d: %s", code, stderr)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 )
 
 // One writer at a time: rewrite -apply takes the Lease csimigrate-writer in
@@ -52,12 +53,12 @@ func TestRewriteApplyLease(t *testing.T) {
 		t.Errorf("plan -live with the Lease held:\n%s", out)
 	}
 	out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-dry-run", "-kubeconfig", kc, "-lease-wait", "2s", "lease-a")
-	if code != exitOK || !strings.Contains(out, "the writer Lease kube-system/csimigrate-writer is held by controller-0: the real run would wait up to 2s") {
+	if code != cli.ExitOK || !strings.Contains(out, "the writer Lease kube-system/csimigrate-writer is held by controller-0: the real run would wait up to 2s") {
 		t.Errorf("dry run with the Lease held: exit %d\n%s\n%s", code, out, stderr)
 	}
 	start := time.Now()
 	out, stderr, code = runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "-lease-wait", "2s", "lease-a")
-	if code != exitBlocked || !strings.Contains(stderr, "holds Lease kube-system/csimigrate-writer (holder controller-0)") || time.Since(start) < 2*time.Second {
+	if code != cli.ExitBlocked || !strings.Contains(stderr, "holds Lease kube-system/csimigrate-writer (holder controller-0)") || time.Since(start) < 2*time.Second {
 		t.Errorf("with the Lease held: exit %d after %s\n%s\n%s", code, time.Since(start), out, stderr)
 	}
 	if now := getPV(t, c, "lease-a"); now.ResourceVersion != pv.ResourceVersion {
@@ -81,7 +82,7 @@ func TestRewriteApplyLease(t *testing.T) {
 		}
 		_ = cmd.Process.Signal(os.Interrupt)
 		err := cmd.Wait()
-		if code := cmd.ProcessState.ExitCode(); code != exitBlocked || !strings.Contains(errb.String(), "interrupted while waiting for the writer Lease: nothing was written") {
+		if code := cmd.ProcessState.ExitCode(); code != cli.ExitBlocked || !strings.Contains(errb.String(), "interrupted while waiting for the writer Lease: nothing was written") {
 			t.Errorf("interrupted: %v, exit %d\n%s\n%s", err, code, outb.String(), errb.String())
 		}
 		if now := getPV(t, c, "lease-a"); now.ResourceVersion != pv.ResourceVersion {
@@ -93,7 +94,7 @@ func TestRewriteApplyLease(t *testing.T) {
 	// over, the PV rewritten, the Lease given up after.
 	hold("crashed-writer", 1)
 	out, stderr, code = runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "-lease-wait", "10s", "lease-a")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("after the holder stopped renewing: exit %d\n%s\n%s", code, out, stderr)
 	}
 	// It said at once what it waited for, and for how long.

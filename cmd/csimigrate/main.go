@@ -27,20 +27,18 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-)
 
-// Exit codes, as the package documentation and docs/command.md state them.
-const (
-	exitOK      = 0
-	exitBlocked = 1
-	exitUsage   = 2
-	exitInput   = 3
-	exitOutput  = 4
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/clusteridcmd"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/controllercmd"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/dumpcmd"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/plancmd"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/rewritecmd"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/translatecmd"
 )
 
 func main() {
@@ -77,44 +75,32 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cmd, args = args[0], args[1:]
 	} else if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		fmt.Fprint(stdout, usage)
-		return exitOK
+		return cli.ExitOK
 	}
 	switch cmd {
 	case "plan":
-		return runPlan(args, stdin, stdout, stderr)
+		return plancmd.Run(args, stdin, stdout, stderr)
 	case "translate":
-		return runTranslate(args, stdin, stdout, stderr)
+		return translatecmd.Run(args, stdin, stdout, stderr)
 	case "rewrite":
-		return runRewrite(args, stdin, stdout, stderr)
+		return rewritecmd.Run(args, stdin, stdout, stderr)
 	case "clusterid":
-		return runClusterID(args, stdout, stderr)
+		return clusteridcmd.Run(args, stdout, stderr)
 	case "controller":
-		return runController(args, stdout, stderr)
+		return controllercmd.Run(args, stdout, stderr, cli.ReadBuildInfo(version, commit))
 	case "version":
 		return runVersion(args, stdout, stderr)
 	case "dump":
-		return runDump(args, stdout, stderr)
+		return dumpcmd.Run(args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
-		return exitOK
+		return cli.ExitOK
 	case "completion":
 		return runCompletion(args, stdout, stderr)
 	case "__complete":
 		complete(args, stdout)
-		return exitOK
+		return cli.ExitOK
 	}
 	fmt.Fprintf(stderr, "csimigrate: unknown command %q\n\n%s", cmd, usage)
-	return exitUsage
+	return cli.ExitUsage
 }
-
-func newFlagSet(name, summary string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("csimigrate "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	// -h writes the help, a usage error names it (runCommand).
-	fs.Usage = func() {}
-	return fs
-}
-
-// helpWidth is the width help text is wrapped to, so that it fits a
-// terminal.
-const helpWidth = 100

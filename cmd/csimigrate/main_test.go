@@ -6,22 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/input"
-	"github.com/csimigrate/csimigrate/plugin"
-	"github.com/csimigrate/csimigrate/rewrite"
-	"github.com/csimigrate/csimigrate/translate"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -57,27 +51,27 @@ func TestGolden(t *testing.T) {
 		args []string
 		code int
 	}{
-		{"plan.txt", nil, exitBlocked},
-		{"plan-wide.txt", []string{"plan", "-sample", "-o", "wide"}, exitBlocked},
-		{"plan.json", []string{"plan", "-sample", "-o", "json"}, exitBlocked},
-		{"plan-1.24.txt", []string{"plan", "-sample", "-kubernetes-version", "1.24"}, exitBlocked},
+		{"plan.txt", nil, cli.ExitBlocked},
+		{"plan-wide.txt", []string{"plan", "-sample", "-o", "wide"}, cli.ExitBlocked},
+		{"plan.json", []string{"plan", "-sample", "-o", "json"}, cli.ExitBlocked},
+		{"plan-1.24.txt", []string{"plan", "-sample", "-kubernetes-version", "1.24"}, cli.ExitBlocked},
 		// Newer than the gate table: accepted, with its newest rules.
-		{"plan-1.38.txt", []string{"plan", "-sample", "-kubernetes-version", "1.38"}, exitBlocked},
-		{"translate.yaml", []string{"translate", "-sample"}, exitBlocked},
-		{"rewrite.sh", []string{"rewrite", "-sample"}, exitBlocked},
-		{"rewrite-dump.yaml", []string{"rewrite", "-o", "yaml", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml"}, exitOK},
-		{"plan-dump.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml", "-kubernetes-version", "v1.31.2", "-vsphere-topology-categories", "k8s-zone,k8s-region"}, exitOK},
-		{"plan-csinodes.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml", "-f", "testdata/csinodes.yaml"}, exitBlocked},
-		{"plan-csinodes-ok.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml", "-f", "testdata/csinodes.yaml", "-vsphere-topology-categories", "openshift-zone,openshift-region"}, exitOK},
+		{"plan-1.38.txt", []string{"plan", "-sample", "-kubernetes-version", "1.38"}, cli.ExitBlocked},
+		{"translate.yaml", []string{"translate", "-sample"}, cli.ExitBlocked},
+		{"rewrite.sh", []string{"rewrite", "-sample"}, cli.ExitBlocked},
+		{"rewrite-dump.yaml", []string{"rewrite", "-o", "yaml", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml"}, cli.ExitOK},
+		{"plan-dump.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml", "-kubernetes-version", "v1.31.2", "-vsphere-topology-categories", "k8s-zone,k8s-region"}, cli.ExitOK},
+		{"plan-csinodes.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml", "-f", "testdata/csinodes.yaml"}, cli.ExitBlocked},
+		{"plan-csinodes-ok.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml", "-f", "testdata/csinodes.yaml", "-vsphere-topology-categories", "openshift-zone,openshift-region"}, cli.ExitOK},
 		// Rook: the drivers' names are Rook's; Kubernetes' gates route to
 		// the upstream names, so none is advised.
-		{"plan-rook.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-rook.yaml", "-kubernetes-version", "1.30", "-vsphere-topology-categories", "k8s-zone,k8s-region"}, exitOK},
-		{"rewrite-rook.yaml", []string{"rewrite", "-o", "yaml", "-f", "testdata/dump.json", "-f", "testdata/drivers-rook.yaml"}, exitOK},
+		{"plan-rook.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-rook.yaml", "-kubernetes-version", "1.30", "-vsphere-topology-categories", "k8s-zone,k8s-region"}, cli.ExitOK},
+		{"rewrite-rook.yaml", []string{"rewrite", "-o", "yaml", "-f", "testdata/dump.json", "-f", "testdata/drivers-rook.yaml"}, cli.ExitOK},
 		// The ceph-csi-operator without the migration's entry: the
 		// ClientProfile and CephConnection to create.
-		{"plan-operator.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/operator.yaml", "-vsphere-topology-categories", "k8s-zone,k8s-region"}, exitBlocked},
+		{"plan-operator.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/operator.yaml", "-vsphere-topology-categories", "k8s-zone,k8s-region"}, cli.ExitBlocked},
 		// No Ceph CSI: the Ceph volumes wait for their driver.
-		{"plan-no-ceph-csi.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-vsphere.yaml", "-f", "testdata/csinodes.yaml", "-vsphere-topology-categories", "openshift-zone,openshift-region"}, exitBlocked},
+		{"plan-no-ceph-csi.txt", []string{"plan", "-f", "testdata/dump.json", "-f", "testdata/drivers-vsphere.yaml", "-f", "testdata/csinodes.yaml", "-vsphere-topology-categories", "openshift-zone,openshift-region"}, cli.ExitBlocked},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, stderr, code := runCmd(t, "", tc.args...)
@@ -91,11 +85,11 @@ func TestGolden(t *testing.T) {
 
 func TestClusterID(t *testing.T) {
 	out, _, code := runCmd(t, "", "clusterid", "-monitors", "10.70.53.126:6789")
-	if code != exitOK || out != "b7f67366bb43f32e07d8a261a7840da9\n" {
+	if code != cli.ExitOK || out != "b7f67366bb43f32e07d8a261a7840da9\n" {
 		t.Errorf("%q %d", out, code)
 	}
 	_, stderr, code := runCmd(t, "", "clusterid")
-	if code != exitUsage || !strings.Contains(stderr, "-monitors is required") {
+	if code != cli.ExitUsage || !strings.Contains(stderr, "-monitors is required") {
 		t.Errorf("%q %d", stderr, code)
 	}
 }
@@ -103,17 +97,17 @@ func TestClusterID(t *testing.T) {
 func TestUsage(t *testing.T) {
 	for _, args := range [][]string{{"-h"}, {"help"}, {"plan", "-h"}, {"translate", "-help"}, {"rewrite", "--help"}, {"clusterid", "-h"}} {
 		out, stderr, code := runCmd(t, "", args...)
-		if code != exitOK || !strings.Contains(out+stderr, "Usage") {
+		if code != cli.ExitOK || !strings.Contains(out+stderr, "Usage") {
 			t.Errorf("%v: code %d, output %q", args, code, out+stderr)
 		}
 	}
-	if _, _, code := runCmd(t, "", "frobnicate"); code != exitUsage {
+	if _, _, code := runCmd(t, "", "frobnicate"); code != cli.ExitUsage {
 		t.Errorf("unknown command: %d", code)
 	}
-	if _, stderr, code := runCmd(t, "", "plan", "-o", "xml"); code != exitUsage || !strings.Contains(stderr, "xml") {
+	if _, stderr, code := runCmd(t, "", "plan", "-o", "xml"); code != cli.ExitUsage || !strings.Contains(stderr, "xml") {
 		t.Errorf("bad output: %d %q", code, stderr)
 	}
-	if _, stderr, code := runCmd(t, "", "plan", "-kubernetes-version", "2.0"); code != exitUsage || !strings.Contains(stderr, "2.0") {
+	if _, stderr, code := runCmd(t, "", "plan", "-kubernetes-version", "2.0"); code != cli.ExitUsage || !strings.Contains(stderr, "2.0") {
 		t.Errorf("bad version: %d %q", code, stderr)
 	}
 	// The adoption's flags: a review of it reads the live cluster; Ceph
@@ -134,7 +128,7 @@ func TestUsage(t *testing.T) {
 		"rewrite -apply pvc/app":   `"pvc/app": want a PV's name, pv/NAME, pvc/NAMESPACE/NAME, namespace/NAME or storageclass/NAME`,
 		"rewrite -apply ns/Bad_NS": `"ns/Bad_NS": want a PV's name, pv/NAME, pvc/NAMESPACE/NAME, namespace/NAME or storageclass/NAME`,
 	} {
-		if _, stderr, code := runCmd(t, "", strings.Fields(args)...); code != exitUsage || !strings.Contains(stderr, want) {
+		if _, stderr, code := runCmd(t, "", strings.Fields(args)...); code != cli.ExitUsage || !strings.Contains(stderr, want) {
 			t.Errorf("%s: exit %d, %q; want a usage error saying %q", args, code, stderr, want)
 		}
 	}
@@ -155,19 +149,19 @@ func TestOutputErrors(t *testing.T) {
 	} {
 		var stderr strings.Builder
 		code := run(args, strings.NewReader(""), failingWriter{}, &stderr)
-		if code != exitOutput || !strings.Contains(stderr.String(), "writing the output: no space left on device") {
-			t.Errorf("%v: exit %d, want %d; stderr %q", args, code, exitOutput, stderr.String())
+		if code != cli.ExitOutput || !strings.Contains(stderr.String(), "writing the output: no space left on device") {
+			t.Errorf("%v: exit %d, want %d; stderr %q", args, code, cli.ExitOutput, stderr.String())
 		}
 	}
 }
 
 func TestInputErrors(t *testing.T) {
 	_, stderr, code := runCmd(t, "kind: PersistentVolume\nspec: {rbd: 3}\n", "plan", "-f", "-")
-	if code != exitInput || !strings.Contains(stderr, "<stdin>: document 1") {
+	if code != cli.ExitInput || !strings.Contains(stderr, "<stdin>: document 1") {
 		t.Errorf("%d %q", code, stderr)
 	}
 	_, _, code = runCmd(t, "", "plan", "-f", "testdata/does-not-exist")
-	if code != exitInput {
+	if code != cli.ExitInput {
 		t.Errorf("missing file: %d", code)
 	}
 }
@@ -230,42 +224,6 @@ func TestNoSecretValues(t *testing.T) {
 	}
 }
 
-// The rewrite keeps each PV's name, claim and capacity, and sets Retain
-// until the last step.
-func TestRewriteKeepsClaim(t *testing.T) {
-	inv := &input.Inventory{}
-	if err := (&input.Reader{Sink: inv}).ReadStream("sample", bytes.NewReader(input.Sample)); err != nil {
-		t.Fatal(err)
-	}
-	var c common
-	tr, err := c.translator()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp, _ := buildRewrite(inv, tr)
-	byName := map[string]*v1.PersistentVolume{}
-	for _, pv := range inv.PVs {
-		byName[pv.Name] = pv
-	}
-	if len(rp.PVs) != 4 {
-		t.Fatalf("%d PVs to rewrite, want 4 (scratch-fs is blocked)", len(rp.PVs))
-	}
-	for _, p := range rp.PVs {
-		old := byName[p.Name]
-		if p.CSI.Name != old.Name || !cmp.Equal(p.CSI.Spec.Capacity, old.Spec.Capacity) || !cmp.Equal(p.CSI.Spec.ClaimRef, old.Spec.ClaimRef) {
-			t.Errorf("%s: name/capacity/claim changed", p.Name)
-		}
-		if p.CSI.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimRetain || p.CSI.Annotations[rewrite.AnnReclaimPolicy] != string(p.RestorePolicy) {
-			t.Errorf("%s: policy %s, annotation %q", p.Name, p.CSI.Spec.PersistentVolumeReclaimPolicy, p.CSI.Annotations[rewrite.AnnReclaimPolicy])
-		}
-	}
-	for _, p := range rp.PVs {
-		if p.Name == "legacy-reports" && p.RestorePolicy != v1.PersistentVolumeReclaimRetain {
-			t.Errorf("an image Ceph CSI cannot delete correctly gets policy %s back", p.RestorePolicy)
-		}
-	}
-}
-
 // A config.json Ceph CSI runs with is accepted; its doubtful entries are
 // hazards of the plan, and an unreadable one is a usage error naming the
 // file.
@@ -276,7 +234,7 @@ func TestPlanCephConfigWarnings(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, stderr, code := runCmd(t, "", "plan", "-sample", "-ceph-config", cfg)
-	if code != exitBlocked {
+	if code != cli.ExitBlocked {
 		t.Fatalf("exit %d (the sample blocks by design), stderr:\n%s", code, stderr)
 	}
 	for _, want := range []string{`entry 0: clusterID "fs-only" has no monitors`, `entry 2: clusterID "x" again, with monitors ["10.0.0.2:6789"] other than those of entry 1`} {
@@ -287,7 +245,7 @@ func TestPlanCephConfigWarnings(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(`{"clusterID":"x"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, code := runCmd(t, "", "plan", "-sample", "-ceph-config", cfg); code != exitUsage || !strings.Contains(stderr, cfg) {
+	if _, stderr, code := runCmd(t, "", "plan", "-sample", "-ceph-config", cfg); code != cli.ExitUsage || !strings.Contains(stderr, cfg) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }
@@ -320,7 +278,7 @@ func TestInputReadWholeOrRefused(t *testing.T) {
 		"leading --- + CRLF": strings.ReplaceAll("---\n"+pv("a")+"---\n"+pv("b"), "\n", "\r\n"),
 	} {
 		out, stderr, code := runCmd(t, in, "plan", "-o", "json", "-f", "-", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml")
-		if code != exitOK {
+		if code != cli.ExitOK {
 			t.Errorf("%s: exit %d: %s", name, code, stderr)
 			continue
 		}
@@ -340,8 +298,8 @@ func TestInputReadWholeOrRefused(t *testing.T) {
 		"content after ...":     {pv("a") + "... junk\n", `content "junk" after the document end marker`},
 	} {
 		_, stderr, code := runCmd(t, tc.in, "plan", "-f", "-")
-		if code != exitInput || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "<stdin>") && name != "empty" && name != "only separators" && name != "empty JSON list" {
-			t.Errorf("%s: exit %d, want %d and %q: %s", name, code, exitInput, tc.want, stderr)
+		if code != cli.ExitInput || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "<stdin>") && name != "empty" && name != "only separators" && name != "empty JSON list" {
+			t.Errorf("%s: exit %d, want %d and %q: %s", name, code, cli.ExitInput, tc.want, stderr)
 		}
 	}
 }
@@ -369,7 +327,7 @@ func TestYAMLListShapes(t *testing.T) {
 	want, _, _ := runCmd(t, "---\n"+item("a")+"---\n"+item("b"), "plan", "-o", "json", "-f", "-", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml")
 	for name, in := range map[string]string{"kubectl": kubectl, "indented": indented, "kubectl, CRLF": strings.ReplaceAll(kubectl, "\n", "\r\n")} {
 		got, stderr, code := runCmd(t, in, "plan", "-o", "json", "-f", "-", "-f", "testdata/drivers-upstream.yaml", "-f", "testdata/ceph-csi-manifests.yaml")
-		if code != exitOK {
+		if code != cli.ExitOK {
 			t.Errorf("%s: exit %d: %s", name, code, stderr)
 			continue
 		}
@@ -383,8 +341,8 @@ func TestYAMLListShapes(t *testing.T) {
 		"bad item":   {"apiVersion: v1\nkind: List\nitems:\n- just a string\n", "items[0]"},
 	} {
 		_, stderr, code := runCmd(t, tc.in, "plan", "-f", "-")
-		if code != exitInput || !strings.Contains(stderr, tc.want) {
-			t.Errorf("%s: exit %d, want %d and %q: %s", name, code, exitInput, tc.want, stderr)
+		if code != cli.ExitInput || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: exit %d, want %d and %q: %s", name, code, cli.ExitInput, tc.want, stderr)
 		}
 	}
 }
@@ -408,37 +366,6 @@ func TestRewriteFromStdin(t *testing.T) {
 			t.Errorf("-o %s: no replacement printed:\n%s", out, got)
 		}
 	}
-}
-
-// RewritePlan is the list of PVs to replace.
-type RewritePlan struct {
-	PVs []rewrite.PV
-}
-
-// buildRewrite prepares the replacement of every migratable in-tree PV of
-// an inventory.
-func buildRewrite(inv *input.Inventory, tr *translate.Translator) (*RewritePlan, []error) {
-	in := &rewriteInputs{classes: map[string]*storagev1.StorageClass{}, claims: map[types.NamespacedName]*v1.PersistentVolumeClaim{}}
-	for _, sc := range inv.StorageClasses {
-		in.addClass(sc)
-	}
-	for _, pvc := range inv.PVCs {
-		in.addClaim(pvc)
-	}
-	var rp RewritePlan
-	var errs []error
-	for _, pv := range inv.PVs {
-		if plugin.InTreeNameOfPV(pv) == "" || !tr.IsPVMigratable(pv) {
-			continue
-		}
-		r, err := in.replacement(tr, pv)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("PersistentVolume %s: %w", pv.Name, err))
-			continue
-		}
-		rp.PVs = append(rp.PVs, r)
-	}
-	return &rp, errs
 }
 
 // The default plan reads in a terminal: the tables have short columns and

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/plugins/ceph"
@@ -147,7 +148,7 @@ func TestReadyPlanRewrites(t *testing.T) {
 		testenv.WaitBound(t, c, ns, bound)
 
 		p, stderr, code := planOf(t, "-live", "-kubeconfig", kc)
-		if code == exitUsage || code == exitInput {
+		if code == cli.ExitUsage || code == cli.ExitInput {
 			t.Fatalf("plan: exit %d: %s", code, stderr)
 		}
 		var ready, refused, kept []string
@@ -179,7 +180,7 @@ func TestReadyPlanRewrites(t *testing.T) {
 		// Every PV the plan calls ready is rewritten; none is refused.
 		if len(ready) > 0 {
 			out, stderr, code := runCmd(t, "", append([]string{"rewrite", "-apply", "-kubeconfig", kc}, ready...)...)
-			if code != exitOK || strings.Contains(out, "left as it was") {
+			if code != cli.ExitOK || strings.Contains(out, "left as it was") {
 				t.Fatalf("seed %d: rewrite -apply of the PVs the plan calls ready: exit %d\n%s\n%s", seed, code, out, stderr)
 			}
 			var gotKept []string
@@ -204,7 +205,7 @@ func TestReadyPlanRewrites(t *testing.T) {
 		// it was.
 		for _, name := range refused {
 			out, _, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, name)
-			if code != exitBlocked || !refusedWith(out, "pv/"+name, "") {
+			if code != cli.ExitBlocked || !refusedWith(out, "pv/"+name, "") {
 				t.Errorf("seed %d: pv/%s: the plan says the rewrite refuses it, the rewrite: exit %d\n%s", seed, name, code, out)
 			}
 			if now := getPV(t, c, name); now.ResourceVersion != before[name].ResourceVersion {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 )
 
 // commandRBAC is the manifest of the rights the command needs.
@@ -74,7 +75,7 @@ func TestCommandRBAC(t *testing.T) {
 	run := func(args ...string) string {
 		t.Helper()
 		out, stderr, code := runCmd(t, "", append([]string{args[0], "-kubeconfig", kc}, args[1:]...)...)
-		if code != exitOK && code != exitBlocked {
+		if code != cli.ExitOK && code != cli.ExitBlocked {
 			t.Fatalf("%s: exit %d: %s\n%s", strings.Join(args, " "), code, stderr, out)
 		}
 		if strings.Contains(stderr, "forbidden") || strings.Contains(out, "forbidden") {

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/rewritecmd"
 )
 
 // reviewLine and applyLine are a review and the apply of it, as the docs
@@ -69,14 +71,14 @@ func docPairs(t *testing.T, path string) [][2][]string {
 // option, or after an object changed, is refused before its first write,
 // naming the difference.
 func TestDocsReviewApplyPairs(t *testing.T) {
-	fs := newFlagSet("rewrite", "", io.Discard)
-	o := &rewriteOptions{}
-	o.register(fs)
+	fs := cli.NewFlagSet("rewrite", "", io.Discard)
+	rewritecmd.New().Register(fs)
+	applyFlags := rewritecmd.ApplyFlags()
 	applyOnly := func(args []string) []string {
 		var out []string
 		for i := 0; i < len(args); i++ {
 			name := strings.TrimLeft(args[i], "-")
-			if strings.HasPrefix(args[i], "-") && o.applyFlags[name] {
+			if strings.HasPrefix(args[i], "-") && applyFlags[name] {
 				if f := fs.Lookup(name); f != nil && !isBool(f) && !strings.Contains(name, "=") {
 					i++
 				}
@@ -112,7 +114,7 @@ func TestDocsReviewApplyPairs(t *testing.T) {
 	}
 	dir := t.TempDir()
 	dump, stderr, code := runCmd(t, "", "dump", "-kubeconfig", kc)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("dump: %d %s", code, stderr)
 	}
 	cluster, reviewFile := filepath.Join(dir, "cluster.json"), filepath.Join(dir, "review.sh")
@@ -120,7 +122,7 @@ func TestDocsReviewApplyPairs(t *testing.T) {
 		t.Fatal(err)
 	}
 	review, stderr, code := runCmd(t, "", "rewrite", "-f", cluster)
-	if code != exitOK && code != exitBlocked {
+	if code != cli.ExitOK && code != cli.ExitBlocked {
 		t.Fatalf("review: %d %s", code, stderr)
 	}
 	if err := os.WriteFile(reviewFile, []byte(review), 0o600); err != nil {
@@ -133,7 +135,7 @@ func TestDocsReviewApplyPairs(t *testing.T) {
 	// Another option than the review's: refused, nothing written.
 	before := snapshotObjects(t, c)
 	out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-review", reviewFile, "-online", "-f", cluster, "-kubeconfig", kc)
-	if code != exitUsage || !strings.Contains(stderr, "option -online=true: in this run, not in the review") {
+	if code != cli.ExitUsage || !strings.Contains(stderr, "option -online=true: in this run, not in the review") {
 		t.Errorf("apply with another option: exit %d\n%s\n%s", code, out, stderr)
 	}
 	// An object changed since the review: refused, nothing written.
@@ -144,7 +146,7 @@ func TestDocsReviewApplyPairs(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, stderr, code = runCmd(t, "", "rewrite", "-apply", "-review", reviewFile, "-f", cluster, "-kubeconfig", kc)
-		if code != exitBlocked || !strings.Contains(stderr, "pv/"+pv.Name+": changed since the review") {
+		if code != cli.ExitBlocked || !strings.Contains(stderr, "pv/"+pv.Name+": changed since the review") {
 			t.Errorf("apply after a change: exit %d\n%s\n%s", code, out, stderr)
 		}
 		after := snapshotObjects(t, c)
@@ -167,7 +169,7 @@ func TestDocsReviewApplyPairs(t *testing.T) {
 	// The README's apply: what the review has steps for is rewritten, what
 	// it refuses is refused with the same codes.
 	out, stderr, code = runCmd(t, "", "rewrite", "-apply", "-review", reviewFile, "-f", cluster, "-kubeconfig", kc)
-	if code != exitOK && code != exitBlocked {
+	if code != cli.ExitOK && code != cli.ExitBlocked {
 		t.Fatalf("apply of the review: exit %d\n%s\n%s", code, out, stderr)
 	}
 	if diff := cmpVerdicts(refusedIn(review), refusedIn(out)); diff != "" {
@@ -183,10 +185,10 @@ func TestDocsReviewApplyPairs(t *testing.T) {
 	// Run again with the same review (-o json: a result per object):
 	// what it rewrote is unchanged now, what it refused is refused again.
 	out2, stderr, code := runCmd(t, "", "rewrite", "-apply", "-review", reviewFile, "-f", cluster, "-kubeconfig", kc, "-o", "json")
-	if code != exitOK && code != exitBlocked || strings.Contains(stderr, "since the review") {
+	if code != cli.ExitOK && code != cli.ExitBlocked || strings.Contains(stderr, "since the review") {
 		t.Fatalf("the same apply again: exit %d\n%s\n%s", code, out2, stderr)
 	}
-	var rep applyReport
+	var rep rewritecmd.ApplyReport
 	if err := json.Unmarshal([]byte(out2), &rep); err != nil {
 		t.Fatalf("-o json: %v\n%s", err, out2)
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 )
 
 // benchPVs is how many bound RBD PVs the rewrite benchmark seeds
@@ -104,8 +105,8 @@ func BenchmarkRewriteApply(b *testing.B) {
 		b.Fatal(err)
 	}
 	conc := envInt("CSIMIGRATE_BENCH_CONCURRENCY", 8)
-	var cm common
-	tr, err := cm.translator()
+	var cm cli.Common
+	tr, err := cm.Translator()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func BenchmarkRewriteApply(b *testing.B) {
 		start = time.Now()
 		code := run([]string{"plan", "-live", "-kubeconfig", kc, "-o", "json"}, nil, &out, &stderr)
 		b.Logf("plan -live over %d PVs: %s (exit %d)", n, time.Since(start).Round(time.Millisecond), code)
-		if code != exitOK && code != exitBlocked {
+		if code != cli.ExitOK && code != cli.ExitBlocked {
 			b.Fatalf("plan: %s", stderr.String())
 		}
 		out.Reset()
@@ -135,7 +136,7 @@ func BenchmarkRewriteApply(b *testing.B) {
 		code = run([]string{"rewrite", "-apply", "-kubeconfig", kc, "-concurrency", strconv.Itoa(conc), "-qps", "5000", "-burst", "5000"}, nil, &out, &stderr)
 		el := time.Since(start)
 		b.StopTimer()
-		if code != exitOK {
+		if code != cli.ExitOK {
 			b.Fatalf("rewrite: exit %d: %s", code, stderr.String())
 		}
 		b.Logf("rewrite -apply of %d PVs: %s (%.0f PVs/s)", n, el.Round(time.Millisecond), float64(n)/el.Seconds())

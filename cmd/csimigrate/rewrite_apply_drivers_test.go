@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 )
@@ -50,8 +51,8 @@ func TestRewriteApplyRookDriverNames(t *testing.T) {
 	}
 
 	p, stderr, code := planOf(t, "-live", "-kubeconfig", kc)
-	if code != exitBlocked {
-		t.Fatalf("plan: exit %d, want %d: %s", code, exitBlocked, stderr)
+	if code != cli.ExitBlocked {
+		t.Fatalf("plan: exit %d, want %d: %s", code, cli.ExitBlocked, stderr)
 	}
 	for _, v := range p.Volumes {
 		got := strings.Join(codes(v), ",")
@@ -68,7 +69,7 @@ func TestRewriteApplyRookDriverNames(t *testing.T) {
 	}
 	// Without a choice the RBD PVs are refused and left exactly as they were.
 	out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "rook-rbd")
-	if code != exitBlocked || !refusedWith(out, "pv/rook-rbd", "") || !strings.Contains(out, "(CSIDriverAmbiguous)") || !strings.Contains(out, "-driver kubernetes.io/rbd=DRIVER") {
+	if code != cli.ExitBlocked || !refusedWith(out, "pv/rook-rbd", "") || !strings.Contains(out, "(CSIDriverAmbiguous)") || !strings.Contains(out, "-driver kubernetes.io/rbd=DRIVER") {
 		t.Fatalf("rewrite -apply of two RBD drivers: exit %d:\n%s\n%s", code, out, stderr)
 	}
 	if pv, err := c.CoreV1().PersistentVolumes().Get(ctx, "rook-rbd", metav1.GetOptions{}); err != nil || pv.ResourceVersion != before["rook-rbd"].ResourceVersion {
@@ -76,7 +77,7 @@ func TestRewriteApplyRookDriverNames(t *testing.T) {
 	}
 	// Chosen: every PV names the cluster's driver.
 	out, stderr, code = runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "-driver", "rbd="+rookRBD)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("rewrite -apply -driver: exit %d:\n%s\n%s", code, out, stderr)
 	}
 	want := map[string]string{"rook-rbd": rookRBD, "rook-rbd-static": rookRBD, "rook-cephfs": rookCephFS, "rook-vsphere": plugin.VSphereDriverName}
@@ -91,7 +92,7 @@ func TestRewriteApplyRookDriverNames(t *testing.T) {
 	}
 	// The undo takes them back to in-tree.
 	out, stderr, code = runCmd(t, "", "rewrite", "-apply", "-undo", "-kubeconfig", kc, "-driver", "rbd="+rookRBD)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("undo: exit %d:\n%s\n%s", code, out, stderr)
 	}
 	for n := range want {
@@ -124,7 +125,7 @@ func TestRewriteApplyChecksCephEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc)
-	if code != exitBlocked {
+	if code != cli.ExitBlocked {
 		t.Fatalf("rewrite -apply without the entry: exit %d:\n%s\n%s", code, out, stderr)
 	}
 	for _, n := range names {
@@ -146,7 +147,7 @@ func TestRewriteApplyChecksCephEntry(t *testing.T) {
 	if err := testenv.SetCephCSIConfig(ctx, c, []byte(withEntry)); err != nil {
 		t.Fatal(err)
 	}
-	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc); code != exitOK {
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc); code != cli.ExitOK {
 		t.Fatalf("rewrite -apply with the entry: exit %d:\n%s\n%s", code, out, stderr)
 	}
 	testenv.RewrittenStates(t, c, "entry", names)

@@ -14,6 +14,7 @@ import (
 	provisioner "sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
 
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 )
 
 // deletions records what the provisioner library asks a CSI provisioner to
@@ -59,7 +60,7 @@ func TestRewrittenPVDeletedByExternalProvisioner(t *testing.T) {
 	}
 	testenv.CreateBoundPV(t, c, "prov", "rewritten", dynamic)
 	testenv.CreateBoundPV(t, c, "prov", "old-style", dynamic)
-	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "rewritten", "old-style"); code != exitOK {
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "rewritten", "old-style"); code != cli.ExitOK {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
 	}
 	// What rewrites wrote before: the in-tree provisioned-by kept.

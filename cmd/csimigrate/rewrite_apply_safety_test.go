@@ -18,6 +18,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 	"github.com/csimigrate/csimigrate/featuregate"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/rewrite"
@@ -80,8 +81,8 @@ func TestRewriteApplySafety(t *testing.T) {
 
 	t.Run("usage", func(t *testing.T) {
 		for _, args := range [][]string{{"rewrite", "-dry-run"}, {"rewrite", "-state-namespace", "x"}, {"rewrite", "pvc/x"}, {"rewrite", "-apply", "-live", "-kubeconfig", kc}} {
-			if _, stderr, code := runCmd(t, "", args...); code != exitUsage {
-				t.Errorf("%q: exit %d, want %d: %s", args, code, exitUsage, stderr)
+			if _, stderr, code := runCmd(t, "", args...); code != cli.ExitUsage {
+				t.Errorf("%q: exit %d, want %d: %s", args, code, cli.ExitUsage, stderr)
 			}
 		}
 	})
@@ -92,7 +93,7 @@ func TestRewriteApplySafety(t *testing.T) {
 		other := testenv.CreateBoundPV(t, c, "scope", "scope-c", nil)
 		reviewed := writeJSONFile(t, asListItem(a), asListItem(b))
 		// Names narrow the reviewed input.
-		if out, stderr, code := rewriteApply("-f", reviewed, "scope-a"); code != exitOK {
+		if out, stderr, code := rewriteApply("-f", reviewed, "scope-a"); code != cli.ExitOK {
 			t.Fatalf("exit %d: %s\n%s", code, stderr, out)
 		}
 		if getPV(t, c, "scope-a").Spec.CSI == nil {
@@ -101,7 +102,7 @@ func TestRewriteApplySafety(t *testing.T) {
 		unchanged(t, c, b)
 		unchanged(t, c, other)
 		// A PV named but not in the reviewed input is a usage error.
-		if _, _, code := rewriteApply("-f", reviewed, "scope-c"); code != exitUsage {
+		if _, _, code := rewriteApply("-f", reviewed, "scope-c"); code != cli.ExitUsage {
 			t.Errorf("a name outside the input: exit %d", code)
 		}
 		unchanged(t, c, other)
@@ -110,7 +111,7 @@ func TestRewriteApplySafety(t *testing.T) {
 		deletePVC(t, c, "scope", "scope-b")
 		b2 := testenv.CreateBoundPV(t, c, "scope", "scope-b", nil)
 		out, _, code := rewriteApply("-f", reviewed)
-		if code != exitBlocked || !strings.Contains(out, "pv/scope-b: refused") || !strings.Contains(out, "reviewed one "+string(b.UID)) {
+		if code != cli.ExitBlocked || !strings.Contains(out, "pv/scope-b: refused") || !strings.Contains(out, "reviewed one "+string(b.UID)) {
 			t.Errorf("exit %d:\n%s", code, out)
 		}
 		unchanged(t, c, b2)
@@ -167,8 +168,8 @@ func TestRewriteApplySafety(t *testing.T) {
 				pv = tc.after(t, pv)
 			}
 			out, _, code := rewriteApply(name)
-			if code != exitBlocked || !refusedWith(out, "pv/"+name, "") || !strings.Contains(out, tc.why) {
-				t.Errorf("exit %d, want %d and %q:\n%s", code, exitBlocked, tc.why, out)
+			if code != cli.ExitBlocked || !refusedWith(out, "pv/"+name, "") || !strings.Contains(out, tc.why) {
+				t.Errorf("exit %d, want %d and %q:\n%s", code, cli.ExitBlocked, tc.why, out)
 			}
 			unchanged(t, c, pv)
 			noState(t, c, name)
@@ -183,7 +184,7 @@ func TestRewriteApplySafety(t *testing.T) {
 			pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/rbd"}
 			pv.Spec.StorageClassName = storagev1StorageClass.Name
 		})
-		if out, stderr, code := rewriteApply("deletable"); code != exitOK {
+		if out, stderr, code := rewriteApply("deletable"); code != cli.ExitOK {
 			t.Fatalf("exit %d: %s\n%s", code, stderr, out)
 		}
 		pv := getPV(t, c, "deletable")
@@ -198,7 +199,7 @@ func TestRewriteApplySafety(t *testing.T) {
 			t.Errorf("reclaim policy %s", pv.Spec.PersistentVolumeReclaimPolicy)
 		}
 		// The reverse translation gives the in-tree PV its annotation back.
-		tr, _ := (&common{}).translator()
+		tr, _ := (&cli.Common{}).Translator()
 		back, err := tr.TranslateCSIPVToInTree(pv)
 		if err != nil {
 			t.Fatal(err)
@@ -298,7 +299,7 @@ func TestRewriteApplyStorageClasses(t *testing.T) {
 		}
 		args = append(args, "storageclass/nosecret", "storageclass/kube")
 		out, stderr, code := runCmd(t, "", args...)
-		if code != exitBlocked || !strings.Contains(out+stderr, "ceph/ceph-admin does not exist") || !strings.Contains(out+stderr, "add adminId: kube to Secret ceph/ceph-kube") {
+		if code != cli.ExitBlocked || !strings.Contains(out+stderr, "ceph/ceph-admin does not exist") || !strings.Contains(out+stderr, "add adminId: kube to Secret ceph/ceph-kube") {
 			t.Errorf("dry run %v: exit %d: %s\n%s", dry, code, stderr, out)
 		}
 		for _, sc := range []*storagev1.StorageClass{noSecret, kube} {
@@ -310,7 +311,7 @@ func TestRewriteApplyStorageClasses(t *testing.T) {
 	if _, err := c.CoreV1().Secrets("ceph").Update(ctx, testenv.CephSecret("ceph", "ceph-kube", map[string]string{"adminId": "kube"}), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "storageclass/kube"); code != exitOK {
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "storageclass/kube"); code != cli.ExitOK {
 		t.Fatalf("with adminId in the secret: exit %d: %s\n%s", code, stderr, out)
 	}
 	if _, err := c.CoreV1().Secrets("ceph").Create(ctx, testenv.CephSecret("ceph", "ceph-admin", nil), metav1.CreateOptions{}); err != nil {
@@ -324,7 +325,7 @@ func TestRewriteApplyStorageClasses(t *testing.T) {
 	other := mk("other", "example.com/driver", nil)
 
 	out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "storageclass/fast", "storageclass/thick")
-	if code != exitBlocked || !refusedWith(out, "storageclass/thick", "") {
+	if code != cli.ExitBlocked || !refusedWith(out, "storageclass/thick", "") {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
 	}
 	got, err := c.StorageV1().StorageClasses().Get(ctx, "fast", metav1.GetOptions{})
@@ -344,10 +345,10 @@ func TestRewriteApplyStorageClasses(t *testing.T) {
 	// "fast" is already replaced: named again, it is reported done (exit
 	// 0); a run over the whole cluster leaves it as it is (and refuses
 	// "thick" again).
-	if out, _, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "storageclass/fast"); code != exitOK || !strings.Contains(out, "storageclass/fast: already rewritten; nothing to do") {
+	if out, _, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "storageclass/fast"); code != cli.ExitOK || !strings.Contains(out, "storageclass/fast: already rewritten; nothing to do") {
 		t.Errorf("naming the replaced class: exit %d:\n%s", code, out)
 	}
-	if out, _, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc); code != exitBlocked || !strings.Contains(out, "0 PersistentVolumes and 0 StorageClasses rewritten") {
+	if out, _, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc); code != cli.ExitBlocked || !strings.Contains(out, "0 PersistentVolumes and 0 StorageClasses rewritten") {
 		t.Errorf("second run: exit %d:\n%s", code, out)
 	}
 	if now, _ := c.StorageV1().StorageClasses().Get(ctx, "fast", metav1.GetOptions{}); now.ResourceVersion != got.ResourceVersion {
@@ -383,8 +384,8 @@ func TestRewriteApplyOnline(t *testing.T) {
 	try := func(want string, args ...string) {
 		t.Helper()
 		out, stderr, code := runCmd(t, "", append([]string{"rewrite", "-apply", "-kubeconfig", kc}, append(args, "online-a")...)...)
-		if code != exitBlocked || !strings.Contains(out, want) {
-			t.Fatalf("exit %d, want %d and %q: %s\n%s", code, exitBlocked, want, stderr, out)
+		if code != cli.ExitBlocked || !strings.Contains(out, want) {
+			t.Fatalf("exit %d, want %d and %q: %s\n%s", code, cli.ExitBlocked, want, stderr, out)
 		}
 		unchanged(t, c, pv)
 	}
@@ -412,8 +413,8 @@ func TestRewriteApplyOnline(t *testing.T) {
 	if err := c.StorageV1().VolumeAttachments().Delete(ctx, va.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tr, _ := (&common{}).translator()
-	csi, err := tr.TranslateInTreePVToCSI(klog0(), pv)
+	tr, _ := (&cli.Common{}).Translator()
+	csi, err := tr.TranslateInTreePVToCSI(cli.Klog0(), pv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,14 +423,14 @@ func TestRewriteApplyOnline(t *testing.T) {
 		t.Fatal(err)
 	}
 	try("stop the pods online/app-0") // still refused without -online
-	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "-online", "online-a"); code != exitOK {
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "-online", "online-a"); code != cli.ExitOK {
 		t.Fatalf("-online: exit %d: %s\n%s", code, stderr, out)
 	}
 	if got := getPV(t, c, "online-a"); got.Spec.CSI == nil || got.Spec.CSI.Driver != "rbd.csi.ceph.com" {
 		t.Errorf("not rewritten: %+v", got.Spec.PersistentVolumeSource)
 	}
 	// The review takes -online too (a PV in use's verdict depends on it).
-	if _, stderr, code := runCmd(t, "", "rewrite", "-sample", "-online"); code == exitUsage {
+	if _, stderr, code := runCmd(t, "", "rewrite", "-sample", "-online"); code == cli.ExitUsage {
 		t.Errorf("-online without -apply: exit %d: %s", code, stderr)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 )
 
 // startServer starts a real kube-apiserver; the test fails if it cannot.
@@ -38,7 +39,7 @@ func TestRewriteApplyEndToEnd(t *testing.T) {
 	names := testenv.Seed(t, c, "full")
 	// The plan reads the live cluster.
 	out, stderr, code := runCmd(t, "", "plan", "-live", "-kubeconfig", kc, "-o", "json")
-	if code != exitOK && code != exitBlocked {
+	if code != cli.ExitOK && code != cli.ExitBlocked {
 		t.Fatalf("plan -live: exit %d: %s", code, stderr)
 	}
 	for _, n := range names {
@@ -47,14 +48,14 @@ func TestRewriteApplyEndToEnd(t *testing.T) {
 		}
 	}
 	// The server-side dry run of every step is accepted and changes nothing.
-	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-dry-run", "-kubeconfig", kc); code != exitOK {
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-dry-run", "-kubeconfig", kc); code != cli.ExitOK {
 		t.Fatalf("dry run: exit %d: %s\n%s", code, stderr, out)
 	}
 	if pv, _ := c.CoreV1().PersistentVolumes().Get(ctx, names[0], metav1.GetOptions{}); pv.Spec.CSI != nil || pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
 		t.Fatalf("the dry run changed %s", names[0])
 	}
 	out, stderr, code = runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("rewrite -apply: exit %d: %s\n%s", code, stderr, out)
 	}
 	want := testenv.RewrittenStates(t, c, "full", names)
@@ -68,7 +69,7 @@ func TestRewriteApplyEndToEnd(t *testing.T) {
 		}
 	}
 	// A second run changes nothing.
-	if out, _, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc); code != exitOK || !strings.Contains(out, ", 0 steps taken") {
+	if out, _, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc); code != cli.ExitOK || !strings.Contains(out, ", 0 steps taken") {
 		t.Fatalf("second run: exit %d:\n%s", code, out)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -13,9 +12,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/csimigrate/csimigrate/apply/cephtool"
 	"github.com/csimigrate/csimigrate/apply/testenv"
-	"github.com/csimigrate/csimigrate/rewrite"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 )
 
 // runScriptChecked prints the rewrite script for the live cluster's
@@ -27,11 +25,11 @@ func runScriptChecked(t *testing.T, kc string, check func(script string)) (strin
 	// The script is built from the live objects, as the README's admin
 	// does: csimigrate dump > cluster.json; csimigrate rewrite -f cluster.json.
 	dump, stderr, code := runCmd(t, "", "dump", "-kubeconfig", kc)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("dump: exit %d: %s", code, stderr)
 	}
 	script, stderr, code := runCmd(t, dump, "rewrite", "-f", "-")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("rewrite: exit %d: %s", code, stderr)
 	}
 	if check != nil {
@@ -111,11 +109,11 @@ func TestRewriteScriptStorageClasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	dump, stderr, code := runCmd(t, "", "dump", "-kubeconfig", kc)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("dump: exit %d: %s", code, stderr)
 	}
 	script, stderr, code := runCmd(t, dump, "rewrite", "-f", "-")
-	if code != exitOK || !strings.Contains(script, "rewrite_sc gold kubernetes.io/vsphere-volume csi.vsphere.vmware.com "+string(sc.UID)) {
+	if code != cli.ExitOK || !strings.Contains(script, "rewrite_sc gold kubernetes.io/vsphere-volume csi.vsphere.vmware.com "+string(sc.UID)) {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, script)
 	}
 	yamlOut, _, _ := runCmd(t, dump, "rewrite", "-o", "yaml", "-f", "-")
@@ -158,46 +156,5 @@ func TestRewriteScriptStorageClasses(t *testing.T) {
 	}
 	if now, _ := c.StorageV1().StorageClasses().Get(ctx, "gold", metav1.GetOptions{}); now.ResourceVersion != other.ResourceVersion {
 		t.Error("the unreviewed class was changed")
-	}
-}
-
-// The review scripts as bash reads them: the rewrite's and the undo's of the
-// embedded sample, and the adoption's journal functions, parse (bash -n)
-// and pass shellcheck (Debian's, which scripts/setup-packages installs),
-// and let through exactly the finalizers the engine knows.
-func TestReviewScriptsLint(t *testing.T) {
-	for _, tool := range []string{"bash", "shellcheck"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is needed to check the review script (scripts/setup-packages installs shellcheck): %v", tool, err)
-		}
-	}
-	var journal bytes.Buffer
-	if err := writeScriptJournal(&journal, cephtool.Tools{Conf: "/etc/ceph/ceph.conf", ID: "csimigrate"}); err != nil {
-		t.Fatal(err)
-	}
-	scripts := map[string]string{"journal": "#!/usr/bin/env bash\n" + journal.String()}
-	for name, args := range map[string][]string{"rewrite": {"rewrite", "-sample", "-o", "script"}, "undo": {"rewrite", "-sample", "-undo", "-o", "script"}} {
-		out, stderr, code := runCmd(t, "", args...)
-		if code != exitOK && code != exitBlocked || !strings.HasPrefix(out, "#!/usr/bin/env bash") {
-			t.Fatalf("%v: exit %d\n%s", args, code, stderr)
-		}
-		scripts[name] = out
-	}
-	for name, script := range scripts {
-		path := filepath.Join(t.TempDir(), name+".sh")
-		if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if out, err := exec.Command("bash", "-n", path).CombinedOutput(); err != nil {
-			t.Errorf("bash -n %s: %v\n%s", name, err, out)
-		}
-		if out, err := exec.Command("shellcheck", "-s", "bash", path).CombinedOutput(); err != nil {
-			t.Errorf("shellcheck %s: %v\n%s", name, err, out)
-		}
-	}
-	for _, f := range append([]string{rewrite.PVProtection}, rewrite.DeletionProtection...) {
-		if !strings.Contains(scripts["rewrite"], f) {
-			t.Errorf("the rewrite script does not let finalizer %s through", f)
-		}
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 )
 
 // writeDump writes a `kubectl get pv -o json` List of n in-tree PVs (RBD,
@@ -112,7 +114,7 @@ func benchPlan(b *testing.B, write func(testing.TB, int) string) {
 			var peak uint64
 			for b.Loop() {
 				peak = peakHeap(func() {
-					if code := run([]string{"plan", "-o", "json", "-f", path}, nil, io.Discard, io.Discard); code != exitBlocked && code != exitOK {
+					if code := run([]string{"plan", "-o", "json", "-f", path}, nil, io.Discard, io.Discard); code != cli.ExitBlocked && code != cli.ExitOK {
 						b.Fatalf("exit %d", code)
 					}
 				})
@@ -134,7 +136,7 @@ func BenchmarkTranslate100k(b *testing.B) {
 				var peak uint64
 				for b.Loop() {
 					peak = peakHeap(func() {
-						if code := run([]string{"translate", "-o", out, "-f", path}, nil, io.Discard, io.Discard); code != exitOK {
+						if code := run([]string{"translate", "-o", out, "-f", path}, nil, io.Discard, io.Discard); code != cli.ExitOK {
 							b.Fatalf("exit %d", code)
 						}
 					})
@@ -206,7 +208,7 @@ func BenchmarkRewriteScript100k(b *testing.B) {
 			var peak uint64
 			for b.Loop() {
 				peak = peakHeap(func() {
-					if code := run([]string{"rewrite", "-f", path}, nil, io.Discard, io.Discard); code != exitOK && code != exitBlocked {
+					if code := run([]string{"rewrite", "-f", path}, nil, io.Discard, io.Discard); code != cli.ExitOK && code != cli.ExitBlocked {
 						b.Fatalf("exit %d", code)
 					}
 				})

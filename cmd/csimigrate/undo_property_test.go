@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 	"github.com/csimigrate/csimigrate/rewrite"
 	"github.com/csimigrate/csimigrate/translate"
 )
@@ -33,8 +34,8 @@ func undoneAsStored(in *v1.PersistentVolume) *v1.PersistentVolume {
 // spec, for every in-tree PV the rewrite replaces; the undo's replacement
 // names the volume by the driver and handle the rewrite's had.
 func TestUndoIsInverseOfRewrite(t *testing.T) {
-	var c common
-	tr, err := c.translator()
+	var c cli.Common
+	tr, err := c.Translator()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestUndoIsInverseOfRewrite(t *testing.T) {
 				Parameters: map[string]string{"monitors": "10.70.53.126:6789", "adminSecretName": "admin", "adminSecretNamespace": "ceph", "pool": "rbd"}}
 		}
 		before := pv.DeepCopy()
-		r, err := rewrite.Rewrite(tr, klog0(), pv, sc, nil)
+		r, err := rewrite.Rewrite(tr, cli.Klog0(), pv, sc, nil)
 		if err != nil {
 			// Not an input of this property: a PV the rewrite refuses is never
 			// undone (TestUndoIdentityOnServer checks it is left unchanged,
@@ -85,7 +86,7 @@ func TestUndoIsInverseOfRewrite(t *testing.T) {
 // PV, its translation's for an in-tree one.
 func identity(tr *translate.Translator, pv *v1.PersistentVolume) (driver, handle string, err error) {
 	if pv.Spec.CSI == nil {
-		if pv, err = tr.TranslateInTreePVToCSI(klog0(), pv); err != nil {
+		if pv, err = tr.TranslateInTreePVToCSI(cli.Klog0(), pv); err != nil {
 			return "", "", err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 	"github.com/csimigrate/csimigrate/rewrite"
 )
 
@@ -32,7 +33,7 @@ func TestUndoRefusals(t *testing.T) {
 	}
 	names := testenv.Seed(t, c, "ref")
 	original := testenv.StoredOf(t, c, names)
-	if _, _, code := runCmd(t, "", append([]string{"rewrite", "-apply", "-kubeconfig", kc}, append(names, "storageclass/rbd-ref")...)...); code != exitOK {
+	if _, _, code := runCmd(t, "", append([]string{"rewrite", "-apply", "-kubeconfig", kc}, append(names, "storageclass/rbd-ref")...)...); code != cli.ExitOK {
 		t.Fatal("rewrite failed")
 	}
 	before := map[string]*v1.PersistentVolume{}
@@ -52,7 +53,7 @@ func TestUndoRefusals(t *testing.T) {
 	// undo refuses (no in-tree Ceph plugin to go back to), as comments in
 	// place of their steps, and exits 1; the vSphere PV's undo is there.
 	review, stderr, code := runCmd(t, "", "rewrite", "-undo", "-live", "-kubeconfig", kc, "-o", "yaml")
-	if code != exitBlocked || !strings.Contains(review, "vsphereVolume:") || strings.Contains(review, "\n  rbd:") || strings.Contains(review, "provisioner: kubernetes.io/rbd") {
+	if code != cli.ExitBlocked || !strings.Contains(review, "vsphereVolume:") || strings.Contains(review, "\n  rbd:") || strings.Contains(review, "provisioner: kubernetes.io/rbd") {
 		t.Errorf("rewrite -undo -o yaml: exit %d: %s\n%s", code, stderr, review)
 	}
 	for _, obj := range []string{"pv/ref-rbd", "pv/ref-rbd-static", "pv/ref-cephfs", "storageclass/rbd-ref"} {
@@ -61,14 +62,14 @@ func TestUndoRefusals(t *testing.T) {
 		}
 	}
 	out, stderr, code := undo("-dry-run", "ref-vsphere")
-	if code != exitOK || !strings.Contains(out, "pv/ref-vsphere: Retain, delete and create as kubernetes.io/vsphere-volume would be accepted") {
+	if code != cli.ExitOK || !strings.Contains(out, "pv/ref-vsphere: Retain, delete and create as kubernetes.io/vsphere-volume would be accepted") {
 		t.Errorf("dry run: exit %d: %s\n%s", code, stderr, out)
 	}
 	unchanged(t, c, before["ref-vsphere"])
 
 	out, _, code = undo()
-	if code != exitBlocked {
-		t.Errorf("undo on 1.37: exit %d, want %d:\n%s", code, exitBlocked, out)
+	if code != cli.ExitBlocked {
+		t.Errorf("undo on 1.37: exit %d, want %d:\n%s", code, cli.ExitBlocked, out)
 	}
 	for _, n := range []string{"ref-rbd", "ref-rbd-static", "ref-cephfs"} {
 		if !refusedWith(out, "pv/"+n, "the API server is Kubernetes 1.37, and 1.31 removed the in-tree plugin") {
@@ -92,7 +93,7 @@ func TestUndoRefusals(t *testing.T) {
 		pv.Spec.RBD = nil
 		pv.Spec.CSI = &v1.CSIPersistentVolumeSource{Driver: "csi.vsphere.vmware.com", VolumeHandle: "b9f2e0a4-0000-4000-8000-000000000001"}
 	})
-	if _, stderr, code := undo("foreign"); code != exitUsage || !strings.Contains(stderr, `PV "foreign" is not a rewritten PV of the cluster`) {
+	if _, stderr, code := undo("foreign"); code != cli.ExitUsage || !strings.Contains(stderr, `PV "foreign" is not a rewritten PV of the cluster`) {
 		t.Errorf("a foreign CSI PV named: exit %d: %s", code, stderr)
 	}
 	unchanged(t, c, foreign)
@@ -107,7 +108,7 @@ func TestUndoRefusals(t *testing.T) {
 		}
 		for _, args := range [][]string{{"inuse"}, {"-online", "inuse"}} {
 			out, _, code := undo(args...)
-			if code != exitBlocked || !refusedWith(out, "pv/inuse", "in use by pods app-0") {
+			if code != cli.ExitBlocked || !refusedWith(out, "pv/inuse", "in use by pods app-0") {
 				t.Errorf("%q: exit %d:\n%s", args, code, out)
 			}
 		}
@@ -120,7 +121,7 @@ func TestUndoRefusals(t *testing.T) {
 		b := rewrittenVSphere(t, c, kc, "rev-b")
 		other := rewrittenVSphere(t, c, kc, "rev-c")
 		reviewed := writeJSONFile(t, asListItem(a), asListItem(b))
-		if _, stderr, code := undo("-f", reviewed, "rev-c"); code != exitUsage || !strings.Contains(stderr, `PV "rev-c" is not a rewritten PV of the reviewed input`) {
+		if _, stderr, code := undo("-f", reviewed, "rev-c"); code != cli.ExitUsage || !strings.Contains(stderr, `PV "rev-c" is not a rewritten PV of the reviewed input`) {
 			t.Errorf("a name outside the input: exit %d: %s", code, stderr)
 		}
 		unchanged(t, c, other)
@@ -133,7 +134,7 @@ func TestUndoRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, _, code := undo("-f", reviewed)
-		if code != exitBlocked || !refusedWith(out, "pv/rev-b", "the live PV has uid "+string(b2.UID)+", the reviewed one "+string(b.UID)) {
+		if code != cli.ExitBlocked || !refusedWith(out, "pv/rev-b", "the live PV has uid "+string(b2.UID)+", the reviewed one "+string(b.UID)) {
 			t.Errorf("exit %d:\n%s", code, out)
 		}
 		if pv := getPV(t, c, "rev-a"); pv.Spec.VsphereVolume == nil {
@@ -150,7 +151,7 @@ func TestUndoRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, _, code := undo("norecord")
-		if code != exitBlocked || !strings.Contains(out, "it has no annotation "+rewrite.AnnPreRewritePolicy) {
+		if code != cli.ExitBlocked || !strings.Contains(out, "it has no annotation "+rewrite.AnnPreRewritePolicy) {
 			t.Errorf("exit %d:\n%s", code, out)
 		}
 		unchanged(t, c, pv)
@@ -165,7 +166,7 @@ func rewrittenVSphere(t *testing.T, c kubernetes.Interface, kc, ns string) *v1.P
 		pv.Spec.RBD = nil
 		pv.Spec.VsphereVolume = &v1.VsphereVirtualDiskVolumeSource{VolumePath: "[ds] kubevols/" + ns + ".vmdk"}
 	})
-	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, ns); code != exitOK {
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, ns); code != cli.ExitOK {
 		t.Fatalf("rewrite: exit %d: %s\n%s", code, stderr, out)
 	}
 	return getPV(t, c, ns)
@@ -181,11 +182,11 @@ func TestUndoScriptWithKubectl(t *testing.T) {
 		pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/vsphere-volume"}
 	})
 	original := testenv.FieldsOf(getPV(t, c, "script"))
-	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "script"); code != exitOK {
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "script"); code != cli.ExitOK {
 		t.Fatalf("rewrite: exit %d: %s\n%s", code, stderr, out)
 	}
 	script, stderr, code := runCmd(t, "", "rewrite", "-undo", "-live", "-kubeconfig", kc)
-	if code != exitOK || !strings.Contains(script, "rewrite_pv script '' Delete") {
+	if code != cli.ExitOK || !strings.Contains(script, "rewrite_pv script '' Delete") {
 		t.Fatalf("rewrite -undo -o script: exit %d: %s\n%s", code, stderr, script)
 	}
 	for range 2 {

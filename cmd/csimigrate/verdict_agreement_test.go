@@ -20,6 +20,7 @@ import (
 
 	"github.com/csimigrate/csimigrate/apply"
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
 	"github.com/csimigrate/csimigrate/plan"
 	"github.com/csimigrate/csimigrate/plugin"
 	"github.com/csimigrate/csimigrate/translate"
@@ -43,7 +44,7 @@ func refusedIn(out string) map[string]string {
 func planVerdictsOf(t *testing.T, kc string) map[string]string {
 	t.Helper()
 	out, stderr, code := runCmd(t, "", "plan", "-live", "-kubeconfig", kc, "-o", "json")
-	if code != exitOK && code != exitBlocked {
+	if code != cli.ExitOK && code != cli.ExitBlocked {
 		t.Fatalf("plan: exit %d: %s", code, stderr)
 	}
 	var p plan.Plan
@@ -103,12 +104,12 @@ func TestVerdictsAgree(t *testing.T) {
 	}
 
 	dump, stderr, code := runCmd(t, "", "dump", "-kubeconfig", kc)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("dump: exit %d: %s", code, stderr)
 	}
 	review, stderr, code := runCmd(t, dump, "rewrite", "-f", "-")
-	if code != exitBlocked {
-		t.Fatalf("review: exit %d, want %d:\n%s\n%s", code, exitBlocked, review, stderr)
+	if code != cli.ExitBlocked {
+		t.Fatalf("review: exit %d, want %d:\n%s\n%s", code, cli.ExitBlocked, review, stderr)
 	}
 	if diff := cmpVerdicts(want, refusedIn(review)); diff != "" {
 		t.Errorf("review: %s\n%s", diff, review)
@@ -126,8 +127,8 @@ func TestVerdictsAgree(t *testing.T) {
 
 	for _, args := range [][]string{{"-dry-run"}, nil} {
 		out, stderr, code := runCmd(t, "", append([]string{"rewrite", "-apply", "-kubeconfig", kc}, args...)...)
-		if code != exitBlocked {
-			t.Fatalf("rewrite -apply %v: exit %d, want %d:\n%s\n%s", args, code, exitBlocked, out, stderr)
+		if code != cli.ExitBlocked {
+			t.Fatalf("rewrite -apply %v: exit %d, want %d:\n%s\n%s", args, code, cli.ExitBlocked, out, stderr)
 		}
 		if diff := cmpVerdicts(want, refusedIn(out)); diff != "" {
 			t.Errorf("rewrite -apply %v: %s\n%s", args, diff, out)
@@ -160,13 +161,13 @@ func TestVerdictsAgree(t *testing.T) {
 		t.Errorf("plan -live with the entry and the secret: still blocks %v", got)
 	}
 	out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc)
-	if code != exitOK || len(refusedIn(out)) != 0 {
+	if code != cli.ExitOK || len(refusedIn(out)) != 0 {
 		t.Fatalf("rewrite -apply with the entry: exit %d:\n%s\n%s", code, out, stderr)
 	}
 	testenv.RewrittenStates(t, c, "agree", names)
 	// Named again, a rewritten PV is already done.
 	out, stderr, code = runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "agree-rbd")
-	if code != exitOK || !strings.Contains(out, "pv/agree-rbd: already rewritten") {
+	if code != cli.ExitOK || !strings.Contains(out, "pv/agree-rbd: already rewritten") {
 		t.Errorf("rewrite -apply of a rewritten PV: exit %d:\n%s\n%s", code, out, stderr)
 	}
 	for _, name := range []string{"rbd-agree", "rbd-default"} {
@@ -241,7 +242,7 @@ func TestPlanNamesInterruptedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	holder := apply.HolderFunc(func() bool { return true })
-	w, err := apply.New(c, tr, klog0(), nil, apply.Options{MaxWrites: 4, Lease: holder}) // Retain, save, delete, its pv-protection finalizer
+	w, err := apply.New(c, tr, cli.Klog0(), nil, apply.Options{MaxWrites: 4, Lease: holder}) // Retain, save, delete, its pv-protection finalizer
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +259,7 @@ func TestPlanNamesInterruptedRun(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	dump, stderr, code := runCmd(t, "", "dump", "-kubeconfig", kc)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("dump: exit %d: %s", code, stderr)
 	}
 	for _, args := range [][]string{{"-live", "-kubeconfig", kc}, {"-f", "-"}} {
@@ -268,7 +269,7 @@ func TestPlanNamesInterruptedRun(t *testing.T) {
 		}
 		out, stderr, code := runCmd(t, in, append([]string{"plan", "-o", "json"}, args...)...)
 		var p plan.Plan
-		if err := json.Unmarshal([]byte(out), &p); err != nil || code != exitBlocked {
+		if err := json.Unmarshal([]byte(out), &p); err != nil || code != cli.ExitBlocked {
 			t.Fatalf("plan %v: exit %d, %v: %s", args, code, err, stderr)
 		}
 		i := slices.IndexFunc(p.Hazards, func(f plugin.Finding) bool { return f.Code == plan.FindingInterruptedRun && f.Object == "pv/cut-a" })
@@ -276,7 +277,7 @@ func TestPlanNamesInterruptedRun(t *testing.T) {
 			t.Errorf("plan %v: hazards %+v: want the interrupted run named, with its claim", args, p.Hazards)
 		}
 	}
-	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc); code != exitOK {
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc); code != cli.ExitOK {
 		t.Fatalf("the rerun: exit %d\n%s\n%s", code, out, stderr)
 	}
 	out, _, _ := runCmd(t, "", "plan", "-live", "-kubeconfig", kc)
@@ -316,7 +317,7 @@ func TestNamespaceScopes(t *testing.T) {
 	if strings.Contains(review, "rewrite_sc ") || !strings.Contains(review, "rewrite_pv nsa-vsphere ") {
 		t.Errorf("review -n nsa: %s\n%s", stderr, review)
 	}
-	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "-n", "nsa"); code != exitOK {
+	if out, stderr, code := runCmd(t, "", "rewrite", "-apply", "-kubeconfig", kc, "-n", "nsa"); code != cli.ExitOK {
 		t.Fatalf("rewrite -apply -n nsa: exit %d\n%s\n%s", code, out, stderr)
 	}
 	after := snapshotObjects(t, c)
@@ -327,8 +328,8 @@ func TestNamespaceScopes(t *testing.T) {
 			t.Errorf("%s: changed %v, want %v", obj, changed, want)
 		}
 	}
-	if _, _, code := runCmd(t, "", "plan", "-live", "-kubeconfig", kc, "-n", "nsa", "-A"); code != exitUsage {
-		t.Errorf("-n with -A: exit %d, want %d", code, exitUsage)
+	if _, _, code := runCmd(t, "", "plan", "-live", "-kubeconfig", kc, "-n", "nsa", "-A"); code != cli.ExitUsage {
+		t.Errorf("-n with -A: exit %d, want %d", code, cli.ExitUsage)
 	}
 }
 
@@ -353,7 +354,7 @@ func TestPlanReadsTheRelease(t *testing.T) {
 	t.Setenv("KUBECONFIG", kc)
 	out, stderr, code := runCmd(t, "", "plan")
 	first, _, _ := strings.Cut(out, "\n")
-	if code != exitBlocked || first != "KUBERNETES: the API server runs "+v.GitVersion+"; the plan is for 1.37" {
+	if code != cli.ExitBlocked || first != "KUBERNETES: the API server runs "+v.GitVersion+"; the plan is for 1.37" {
 		t.Fatalf("plan -live: exit %d, first line %q: %s\n%s", code, first, stderr, out)
 	}
 	if strings.Contains(out, "CSIMigrationRBD=true") || !strings.Contains(out, "Kubernetes 1.37 has no in-tree kubernetes.io/rbd plugin") {
@@ -434,7 +435,7 @@ func TestVerdictsAgreeEveryCode(t *testing.T) {
 		t.Errorf("plan -live blocks pv/ok: %q", want["pv/ok"])
 	}
 	dump, stderr, code := runCmd(t, "", "dump", "-kubeconfig", kc)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("dump: exit %d: %s", code, stderr)
 	}
 	review, _, _ := runCmd(t, dump, "rewrite", "-f", "-")
@@ -443,7 +444,7 @@ func TestVerdictsAgreeEveryCode(t *testing.T) {
 	}
 	for _, args := range [][]string{{"-dry-run"}, nil} {
 		out, stderr, code := runCmd(t, "", append([]string{"rewrite", "-apply", "-kubeconfig", kc}, args...)...)
-		if code != exitBlocked {
+		if code != cli.ExitBlocked {
 			t.Fatalf("rewrite -apply %v: exit %d\n%s\n%s", args, code, out, stderr)
 		}
 		if diff := cmpVerdicts(want, refusedIn(out)); diff != "" {

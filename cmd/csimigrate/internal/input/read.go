@@ -66,10 +66,12 @@ type InputError struct {
 	Err    error
 }
 
+// Error names the source and the document.
 func (e *InputError) Error() string {
 	return fmt.Sprintf("%s: document %d: %v", e.Source, e.Doc, e.Err)
 }
 
+// Unwrap is the document's error.
 func (e *InputError) Unwrap() error { return e.Err }
 
 type typeMeta struct {

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// WriteYAML writes objs as YAML documents, each after "---".
 func WriteYAML(w io.Writer, objs ...any) error {
 	for _, o := range objs {
 		b, err := yaml.Marshal(o)
@@ -22,6 +23,7 @@ func WriteYAML(w io.Writer, objs ...any) error {
 	return nil
 }
 
+// WriteJSON writes v as indented JSON.
 func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
