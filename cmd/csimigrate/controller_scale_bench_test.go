@@ -23,10 +23,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/csimigrate/csimigrate/apply/testenv"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
+	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/controller"
 	"github.com/csimigrate/csimigrate/plugin"
 )
 
@@ -58,6 +62,7 @@ func BenchmarkControllerScale(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	statusCRD(b, s)
 	start := time.Now()
 	seedScale(b, s.Config, n, inTree)
 	b.Logf("seeded %d CSI PVs and claims, %d pods, %d in-tree PVs in %s", n, n/2, inTree, time.Since(start).Round(time.Second))
@@ -102,6 +107,31 @@ func BenchmarkControllerScale(b *testing.B) {
 	}
 }
 
+// statusCRD installs the base's CustomResourceDefinition of the status
+// object, as a cluster that runs the controller has it: the controller
+// writes its status there while it migrates.
+func statusCRD(b *testing.B, s *testenv.Server) {
+	b.Helper()
+	dyn, err := dynamic.NewForConfig(s.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var crds []*unstructured.Unstructured
+	for _, u := range manifestDocs(b) {
+		if u.GetKind() == "CustomResourceDefinition" {
+			crds = append(crds, u)
+		}
+	}
+	if len(crds) == 0 {
+		b.Fatalf("%s has no CustomResourceDefinition", manifests)
+	}
+	createDocs(b, dyn, manifests, crds)
+	eventually(b, 30*time.Second, func() error {
+		_, err := dyn.Resource(controller.StatusResource).List(context.Background(), metav1.ListOptions{})
+		return err
+	})
+}
+
 // scalePlanLive runs plan -live on the large cluster, as an admin would,
 // and returns its wall-clock time and peak RSS. The peak is the process's
 // own VmHWM, read from /proc while it runs (the kernel's maximum resident
@@ -131,7 +161,7 @@ func scalePlanLive(b *testing.B, bin, kc string) (time.Duration, uint64) {
 		}
 	}
 	took := time.Since(start)
-	if ee := (*exec.ExitError)(nil); err != nil && !(errors.As(err, &ee) && ee.ExitCode() == exitBlocked) {
+	if ee := (*exec.ExitError)(nil); err != nil && !(errors.As(err, &ee) && ee.ExitCode() == cli.ExitBlocked) {
 		b.Fatalf("plan -live: %v\n%s", err, stderr.String())
 	}
 	// Its own CPU time: the rest of the wall-clock time is the API
@@ -151,8 +181,8 @@ func scalePlanLive(b *testing.B, bin, kc string) (time.Duration, uint64) {
 // counts before and after those writes.
 func scaleFloor(b *testing.B, base *rest.Config, n int) (time.Duration, map[string]float64, map[string]float64) {
 	c := fastClient(b, base)
-	var cm common
-	tr, err := cm.translator()
+	var cm cli.Common
+	tr, err := cm.Translator()
 	if err != nil {
 		b.Fatal(err)
 	}
