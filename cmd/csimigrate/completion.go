@@ -8,12 +8,6 @@ import (
 	"strings"
 
 	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
-	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/clusteridcmd"
-	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/controllercmd"
-	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/dumpcmd"
-	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/plancmd"
-	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/rewritecmd"
-	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/translatecmd"
 )
 
 // Shell completion: `csimigrate completion bash|zsh` prints a script that
@@ -33,25 +27,12 @@ var subcommands = []string{"plan", "dump", "translate", "rewrite", "clusterid", 
 
 // commandFlags registers a command's flags into a flag set of its own.
 func commandFlags(name string) *flag.FlagSet {
-	var o cli.Command
-	switch name {
-	case "plan":
-		o = plancmd.New()
-	case "translate":
-		o = translatecmd.New()
-	case "rewrite":
-		o = rewritecmd.New()
-	case "controller":
-		o = controllercmd.New()
-	case "clusterid":
-		o = clusteridcmd.New()
-	case "dump":
-		o = dumpcmd.New()
-	default:
+	c, ok := commandNamed(name)
+	if !ok {
 		return nil
 	}
 	fs := cli.NewFlagSet(name, "", io.Discard)
-	o.Register(fs)
+	c.options().Register(fs)
 	return fs
 }
 

@@ -14,12 +14,6 @@ import (
 	"testing"
 
 	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
-	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/clusteridcmd"
-	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/controllercmd"
-	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/dumpcmd"
-	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/plancmd"
-	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/rewritecmd"
-	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/translatecmd"
 )
 
 // engineDirs are the library's packages (the engine and what it is built
@@ -32,9 +26,9 @@ var engineDirs = []string{"adopt", "apply", "featuregate", "internal", "plan", "
 // the findings' data (commandRemedies, localizeFinding).
 func TestEngineTextsNameNoCommand(t *testing.T) {
 	var flags []string
-	for _, o := range []cli.Command{plancmd.New(), translatecmd.New(), rewritecmd.New(), controllercmd.New(), clusteridcmd.New(), dumpcmd.New()} {
+	for _, c := range commands {
 		fs := cli.NewFlagSet("x", "", io.Discard)
-		o.Register(fs)
+		c.options().Register(fs)
 		fs.VisitAll(func(f *flag.Flag) { flags = append(flags, regexp.QuoteMeta(f.Name)) })
 	}
 	flagRE := regexp.MustCompile(`(^|[\s(\x60])-(` + strings.Join(flags, "|") + `)\b`)

@@ -11,12 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/cli"
-	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/clusteridcmd"
-	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/controllercmd"
-	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/dumpcmd"
-	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/plancmd"
-	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/rewritecmd"
-	"github.com/csimigrate/csimigrate/cmd/csimigrate/internal/translatecmd"
 )
 
 // flagReference is docs/flags.md, generated from the commands' own flag
@@ -28,19 +22,9 @@ func flagDoc() string {
 	var b strings.Builder
 	b.WriteString("# Flags\n\nGenerated from the commands' flag sets (`go test ./cmd/csimigrate -run TestFlagReference -update`\n" +
 		"rewrites it). Every flag takes one dash or two. What the commands do: [command.md](command.md).\n")
-	for _, c := range []struct {
-		name, summary string
-		o             cli.Command
-	}{
-		{"plan", plancmd.Summary, plancmd.New()},
-		{"translate", translatecmd.Summary, translatecmd.New()},
-		{"rewrite", rewritecmd.Summary, rewritecmd.New()},
-		{"controller", controllercmd.Summary, controllercmd.New()},
-		{"clusterid", clusteridcmd.Summary, clusteridcmd.New()},
-		{"dump", dumpcmd.Summary, dumpcmd.New()},
-	} {
+	for _, c := range commands {
 		fs := cli.NewFlagSet(c.name, c.summary, io.Discard)
-		c.o.Register(fs)
+		c.options().Register(fs)
 		fmt.Fprintf(&b, "\n## csimigrate %s\n\n%s\n\n| flag | default | meaning |\n| --- | --- | --- |\n", c.name, strings.ReplaceAll(c.summary, "\n", " "))
 		fs.VisitAll(func(f *flag.Flag) {
 			a, usage := cli.FlagArg(f)

@@ -65,6 +65,42 @@ reads the cluster of the current kubeconfig context, as kubectl does;
 -sample (or csimigrate with no arguments) reads an embedded sample cluster.
 `
 
+// A command is one of the subcommands with options: its name, its summary,
+// its options (for their flags: completion, the flag reference) and how it
+// runs.
+type command struct {
+	name, summary string
+	options       func() cli.Command
+	run           func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+}
+
+// commands are the subcommands with options, in the order the flag
+// reference gives them; each is a package under internal/.
+var commands = []command{
+	{"plan", plancmd.Summary, plancmd.New, plancmd.Run},
+	{"translate", translatecmd.Summary, translatecmd.New, translatecmd.Run},
+	{"rewrite", rewritecmd.Summary, rewritecmd.New, rewritecmd.Run},
+	{"controller", controllercmd.Summary, controllercmd.New, func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return controllercmd.Run(args, stdout, stderr, cli.ReadBuildInfo(version, commit))
+	}},
+	{"clusterid", clusteridcmd.Summary, clusteridcmd.New, func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return clusteridcmd.Run(args, stdout, stderr)
+	}},
+	{"dump", dumpcmd.Summary, dumpcmd.New, func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return dumpcmd.Run(args, stdout, stderr)
+	}},
+}
+
+// commandNamed is the subcommand with options of that name.
+func commandNamed(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd := "plan"
 	if len(args) == 0 {
@@ -77,21 +113,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return cli.ExitOK
 	}
+	if c, ok := commandNamed(cmd); ok {
+		return c.run(args, stdin, stdout, stderr)
+	}
 	switch cmd {
-	case "plan":
-		return plancmd.Run(args, stdin, stdout, stderr)
-	case "translate":
-		return translatecmd.Run(args, stdin, stdout, stderr)
-	case "rewrite":
-		return rewritecmd.Run(args, stdin, stdout, stderr)
-	case "clusterid":
-		return clusteridcmd.Run(args, stdout, stderr)
-	case "controller":
-		return controllercmd.Run(args, stdout, stderr, cli.ReadBuildInfo(version, commit))
 	case "version":
 		return runVersion(args, stdout, stderr)
-	case "dump":
-		return dumpcmd.Run(args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return cli.ExitOK
