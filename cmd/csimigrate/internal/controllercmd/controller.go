@@ -69,7 +69,7 @@ type options struct {
 	retryPeriod   time.Duration
 	qps           float64
 	burst         int
-	// cli.AdoptFlags: -adopt, Ceph's tools, -cephfs-secret and vCenter.
+	// AdoptFlags: -adopt, Ceph's tools, -cephfs-secret and vCenter.
 	cli.AdoptFlags
 }
 

@@ -682,7 +682,7 @@ type applyOptions struct {
 	burst          int
 	// leaseWait is how long to wait for the writer Lease.
 	leaseWait time.Duration
-	// cli.AdoptFlags: -adopt registers RBD images (and CephFS subvolumes) in
+	// AdoptFlags: -adopt registers RBD images (and CephFS subvolumes) in
 	// Ceph CSI's journal, reaching Ceph with its tools, and vSphere disks
 	// as First Class Disks.
 	cli.AdoptFlags
