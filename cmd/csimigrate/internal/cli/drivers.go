@@ -33,6 +33,15 @@ func (d *DriverSet) Add(obj any) {
 	}
 }
 
+// Listed takes a list of resource as read: of "csidrivers", the set is the
+// cluster's, even without any (an input reader's Sink is told what it
+// listed whole).
+func (d *DriverSet) Listed(resource string) {
+	if resource == "csidrivers" {
+		d.read = true
+	}
+}
+
 // ListDrivers reads the cluster's CSIDrivers.
 func ListDrivers(ctx context.Context, c kubernetes.Interface) (DriverSet, error) {
 	l, err := c.StorageV1().CSIDrivers().List(ctx, metav1.ListOptions{})

@@ -327,7 +327,7 @@ type review struct {
 // readInputs reads the StorageClasses, and the claims when a class's secret
 // template needs them.
 func (rv *review) readInputs(c *cli.Common, stdin io.Reader) error {
-	if err := c.Read(stdin, rv.stderr, input.SinkFunc(rv.in.addClass)); err != nil {
+	if err := c.Read(stdin, rv.stderr, classSink{rv.in}); err != nil {
 		return err
 	}
 	if !rv.in.needClaims(rv.tr) {
@@ -640,6 +640,17 @@ func (in *rewriteInputs) addClass(obj any) {
 		in.order = append(in.order, sc.Name)
 	}
 }
+
+// classSink hands what the review reads to addClass; a live cluster's
+// list of CSIDrivers is taken as read even when it has none (no hint to
+// give the CSIDrivers in the input).
+type classSink struct{ in *rewriteInputs }
+
+// Add implements input.Sink.
+func (s classSink) Add(obj any) { s.in.addClass(obj) }
+
+// Listed takes the cluster's CSIDrivers as read.
+func (s classSink) Listed(resource string) { s.in.drivers.Listed(resource) }
 
 // addClaim keeps what a secret template can read of a claim.
 func (in *rewriteInputs) addClaim(obj any) {
