@@ -488,9 +488,9 @@ func ParseObjectRef(v string) (rewrite.ObjectRef, error) {
 	return rewrite.ObjectRef{}, fmt.Errorf("%q: want pv/NAME or storageclass/NAME", v)
 }
 
-// Read reads the input the flags name into inv, saying on stderr how many
+// ReadInput reads the input the flags name into inv, saying on stderr how many
 // objects it has read (at each 10,000) and what it did beyond reading.
-func (c *InputFlags) Read(stdin io.Reader, stderr io.Writer, inv input.Sink) error {
+func (c *InputFlags) ReadInput(stdin io.Reader, stderr io.Writer, inv input.Sink) error {
 	count := 0
 	progress := func(n int) {
 		// Once per 10,000 objects read (never for none).

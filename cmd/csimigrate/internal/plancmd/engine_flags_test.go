@@ -64,7 +64,7 @@ func TestEngineNamesNoFlags(t *testing.T) {
 		pl := o.planner(io.Discard)
 		for _, phase := range []plan.Phase{plan.PhaseOthers, plan.PhasePVs} {
 			pl.SetPhase(phase)
-			if err := o.Read(nil, io.Discard, pl); err != nil {
+			if err := o.ReadInput(nil, io.Discard, pl); err != nil {
 				t.Fatal(err)
 			}
 		}

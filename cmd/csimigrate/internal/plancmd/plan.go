@@ -186,7 +186,7 @@ func (o *options) Run(stdin io.Reader, stdout, stderr io.Writer) int {
 		if i > 0 {
 			report = io.Discard // said once
 		}
-		if err := o.Read(stdin, report, pl); err != nil {
+		if err := o.ReadInput(stdin, report, pl); err != nil {
 			fmt.Fprintf(stderr, "csimigrate plan: %v\n", err)
 			return cli.ExitInput
 		}

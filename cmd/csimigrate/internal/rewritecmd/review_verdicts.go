@@ -64,7 +64,7 @@ func reviewVerdicts(c *cli.Common, tr *translate.Translator, w apply.Options, st
 		if !c.Live {
 			pl.SetPhase(phase)
 		}
-		if err := c.Read(stdin, io.Discard, pl); err != nil {
+		if err := c.ReadInput(stdin, io.Discard, pl); err != nil {
 			return planVerdicts{}, err
 		}
 	}

@@ -253,7 +253,7 @@ func runReview(c *cli.Common, tr *translate.Translator, o applyOptions, targets 
 		_, rv.werr = fmt.Fprintf(rv.w, "# %s\n", output.SampleNote)
 		fmt.Fprintln(stderr, output.SampleNote)
 	}
-	if err := c.Read(stdin, io.Discard, input.SinkFunc(rv.pv)); err != nil {
+	if err := c.ReadInput(stdin, io.Discard, input.SinkFunc(rv.pv)); err != nil {
 		fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 		return cli.ExitInput
 	}
@@ -327,14 +327,14 @@ type review struct {
 // readInputs reads the StorageClasses, and the claims when a class's secret
 // template needs them.
 func (rv *review) readInputs(c *cli.Common, stdin io.Reader) error {
-	if err := c.Read(stdin, rv.stderr, classSink{rv.in}); err != nil {
+	if err := c.ReadInput(stdin, rv.stderr, classSink{rv.in}); err != nil {
 		return err
 	}
 	if !rv.in.needClaims(rv.tr) {
 		return nil
 	}
 	rv.in.claims = map[types.NamespacedName]*v1.PersistentVolumeClaim{}
-	return c.Read(stdin, io.Discard, input.SinkFunc(rv.in.addClaim))
+	return c.ReadInput(stdin, io.Discard, input.SinkFunc(rv.in.addClaim))
 }
 
 // pv writes the steps for one PV the direction replaces.

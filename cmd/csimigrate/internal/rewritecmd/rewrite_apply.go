@@ -302,7 +302,7 @@ func (a *applier) selectTargets(ctx context.Context, c *cli.Common, names []stri
 	if len(c.Files) > 0 {
 		where = "reviewed input"
 		inv := &input.Inventory{}
-		if err := c.Read(stdin, stderr, inv); err != nil {
+		if err := c.ReadInput(stdin, stderr, inv); err != nil {
 			fmt.Fprintf(stderr, "csimigrate rewrite: %v\n", err)
 			return nil, nil, cli.ExitInput
 		}
@@ -444,7 +444,7 @@ func (a *applier) claimsOf(ctx context.Context, c *cli.Common, targets []apply.T
 	out := map[string]string{}
 	if len(c.Files) > 0 {
 		inv := &input.Inventory{}
-		if err := c.Read(stdin, io.Discard, inv); err != nil {
+		if err := c.ReadInput(stdin, io.Discard, inv); err != nil {
 			return nil, err
 		}
 		for _, pv := range inv.PVs {

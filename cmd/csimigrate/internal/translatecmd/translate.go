@@ -81,7 +81,7 @@ func (o *options) Run(stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(sink.w, "# %s\n", output.SampleNote)
 		}
 	}
-	if err := o.Read(stdin, stderr, sink); err != nil {
+	if err := o.ReadInput(stdin, stderr, sink); err != nil {
 		fmt.Fprintf(stderr, "csimigrate translate: %v\n", err)
 		return cli.ExitInput
 	}
