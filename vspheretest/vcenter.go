@@ -57,9 +57,21 @@ type VCenter struct {
 }
 
 // vcsimBinary is the simulator's program (cmd/vcsim): CSIMIGRATE_VCSIM,
-// which scripts/test builds once, else built here once per test binary.
+// which scripts/test builds once, else built here once per test binary by
+// scripts/build-vcsim (with the fix of the simulator's ListView deadlock).
 var vcsimBinary = sync.OnceValues(func() (string, error) {
-	return binary("CSIMIGRATE_VCSIM", "vcsim", ".", "./cmd/vcsim", "GOWORK=")
+	if p := os.Getenv("CSIMIGRATE_VCSIM"); p != "" {
+		return p, nil
+	}
+	tmp, err := os.MkdirTemp("", "csimigrate-vcsim-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(tmp, "vcsim")
+	if out, err := exec.Command("bash", filepath.Join("..", "scripts", "build-vcsim"), bin).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building vcsim (scripts/build-vcsim): %v\n%s", err, out)
+	}
+	return bin, nil
 })
 
 // binary is the program envVar names, else the package pkg built once (in

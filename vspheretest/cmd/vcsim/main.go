@@ -4,6 +4,11 @@
 // FCD and REST endpoints, reporting -version, letting in only -user with
 // -password when given. It prints its URL on the
 // first line of standard output and serves until it is killed.
+//
+// It is built by scripts/build-vcsim, with a fix of govmomi v0.56.0's
+// simulator (a deadlock between ModifyListView and WaitForUpdatesEx that
+// stops the vSphere CSI driver's task listener for good), and refuses to
+// start when built otherwise.
 package main
 
 import (
@@ -30,12 +35,20 @@ import (
 	_ "github.com/vmware/govmomi/vslm/simulator"
 )
 
+// listViewLockOrderFixed is set by a file only scripts/build-vcsim adds to
+// the build, with the simulator's patched PropertyFilter.
+var listViewLockOrderFixed bool
+
 func main() {
 	version := flag.String("version", "8.0.3", "the vCenter version About reports (its API version is VERSION.0)")
 	user := flag.String("user", "", "the only user vCenter lets log in (with -password; none: any user and password)")
 	password := flag.String("password", "", "the password of -user")
 	trace := flag.String("trace", "", "append to this file, a line each, the API calls of clients whose User-Agent starts with csimigrate: the endpoint's path and the SOAP method (or the HTTP method)")
 	flag.Parse()
+	if !listViewLockOrderFixed {
+		fmt.Fprintln(os.Stderr, "vcsim: built without the fix of the simulator's ListView deadlock; build it with scripts/build-vcsim")
+		os.Exit(1)
+	}
 	model := simulator.VPX()
 	model.ServiceContent.About.Version = *version
 	model.ServiceContent.About.ApiVersion = *version + ".0"
