@@ -141,7 +141,7 @@ func podClaimKeys(obj any) ([]string, error) {
 	}
 	keys := make([]string, len(u.claims))
 	for i, cl := range u.claims {
-		keys[i] = u.namespace + "/" + cl
+		keys[i] = u.namespace() + "/" + cl
 	}
 	return keys, nil
 }
@@ -196,7 +196,7 @@ func (c *Controller) binding(ns, name string) (uid types.UID, volumeName string,
 	case *v1.PersistentVolumeClaim:
 		return pvc.UID, pvc.Spec.VolumeName, pvc.DeletionTimestamp != nil, true
 	case *claimStub:
-		return pvc.uid, pvc.volumeName, pvc.deletion != nil, true
+		return pvc.GetUID(), pvc.volumeName, pvc.deletion() != nil, true
 	}
 	return "", "", false, false
 }
@@ -262,7 +262,7 @@ func (c *Controller) enqueuePodVolumes(obj any) {
 		return
 	}
 	for _, claim := range u.claims {
-		if _, volume, _, ok := c.binding(u.namespace, claim); ok {
+		if _, volume, _, ok := c.binding(u.namespace(), claim); ok {
 			c.enqueueBlockedPV(volume)
 		}
 	}

@@ -107,10 +107,10 @@ func (c *Controller) keepUser(o runtime.Object) runtime.Object {
 		cp := *k
 		return &cp
 	case *claimStub:
-		c.unheld.add(k.namespace + "/" + k.name)
+		c.unheld.add(k.namespace() + "/" + k.name)
 		return nil
 	case *podUse:
-		if !slices.ContainsFunc(k.claims, func(cl string) bool { return !c.unheld.has(k.namespace + "/" + cl) }) {
+		if !slices.ContainsFunc(k.claims, func(cl string) bool { return !c.unheld.has(k.namespace() + "/" + cl) }) {
 			return nil
 		}
 		return k
@@ -153,9 +153,14 @@ func (s *claimStub) GetObjectKind() schema.ObjectKind { return schema.EmptyObjec
 func (u *podUse) GetObjectKind() schema.ObjectKind    { return schema.EmptyObjectKind }
 
 func (m stubMeta) deepCopy() stubMeta {
-	if m.deletion != nil {
-		d := *m.deletion
-		m.deletion = &d
+	if m.extra != nil {
+		e := *m.extra
+		if e.deletion != nil {
+			d := *e.deletion
+			e.deletion = &d
+		}
+		e.labels = maps.Clone(e.labels)
+		m.extra = &e
 	}
 	return m
 }
@@ -163,7 +168,6 @@ func (m stubMeta) deepCopy() stubMeta {
 func (s *pvStub) DeepCopyObject() runtime.Object {
 	cp := *s
 	cp.stubMeta = s.stubMeta.deepCopy()
-	cp.labels = maps.Clone(s.labels)
 	return &cp
 }
 

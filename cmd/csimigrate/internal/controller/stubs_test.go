@@ -42,8 +42,11 @@ func TestTrimPVStubIsSlimPV(t *testing.T) {
 		})
 		// What an informer's PV has beside: identity, phase, labels, a
 		// deletion under way.
-		pv.UID = types.UID(rapid.StringMatching(`[a-f0-9-]{0,36}`).Draw(t, "uid"))
-		pv.ResourceVersion = rapid.StringMatching(`[0-9]{0,8}`).Draw(t, "rv")
+		pv.UID = drawUID(t, "uid")
+		pv.ResourceVersion = drawRV(t, "rv")
+		if pv.Spec.ClaimRef != nil {
+			pv.Spec.ClaimRef.UID = drawUID(t, "claimUID")
+		}
 		pv.Status.Phase = rapid.SampledFrom([]v1.PersistentVolumePhase{"", v1.VolumeBound, v1.VolumeAvailable, v1.VolumeReleased, v1.VolumeFailed}).Draw(t, "phase")
 		if rapid.Bool().Draw(t, "labelled") {
 			pv.Labels = map[string]string{"team": rapid.StringMatching(`[a-z]{1,8}`).Draw(t, "team")}
@@ -90,6 +93,52 @@ func TestTrimPVStubIsSlimPV(t *testing.T) {
 	t.Logf("%d stubs", stubs)
 	if stubs == 0 {
 		t.Error("no generated PV was held as a stub")
+	}
+}
+
+// drawUID is a uid as the API server gives it (a UUID) or any other.
+func drawUID(t *rapid.T, label string) types.UID {
+	return types.UID(rapid.OneOf(rapid.StringMatching(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`),
+		rapid.StringMatching(`[a-fA-F0-9-]{0,37}`)).Draw(t, label))
+}
+
+// drawRV is a resourceVersion as kube-apiserver gives it (a decimal) or
+// any other.
+func drawRV(t *rapid.T, label string) string {
+	return rapid.OneOf(rapid.StringMatching(`[1-9][0-9]{0,19}`), rapid.StringMatching(`[0-9a-z]{0,21}`)).Draw(t, label)
+}
+
+// A stub's identity reads back as the object's, whatever its uid and
+// resourceVersion: packed where they are a UUID and a decimal, kept as
+// they are otherwise. Its copy is its own.
+func TestStubMetaReadsBack(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := metav1.ObjectMeta{Namespace: rapid.SampledFrom([]string{"", "ns"}).Draw(t, "ns"), Name: "n", UID: drawUID(t, "uid"), ResourceVersion: drawRV(t, "rv")}
+		if rapid.Bool().Draw(t, "deleting") {
+			m.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+		}
+		s := metaOf(&m)
+		got := metav1.ObjectMeta{Namespace: s.GetNamespace(), Name: s.GetName(), UID: s.GetUID(), ResourceVersion: s.GetResourceVersion(), DeletionTimestamp: s.GetDeletionTimestamp()}
+		if diff := cmp.Diff(m, got); diff != "" {
+			t.Fatalf("the stub's identity (+) is not the object's (-):\n%s", diff)
+		}
+		cp := s.deepCopy()
+		if m.DeletionTimestamp != nil && cp.deletion() == s.deletion() {
+			t.Fatal("the copy shares its deletion time with the stub")
+		}
+	})
+	// The usual forms are packed, with nothing extra kept.
+	for _, m := range []metav1.ObjectMeta{{UID: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", ResourceVersion: "18446744073709551615"}, {UID: "00000000-0000-0000-0000-000000000000", ResourceVersion: "0"}} {
+		if s := metaOf(&m); s.extra != nil {
+			t.Errorf("uid %q, resourceVersion %q: kept %+v beside the packed fields", m.UID, m.ResourceVersion, *s.extra)
+		}
+	}
+	// Others are kept as they are.
+	for _, m := range []metav1.ObjectMeta{{UID: "0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0", ResourceVersion: "01"}, {UID: "u", ResourceVersion: "18446744073709551616"}, {}} {
+		s := metaOf(&m)
+		if s.extra == nil || !s.extra.rawUID || !s.extra.rawRV || s.GetUID() != m.UID || s.GetResourceVersion() != m.ResourceVersion {
+			t.Errorf("uid %q, resourceVersion %q: read back as %q, %q", m.UID, m.ResourceVersion, s.GetUID(), s.GetResourceVersion())
+		}
 	}
 }
 
