@@ -8,6 +8,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/csimigrate/csimigrate/rewrite"
 )
@@ -37,6 +38,13 @@ type classRun struct {
 func (a *Writer) newClassRun(t Target) *classRun { return &classRun{a: a, t: t} }
 
 func (r *classRun) obj() rewrite.ObjectRef { return rewrite.ClassRef(r.t.Name) }
+
+func (r *classRun) current() runtime.Object {
+	if r.cur == nil {
+		return nil
+	}
+	return r.cur.DeepCopy()
+}
 
 func (r *classRun) where() string { return r.a.o.StateNamespace + "/" + ClassStateName(r.t.Name) }
 

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csimigrate/csimigrate/adopt"
@@ -79,6 +80,13 @@ func newPVRun(a *Writer, t Target) *pvRun {
 }
 
 func (r *pvRun) obj() rewrite.ObjectRef { return rewrite.PVRef(r.t.Name) }
+
+func (r *pvRun) current() runtime.Object {
+	if r.cur == nil {
+		return nil
+	}
+	return r.cur.DeepCopy()
+}
 
 // where names the state ConfigMap.
 func (r *pvRun) where() string { return r.a.o.StateNamespace + "/" + StateName(r.t.Name) }

@@ -9,6 +9,7 @@ import (
 	"github.com/csimigrate/csimigrate/rewrite"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // A step is one step of replacing an object (a PV or a StorageClass) by its
@@ -43,6 +44,9 @@ type subject interface {
 	observe(ctx context.Context) error
 	// obj names the object.
 	obj() rewrite.ObjectRef
+	// current is a copy of the object as the run last saw it, nil when
+	// there is none.
+	current() runtime.Object
 }
 
 // Progress is what one Step did and when to look again.
@@ -55,6 +59,11 @@ type Progress struct {
 	// RequeueAfter is when to look again when the step waits for others
 	// (a finalizer's owner, a deletion); 0 means at once.
 	RequeueAfter time.Duration
+	// Object is, when Done, the object as the run last saw it (its
+	// replacement, as the last write returned it or as read from the API
+	// server after), nil when there is none: the caller's own copy, for
+	// an Event about it without another read.
+	Object runtime.Object
 }
 
 // A Run advances one object's replacement. It remembers what its own writes
@@ -94,7 +103,7 @@ func stepOnce[R subject](ctx context.Context, a *Writer, r R, steps []step[R]) (
 	}
 	i := slices.IndexFunc(steps, func(s step[R]) bool { return !s.done(r) })
 	if i < 0 {
-		return Progress{Done: true}, nil
+		return Progress{Done: true, Object: r.current()}, nil
 	}
 	s := steps[i]
 	if s.pre != nil {

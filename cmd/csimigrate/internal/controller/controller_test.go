@@ -312,6 +312,48 @@ func TestControllerScopeAndDriver(t *testing.T) {
 	}
 }
 
+// A run done hands on its replacement as it last saw it: the Migrated
+// Event names it (the new PV's uid) and no read is made for it.
+func TestControllerDoneNamesTheRunsReplacement(t *testing.T) {
+	client := fake.NewSimpleClientset()
+	c, m, _, _ := notRunning(t, client)
+	rec := &objectRecorder{}
+	c.rec = rec
+	c.started[rewrite.PVRef("pv1")] = true
+	live := vspherePV("pv1")
+	live.UID = "uid-of-the-replacement"
+	if _, _, err := c.outcome(rewrite.PVRef("pv1"), (*v1.PersistentVolume)(nil), apply.Progress{Done: true, Object: live}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(m.migrated.WithLabelValues("pv")); got != 1 {
+		t.Errorf("migrated counted %v, want 1", got)
+	}
+	if len(rec.objects) != 1 || rec.reasons[0] != ReasonMigrated || rec.objects[0] != runtime.Object(live) {
+		t.Errorf("Events %v on %v, want one %s on the replacement", rec.reasons, rec.objects, ReasonMigrated)
+	}
+	if a := client.Actions(); len(a) != 0 {
+		t.Errorf("requests made for the Event: %v", a)
+	}
+}
+
+// objectRecorder keeps the objects Events are about.
+type objectRecorder struct {
+	objects []runtime.Object
+	reasons []string
+}
+
+func (r *objectRecorder) Event(o runtime.Object, _, reason, _ string) {
+	r.objects, r.reasons = append(r.objects, o), append(r.reasons, reason)
+}
+
+func (r *objectRecorder) Eventf(o runtime.Object, typ, reason, _ string, _ ...any) {
+	r.Event(o, typ, reason, "")
+}
+
+func (r *objectRecorder) AnnotatedEventf(o runtime.Object, _ map[string]string, typ, reason, _ string, _ ...any) {
+	r.Event(o, typ, reason, "")
+}
+
 func mustSelector(t *testing.T, s string) labels.Selector {
 	t.Helper()
 	sel, err := labels.Parse(s)

@@ -253,7 +253,11 @@ func (c *Controller) outcome(obj rewrite.ObjectRef, cur any, p apply.Progress, e
 		return 0, false, err
 	case p.Done:
 		c.setBlocked(obj, "")
-		c.doneWith(obj, cur)
+		if p.Object != nil {
+			c.doneWithLive(obj, p.Object)
+		} else {
+			c.doneWith(obj, cur)
+		}
 		return 0, false, nil
 	case p.Wrote != "":
 		c.setBlocked(obj, "")
@@ -272,18 +276,12 @@ func (c *Controller) outcome(obj rewrite.ObjectRef, cur any, p apply.Progress, e
 	return max(p.RequeueAfter, 100*time.Millisecond), false, nil
 }
 
-// doneWith reports an object this process wrote to as migrated.
+// doneWith reports an object this process wrote to as migrated, cur as
+// the informer holds it.
 func (c *Controller) doneWith(obj rewrite.ObjectRef, cur any) {
-	c.mu.Lock()
-	started := c.started[obj]
-	delete(c.started, obj)
-	c.mu.Unlock()
-	c.logger.V(2).Info("Done", "object", obj.Resource(), "wroteToIt", started)
-	if !started {
+	if !c.finished(obj) {
 		return
 	}
-	c.logger.Info("Migrated", "object", obj.Resource())
-	c.m.migrated.WithLabelValues(metricKind(obj)).Inc()
 	if obj.Kind == rewrite.KindPV {
 		// The lister may still hold the in-tree object, or none (between
 		// the old object's deletion and the new one's arrival): name the
@@ -293,6 +291,29 @@ func (c *Controller) doneWith(obj rewrite.ObjectRef, cur any) {
 		}
 	}
 	c.event(cur, v1.EventTypeNormal, ReasonMigrated, "replaced by its CSI form")
+}
+
+// doneWithLive reports an object this process wrote to as migrated, live
+// as its run last saw it (its replacement): no read is needed to name it.
+func (c *Controller) doneWithLive(obj rewrite.ObjectRef, live any) {
+	if c.finished(obj) {
+		c.event(live, v1.EventTypeNormal, ReasonMigrated, "replaced by its CSI form")
+	}
+}
+
+// finished forgets that this process wrote to obj, and counts and logs it
+// as migrated if it did.
+func (c *Controller) finished(obj rewrite.ObjectRef) bool {
+	c.mu.Lock()
+	started := c.started[obj]
+	delete(c.started, obj)
+	c.mu.Unlock()
+	c.logger.V(2).Info("Done", "object", obj.Resource(), "wroteToIt", started)
+	if started {
+		c.logger.Info("Migrated", "object", obj.Resource())
+		c.m.migrated.WithLabelValues(metricKind(obj)).Inc()
+	}
+	return started
 }
 
 // metricKind is the kind label of the controller's metrics: "pv" or
